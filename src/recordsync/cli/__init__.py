@@ -1,0 +1,56 @@
+"""The ``recordsync`` command line: a thin layer over the library.
+
+Each sub-module defines its commands and is registered here. Errors become exit codes in
+exactly one place, :func:`main` (see :func:`recordsync.errors.exit_code_for`).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from recordsync import __version__
+from recordsync.errors import RecordsyncError, exit_code_for
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="recordsync")
+def cli() -> None:
+    """Sync CSV and Parquet exports into a CRM record service (batch upserts).
+
+    With no target configured, commands run against the embedded local sandbox.
+    """
+
+
+def _register() -> None:
+    from recordsync.cli import pipeline_cmds, sandbox_cmds
+
+    for module in (sandbox_cmds, pipeline_cmds):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the console script and of ``python -m recordsync``."""
+    try:
+        cli.main(args=argv, prog_name="recordsync", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:  # usage errors
+        exc.show()
+        sys.exit(2)
+    except RecordsyncError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(exit_code_for(exc))
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    else:
+        sys.exit(0)

@@ -1,0 +1,151 @@
+"""The one exception tree of recordsync, grouped by what the caller should do next.
+
+    RecordsyncError                 root; every error recordsync raises on purpose
+    ├── ConfigError                 fix a config file, flag or env value, then run again   (exit 2)
+    │   └── SourceError             a source file cannot be opened or read at all          (exit 2)
+    ├── RowError                    one source row is bad; it is reported, the run goes on (row-level)
+    ├── ApiError                    the record service answered badly or not at all
+    │   ├── RetriableApiError       429, 5xx, timeouts, dropped connections: resend later
+    │   └── FatalApiError           the run (or step) cannot go on                          (exit 3)
+    │       ├── AuthError           401 or a 3xx redirect: wrong or missing API key
+    │       └── ObjectTypeNotFound  404 on an object type: abort that step
+    ├── AccountingError             the report does not add up                              (exit 1)
+    └── RunAborted                  a circuit breaker or lock stopped the run               (exit 3)
+
+Messages name the culprit (file, line, key, row, column, status and path) and say what to
+do next. They never contain secrets: API keys are typed as :class:`recordsync.secret.Secret`.
+
+Exit codes (the one table, also in the README):
+
+    0  every row ok
+    1  the run finished, with failed, invalid or in-doubt rows (or an accounting mismatch)
+    2  configuration or usage error: nothing was sent
+    3  aborted: authentication failure, unknown object type, circuit breaker, lock held
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+EXIT_OK = 0
+EXIT_ROWS_FAILED = 1
+EXIT_CONFIG = 2
+EXIT_ABORTED = 3
+
+
+class RecordsyncError(Exception):
+    """Root of every error recordsync raises on purpose."""
+
+    exit_code: ClassVar[int] = EXIT_ABORTED
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message if hint is None else f"{message}\n  hint: {hint}")
+
+
+class ConfigError(RecordsyncError):
+    """A config file, flag or environment value is wrong. Nothing was sent."""
+
+    exit_code = EXIT_CONFIG
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        key: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.file = file
+        self.line = line
+        self.key = key
+        where = ""
+        if file is not None:
+            where = file + (f":{line}" if line is not None else "")
+        if key is not None:
+            where = f"{where} [{key}]" if where else f"[{key}]"
+        super().__init__(f"{where}: {message}" if where else message, hint=hint)
+
+
+class SourceError(ConfigError):
+    """A source file cannot be opened or read at all (missing, wrong format, unreadable)."""
+
+
+class RowError(RecordsyncError):
+    """One source row cannot be turned into a valid batch input. Reported; the run goes on."""
+
+    exit_code = EXIT_ROWS_FAILED
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        column: str | None = None,
+        value: object = None,
+        rule: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.column = column
+        self.value = value
+        self.rule = rule
+        super().__init__(message, hint=hint)
+
+
+class ApiError(RecordsyncError):
+    """The record service answered with an error, or could not be reached."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        method: str | None = None,
+        path: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.status = status
+        self.method = method
+        self.path = path
+        where = " ".join(p for p in (method, path) if p)
+        prefix = f"{where}: " if where else ""
+        code = f"HTTP {status}: " if status is not None else ""
+        super().__init__(f"{prefix}{code}{message}", hint=hint)
+
+
+class RetriableApiError(ApiError):
+    """A transient failure (429, 5xx, timeout, dropped connection): resending may succeed."""
+
+
+class FatalApiError(ApiError):
+    """A failure that resending cannot fix; the run or the step stops."""
+
+    exit_code = EXIT_ABORTED
+
+
+class AuthError(FatalApiError):
+    """401, or a redirect (the hosted service's answer to a bad key on some routes)."""
+
+
+class ObjectTypeNotFound(FatalApiError):
+    """404 on an object type: the step cannot run against this target."""
+
+
+class AccountingError(RecordsyncError):
+    """The reconciliation check failed: source rows and outcomes do not add up."""
+
+    exit_code = EXIT_ROWS_FAILED
+
+
+class RunAborted(RecordsyncError):
+    """A circuit breaker, a held lock, or the user stopped the run."""
+
+    exit_code = EXIT_ABORTED
+
+
+def exit_code_for(error: BaseException) -> int:
+    """The one place that maps an error to a process exit code."""
+    if isinstance(error, RecordsyncError):
+        return error.exit_code
+    return EXIT_ABORTED
