@@ -3,7 +3,7 @@
     RecordsyncError                 root; every error recordsync raises on purpose
     ├── ConfigError                 fix a config file, flag or env value, then run again   (exit 2)
     │   └── SourceError             a source file cannot be opened or read at all          (exit 2)
-    ├── RowError                    one source row is bad; it is reported, the run goes on (row-level)
+    ├── RowError                    one source row is bad: reported, the run goes on      (row)
     ├── ApiError                    the record service answered badly or not at all
     │   ├── RetriableApiError       429, 5xx, timeouts, dropped connections: resend later
     │   └── FatalApiError           the run (or step) cannot go on                          (exit 3)
