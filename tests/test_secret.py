@@ -9,7 +9,7 @@ KEY = "sk_live_0123456789abcdef"
 
 def test_secret_never_prints_itself() -> None:
     s = Secret(KEY)
-    for text in (str(s), repr(s), f"{s}", f"{s!r}", "{}".format(s), str([s]), str({"k": s})):
+    for text in (str(s), repr(s), f"{s}", f"{s!r}", format(s, ">5"), str([s]), str({"k": s})):
         assert KEY not in text
     assert s.reveal() == KEY
 
