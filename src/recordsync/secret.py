@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hmac
+from typing import Any
 
 
 class Secret:
@@ -39,7 +40,7 @@ class Secret:
     def __bool__(self) -> bool:
         return bool(self._value)
 
-    def __reduce__(self) -> object:
+    def __reduce__(self) -> str | tuple[Any, ...]:
         raise TypeError("Secret values are not picklable")
 
 

@@ -2,6 +2,214 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
 import click
 
-COMMANDS: list[click.Command] = []
+from recordsync.errors import EXIT_OK, RecordsyncError
+
+
+def _progress(quiet: bool) -> tuple[Any, contextlib.AbstractContextManager[Any]]:
+    from recordsync.report.progress import PlainProgress, RichProgress
+    from recordsync.runner import NullProgress
+
+    if quiet:
+        return NullProgress(), contextlib.nullcontext()
+    if sys.stderr.isatty() and sys.stdout.isatty():
+        rich = RichProgress()
+        return rich, rich
+    return PlainProgress(), contextlib.nullcontext()
+
+
+def _finish(result: Any, quiet: bool) -> None:
+    """Print the report (unless quiet), then exit with the run's code."""
+    if not quiet:
+        click.echo((result.report_dir / "report.md").read_text(encoding="utf-8"))
+    click.echo(f"report: {result.report_dir}", err=True)
+    if result.error is not None:
+        raise result.error
+    code = result.exit_code
+    if code != EXIT_OK:
+        if not result.summary["accounting_ok"]:
+            click.echo("error: the report does not add up (accounting mismatch)", err=True)
+        sys.exit(code)
+
+
+def _announce(quiet: bool) -> Any:
+    def on_target(target: Any) -> None:
+        if target.embedded:
+            click.echo(
+                f"no target configured: using the embedded sandbox at {target.base_url} "
+                f"({target.origin}); set RECORDSYNC_BASE_URL or --profile for a real service",
+                err=True,
+            )
+        elif not quiet:
+            click.echo(f"target: {target.base_url} (from {target.origin})", err=True)
+
+    return on_target
+
+
+@click.command("run")
+@click.argument("pipeline", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Read, map and validate; send nothing.")
+@click.option("--base-url", help="Record service base URL (key from RECORDSYNC_API_KEY).")
+@click.option("--profile", help="Target profile from configs/profiles.yaml.")
+@click.option(
+    "--report-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where reports/<run_id>/ go (default: the pipeline's report.directory).",
+)
+@click.option("--chunk-size", type=click.IntRange(1, 100), help="Rows per batch (max 100).")
+@click.option("--canary-size", type=click.IntRange(1, 100), help="Size of each step's first chunk.")
+@click.option(
+    "--max-failure-rate",
+    type=click.FloatRange(0, 1, min_open=True),
+    help="Stop the run when more than this share of sent rows fail.",
+)
+@click.option("--max-creates", type=click.IntRange(0), help="Stop the run after this many creates.")
+@click.option("--full-refresh", is_flag=True, help="Send every valid row, changed or not.")
+@click.option("--no-state", is_flag=True, help="Do not use the state store (send every row).")
+@click.option(
+    "--state-db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="State database [default: $RECORDSYNC_STATE_DB or .recordsync/state.db].",
+)
+@click.option(
+    "--allow-mass-deletes",
+    is_flag=True,
+    help="Mirror deletes: lift the mappings' max_count / max_share limits for this run.",
+)
+@click.option(
+    "--durable-state",
+    is_flag=True,
+    help="fsync the state journal on every commit (survives a power cut, not only a kill).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
+def run_command(
+    pipeline: Path,
+    dry_run: bool,
+    base_url: str | None,
+    profile: str | None,
+    report_dir: Path | None,
+    chunk_size: int | None,
+    canary_size: int | None,
+    max_failure_rate: float | None,
+    max_creates: int | None,
+    full_refresh: bool,
+    no_state: bool,
+    state_db: Path | None,
+    allow_mass_deletes: bool,
+    durable_state: bool,
+    quiet: bool,
+) -> None:
+    """Run PIPELINE: send every step's rows in chunks and write reports/<run_id>/.
+
+    With the state store (default) only new, changed and previously failed rows are sent, a
+    killed run is resumed, and a second run of the same pipeline is refused.
+
+    Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error;
+    3 aborted (authentication, unknown object type, circuit breaker, mirror-delete limit,
+    pipeline already running).
+    """
+    from recordsync.send.pipeline import RunRequest, run_pipeline
+
+    if not pipeline.is_file():
+        raise click.BadParameter(f"{pipeline} does not exist", param_hint="PIPELINE")
+    request = RunRequest(
+        pipeline,
+        dry_run=dry_run,
+        base_url=base_url,
+        profile=profile,
+        report_dir=report_dir,
+        chunk_size=chunk_size,
+        canary_size=canary_size,
+        max_failure_rate=max_failure_rate,
+        max_creates=max_creates,
+        state=not no_state,
+        state_db=state_db,
+        full_refresh=full_refresh,
+        allow_mass_deletes=allow_mass_deletes,
+        durable_state=durable_state,
+    )
+    progress, ctx = _progress(quiet)
+    with ctx:
+        result = run_pipeline(request, progress=progress, on_target=_announce(quiet))
+    _finish(result, quiet)
+
+
+@click.command("retry")
+@click.argument("report_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--base-url", help="Record service base URL (key from RECORDSYNC_API_KEY).")
+@click.option("--profile", help="Target profile from configs/profiles.yaml.")
+@click.option(
+    "--report-dir",
+    "out_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the new report goes (default: next to REPORT_DIR).",
+)
+@click.option(
+    "--resend-in-doubt",
+    is_flag=True,
+    help="Send in-doubt rows as they are, even where that may create a duplicate.",
+)
+@click.option(
+    "--state-db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="State database [default: $RECORDSYNC_STATE_DB or .recordsync/state.db].",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
+def retry_command(
+    report_dir: Path,
+    base_url: str | None,
+    profile: str | None,
+    out_dir: Path | None,
+    resend_in_doubt: bool,
+    state_db: Path | None,
+    quiet: bool,
+) -> None:
+    """Resend the failed and in-doubt rows of the run in REPORT_DIR (from its failures.csv)."""
+    from recordsync.reconcile.retry import read_summary, retry_report
+    from recordsync.send.pipeline import RunRequest
+
+    summary = read_summary(report_dir)
+    request = RunRequest(
+        Path(summary.get("pipeline_file") or "."),
+        base_url=base_url,
+        profile=profile,
+        report_dir=out_dir or report_dir.parent,
+        state_db=state_db,
+    )
+    progress, ctx = _progress(quiet)
+    with ctx:
+        result = retry_report(
+            report_dir,
+            request,
+            resend_in_doubt=resend_in_doubt,
+            progress=progress,
+            on_target=_announce(quiet),
+        )
+    _finish(result, quiet)
+
+
+@click.command("report")
+@click.argument("report_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print summary.json instead.")
+def report_command(report_dir: Path, as_json: bool) -> None:
+    """Print the summary and grouped failures of the run in REPORT_DIR."""
+    from recordsync.reconcile.retry import read_summary
+
+    summary = read_summary(report_dir)
+    if as_json:
+        click.echo(json.dumps(summary, indent=2))
+        return
+    md = report_dir / "report.md"
+    if not md.is_file():
+        raise RecordsyncError(f"{md} is missing", hint="the run may have crashed; see results.csv")
+    click.echo(md.read_text(encoding="utf-8"))
+
+
+COMMANDS: list[click.Command] = [run_command, retry_command, report_command]

@@ -1,0 +1,309 @@
+"""Strict models of mapping configs (``configs/*.yaml``) and pipelines (``pipelines/*.yaml``).
+
+Unknown keys are errors. Runtime settings (base URL, API key) never live here: they come from
+flags, environment and profiles (see the run settings).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+
+TEMPLATE_FIELD = re.compile(r"\{([^{}]+)\}")
+RUNTIME_KEYS = frozenset({"base_url", "api_key", "url", "key", "token"})
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SourceConfig(Strict):
+    """Where the rows come from. ``path`` is relative to the mapping file's directory."""
+
+    path: str
+    format: Literal["csv", "parquet"] | None = None
+    delimiter: str = ","
+    quotechar: str | None = '"'
+    escapechar: str | None = None
+    header: bool = True
+    columns: list[str] | None = None
+    encoding: str = "utf-8"
+    skip_rows: int = Field(default=0, ge=0)
+    batch_size: int = Field(default=32_768, ge=1, le=1_000_000)
+
+    @field_validator("delimiter", "quotechar", "escapechar")
+    @classmethod
+    def _one_char(cls, v: str | None) -> str | None:
+        if v is not None and len(v) != 1:
+            raise ValueError('must be exactly one character (use "\\t" for tab)')
+        return v
+
+    @model_validator(mode="after")
+    def _columns_without_header(self) -> SourceConfig:
+        if not self.header and not self.columns:
+            raise ValueError("'columns' is required when 'header' is false")
+        return self
+
+    @property
+    def kind(self) -> Literal["csv", "parquet"]:
+        if self.format is not None:
+            return self.format
+        return "parquet" if ".parquet" in self.path or self.path.endswith(".pq") else "csv"
+
+
+class RefSpec(Strict):
+    """A relationship filled from another mapping's identity ledger (nightly syncs):
+    the column's value is that mapping's source key, the field gets its record id."""
+
+    mapping: str
+    on_missing: Literal["fail", "unset"] = "fail"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"mapping": data} if isinstance(data, str) else data
+
+
+class FieldSpec(Strict):
+    """How one output value is built from a row. Exactly one of column, template, value."""
+
+    column: str | None = None
+    template: str | None = None
+    value: Any = None
+    trim: bool = True
+    case: Literal["lower", "upper", "title"] | None = None
+    value_map: dict[str, Any] | None = None
+    split: str | None = None
+    default: Any = None
+    empty: Literal["omit", "null"] = "omit"
+    date_format: str | None = None
+    datetime_format: str | None = None
+    timezone: str | None = None
+    decimal_separator: str = "."
+    thousands_separator: str | None = None
+    ref: RefSpec | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"column": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FieldSpec:
+        given = [k for k in ("column", "template", "value") if k in self.model_fields_set]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of 'column', 'template' or 'value' "
+                f"(got {', '.join(given) or 'none'})"
+            )
+        if self.template is not None and not TEMPLATE_FIELD.search(self.template):
+            raise ValueError("a template names columns in braces, e.g. '{first_name} {last_name}'")
+        if self.date_format and self.datetime_format:
+            raise ValueError("give 'date_format' or 'datetime_format', not both")
+        if self.timezone is not None:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(self.timezone)
+            except (ZoneInfoNotFoundError, ValueError):
+                msg = f"unknown timezone {self.timezone!r} (e.g. Europe/Berlin, UTC)"
+                raise ValueError(msg) from None
+        if self.decimal_separator == self.thousands_separator:
+            raise ValueError("decimal_separator and thousands_separator must differ")
+        if self.ref is not None and self.column is None:
+            raise ValueError("'ref' resolves the value of a 'column'; give 'column'")
+        return self
+
+    @property
+    def columns(self) -> list[str]:
+        """Source columns this spec reads."""
+        if self.column is not None:
+            return [self.column]
+        if self.template is not None:
+            return TEMPLATE_FIELD.findall(self.template)
+        return []
+
+
+class MatchRule(Strict):
+    """One rule of the ``match_by`` chain: ``id``, ``email`` (contacts) or ``name``."""
+
+    by: Literal["id", "email", "name"]
+    column: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"by": data} if isinstance(data, str) else data
+
+
+class OwnerConfig(Strict):
+    """Owner e-mail column → ``owned_by_user_id``."""
+
+    column: str
+    owners_file: str | None = None
+    on_unknown: Literal["fail", "unowned", "default"] = "fail"
+    default: str | None = None
+
+    @model_validator(mode="after")
+    def _default_given(self) -> OwnerConfig:
+        if self.on_unknown == "default" and not self.default:
+            raise ValueError("on_unknown: default needs 'default' (an owner e-mail or user id)")
+        return self
+
+
+class LedgerKey(Strict):
+    """The stable source key of the identity ledger (nightly syncs), instead of the match
+    value: e.g. a CRM export's contact id, so that an e-mail change is not a new key."""
+
+    column: str
+    normalize: Literal["none", "lower", "email", "domain"] = "none"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"column": data} if isinstance(data, str) else data
+
+
+class MirrorDeletes(Strict):
+    """Soft-delete the records whose keys left the source (nightly syncs; off by default)."""
+
+    enabled: bool = False
+    max_count: int | None = Field(default=None, ge=0)
+    max_share: float = Field(default=0.10, ge=0, le=1)
+
+
+class MappingConfig(Strict):
+    """One source → one object type."""
+
+    object_type: str
+    source: SourceConfig
+    name: FieldSpec
+    description: str | None = None
+    match_by: list[MatchRule] = Field(default_factory=list)
+    on_missing_key: Literal["create", "fail"] = "create"
+    duplicates: Literal["last", "fail"] = "last"
+    owner: OwnerConfig | None = None
+    profile_image_url: FieldSpec | None = None
+    fields: dict[str, FieldSpec] = Field(default_factory=dict)
+    ledger_key: LedgerKey | None = None
+    match_by_ledger_id: bool = False
+    mirror_deletes: MirrorDeletes = Field(default_factory=MirrorDeletes)
+
+    _path: Path | None = PrivateAttr(default=None)
+    _node: yaml.Node | None = PrivateAttr(default=None)
+
+    @field_validator("match_by", mode="before")
+    @classmethod
+    def _one_rule(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str | dict) else v
+
+    @model_validator(mode="after")
+    def _rules(self) -> MappingConfig:
+        for rule in self.match_by:
+            if rule.by == "id" and rule.column is None:
+                raise ValueError("match_by rule 'id' needs a 'column' holding record ids")
+            if rule.by == "email" and rule.column is None and "email" not in self.fields:
+                raise ValueError(
+                    "match_by 'email' uses fields.email; map an 'email' field or give 'column'"
+                )
+        if self.owner is not None and "owned_by_user_id" in self.fields:
+            raise ValueError("map the owner either with 'owner' or fields.owned_by_user_id")
+        return self
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
+
+    @property
+    def label(self) -> str:
+        return str(self._path) if self._path is not None else f"<mapping {self.object_type}>"
+
+    def key_columns(self) -> list[str]:
+        """Source columns that the match keys are computed from (first pass of duplicates)."""
+        specs = [self.name] + ([self.fields["email"]] if "email" in self.fields else [])
+        cols = [c for s in specs for c in s.columns]
+        cols += [r.column for r in self.match_by if r.column]
+        return list(dict.fromkeys(cols))
+
+    def source_columns(self) -> list[str]:
+        """Every source column the mapping reads, in first-use order."""
+        specs = [self.name, self.profile_image_url, *self.fields.values()]
+        cols = [c for s in specs if s is not None for c in s.columns]
+        cols += [r.column for r in self.match_by if r.column]
+        if self.owner is not None:
+            cols.append(self.owner.column)
+        if self.ledger_key is not None:
+            cols.append(self.ledger_key.column)
+        return list(dict.fromkeys(cols))
+
+
+class CircuitBreaker(Strict):
+    max_failure_rate: float = Field(default=0.5, gt=0, le=1)
+    max_creates: int | None = Field(default=None, ge=0)
+
+
+class SendSettings(Strict):
+    chunk_size: int = Field(default=100, ge=1, le=100)
+    canary_chunk_size: int = Field(default=10, ge=1, le=100)
+    circuit_breaker: CircuitBreaker = Field(default_factory=CircuitBreaker)
+
+
+class ReportSettings(Strict):
+    directory: str = "reports"
+
+
+class StepConfig(Strict):
+    mapping: str
+    name: str | None = None
+
+    _config: MappingConfig | None = PrivateAttr(default=None)
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"mapping": data} if isinstance(data, str) else data
+
+    @property
+    def config(self) -> MappingConfig:
+        if self._config is None:
+            raise RuntimeError("step not loaded: use recordsync.config.load_pipeline")
+        return self._config
+
+    @property
+    def base_dir(self) -> Path:
+        """Directory that the mapping's relative source path is resolved from."""
+        return self._base_dir if self._base_dir is not None else Path.cwd()
+
+    @property
+    def step_name(self) -> str:
+        return self.name or Path(self.mapping).stem
+
+
+class PipelineConfig(Strict):
+    """Mappings in order, an optional target profile name, report and send settings."""
+
+    name: str | None = None
+    description: str | None = None
+    target: str | None = None
+    steps: list[StepConfig] = Field(min_length=1)
+    report: ReportSettings = Field(default_factory=ReportSettings)
+    send: SendSettings = Field(default_factory=SendSettings)
+
+    _path: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> PipelineConfig:
+        names = [s.step_name for s in self.steps]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"step names must be unique; give 'name' to: {', '.join(dup)}")
+        return self
+
+    @property
+    def path(self) -> Path | None:
+        return self._path

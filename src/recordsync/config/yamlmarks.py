@@ -1,0 +1,63 @@
+"""Load YAML and remember where every key is, so errors can name the file and line."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from recordsync.errors import ConfigError
+
+
+def load_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
+    """Parse ``path`` and return ``(data, node tree)``; YAML syntax errors name the line."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise ConfigError(
+            "file not found",
+            file=str(path),
+            hint="check the path (relative paths are "
+            "resolved from the directory of the file that names them)",
+        ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read file: {exc}", file=str(path)) from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = mark.line + 1 if mark is not None else None
+        raise ConfigError(
+            f"invalid YAML: {exc.problem}",
+            file=str(path),
+            line=line,
+            hint="fix the YAML syntax (indentation, quotes, colons)",
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", file=str(path)) from None
+    return data, node
+
+
+def line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:
+    """1-based line of the deepest node reachable along ``loc`` (keys and list indexes)."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value == str(part):
+                    line = key_node.start_mark.line + 1
+                    node = value_node
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
+            if part >= len(node.value):
+                return line
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line

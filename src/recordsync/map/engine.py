@@ -1,0 +1,379 @@
+"""Map a batch of source rows to batch inputs, column by column.
+
+Per pyarrow batch: extract and transform each spec (``map.fields``), check values against
+the field type (``validate.values``), resolve owners (``resolve.owners``), compute match keys;
+only then build one Python dict per row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recordsync.config.models import FieldSpec, MappingConfig, MatchRule
+from recordsync.map.fields import extract
+from recordsync.map.rows import payload_dicts
+from recordsync.read.batch import may_contain
+from recordsync.resolve.owners import OwnerResolver
+from recordsync.validate.config_check import check_mapping
+from recordsync.validate.distinct import Memo, Outcome, map_distinct
+from recordsync.validate.schema import (
+    BUILTIN_SINGULAR,
+    SYSTEM_FIELDS,
+    FieldDef,
+    ObjectType,
+    Schema,
+)
+from recordsync.validate.checked import Checked
+from recordsync.validate.values import check_array, is_plain_text, kind_of
+
+DEFAULT_LIST_SEP = ","
+
+
+@dataclass(slots=True)
+class Column:
+    """One output value per row: value, whether the key is sent, and why it is invalid."""
+
+    key: str
+    label: str
+    values: list[Any]
+    present: npt.NDArray[np.bool_]
+    reasons: list[str | None] | None
+    hints: list[dict[str, Any] | None] | None
+    shown: list[Any] | None = None
+
+    def error(self, i: int) -> str | None:
+        if self.reasons is None or self.reasons[i] is None:
+            return None
+        shown = self.shown[i] if self.shown is not None else None
+        if shown is None:
+            return f"{self.label}: {self.reasons[i]}"
+        return f"{self.label}: {shown!r} {self.reasons[i]}"
+
+
+@dataclass(slots=True)
+class MappedBatch:
+    """Per-row outputs of one batch (lists of equal length)."""
+
+    payloads: list[dict[str, Any]]
+    errors: list[str | None]
+    hints: dict[int, dict[str, Any]]
+    keys: list[str | None]
+    match_by: list[str | None]
+    match_value: list[Any]
+    owners: list[str | None] = field(default_factory=list)
+
+
+def _label(key: str, spec: FieldSpec) -> str:
+    target = "name" if key == "name" else f"field '{key}'"
+    if spec.column is not None:
+        return f"column '{spec.column}' → {target}"
+    if spec.template is not None:
+        return f"template '{spec.template}' → {target}"
+    return f"value → {target}"
+
+
+def _same_text(
+    spec: FieldSpec,
+    kind: str,
+    fdef: FieldDef | None,
+    batch: pa.RecordBatch,
+    values: pa.Array,
+    cells: dict[str, list[Any]] | None,
+) -> Checked | None:
+    """A text column's values as the very ``str`` objects of ``cells`` (blanks → None), when
+    the transforms changed no value; else None (then check_array makes new strings)."""
+    if cells is None or spec.column is None or spec.column not in cells:
+        return None
+    if not is_plain_text(kind, fdef):
+        return None
+    raw = batch.column(spec.column)
+    if not pa.types.is_string(raw.type) or not pc.all(pc.equal(values, raw)).as_py():
+        return None
+    out = np.array(cells[spec.column], dtype=object)
+    if len(out.shape) != 1 or len(out) != len(values):
+        return None
+    out[~pc.is_valid(values).to_numpy(zero_copy_only=False)] = None
+    return Checked(out.tolist())
+
+
+class BatchMapper:
+    """Maps batches of one mapping; built once per step (schema checks happen here)."""
+
+    def __init__(
+        self,
+        mapping: MappingConfig,
+        *,
+        base_dir: Path,
+        schema: Schema | None,
+        users: list[dict[str, Any]] | None,
+    ) -> None:
+        self.mapping = mapping
+        self.otype: ObjectType | None = check_mapping(mapping, schema) if schema else None
+        self.user_ids = (
+            frozenset(str(u["id"]) for u in users if u.get("id") is not None)
+            if users is not None
+            else None
+        )
+        self.columns_used = mapping.source_columns()
+        self._memos: dict[str, Memo] = {}  # per target key: outcome per distinct cell
+        self.owner = (
+            OwnerResolver(mapping.owner, users, base_dir) if mapping.owner is not None else None
+        )
+
+    def _memo(self, key: str) -> Memo:
+        return self._memos.setdefault(key, {})
+
+    def _fdef(self, key: str) -> FieldDef | None:
+        return self.otype.field(key) if self.otype is not None else None
+
+    def _kind(self, key: str, spec: FieldSpec, fdef: FieldDef | None) -> str:
+        """Field type to check against; offline, system fields (email, ...) are still known."""
+        if key == "profile_image_url":
+            return "url"
+        if key == "name":
+            return "text"
+        if fdef is None and self.otype is None:
+            slug = BUILTIN_SINGULAR.get(self.mapping.object_type, self.mapping.object_type)
+            system = SYSTEM_FIELDS.get(slug, {}).get(key)
+            if system is not None and system != "user":
+                return system
+        return kind_of(spec, fdef)
+
+    def column(
+        self,
+        key: str,
+        spec: FieldSpec,
+        batch: pa.RecordBatch,
+        cells: dict[str, list[Any]] | None = None,
+    ) -> Column:
+        """One output value per row. ``cells``: the batch's columns as Python lists, whose
+        strings are reused for text values that the transforms left unchanged."""
+        fdef = self._fdef(key) if key not in ("name", "profile_image_url") else None
+        kind = self._kind(key, spec, fdef)
+        multi = bool(fdef and fdef.allow_multiple) or spec.split is not None
+        ex = extract(spec, batch)
+        n = batch.num_rows
+        label = _label(key, spec)
+        if multi:
+            return self._multi_column(key, label, spec, fdef, kind, ex.values, ex.explicit_null)
+        chk = _same_text(spec, kind, fdef, batch, ex.values, cells) or check_array(
+            ex.values, kind, fdef, spec, self.user_ids, self._memo(key)
+        )
+        present = pc.is_valid(ex.values).to_numpy(zero_copy_only=False) | ex.explicit_null
+        col = Column(key, label, chk.values, present, chk.reasons, chk.hints)
+        if chk.reasons is not None:
+            col.shown = ex.values.to_pylist()
+        required = key == "name" or bool(fdef and fdef.required)
+        if required:
+            missing = ~pc.is_valid(ex.values).to_numpy(zero_copy_only=False)
+            if missing.any():
+                reasons: list[str | None] = (
+                    list(chk.reasons) if chk.reasons is not None else [None] * n
+                )
+                for i in np.flatnonzero(missing).tolist():
+                    reasons[i] = "is required, but the value is empty"
+                col.reasons = reasons
+        return col
+
+    def _multi_column(
+        self,
+        key: str,
+        label: str,
+        spec: FieldSpec,
+        fdef: FieldDef | None,
+        kind: str,
+        strings: pa.Array,
+        explicit_null: npt.NDArray[np.bool_],
+    ) -> Column:
+        """Lists (multi-select, multi-relationship): split and check once per distinct cell."""
+        sep = spec.split or DEFAULT_LIST_SEP
+        user_ids = self.user_ids
+
+        def one(cell: str) -> Outcome:
+            parts = [p.strip() for p in cell.split(sep)]
+            parts = [p for p in parts if p]
+            if not parts:
+                return [], None, None
+            chk = check_array(pa.array(parts, pa.string()), kind, fdef, spec, user_ids)
+            if chk.reasons is not None:
+                for j, reason in enumerate(chk.reasons):
+                    if reason is not None:
+                        hint = chk.hints[j] if chk.hints is not None else None
+                        return None, f"{parts[j]!r} {reason}", hint
+            return chk.values, None, None
+
+        values, reasons, hints = map_distinct(strings, one, self._memo(key))
+        values = [v[:] if v is not None else None for v in values]  # no shared lists
+        present = pc.is_valid(strings).to_numpy(zero_copy_only=False) | explicit_null
+        return Column(key, label, values, present, reasons, hints)
+
+    def _rule_values(
+        self, rule: MatchRule, batch: pa.RecordBatch, cols: dict[str, list[Any]] | None
+    ) -> list[Any]:
+        """A match rule's value per row (``cols``: the mapped name/email values, if any)."""
+        m = self.mapping
+        if rule.column is not None:
+            kind = {"id": "relationship", "email": "email", "name": "text"}[rule.by]
+            spec = FieldSpec(column=rule.column)
+            return check_array(extract(spec, batch).values, kind, None, spec, None).values
+        if rule.by == "email":
+            return (
+                cols["email"]
+                if cols is not None
+                else self._values("email", m.fields["email"], batch)
+            )
+        return cols["name"] if cols is not None else self._values("name", m.name, batch)
+
+    def _key_columns(
+        self, batch: pa.RecordBatch, cols: dict[str, list[Any]]
+    ) -> list[tuple[str, list[Any]]]:
+        return [(rule.by, self._rule_values(rule, batch, cols)) for rule in self.mapping.match_by]
+
+    def _values(self, key: str, spec: FieldSpec, batch: pa.RecordBatch) -> list[Any]:
+        """``column(key, spec, batch).values`` without the per-row error bookkeeping."""
+        fdef = self._fdef(key) if key not in ("name", "profile_image_url") else None
+        if bool(fdef and fdef.allow_multiple) or spec.split is not None:
+            return self.column(key, spec, batch).values
+        kind = self._kind(key, spec, fdef)
+        memo = self._memo(key)
+        return check_array(
+            extract(spec, batch).values, kind, fdef, spec, self.user_ids, memo
+        ).values
+
+    def keys_only(self, batch: pa.RecordBatch) -> list[str | None]:
+        """The duplicate-detection key of each row (first pass), as in :meth:`map_batch`.
+
+        A rule is only worked out for the rows that no earlier rule gave a key (all values
+        are computed row by row, so a subset of rows gives the same values)."""
+        n = batch.num_rows
+        keys: list[str | None] = [None] * n
+        todo: list[int] | None = None  # rows without a key yet (None: all)
+        for rule in self.mapping.match_by:
+            by = rule.by
+            if todo is None:
+                keys = [f"{by}:{v}" if v else None for v in self._rule_values(rule, batch, None)]
+                todo = [i for i, k in enumerate(keys) if k is None]
+            else:
+                sub = batch.take(pa.array(todo, pa.int64()))
+                left = []
+                for i, v in zip(todo, self._rule_values(rule, sub, None), strict=True):
+                    if v:
+                        keys[i] = f"{by}:{v}"
+                    else:
+                        left.append(i)
+                todo = left
+            if not todo:
+                break
+        return keys
+
+    @staticmethod
+    def _keys(
+        n: int, rules: list[tuple[str, list[Any]]]
+    ) -> tuple[list[str | None], list[str | None], list[Any]]:
+        """First rule with a value wins: key ``by:value``, match_by, match_value per row."""
+        keys: list[str | None] = [None] * n
+        bys: list[str | None] = [None] * n
+        vals: list[Any] = [None] * n
+        holes: list[int] | None = None  # rows without a key yet (None: all of them)
+        for by, values in rules:  # None and "" are no value (ids are never 0)
+            if holes is None:
+                keys = [f"{by}:{v}" if v else None for v in values]
+                bys = [by if v else None for v in values]
+                vals = [v if v else None for v in values]
+                holes = [i for i, k in enumerate(keys) if k is None]
+                continue
+            for i in holes:
+                v = values[i]
+                if v:
+                    keys[i], bys[i], vals[i] = f"{by}:{v}", by, v
+            holes = [i for i in holes if keys[i] is None]
+            if not holes:
+                break
+        return keys, bys, vals
+
+    def map_batch(
+        self, batch: pa.RecordBatch, cells: dict[str, list[Any]] | None = None
+    ) -> MappedBatch:
+        """Map one batch; ``cells``: its columns as Python lists, if already made."""
+        n = batch.num_rows
+        m = self.mapping
+        name = self.column("name", m.name, batch, cells)
+        # a field with ``ref`` is filled from another mapping's ledger when the row is sent
+        fields = [self.column(k, s, batch, cells) for k, s in m.fields.items() if s.ref is None]
+        cols = {"name": name.values, **{c.key: c.values for c in fields}}
+        image = (
+            self.column("profile_image_url", m.profile_image_url, batch)
+            if (m.profile_image_url is not None)
+            else None
+        )
+        keys, bys, match_vals = self._keys(n, self._key_columns(batch, cols))
+        checked = [name, *fields] + ([image] if image is not None else [])
+        owner_how: list[str] | None = None
+        owner_col: Column | None = None
+        if self.owner is not None and m.owner is not None:
+            ex = extract(FieldSpec(column=m.owner.column), batch)
+            owner_ids, owner_how, reasons, hints = self.owner.resolve_rows(ex.values)
+            present = np.not_equal(np.array(owner_ids, dtype=object), None)
+            owner_col = Column(
+                "owned_by_user_id",
+                f"column '{m.owner.column}' → owner",
+                owner_ids,
+                present,
+                reasons,
+                hints,
+                ex.values.to_pylist() if reasons is not None else None,
+            )
+            checked.append(owner_col)
+        errors: list[str | None] = [None] * n
+        for colname in self.columns_used:
+            col = batch.column(colname)
+            if pa.types.is_string(col.type) and may_contain(col, "\x00"):
+                hits = pc.fill_null(pc.match_substring(col, "\x00"), False)
+                for i in np.flatnonzero(hits.to_numpy(zero_copy_only=False)).tolist():
+                    errors[i] = errors[i] or (
+                        f"column '{colname}': contains a NUL character, which the service "
+                        "rejects (it would fail the whole batch)"
+                    )
+        row_hints: dict[int, dict[str, Any]] = {}
+        for col in checked:
+            if col.reasons is None:
+                continue
+            flagged = np.flatnonzero(np.array(col.reasons, dtype=object).astype(bool))
+            for i in flagged.tolist():
+                if errors[i] is None:
+                    errors[i] = col.error(i)
+                    hint = col.hints[i] if col.hints is not None else None
+                    if hint:
+                        row_hints[i] = {"field": col.key, **hint}
+        if m.on_missing_key == "fail" and m.match_by:
+            rules = ", ".join(r.column or r.by for r in m.match_by)
+            for i in range(n):
+                if keys[i] is None and errors[i] is None:
+                    errors[i] = f"no usable match key: {rules} empty (on_missing_key: fail)"
+        field_cols = fields + ([owner_col] if owner_col is not None else [])
+        # one batch input per row (compiled dict displays); absent fields deleted afterwards
+        payloads = payload_dicts(
+            name.values,
+            bys,
+            match_vals,
+            [c.key for c in field_cols],
+            [c.values for c in field_cols],
+        )
+        for c in field_cols:
+            if not c.present.all():
+                key = c.key
+                for i in np.flatnonzero(~c.present).tolist():
+                    del payloads[i]["fields"][key]
+        if image is not None:
+            for i in np.flatnonzero(image.present).tolist():
+                payloads[i]["profile_image_url"] = image.values[i]
+        return MappedBatch(
+            payloads, errors, row_hints, keys, bys, match_vals, owner_how or [None] * n
+        )

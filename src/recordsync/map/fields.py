@@ -1,0 +1,152 @@
+"""Column-wise extraction and string transforms of one :class:`FieldSpec` over a batch.
+
+Every function works on whole pyarrow arrays. A blank (empty or whitespace-only cell, or a
+template whose columns are all blank) becomes null: "no value".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recordsync.config.models import TEMPLATE_FIELD, FieldSpec
+
+
+@dataclass(slots=True)
+class Extracted:
+    """Strings after transforms (null = blank) and rows whose value is an explicit null."""
+
+    values: pa.Array
+    explicit_null: npt.NDArray[np.bool_]
+    shown: pa.Array  # what error messages quote: the cell (or rendered template) as read
+
+
+def as_string(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_string(arr.type):
+        return arr
+    if pa.types.is_large_string(arr.type):
+        return arr.cast(pa.string())
+    if pa.types.is_boolean(arr.type):
+        return pc.if_else(arr, "true", "false")
+    try:
+        return pc.cast(arr, pa.string())
+    except pa.ArrowNotImplementedError:
+        return pa.array([None if v is None else str(v) for v in arr.to_pylist()], pa.string())
+
+
+def _blank_to_null(arr: pa.Array) -> pa.Array:
+    return pc.if_else(pc.equal(pc.utf8_length(arr), 0), pa.scalar(None, pa.string()), arr)
+
+
+def raw_values(spec: FieldSpec, batch: pa.RecordBatch) -> pa.Array:
+    """The column, or the rendered template, as strings (constants are handled by callers)."""
+    n = batch.num_rows
+    if spec.column is not None:
+        return as_string(batch.column(spec.column))
+    assert spec.template is not None
+    parts: list[Any] = []
+    pos = 0
+    for m in TEMPLATE_FIELD.finditer(spec.template):
+        if m.start() > pos:
+            parts.append(spec.template[pos : m.start()])
+        col = _blank_to_null(pc.utf8_trim_whitespace(as_string(batch.column(m.group(1)))))
+        parts.append(col)
+        pos = m.end()
+    if pos < len(spec.template):
+        parts.append(spec.template[pos:])
+    cols = [p for p in parts if not isinstance(p, str)]
+    any_value = pc.is_valid(cols[0])
+    for c in cols[1:]:
+        any_value = pc.or_(any_value, pc.is_valid(c))
+    joined = pc.binary_join_element_wise(
+        *[pa.scalar(p, pa.string()) if isinstance(p, str) else p for p in parts],
+        "",
+        null_handling="replace",
+        null_replacement="",
+    )
+    if _may_have_space_runs(joined):
+        joined = pc.replace_substring_regex(joined, r"\s{2,}", " ")
+    return pc.if_else(any_value, pc.utf8_trim_whitespace(joined), pa.scalar(None, pa.string()))
+
+
+def _may_have_space_runs(arr: pa.Array) -> bool:
+    """False when no value has two whitespace characters in a row (RE2's ``\\s``: tab, line
+    feed, form feed, carriage return, space), from one scan of the data buffer."""
+    data = arr.buffers()[2]
+    if data is None:
+        return False
+    b = np.frombuffer(data, dtype=np.uint8)
+    ws = (b == 32) | ((b >= 9) & (b <= 13) & (b != 11))
+    return bool((ws[1:] & ws[:-1]).any())
+
+
+def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = None) -> Extracted:
+    """Apply trim, value_map, case and default to the spec's column(s)."""
+    n = batch.num_rows
+    explicit = np.zeros(n, dtype=bool)
+    if "value" in spec.model_fields_set:
+        if spec.value is None:
+            return Extracted(pa.nulls(n, pa.string()), np.ones(n, dtype=bool), pa.nulls(n))
+        arr = pa.array([_str(spec.value)] * n, pa.string())
+        return Extracted(arr, explicit, arr)
+    arr = raw_values(spec, batch)
+    shown = arr
+    if spec.trim:
+        arr = pc.utf8_trim_whitespace(arr)
+    arr = _blank_to_null(arr)
+    if spec.value_map:
+        keys = list(spec.value_map)
+        targets = pa.array([_str(spec.value_map[k]) for k in keys], pa.string())
+        idx = pc.index_in(arr, value_set=pa.array(keys, pa.string()))
+        folded = pc.index_in(
+            pc.utf8_lower(arr), value_set=pa.array([k.lower() for k in keys], pa.string())
+        )
+        idx = pc.coalesce(idx, folded)
+        hit = pc.is_valid(idx)
+        mapped = pc.take(targets, idx)
+        explicit |= pc.and_(hit, pc.is_null(mapped)).to_numpy(zero_copy_only=False)
+        arr = pc.if_else(hit, mapped, arr)
+    if spec.case == "lower":
+        arr = pc.utf8_lower(arr)
+    elif spec.case == "upper":
+        arr = pc.utf8_upper(arr)
+    elif spec.case == "title":
+        arr = pc.utf8_title(arr)
+    if spec.default is not None:
+        fill = pc.and_(pc.is_null(arr), pa.array(~explicit))
+        arr = pc.if_else(fill, pa.scalar(_str(spec.default), pa.string()), arr)
+    if spec.empty == "null":
+        explicit |= pc.is_null(arr).to_numpy(zero_copy_only=False)
+    return Extracted(arr, explicit, shown)
+
+
+def split_list(arr: pa.Array, sep: str) -> pa.ListArray:
+    """Split to lists; elements trimmed, empty elements dropped; nulls stay null."""
+    parts = pc.split_pattern(arr, sep)
+    flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
+    parent = pc.list_parent_indices(parts)
+    keep = pc.greater(pc.utf8_length(flat), 0)
+    flat, parent = flat.filter(keep), parent.filter(keep)
+    counts = np.bincount(parent.to_numpy(zero_copy_only=False), minlength=len(arr))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    mask = pc.is_null(arr)
+    return pa.ListArray.from_arrays(pa.array(offsets), flat, mask=mask)
+
+
+def _str(v: Any) -> str | None:
+    if v is None:
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, list):
+        return ",".join(str(x) for x in v)
+    return str(v)

@@ -1,0 +1,251 @@
+"""``prepare_step``: read → map → resolve → validate → duplicate keys, one PreparedRow per row.
+
+Two streaming passes when the mapping has ``match_by`` rules: the first maps only the key
+columns and keeps 64-bit hashes of the keys (not the strings) to find duplicated keys; the
+second maps everything and yields rows in source order. Memory is bounded by the batch size
+plus 16 bytes per row for the hashes.
+"""
+
+from __future__ import annotations
+
+import csv
+import gc
+from collections.abc import Iterator
+from itertools import repeat
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from recordsync.config.loader import mapping_line
+from recordsync.config.models import MappingConfig
+from recordsync.errors import ConfigError, SourceError
+from recordsync.map.engine import BatchMapper
+from recordsync.map.gcpause import BatchGC
+from recordsync.map.rows import row_dicts
+from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
+from recordsync.validate.distinct import pylist
+from recordsync.validate.schema import Schema
+
+ROW_BITS = 40  # row identity = file index << 40 | row number
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while the first pass computes one batch's keys (see gcpause)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """64-bit hashes of the keys that are there (Python's own string hash: SipHash, stable
+    within the process, which is all that both passes need), and which rows have a key."""
+    arr = np.array(keys, dtype=object)
+    has = np.not_equal(arr, None)
+    present = arr[has].tolist()
+    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
+
+
+class Duplicates:
+    """Rows sharing a key hash: hash → row identities in source order."""
+
+    def __init__(self, groups: dict[int, list[int]], files: list[str] | None = None) -> None:
+        self.groups = groups
+        self.files = files or []
+
+    def where(self, rid: int, fidx: int) -> str:
+        """'row N', plus the file's name when it is another file of the source."""
+        row = f"row {rid & ((1 << ROW_BITS) - 1)}"
+        other = rid >> ROW_BITS
+        if other != fidx and other < len(self.files):
+            return f"{row} of {Path(self.files[other]).name}"
+        return row
+
+    @classmethod
+    def scan(cls, mapper: BatchMapper, mapping: MappingConfig, base_dir: Path) -> Duplicates:
+        files: dict[str, int] = {}
+        hashes: list[npt.NDArray[np.int64]] = []
+        ids: list[npt.NDArray[np.int64]] = []
+        for sb in iter_source(mapping.source, base_dir, mapping.key_columns()):
+            fidx = files.setdefault(sb.file, len(files))
+            with _gc_paused():
+                h, has = _hashes(mapper.keys_only(sb.batch))
+            hashes.append(h)
+            ids.append((np.int64(fidx) << ROW_BITS) | sb.rows[has])
+        if not hashes:
+            return cls({}, list(files))
+        h_all = np.concatenate(hashes)
+        id_all = np.concatenate(ids)
+        order = np.argsort(h_all, kind="stable")
+        hs = h_all[order]
+        dup = np.zeros(len(hs), dtype=bool)
+        same = hs[1:] == hs[:-1]
+        dup[1:] |= same
+        dup[:-1] |= same
+        groups: dict[int, list[int]] = {}
+        for hv, rid in zip(hs[dup].tolist(), id_all[order][dup].tolist(), strict=True):
+            groups.setdefault(hv, []).append(rid)
+        return cls(groups, list(files))
+
+
+def _bad_row(bl: BadLine, file: str, columns: list[str]) -> PreparedRow:
+    cells = next(csv.reader([bl.text]), []) if bl.text else []
+    values: dict[str, Any] = dict(zip(columns, cells, strict=False))
+    if len(cells) > len(columns):
+        values["_extra_cells"] = cells[len(columns) :]
+    return PreparedRow(
+        source=SourceRow(file, bl.line, values),
+        status=RowStatus.INVALID,
+        error=f"line {bl.line}: {bl.message}",
+    )
+
+
+def _rows_of(
+    sb: SourceBatch,
+    mapper: BatchMapper,
+    dups: Duplicates | None,
+    fidx: int,
+    policy: str,
+    gcb: BatchGC,
+) -> list[PreparedRow]:
+    with gcb.building():
+        return list(_build_rows(sb, mapper, dups, fidx, policy))
+
+
+def _build_rows(
+    sb: SourceBatch, mapper: BatchMapper, dups: Duplicates | None, fidx: int, policy: str
+) -> Iterator[PreparedRow]:
+    columns = sb.batch.schema.names
+    cells = [pylist(c) for c in sb.batch.columns]
+    mb = mapper.map_batch(sb.batch, dict(zip(columns, cells, strict=True)))
+    rows = sb.rows.tolist()
+    dup_of: dict[int, str] = {}
+    if dups is not None and dups.groups:
+        h, has = _hashes(mb.keys)
+        for i, hv in zip(np.flatnonzero(has).tolist(), h.tolist(), strict=True):
+            group = dups.groups.get(hv)
+            if group is None:
+                continue
+            me = (fidx << ROW_BITS) | rows[i]
+            if policy == "fail":
+                others = ", ".join(dups.where(g, fidx) for g in group if g != me)
+                dup_of[i] = f"duplicate key {mb.keys[i]}: also on {others} (duplicates: fail)"
+            elif group[-1] != me:
+                dup_of[i] = (
+                    f"duplicate key {mb.keys[i]}: {dups.where(group[-1], fidx)}"
+                    " has the same key and wins (duplicates: last)"
+                )
+    originals = row_dicts(columns, cells, len(rows))
+    valid, invalid, duplicate = RowStatus.VALID, RowStatus.INVALID, RowStatus.DUPLICATE
+    errors = mb.errors
+    hints = mb.hints
+    owners = mb.owners or [None] * len(rows)
+    file = sb.file
+    bad = sb.bad
+    if not bad and not dup_of:  # the common case: built column-wise (map calls in C)
+        n = len(rows)
+        sources = map(SourceRow, repeat(file, n), rows, originals)
+        statuses = [valid if err is None else invalid for err in errors]
+        suggestions = [hints.get(i) or {} for i in range(n)] if hints else [{} for _ in rows]
+        lists = (mb.payloads, mb.match_by, mb.match_value, mb.keys, errors, owners, suggestions)
+        for col in lists:
+            if len(col) != n:
+                raise ValueError(f"mapped batch column of {len(col)} rows, expected {n}")
+        yield from list(map(PreparedRow, sources, statuses, *lists))
+        return
+    b = 0
+    for i, line in enumerate(rows):
+        while b < len(bad) and bad[b].line < line:
+            yield _bad_row(bad[b], file, columns)
+            b += 1
+        error = errors[i]
+        if i in dup_of:
+            status, error = duplicate, dup_of[i]
+        else:
+            status = valid if error is None else invalid
+        yield PreparedRow(
+            SourceRow(file, line, originals[i]),
+            status,
+            mb.payloads[i],
+            mb.match_by[i],
+            mb.match_value[i],
+            mb.keys[i],
+            error,
+            owners[i],
+            hints.get(i) or {},
+        )
+    for bl in bad[b:]:
+        yield _bad_row(bl, file, columns)
+
+
+def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
+    """The source's columns, after checking it opens and has every column the mapping uses."""
+    try:
+        have = source_columns(mapping.source, base_dir)
+    except ConfigError as exc:
+        raw = exc.message.removeprefix(f"[{exc.key}]: ") if exc.file is None else exc.message
+        raise type(exc)(
+            raw,
+            file=mapping.label,
+            line=mapping_line(mapping, "source", "path"),
+            key=exc.key or "source.path",
+            hint=exc.hint,
+        ) from None
+    missing = [c for c in mapping.source_columns() if c not in have]
+    if missing:
+        raise ConfigError(
+            f"column(s) not in the source's header: {', '.join(map(repr, missing))}",
+            file=mapping.label,
+            line=mapping_line(mapping, "fields"),
+            key="columns",
+            hint=f"columns of {mapping.source.path}: {', '.join(map(repr, have))}",
+        )
+    return have
+
+
+def prepare_step(
+    mapping: MappingConfig,
+    *,
+    base_dir: Path,
+    schema: Schema | None,
+    users: list[dict[str, Any]] | None,
+) -> Iterator[PreparedRow]:
+    """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE).
+
+    Config errors (unknown object type or field, unreadable owners file, missing source) are
+    raised here, before the first row. With ``schema=None`` only offline checks run.
+    """
+    check_source(mapping, base_dir)
+    mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
+    dups = Duplicates.scan(mapper, mapping, base_dir) if mapping.match_by else None
+    return _stream(mapping, base_dir, mapper, dups)
+
+
+def _stream(
+    mapping: MappingConfig, base_dir: Path, mapper: BatchMapper, dups: Duplicates | None
+) -> Iterator[PreparedRow]:
+    files: dict[str, int] = {}
+    gcb = BatchGC()
+    try:
+        for sb in iter_source(mapping.source, base_dir):
+            fidx = files.setdefault(sb.file, len(files))
+            missing = [c for c in mapper.columns_used if c not in sb.batch.schema.names]
+            if missing and sb.batch.num_columns:
+                raise SourceError(
+                    f"{sb.file} lacks column(s) {', '.join(map(repr, missing))} "
+                    "that the mapping uses",
+                    file=mapping.label,
+                    key="source.path",
+                    hint="every file of a directory or glob source needs the mapped columns",
+                )
+            yield from _rows_of(sb, mapper, dups, fidx, mapping.duplicates, gcb)
+    finally:
+        gcb.release()

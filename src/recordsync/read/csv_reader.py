@@ -1,0 +1,265 @@
+"""Stream a CSV file as string record batches with exact physical line numbers.
+
+pyarrow parses serially (``use_threads=False``) so that its invalid-row callback knows each
+record's ordinal; line numbers are then derived from record ordinals plus the newlines that
+quoted cells (and malformed lines) contain. Blank lines are skipped but counted.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+from recordsync.config.models import SourceConfig
+from recordsync.errors import SourceError
+from recordsync.read.batch import BadLine, SourceBatch, may_contain
+
+BLOCK_SIZE = 1 << 20
+"""Bytes parsed at a time. pyarrow reads up to 32 blocks ahead of the parser in the background
+(its readahead is not configurable), so this bounds that buffer to ~32 MiB; the parsed blocks
+are merged into batches of ``source.batch_size`` rows."""
+MAX_BLOCK_SIZE = 64 << 20  # rows up to this size are read (the block grows to fit them)
+CHECK_BLOCK_SIZE = 4 << 20  # what check_source parses up front (encoding errors, quoting)
+HEADER_BLOCK_SIZE = 64 << 10  # enough for the header row; parsing a whole block is wasted work
+
+
+def _encoding(name: str, path: Path) -> str:
+    try:
+        canonical = codecs.lookup(name).name
+    except LookupError:
+        raise SourceError(
+            f"unknown encoding {name!r}",
+            file=str(path),
+            key="source.encoding",
+            hint="use e.g. utf-8, utf-8-sig, cp1252, latin-1",
+        ) from None
+    return "utf8" if canonical in ("utf-8", "utf-8-sig") else canonical
+
+
+def _open(path: Path) -> pa.NativeFile:
+    if not path.is_file():
+        raise SourceError(
+            f"source file not found: {path}",
+            key="source.path",
+            hint="check source.path (relative to the mapping file's directory)",
+        )
+    try:
+        return pa.input_stream(str(path), compression="detect")
+    except (OSError, pa.ArrowException) as exc:
+        raise SourceError(f"cannot open source file {path}: {exc}", key="source.path") from None
+
+
+def _options(
+    src: SourceConfig,
+    path: Path,
+    names: list[str] | None,
+    handler: object,
+    block_size: int | None = None,
+) -> tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions]:
+    skip = src.skip_rows + (1 if src.header and src.columns else 0)
+    read = pcsv.ReadOptions(
+        use_threads=False,
+        block_size=block_size or BLOCK_SIZE,
+        skip_rows=skip,
+        column_names=src.columns if src.columns else None,
+        encoding=_encoding(src.encoding, path),
+    )
+    parse = pcsv.ParseOptions(
+        delimiter=src.delimiter,
+        quote_char=src.quotechar or False,
+        escape_char=src.escapechar or False,
+        double_quote=src.escapechar is None,
+        newlines_in_values=True,
+        ignore_empty_lines=False,
+        invalid_row_handler=handler,
+    )
+    types = {n: pa.string() for n in names} if names else None
+    convert = pcsv.ConvertOptions(column_types=types, strings_can_be_null=False)
+    return read, parse, convert
+
+
+def read_header(src: SourceConfig, base_dir: Path, *, quick: bool = False) -> list[str]:
+    """Column names of a CSV source (declared ``columns`` or the header row).
+
+    Reading the names parses (and so checks) the first block of the file; ``quick`` parses
+    a small block first, for callers that read the whole file right after anyway."""
+    path = base_dir / src.path
+    if src.columns:
+        _open(path).close()
+        return list(src.columns)
+    names: list[str] | None = None
+    sizes = (HEADER_BLOCK_SIZE, CHECK_BLOCK_SIZE) if quick else (CHECK_BLOCK_SIZE,)
+    for block_size in sizes:
+        with _open(path) as stream:
+            read, parse, convert = _options(src, path, None, lambda row: "skip", block_size)
+            try:
+                names = list(pcsv.open_csv(stream, read, parse, convert).schema.names)
+                break
+            except pa.ArrowException as exc:
+                if block_size == sizes[-1]:
+                    raise _read_error(path, exc) from None
+    assert names is not None
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SourceError(
+            f"{path}: duplicate column names in header: {', '.join(dup)}",
+            key="source.header",
+            hint="rename them in the file, or declare names with source.columns",
+        )
+    return names
+
+
+def _read_error(path: Path, exc: Exception) -> SourceError:
+    text = str(exc)
+    hint = "check source.delimiter, source.quotechar and source.encoding"
+    if "UTF8" in text or "utf-8" in text.lower():
+        hint = "the file is not UTF-8: set source.encoding (e.g. cp1252 or latin-1)"
+    return SourceError(f"cannot read {path} as CSV: {text}", key="source", hint=hint)
+
+
+def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
+    """Yield :class:`SourceBatch` es of string columns, in file order, of about
+    ``src.batch_size`` rows (parsed blocks merged).
+
+    A row longer than a block makes pyarrow fail ("straddling object"); the file is then
+    parsed again with blocks 4x larger, delivering only the rows not delivered yet."""
+    path = base_dir / src.path
+    names = read_header(src, base_dir, quick=True)
+    block = BLOCK_SIZE
+    delivered = 0  # last line number delivered (line numbers grow through rows and bad lines)
+    while True:
+        pending: list[SourceBatch] = []
+        pending_rows = 0
+        failure: SourceError | None = None
+        try:
+            for part in _iter_blocks(src, path, names, block):
+                part = _after(part, delivered)
+                pending.append(part)
+                pending_rows += part.batch.num_rows
+                if pending_rows >= src.batch_size:
+                    merged = _merge(pending)
+                    pending, pending_rows = [], 0
+                    delivered = max(delivered, _last_line(merged))
+                    yield merged
+        except pa.ArrowException as exc:
+            if "straddl" in str(exc) and block < MAX_BLOCK_SIZE:
+                block *= 4
+                continue
+            failure = _read_error(path, exc)
+        if pending:  # rows read before a failure are still delivered, then the failure
+            yield _merge(pending)
+        if failure is not None:
+            raise failure
+        return
+
+
+def _after(part: SourceBatch, line: int) -> SourceBatch:
+    """The rows and bad lines of ``part`` after line ``line`` (all of them when 0)."""
+    if (
+        line == 0
+        or (len(part.rows) == 0 or part.rows[0] > line)
+        and all(b.line > line for b in part.bad)
+    ):
+        return part
+    keep = part.rows > line
+    return SourceBatch(
+        part.file,
+        part.batch.filter(pa.array(keep)),
+        part.rows[keep],
+        [b for b in part.bad if b.line > line],
+    )
+
+
+def _last_line(sb: SourceBatch) -> int:
+    last = int(sb.rows[-1]) if len(sb.rows) else 0
+    return max([last, *(b.line for b in sb.bad)])
+
+
+def _iter_blocks(
+    src: SourceConfig, path: Path, names: list[str], block_size: int
+) -> Iterator[SourceBatch]:
+    """One SourceBatch per parsed block (ArrowException on a parse failure)."""
+    invalid: list[tuple[int, str, str]] = []
+
+    def handler(row: pcsv.InvalidRow) -> str:
+        msg = f"malformed line: expected {row.expected_columns} cells, found {row.actual_columns}"
+        invalid.append((int(row.number or 0), row.text, msg))
+        return "skip"
+
+    read, parse, convert = _options(src, path, names, handler, block_size)
+    # pyarrow numbers records from the top of the file, skipped rows and header included
+    next_rec = read.skip_rows + (1 if (src.header and not src.columns) else 0) + 1
+    next_line = src.skip_rows + 1 + (1 if src.header else 0)
+    label = str(path)
+    with _open(path) as stream:
+        reader = pcsv.open_csv(stream, read, parse, convert)
+        for batch in reader:
+            n = batch.num_rows
+            k = 0
+            invalid.sort(key=lambda t: t[0])
+            while k < len(invalid) and invalid[k][0] < next_rec + n + k:
+                k += 1
+            here, invalid[:] = invalid[:k], invalid[k:]
+            span = n + k
+            extra = np.zeros(span, dtype=np.int64)
+            is_bad = np.zeros(span, dtype=bool)
+            for num, text, _ in here:
+                pos = num - next_rec
+                is_bad[pos] = True
+                extra[pos] = text.count("\n")
+            valid_extra = np.zeros(n, dtype=np.int64)
+            for col in batch.columns:
+                if pa.types.is_string(col.type) and may_contain(col, "\n"):
+                    valid_extra += pc.count_substring(col, "\n").to_numpy(zero_copy_only=False)
+            extra[~is_bad] = valid_extra
+            starts = next_line + np.arange(span, dtype=np.int64)
+            starts[1:] += np.cumsum(extra)[:-1]
+            lines = starts[~is_bad]
+            bad = [BadLine(int(starts[num - next_rec]), text, msg) for num, text, msg in here]
+            next_rec += span
+            next_line = int(starts[-1] + extra[-1] + 1) if span else next_line
+            blank = _blank_mask(batch)
+            if blank is not None:
+                keep = pa.array(~blank)
+                batch = batch.filter(keep)
+                lines = lines[~blank]
+            yield SourceBatch(label, batch, lines, bad)
+    if invalid:
+        yield SourceBatch(
+            label,
+            pa.RecordBatch.from_pylist([], schema=reader.schema),
+            np.zeros(0, dtype=np.int64),
+            [BadLine(next_line + i, t, m) for i, (_, t, m) in enumerate(invalid)],
+        )
+
+
+def _merge(parts: list[SourceBatch]) -> SourceBatch:
+    """One SourceBatch of consecutive parts of one file."""
+    if len(parts) == 1:
+        return parts[0]
+    return SourceBatch(
+        parts[0].file,
+        pa.concat_batches([p.batch for p in parts]),
+        np.concatenate([p.rows for p in parts]),
+        [b for p in parts for b in p.bad],
+    )
+
+
+def _blank_mask(batch: pa.RecordBatch) -> np.ndarray | None:
+    """Rows whose every cell is empty (blank lines); None when there are none."""
+    if batch.num_columns == 0 or batch.num_rows == 0:
+        return None
+    mask = np.ones(batch.num_rows, dtype=bool)
+    for col in batch.columns:
+        if not pa.types.is_string(col.type):
+            return None
+        mask &= pc.equal(pc.utf8_length(col), 0).to_numpy(zero_copy_only=False)
+        if not mask.any():
+            return None
+    return mask

@@ -1,0 +1,75 @@
+"""Stream Parquet sources (a file, a directory of files, or a glob) in record batches."""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from recordsync.config.models import SourceConfig
+from recordsync.errors import SourceError
+from recordsync.read.batch import SourceBatch
+
+
+def parquet_files(src: SourceConfig, base_dir: Path) -> list[Path]:
+    """The files a Parquet source names, sorted; SourceError when there are none."""
+    target = base_dir / src.path
+    if any(ch in src.path for ch in "*?["):
+        files = sorted(Path(p) for p in glob.glob(str(target), recursive=True))
+    elif target.is_dir():
+        files = sorted(p for p in target.rglob("*.parquet") if p.is_file())
+    elif target.is_file():
+        files = [target]
+    else:
+        raise SourceError(
+            f"source not found: {target}",
+            key="source.path",
+            hint="give a Parquet file, a directory of .parquet files or a glob such as "
+            "'exports/*.parquet' (relative to the mapping file's directory)",
+        )
+    if not files:
+        raise SourceError(
+            f"no Parquet files match {target}",
+            key="source.path",
+            hint="check the directory or glob pattern",
+        )
+    return files
+
+
+def _open(path: Path) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(str(path))
+    except (OSError, pa.ArrowException) as exc:
+        raise SourceError(
+            f"cannot read {path} as Parquet: {exc}",
+            key="source.format",
+            hint="is it a Parquet file? set source.format: csv for text files",
+        ) from None
+
+
+def parquet_columns(src: SourceConfig, base_dir: Path) -> list[str]:
+    """Column names of the first file (all files must share the columns the mapping uses)."""
+    return list(_open(parquet_files(src, base_dir)[0]).schema_arrow.names)
+
+
+def iter_parquet(
+    src: SourceConfig, base_dir: Path, columns: list[str] | None = None
+) -> Iterator[SourceBatch]:
+    """Yield batches per file; row numbers are 1-based within each file."""
+    for path in parquet_files(src, base_dir):
+        pf = _open(path)
+        names = pf.schema_arrow.names
+        cols = None if columns is None else [c for c in names if c in set(columns)]
+        start = 1
+        try:
+            for batch in pf.iter_batches(batch_size=src.batch_size, columns=cols):
+                n = batch.num_rows
+                rows = np.arange(start, start + n, dtype=np.int64)
+                start += n
+                yield SourceBatch(str(path), batch, rows)
+        except (OSError, pa.ArrowException) as exc:
+            raise SourceError(f"cannot read {path}: {exc}", key="source.path") from None

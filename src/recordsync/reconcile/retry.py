@@ -1,0 +1,187 @@
+"""``recordsync retry REPORT_DIR``: resend the failed and in-doubt rows of an earlier run.
+
+The rows come from that run's ``failures.csv`` (which you may have edited), the mappings from
+its pipeline file (``pipeline_file`` in summary.json). Per step, the rows with ``_status``
+``failed`` or ``in_doubt`` are written (un-neutralised, without the ``_`` columns) to a CSV
+file that replaces the mapping's source; results are reported against the original file and
+row (``_source_file``, ``_source_row``). The new report has ``retry_of`` = the old run id.
+
+In-doubt rows may already be in the target. One that is safe to resend
+(:func:`recordsync.send.safety.resend_as_is_safe`) goes as is; otherwise it is resent as
+``match_by: name`` when its name occurs once among the step's in-doubt rows, and held as
+``in_doubt`` again when it does not (unless ``resend_in_doubt=True``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from recordsync.errors import ConfigError
+from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.report.csvsafe import unneutralise
+from recordsync.report.writer import FAILURE_EXTRA
+from recordsync.runner import RunResult
+from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.send.safety import as_name_match, resend_as_is_safe
+from recordsync.send.step import StepPlan
+
+RETRY_STATUSES = frozenset({"failed", "in_doubt"})
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    source_file: str
+    source_row: int
+    status: str
+
+
+def read_summary(report_dir: Path) -> dict[str, Any]:
+    path = report_dir / "summary.json"
+    if not path.is_file():
+        raise ConfigError(
+            f"{path} not found: not a recordsync report directory", file=str(report_dir)
+        )
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return data
+
+
+def split_failures(report_dir: Path, out_dir: Path) -> dict[str, tuple[Path, dict[int, Origin]]]:
+    """Write one CSV per step with retryable rows; map its line numbers to the originals."""
+    path = report_dir / "failures.csv"
+    if not path.is_file():
+        raise ConfigError(f"{path} not found", file=str(report_dir))
+    steps: dict[str, tuple[Path, dict[int, Origin]]] = {}
+    writers: dict[str, tuple[Any, Any, list[str], list[int]]] = {}
+    with open(path, newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        columns = [c for c in (reader.fieldnames or []) if c not in FAILURE_EXTRA]
+        try:
+            for row in reader:
+                values = {k: unneutralise(v or "") for k, v in row.items() if k is not None}
+                if values.get("_status") not in RETRY_STATUSES:
+                    continue
+                step = values["_step"]
+                if step not in writers:
+                    target = out_dir / f"{len(writers):03d}-retry.csv"
+                    handle = open(target, "w", newline="", encoding="utf-8")  # noqa: SIM115
+                    w = csv.writer(handle, lineterminator="\n")
+                    w.writerow(columns)
+                    writers[step] = (handle, w, columns, [2])
+                    steps[step] = (target, {})
+                handle, w, cols, line = writers[step]
+                buf = io.StringIO()
+                csv.writer(buf, lineterminator="\n").writerow([values.get(c, "") for c in cols])
+                text = buf.getvalue()
+                handle.write(text)
+                steps[step][1][line[0]] = Origin(
+                    values.get("_source_file", ""), int(values["_source_row"]), values["_status"]
+                )
+                line[0] += text.count("\n")
+        finally:
+            for handle, *_ in writers.values():
+                handle.close()
+    return steps
+
+
+def _retry_plan(plan: StepPlan, origins: dict[int, Origin], resend_in_doubt: bool) -> StepPlan:
+    def rows() -> Iterator[PreparedRow]:
+        names: Counter[str] = Counter()
+        for row in plan.rows():  # first pass: names of in-doubt rows (small: the failures)
+            origin = origins.get(row.source.source_row)
+            if origin and origin.status == "in_doubt" and row.payload:
+                names[str(row.payload.get("name"))] += 1
+        for row in plan.rows():
+            origin = origins.get(row.source.source_row)
+            if origin is not None:
+                row.source = SourceRow(origin.source_file, origin.source_row, row.source.values)
+            if origin is None or origin.status != "in_doubt" or row.status is not RowStatus.VALID:
+                yield row
+                continue
+            payload = row.payload or {}
+            if resend_in_doubt or resend_as_is_safe(plan.object_type, payload):
+                yield row
+            elif names[str(payload.get("name"))] == 1:
+                row.payload = as_name_match(payload)
+                yield row
+            else:
+                row.status = RowStatus.IN_DOUBT
+                row.error = (
+                    "held in doubt: no dedup key and its name is not unique among the in-doubt "
+                    "rows; check the target, then retry with --resend-in-doubt"
+                )
+                yield row
+
+    return replace(plan, rows=rows)
+
+
+def retry_report(
+    report_dir: Path,
+    request: RunRequest | None = None,
+    *,
+    resend_in_doubt: bool = False,
+    **kwargs: Any,
+) -> RunResult:
+    """Resend the failed and in-doubt rows of the run in ``report_dir``."""
+    from recordsync.config import load_pipeline
+
+    summary = read_summary(report_dir)
+    pipeline_file = summary.get("pipeline_file")
+    if not pipeline_file or not Path(pipeline_file).is_file():
+        raise ConfigError(
+            f"the pipeline of this run ({pipeline_file}) is not available",
+            file=str(report_dir / "summary.json"),
+            key="pipeline_file",
+        )
+    pipeline = load_pipeline(pipeline_file)
+    with tempfile.TemporaryDirectory(prefix="recordsync-retry-") as tmp:
+        parts = split_failures(report_dir, Path(tmp))
+        if not parts:
+            raise ConfigError(
+                "nothing to retry: failures.csv has no failed or in-doubt rows",
+                file=str(report_dir / "failures.csv"),
+            )
+        steps = []
+        origins: dict[str, dict[int, Origin]] = {}
+        for step in pipeline.steps:
+            if step.step_name not in parts:
+                continue
+            csv_path, origins[step.step_name] = parts[step.step_name]
+            source = step.config.source.model_copy(
+                update={
+                    "path": str(csv_path),
+                    "format": "csv",
+                    "delimiter": ",",
+                    "quotechar": '"',
+                    "escapechar": None,
+                    "header": True,
+                    "columns": None,
+                    "encoding": "utf-8",
+                    "skip_rows": 0,
+                }
+            )
+            new_step = step.model_copy()
+            new_step._config = step.config.model_copy(update={"source": source})
+            new_step._base_dir = step.base_dir
+            steps.append(new_step)
+        override = pipeline.model_copy(update={"steps": steps})
+        base = request or RunRequest(Path(pipeline_file))
+        base = replace(base, pipeline_path=Path(pipeline_file), resend_in_doubt=resend_in_doubt)
+
+        def wrap(plan: StepPlan) -> StepPlan:
+            return _retry_plan(plan, origins[plan.name], resend_in_doubt)
+
+        return run_pipeline(
+            base,
+            pipeline_override=override,
+            wrap=wrap,
+            retry_of=str(summary.get("run_id")),
+            **kwargs,
+        )

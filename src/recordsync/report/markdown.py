@@ -1,0 +1,120 @@
+"""``report.md``: the human summary printed at the end of a run and kept with the report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recordsync.report.tally import StepTally
+
+TOP_REASONS = 10
+_COLUMNS = (
+    ("step", "step"),
+    ("object type", "object_type"),
+    ("read", "rows_read"),
+    ("invalid", "rows_invalid"),
+    ("duplicate", "rows_duplicate"),
+    ("unchanged", "rows_unchanged"),
+    ("sent", "rows_sent"),
+    ("created", "created"),
+    ("updated", "updated"),
+    ("failed", "failed"),
+    ("in doubt", "in_doubt"),
+    ("chunks", "chunks"),
+)
+
+
+def _md(text: object) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(summary: dict[str, Any]) -> list[str]:
+    head = "| " + " | ".join(name for name, _ in _COLUMNS) + " |"
+    rule = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(_COLUMNS))) + "|"
+    lines = [head, rule]
+    for step in summary["steps"]:
+        lines.append("| " + " | ".join(_md(step.get(key, "")) for _, key in _COLUMNS) + " |")
+    t = summary["totals"]
+    lines.append("| **total** | | " + " | ".join(str(t[key]) for _, key in _COLUMNS[2:]) + " |")
+    return lines
+
+
+def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
+    dry = summary.get("dry_run")
+    lines = [f"# recordsync run {summary.get('run_id', '')}" + (" (dry run)" if dry else ""), ""]
+    lines.append(f"- pipeline: {summary.get('pipeline')}")
+    lines.append(f"- target: {summary.get('target')}")
+    lines.append(f"- started: {summary.get('started_at')}, finished: {summary.get('finished_at')}")
+    if summary.get("retry_of"):
+        lines.append(f"- retry of: {summary['retry_of']}")
+    if summary.get("aborted"):
+        lines.append(f"- **aborted**: {summary['aborted']}")
+    ok = summary.get("accounting_ok")
+    lines.append(f"- accounting: {'ok' if ok else 'MISMATCH'}")
+    for err in summary.get("accounting_errors", []):
+        lines.append(f"  - {_md(err)}")
+    if dry:
+        lines.append("- dry run: nothing was written; 'sent' counts the rows that would be sent")
+    lines += ["", "## Steps", "", *_table(summary), ""]
+    for t in tallies:
+        if t.aborted:
+            lines.append(f"- step {t.step} aborted: {_md(t.aborted)}")
+        if t.unreconciled_chunks:
+            lines.append(
+                f"- step {t.step}: {t.unreconciled_chunks} chunk(s) unreconciled (answer did "
+                "not match what was sent); their rows are in doubt"
+            )
+        if t.resent_by_name:
+            lines.append(
+                f"- step {t.step}: {t.resent_by_name} entr(y/ies) resent with match_by name "
+                "after an answer was lost"
+            )
+    reasons = [(t, r, n) for t in tallies for r, n in t.reasons.items()]
+    if reasons:
+        lines += ["", "## Top failure reasons", "", "| step | rows | reason |", "|---|---:|---|"]
+        reasons.sort(key=lambda item: -item[2])
+        for t, reason, n in reasons[:TOP_REASONS]:
+            lines.append(f"| {_md(t.step)} | {n} | {_md(reason)} |")
+        if len(reasons) > TOP_REASONS:
+            lines.append(f"\n({len(reasons) - TOP_REASONS} more reason groups in failures.csv)")
+    merged = [t for t in tallies if t.merged_creates or t.shared_records]
+    if merged:
+        lines += ["", "## Rows the service merged", ""]
+        for t in merged:
+            if t.merged_creates:
+                lines.append(
+                    f"- {t.step}: {t.merged_creates} row(s) sent to create came back `updated` "
+                    "(the service deduplicated them into an existing record)"
+                )
+                lines += [f"  - {_md(e)}" for e in t.merged_examples]
+            if t.shared_records:
+                lines.append(
+                    f"- {t.step}: {t.shared_records} row(s) landed on a record id "
+                    "that another row of this step also wrote"
+                )
+                lines += [f"  - {_md(e)}" for e in t.shared_examples]
+    suggested = [t for t in tallies if t.suggestions]
+    if suggested:
+        lines += [
+            "",
+            "## Suggested value maps",
+            "",
+            "Add these to the mapping to accept the rows:",
+            "",
+        ]
+        for t in suggested:
+            for key, counter in t.suggestions.items():
+                lines.append(f"- {t.step} / {_md(key)}:")
+                for value, n in counter.most_common(10):
+                    lines.append(f"  - `{_md(value)}` ({n} row{'s' if n != 1 else ''})")
+    t = summary["totals"]
+    if t["failed"] or t["in_doubt"] or t["rows_invalid"]:
+        lines += ["", "## Next steps", ""]
+        lines.append("- failed, invalid and in-doubt rows are in `failures.csv` (with `_error`)")
+        if t["rows_invalid"]:
+            lines.append("- invalid rows: fix the source or the mapping (see the reasons above)")
+        if t["in_doubt"]:
+            lines.append("- in-doubt rows may have been applied: check them in the target first")
+        if t["failed"] or t["in_doubt"]:
+            where = summary.get("report_dir", "<this directory>")
+            lines.append(f"- resend the failed and in-doubt rows: `recordsync retry {where}`")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,155 @@
+"""Per-step counts, kept twice: counters bumped by the runner, and counts of the per-row
+outcomes bumped by the report writer. The accounting check compares the two.
+
+    read = invalid + duplicate + unchanged + sent
+    sent = created + updated + failed + in_doubt        (dry run: sent = valid)
+
+``rows_read`` and ``rows_sent`` come from the runner's counters; every other number from the
+outcomes written to ``results.csv``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from recordsync.model import RowStatus
+
+COUNT_KEYS = (
+    "rows_read",
+    "rows_invalid",
+    "rows_duplicate",
+    "rows_unchanged",
+    "rows_sent",
+    "created",
+    "updated",
+    "failed",
+    "in_doubt",
+    "not_sent",
+    "chunks",
+    "deleted",
+    "delete_failed",
+)
+MAX_REASONS = 2000
+
+# quoted values go; quoted names of columns, fields and formats stay
+_QUOTED = re.compile(r"""(\b(?:column|field|[a-z]+_format) )?('[^']*'|"[^"]*")""")
+_NORMALISE = (
+    (re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+"), "<email>"),
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}\b"), "<uuid>"),
+    (re.compile(r"(?<!HTTP )(?<!\d)\d+(\.\d+)?"), "N"),
+)
+
+
+def reason_group(message: str) -> str:
+    """A failure message with values and numbers taken out, for grouping."""
+    text = _QUOTED.sub(
+        lambda m: m.group(0) if m.group(1) else m.group(2)[0] + "…" + m.group(2)[0], message
+    )
+    for pattern, repl in _NORMALISE:
+        text = pattern.sub(repl, text)
+    return text
+
+
+@dataclass(slots=True)
+class StepTally:
+    """Everything the report says about one step."""
+
+    step: str
+    mapping: str
+    object_type: str
+    # counters (the runner's)
+    read: int = 0
+    sent: int = 0
+    chunks: int = 0
+    unreconciled_chunks: int = 0
+    resent_by_name: int = 0
+    aborted: str | None = None
+    # outcome counts (the report writer's)
+    outcomes: Counter[RowStatus] = field(default_factory=Counter)
+    not_sent: int = 0
+    deleted: int = 0
+    """Records soft-deleted by mirror deletes (not source rows: outside the accounting)."""
+    delete_failed: int = 0
+    reasons: Counter[str] = field(default_factory=Counter)
+    merged_creates: int = 0
+    merged_examples: list[str] = field(default_factory=list)
+    shared_records: int = 0
+    shared_examples: list[str] = field(default_factory=list)
+    suggestions: dict[str, Counter[str]] = field(default_factory=dict)
+
+    def add_reason(self, message: str) -> None:
+        group = reason_group(message)
+        if group in self.reasons or len(self.reasons) < MAX_REASONS:
+            self.reasons[group] += 1
+        else:
+            self.reasons["(other reasons)"] += 1
+
+    def sent_outcomes(self, dry_run: bool) -> int:
+        if dry_run:
+            return self.outcomes[RowStatus.VALID]
+        return sum(
+            self.outcomes[s]
+            for s in (RowStatus.CREATED, RowStatus.UPDATED, RowStatus.FAILED, RowStatus.IN_DOUBT)
+        )
+
+    def counts(self) -> dict[str, int]:
+        o = self.outcomes
+        return {
+            "rows_read": self.read,
+            "rows_invalid": o[RowStatus.INVALID],
+            "rows_duplicate": o[RowStatus.DUPLICATE],
+            "rows_unchanged": o[RowStatus.UNCHANGED],
+            "rows_sent": self.sent,
+            "created": o[RowStatus.CREATED],
+            "updated": o[RowStatus.UPDATED],
+            "failed": o[RowStatus.FAILED],
+            "in_doubt": o[RowStatus.IN_DOUBT],
+            "not_sent": self.not_sent,
+            "chunks": self.chunks,
+            "deleted": self.deleted,
+            "delete_failed": self.delete_failed,
+        }
+
+    def accounting_errors(self, dry_run: bool) -> list[str]:
+        o = self.outcomes
+        errors: list[str] = []
+        settled = (
+            o[RowStatus.INVALID]
+            + o[RowStatus.DUPLICATE]
+            + o[RowStatus.UNCHANGED]
+            + self.sent_outcomes(dry_run)
+        )
+        if settled != self.read or sum(o.values()) != self.read:
+            errors.append(
+                f"step {self.step}: {self.read} rows read but {sum(o.values())} outcomes "
+                f"written ({settled} invalid + duplicate + unchanged + sent)"
+            )
+        if self.sent_outcomes(dry_run) != self.sent:
+            what = "valid" if dry_run else "created + updated + failed + in_doubt"
+            errors.append(
+                f"step {self.step}: {self.sent} rows sent but {self.sent_outcomes(dry_run)} {what}"
+            )
+        return errors
+
+    def as_json(self, dry_run: bool) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "mapping": self.mapping,
+            "object_type": self.object_type,
+            **self.counts(),
+            "unreconciled_chunks": self.unreconciled_chunks,
+            "resent_by_name": self.resent_by_name,
+            "aborted": self.aborted,
+            "accounting_ok": not self.accounting_errors(dry_run),
+        }
+
+
+def totals(tallies: list[StepTally]) -> dict[str, int]:
+    out = dict.fromkeys(COUNT_KEYS, 0)
+    for t in tallies:
+        for key, value in t.counts().items():
+            out[key] += value
+    return out

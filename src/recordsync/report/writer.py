@@ -1,0 +1,200 @@
+"""Write ``reports/<run_id>/`` while the run streams: one results line per source row.
+
+    summary.json   run, target, steps with counts, totals, accounting check
+    results.csv    one line per source row (model.RESULTS_COLUMNS)
+    failures.csv   failed, invalid and in-doubt rows: original columns + _error, _step,
+                   _source_row (+ _status, _source_file); formula-like cells neutralised
+    report.md      the human summary (see recordsync.report.markdown)
+
+Rows go to disk as they come. failures.csv needs the union of the steps' columns for its
+header, so failing rows are spooled as JSON lines and turned into CSV at :meth:`finish`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections import Counter
+from pathlib import Path
+from typing import IO, Any
+
+from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus
+from recordsync.report.csvsafe import neutralise
+from recordsync.report.markdown import render_report
+from recordsync.report.tally import StepTally, totals
+
+FAILURE_STATUSES = frozenset({RowStatus.FAILED, RowStatus.INVALID, RowStatus.IN_DOUBT})
+FAILURE_EXTRA = ("_error", "_step", "_source_row", "_status", "_source_file")
+NOT_SENT_PREFIX = "not sent: "
+MAX_EXAMPLES = 20
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, default=str)
+    return str(value)
+
+
+def _add_suggestions(tally: StepTally, suggestions: dict[str, Any]) -> None:
+    """``{"field": "stage", "value_map": {"Custmer": "customer"}}`` → under "stage /
+    value_map": ``Custmer: customer``, counted over rows."""
+    field = suggestions.get("field")
+    for key, value in suggestions.items():
+        if key == "field":
+            continue
+        label = f"{field} / {key}" if field else str(key)
+        bucket = tally.suggestions.setdefault(label, Counter())
+        if isinstance(value, dict):
+            for src, dst in value.items():
+                bucket[f"{_cell(src)}: {_cell(dst)}"] += 1
+        else:
+            bucket[_cell(value)] += 1
+
+
+class ReportWriter:
+    """Streams one run's report files into ``directory``."""
+
+    def __init__(self, directory: Path, *, dry_run: bool) -> None:
+        self.directory = directory
+        self.dry_run = dry_run
+        directory.mkdir(parents=True, exist_ok=False)
+        results_path = directory / "results.csv"
+        self._results_file: IO[str] = open(results_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        self._results = csv.writer(self._results_file)
+        self._results.writerow(RESULTS_COLUMNS)
+        self._spool_path = directory / ".failures.jsonl"
+        self._spool: IO[str] = open(self._spool_path, "w", encoding="utf-8")  # noqa: SIM115
+        self._columns: dict[str, None] = {}
+        self.tallies: list[StepTally] = []
+        self._record_rows: dict[int, int] = {}
+        self.lines_written = 0
+
+    def start_step(self, tally: StepTally) -> None:
+        self.tallies.append(tally)
+        self._record_rows = {}
+
+    def record(
+        self,
+        tally: StepTally,
+        row: PreparedRow,
+        status: RowStatus,
+        record_id: int | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Write the outcome of one source row."""
+        src = row.source
+        self._results.writerow(
+            [
+                tally.step,
+                src.source_file,
+                src.source_row,
+                row.match_by or "",
+                _cell(row.match_value),
+                status.value,
+                _cell(record_id),
+                error or "",
+            ]
+        )
+        self.lines_written += 1
+        tally.outcomes[status] += 1
+        if error and status in FAILURE_STATUSES:
+            if status is RowStatus.FAILED and error.startswith(NOT_SENT_PREFIX):
+                tally.not_sent += 1
+            tally.add_reason(error)
+        if row.suggestions:
+            _add_suggestions(tally, row.suggestions)
+        if status in FAILURE_STATUSES:
+            self._spool_failure(tally.step, row, status, error)
+        elif status is RowStatus.UPDATED and record_id is not None:
+            self._note_merge(tally, row, record_id)
+        elif status is RowStatus.CREATED and record_id is not None:
+            self._record_rows.setdefault(record_id, src.source_row)
+
+    def _note_merge(self, tally: StepTally, row: PreparedRow, record_id: int) -> None:
+        src = row.source
+        payload = row.payload or {}
+        if "match_by" not in payload:
+            tally.merged_creates += 1
+            if len(tally.merged_examples) < MAX_EXAMPLES:
+                tally.merged_examples.append(
+                    f"{src.source_file}:{src.source_row} sent to create, merged into record "
+                    f"{record_id}"
+                )
+        first = self._record_rows.setdefault(record_id, src.source_row)
+        if first != src.source_row:
+            tally.shared_records += 1
+            if len(tally.shared_examples) < MAX_EXAMPLES:
+                tally.shared_examples.append(
+                    f"{src.source_file}:{src.source_row} landed on record {record_id}, like "
+                    f"row {first}"
+                )
+
+    def _spool_failure(
+        self, step: str, row: PreparedRow, status: RowStatus, error: str | None
+    ) -> None:
+        values = {str(k): _cell(v) for k, v in row.source.values.items()}
+        for key in values:
+            if key not in self._columns:
+                self._columns[key] = None
+        extra = {
+            "_error": error or "",
+            "_step": step,
+            "_source_row": str(row.source.source_row),
+            "_status": status.value,
+            "_source_file": row.source.source_file,
+        }
+        self._spool.write(json.dumps({**values, **extra}, ensure_ascii=False) + "\n")
+
+    def _write_failures_csv(self) -> None:
+        self._spool.close()
+        columns = [c for c in self._columns if c not in FAILURE_EXTRA] + list(FAILURE_EXTRA)
+        with (
+            open(self.directory / "failures.csv", "w", newline="", encoding="utf-8") as out,
+            open(self._spool_path, encoding="utf-8") as spool,
+        ):
+            writer = csv.writer(out)
+            writer.writerow(columns)
+            for line in spool:
+                item = json.loads(line)
+                writer.writerow([neutralise(str(item.get(c, ""))) for c in columns])
+        os.unlink(self._spool_path)
+
+    def finish(
+        self, meta: dict[str, Any], *, extra_errors: list[str] | None = None
+    ) -> dict[str, Any]:
+        """Close the row files; write summary.json and report.md; return the summary."""
+        self._results_file.close()
+        self._write_failures_csv()
+        errors = [e for t in self.tallies for e in t.accounting_errors(self.dry_run)]
+        total_outcomes = sum(sum(t.outcomes.values()) for t in self.tallies)
+        if total_outcomes != self.lines_written:
+            errors.append(
+                f"{self.lines_written} lines in results.csv for {total_outcomes} outcomes"
+            )
+        errors += extra_errors or []
+        summary = {
+            **meta,
+            "dry_run": self.dry_run,
+            "steps": [t.as_json(self.dry_run) for t in self.tallies],
+            "totals": totals(self.tallies),
+            "accounting_ok": not errors,
+            "accounting_errors": errors,
+        }
+        tmp = self.directory / "summary.json.tmp"
+        tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, self.directory / "summary.json")
+        (self.directory / "report.md").write_text(
+            render_report(summary, self.tallies), encoding="utf-8"
+        )
+        return summary
+
+    def abandon(self) -> None:
+        """Close files after a crash (the partial results stay on disk for inspection)."""
+        for f in (self._results_file, self._spool):
+            if not f.closed:
+                f.close()

@@ -1,0 +1,161 @@
+"""Owner resolution: an owner e-mail column → ``owned_by_user_id``.
+
+Looked up, trimmed and case-insensitively, in this order: the users listing's ``email``
+(``users:email``), the owners file (``owners_file``), a user id given as is (``users:id``),
+a user's full name (``users:name``). Unknown owners follow ``on_unknown``: ``fail`` the row,
+``unowned`` (key omitted) or ``default``. Resolution runs once per distinct owner value.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import yaml
+
+from recordsync.config.models import OwnerConfig
+from recordsync.errors import ConfigError
+from recordsync.validate.distinct import Outcome, boxed, distinct_outcomes, map_distinct
+
+
+def load_owners_file(path: Path) -> dict[str, str]:
+    """email → user id or full name, from YAML (a mapping) or CSV (two columns)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read owners file {path}: {exc}",
+            key="owner.owners_file",
+            hint="the path is relative to the mapping file's directory",
+        ) from None
+    if path.suffix.lower() in (".yaml", ".yml"):
+        data = yaml.safe_load(text) or {}
+        if not isinstance(data, dict):
+            raise ConfigError(
+                "owners file must map e-mail → user id or full name", file=str(path), line=1
+            )
+        return {str(k).strip().lower(): str(v).strip() for k, v in data.items()}
+    rows = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
+    if rows and "@" not in rows[0][0]:
+        rows = rows[1:]  # header row
+    out: dict[str, str] = {}
+    for i, row in enumerate(rows, start=2):
+        if len(row) < 2:
+            raise ConfigError(
+                "owners CSV rows need two cells: email, user id or full name",
+                file=str(path),
+                line=i,
+            )
+        out[row[0].strip().lower()] = row[1].strip()
+    return out
+
+
+class OwnerResolver:
+    """Resolves owner cells to user ids, per distinct value."""
+
+    def __init__(
+        self, cfg: OwnerConfig, users: list[dict[str, Any]] | None, base_dir: Path
+    ) -> None:
+        self.cfg = cfg
+        self.online = users is not None
+        users = users or []
+        self.ids = {str(u["id"]) for u in users if u.get("id") is not None}
+        self.by_email = {
+            str(u["email"]).strip().lower(): str(u["id"]) for u in users if u.get("email")
+        }
+        self.by_name = {
+            str(u["full_name"]).strip().casefold(): str(u["id"])
+            for u in users
+            if u.get("full_name")
+        }
+        self.file: dict[str, str] = {}
+        if cfg.owners_file:
+            self.file = load_owners_file(base_dir / cfg.owners_file)
+        self.default: str | None = None
+        if cfg.on_unknown == "default" and cfg.default:
+            found, _ = self._lookup(cfg.default)
+            if found is None and self.online:
+                raise ConfigError(
+                    f"owner.default {cfg.default!r} is not a known user (e-mail, id or name)",
+                    key="owner.default",
+                    hint="use an e-mail or id from GET /api/meta/users",
+                )
+            self.default = found or cfg.default
+
+    def _lookup(self, raw: str) -> tuple[str | None, str]:
+        key = raw.strip().lower()
+        if key in self.by_email:
+            return self.by_email[key], "users:email"
+        if key in self.file:
+            target = self.file[key]
+            if target in self.ids or not self.online:
+                return target, "owners_file"
+            named = self.by_name.get(target.casefold())
+            if named is not None:
+                return named, "owners_file"
+            return None, "unknown"
+        if raw.strip() in self.ids:
+            return raw.strip(), "users:id"
+        named = self.by_name.get(raw.strip().casefold())
+        if named is not None:
+            return named, "users:name"
+        return None, "unknown" if self.online else "offline"
+
+    def _one(self, raw: str) -> Outcome:
+        found, how = self._lookup(raw)
+        if found is not None:
+            return (found, how), None, None
+        if how == "offline":
+            return (None, "offline"), None, None
+        if self.cfg.on_unknown == "default":
+            return (self.default, "default"), None, None
+        if self.cfg.on_unknown == "unowned":
+            return (None, "unowned"), None, None
+        known = list(self.by_email) + list(self.file)
+        close = difflib.get_close_matches(raw.strip().lower(), known, n=1, cutoff=0.6)
+        hint = None
+        if close:
+            hint = {"owners_file": {raw.strip().lower(): self._lookup(close[0])[0]}}
+        where = "users listing" + (" or owners file" if self.cfg.owners_file else "")
+        return (None, "unknown"), f"is not a known owner (not in the {where})", hint
+
+    def resolve(
+        self, arr: pa.Array
+    ) -> tuple[
+        list[tuple[str | None, str] | None],
+        list[str | None] | None,
+        list[dict[str, Any] | None] | None,
+    ]:
+        """Per row: (user id or None, how) — None for blank cells — plus reason and hint."""
+        return map_distinct(arr, self._one)
+
+    def resolve_rows(
+        self, arr: pa.Array
+    ) -> tuple[
+        list[str | None], list[str], list[str | None] | None, list[dict[str, Any] | None] | None
+    ]:
+        """Per row: user id (None: no owner), how it was found, reason and hint.
+
+        Blank cells get the default owner (``default``) when there is one, else ``blank``.
+        Worked out once per distinct cell, then spread to the rows."""
+        idx, outcomes = distinct_outcomes(arr, self._one)
+        ids: list[str | None] = []
+        hows: list[str] = []
+        for found, _, _ in outcomes:
+            if found is None:  # a blank cell
+                ids.append(self.default)
+                hows.append("default" if self.default is not None else "blank")
+            else:
+                ids.append(found[0])
+                hows.append(found[1])
+        reasons = [o[1] for o in outcomes]
+        hints = [o[2] for o in outcomes]
+        return (
+            boxed(ids)[idx].tolist(),
+            boxed(hows)[idx].tolist(),
+            boxed(reasons)[idx].tolist() if any(r is not None for r in reasons) else None,
+            boxed(hints)[idx].tolist() if any(h is not None for h in hints) else None,
+        )

@@ -1,0 +1,200 @@
+"""The orchestrator of one run: target → schema → steps in order → report.
+
+:func:`run_plans` runs already-built steps (any iterable of PreparedRow per step) and writes the
+report; :func:`run_pipeline` builds the steps from a pipeline file with
+:func:`recordsync.prepare.prepare_step` and calls it.
+
+Stops: an authentication failure or a circuit breaker stops the run; an unknown object type
+stops its step only. Either way every source row still gets a line in results.csv (valid rows
+not sent: ``failed`` with ``not sent: ...``), the report is written, and the error is returned
+for the caller to turn into an exit code.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from recordsync.errors import (
+    EXIT_OK,
+    EXIT_ROWS_FAILED,
+    AccountingError,
+    AuthError,
+    ConfigError,
+    ObjectTypeNotFound,
+    RecordsyncError,
+    exit_code_for,
+)
+from recordsync.report.tally import StepTally
+from recordsync.report.writer import ReportWriter
+from recordsync.send.breaker import CircuitBreaker
+from recordsync.send.client import RecordServiceClient
+from recordsync.send.sender import ChunkReport, ChunkSender
+from recordsync.send.step import ChunkHook, Progress, SendOptions, StepPlan, StepRunner
+from recordsync.settings import Target
+
+log = logging.getLogger(__name__)
+
+
+class NullProgress:
+    def step_started(self, plan: StepPlan) -> None:
+        pass
+
+    def rows_done(self, count: int) -> None:
+        pass
+
+    def chunk_done(self, step: str, report: ChunkReport) -> None:
+        pass
+
+    def step_finished(self, tally: StepTally) -> None:
+        pass
+
+
+def utc_stamp(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_run_id(pipeline: str, moment: datetime | None = None) -> str:
+    """``20261122T013000Z-nightly-ab12``."""
+    moment = moment or datetime.now(UTC)
+    safe = "".join(c if c.isalnum() or c in "-_" else "-" for c in pipeline)[:40] or "run"
+    return f"{moment.astimezone(UTC):%Y%m%dT%H%M%SZ}-{safe}-{secrets.token_hex(2)}"
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What a run came to: the summary written, where, and the error that stopped it."""
+
+    summary: dict[str, Any]
+    report_dir: Path
+    error: RecordsyncError | None = None
+    tallies: list[StepTally] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        if self.error is not None:
+            return exit_code_for(self.error)
+        if not self.summary["accounting_ok"]:
+            return exit_code_for(AccountingError("accounting mismatch"))
+        t = self.summary["totals"]
+        bad = t["failed"] + t["in_doubt"] + t["rows_invalid"] + t.get("delete_failed", 0)
+        return EXIT_ROWS_FAILED if bad else EXIT_OK
+
+
+@dataclass(frozen=True, slots=True)
+class RunLimits:
+    max_failure_rate: float | None = None
+    breaker_min_rows: int = 10
+    max_creates: int | None = None
+
+
+def run_plans(
+    plans: Iterable[StepPlan],
+    *,
+    pipeline: str,
+    report_root: Path,
+    options: SendOptions,
+    client: RecordServiceClient | None,
+    target: Target | None = None,
+    limits: RunLimits | None = None,
+    progress: Progress | None = None,
+    hook: ChunkHook | None = None,
+    run_id: str | None = None,
+    retry_of: str | None = None,
+    pipeline_file: str | None = None,
+) -> RunResult:
+    """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only."""
+    if client is None and not options.dry_run:
+        raise ValueError("a real run needs a client")
+    started = datetime.now(UTC)
+    run_id = run_id or new_run_id(pipeline, started)
+    report_dir = report_root / run_id
+    if report_dir.exists():  # a resumed run: keep the partial report of the attempt that died
+        n = 1
+        while report_dir.with_name(f"{run_id}.partial-{n}").exists():
+            n += 1
+        report_dir.rename(report_dir.with_name(f"{run_id}.partial-{n}"))
+    try:
+        writer = ReportWriter(report_dir, dry_run=options.dry_run)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot create the report directory: {exc.strerror}",
+            file=str(report_dir),
+            hint="choose a writable directory with --report-dir or the pipeline's report.directory",
+        ) from None
+    limits = limits or RunLimits()
+    breaker = CircuitBreaker(limits.max_failure_rate, limits.breaker_min_rows, limits.max_creates)
+
+    def make_sender(object_type: str) -> ChunkSender:
+        assert client is not None
+        return ChunkSender(client, object_type)
+
+    runner = StepRunner(
+        writer,
+        options,
+        breaker,
+        progress or NullProgress(),
+        None if options.dry_run else make_sender,
+        hook,
+    )
+    stop: RecordsyncError | None = None
+    step_errors: list[RecordsyncError] = []
+    try:
+        for plan in plans:
+            if stop is not None:
+                runner.drain(plan, stop)
+                continue
+            try:
+                runner.run(plan)
+            except ObjectTypeNotFound as exc:
+                step_errors.append(exc)
+                log.error("step %s aborted: %s", plan.name, exc)
+            except AuthError as exc:
+                stop = _with_target_hint(exc, target)
+            except RecordsyncError as exc:
+                stop = exc
+    except BaseException:
+        writer.abandon()
+        raise
+    meta = {
+        "run_id": run_id,
+        "pipeline": pipeline,
+        "pipeline_file": pipeline_file,
+        "target": target.base_url if target is not None else None,
+        "target_origin": target.origin if target is not None else None,
+        "started_at": utc_stamp(started),
+        "finished_at": utc_stamp(datetime.now(UTC)),
+        "report_dir": str(report_dir),
+        "aborted": str(stop) if stop is not None else None,
+        "retry_of": retry_of,
+    }
+    summary = writer.finish(meta)
+    error = stop if stop is not None else (step_errors[0] if step_errors else None)
+    return RunResult(summary, report_dir, error, writer.tallies)
+
+
+def _with_target_hint(exc: AuthError, target: Target | None) -> AuthError:
+    if target is None:
+        return exc
+    hint = target.auth_hint()
+    return AuthError(exc.message, status=exc.status, method=exc.method, path=exc.path, hint=hint)
+
+
+def limits_from(send: Any, overrides: dict[str, Any]) -> tuple[SendOptions, RunLimits]:
+    """Send options and breaker limits from the pipeline's ``send:`` block and CLI overrides
+    (``send`` may be None: defaults, no canary, no breakers)."""
+    chunk = int(overrides.get("chunk_size") or getattr(send, "chunk_size", None) or 100)
+    canary = overrides.get("canary_size")
+    if canary is None:
+        canary = getattr(send, "canary_chunk_size", None)
+    breaker = getattr(send, "circuit_breaker", None)
+    rate = overrides.get("max_failure_rate", getattr(breaker, "max_failure_rate", None))
+    creates = overrides.get("max_creates", getattr(breaker, "max_creates", None))
+    canary_size = min(int(canary), chunk) if canary else None
+    options = SendOptions(chunk, canary_size, bool(overrides.get("dry_run")))
+    return options, RunLimits(rate, max(10, canary_size or 10), creates)

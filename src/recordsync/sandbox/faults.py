@@ -1,0 +1,233 @@
+"""Deterministic fault injection for the sandbox: an ASGI middleware, off unless asked for.
+
+A fault is written as a short spec (``recordsync sandbox --fault SPEC``, repeatable, or
+``create_app(..., faults=[...])``)::
+
+    latency:50ms                       delay every request by 50 ms (also 0.2s, 200 = ms)
+    status:503:every=5                 answer every 5th request with 503 and {error}
+    429:every=7:retry_after=1          a bare status code works too; 429 carries Retry-After
+    drop-after-apply:every=4           let the request apply, then drop the connection mid-body
+    drop:every=3                       drop the connection before the request is applied
+                                       (the client cannot tell the two drops apart)
+    ...:path=/batch                    only requests whose path contains "/batch" count
+    ...:after=10                       let the first 10 matching requests through untouched
+
+Every spec counts the requests it matches (its own counter, never random), so the Nth
+request of a test run fails the same way each time. ``every`` defaults to 1 (every request).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from recordsync.errors import ConfigError
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Any
+Send = Any
+ASGIApp = Any
+
+VALID_FORMS = (
+    "latency:<n>ms | latency:<n>s",
+    "status:<code>[:every=N] | <code>[:every=N][:retry_after=S]",
+    "drop-after-apply[:every=N]",
+    "drop[:every=N]",
+    "options on any form: every=N, after=N, path=<substring>, retry_after=<seconds>",
+)
+
+_KINDS = ("latency", "status", "drop-after-apply", "drop")
+
+
+@dataclass(frozen=True, slots=True)
+class FaultSpec:
+    """One parsed fault: what happens (``kind``) to which requests (path, every, after)."""
+
+    kind: str
+    text: str
+    status: int | None = None
+    delay_s: float = 0.0
+    every: int = 1
+    after: int = 0
+    path: str | None = None
+    retry_after: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _bad(text: str, why: str) -> ConfigError:
+    return ConfigError(
+        f"invalid fault spec {text!r}: {why}",
+        key="fault",
+        hint="valid forms: " + "; ".join(VALID_FORMS),
+    )
+
+
+def _parse_delay(text: str, value: str) -> float:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)(ms|s)?", value.strip())
+    if not m:
+        raise _bad(text, f"latency {value!r} is not a duration like 50ms or 0.2s")
+    number = float(m.group(1))
+    return number if m.group(2) == "s" else number / 1000.0
+
+
+def _parse_status(text: str, value: str) -> int:
+    if not value.isdigit() or not 100 <= int(value) <= 599:
+        raise _bad(text, f"{value!r} is not an HTTP status code (100-599)")
+    return int(value)
+
+
+def _parse_count(text: str, key: str, value: str, minimum: int) -> int:
+    if not value.isdigit() or int(value) < minimum:
+        raise _bad(text, f"{key}={value!r} must be an integer >= {minimum}")
+    return int(value)
+
+
+def parse_fault_spec(text: str) -> FaultSpec:
+    """Parse ``text`` (see the module docstring); a bad spec is a ConfigError naming it."""
+    parts = [p.strip() for p in text.strip().split(":")]
+    if not parts or not parts[0]:
+        raise _bad(text, "empty spec")
+    head, rest = parts[0].lower(), parts[1:]
+    kind: str
+    status: int | None = None
+    delay = 0.0
+    if head.isdigit():
+        kind, status = "status", _parse_status(text, head)
+    elif head == "status":
+        if not rest or "=" in rest[0]:
+            raise _bad(text, "status needs a code, e.g. status:503")
+        kind, status, rest = "status", _parse_status(text, rest[0]), rest[1:]
+    elif head == "latency":
+        if not rest or "=" in rest[0]:
+            raise _bad(text, "latency needs a duration, e.g. latency:50ms")
+        kind, delay, rest = "latency", _parse_delay(text, rest[0]), rest[1:]
+    elif head in _KINDS:
+        kind = head
+    else:
+        raise _bad(text, f"unknown fault kind {parts[0]!r}")
+    options: dict[str, str] = {}
+    for opt in rest:
+        key, sep, value = opt.partition("=")
+        key = key.strip().lower().replace("-", "_")
+        if not sep or not value:
+            raise _bad(text, f"option {opt!r} is not key=value")
+        if key in options:
+            raise _bad(text, f"option {key!r} given twice")
+        options[key] = value.strip()
+    unknown = set(options) - {"every", "after", "path", "retry_after"}
+    if unknown:
+        raise _bad(text, f"unknown option(s) {', '.join(sorted(unknown))}")
+    retry_after = options.get("retry_after")
+    if retry_after is not None and status is None:
+        raise _bad(text, "retry_after only applies to a status fault")
+    return FaultSpec(
+        kind=kind,
+        text=text.strip(),
+        status=status,
+        delay_s=delay,
+        every=_parse_count(text, "every", options.get("every", "1"), 1),
+        after=_parse_count(text, "after", options.get("after", "0"), 0),
+        path=options.get("path"),
+        retry_after=retry_after,
+    )
+
+
+class _Counter:
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+
+class FaultMiddleware:
+    """ASGI middleware applying ``specs`` in order; the first fault that fires decides."""
+
+    def __init__(self, app: ASGIApp, specs: list[FaultSpec]) -> None:
+        self.app = app
+        self.specs = specs
+        self._counters = [_Counter() for _ in specs]
+
+    def __getattr__(self, name: str) -> Any:  # expose the wrapped app's ``state`` etc.
+        if name == "app":  # not set yet: never recurse
+            raise AttributeError(name)
+        return getattr(self.app, name)
+
+    def _fires(self, index: int, spec: FaultSpec, path: str) -> bool:
+        if spec.path is not None and spec.path not in path:
+            return False
+        counter = self._counters[index]
+        counter.seen += 1
+        n = counter.seen - spec.after
+        return n > 0 and n % spec.every == 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await self.app(scope, receive, send)
+            return
+        path = str(scope.get("path", ""))
+        # No await between counting and deciding: counters are exact on one event loop.
+        fired = [s for i, s in enumerate(self.specs) if self._fires(i, s, path)]
+        for spec in fired:
+            if spec.kind == "latency":
+                await asyncio.sleep(spec.delay_s)
+            elif spec.kind == "status":
+                await _send_status(send, spec)
+                return
+            elif spec.kind == "drop":
+                await _cut(send, 200, b"")
+                return
+            elif spec.kind == "drop-after-apply":
+                await _apply_then_drop(self.app, scope, receive, send, spec)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _send_status(send: Send, spec: FaultSpec) -> None:
+    assert spec.status is not None
+    body = json.dumps({"error": f"Injected fault ({spec.text}): HTTP {spec.status}"}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if spec.retry_after is not None:
+        headers.append((b"retry-after", spec.retry_after.encode()))
+    await send({"type": "http.response.start", "status": spec.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _apply_then_drop(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, spec: FaultSpec
+) -> None:
+    """Run the request to completion (so it is applied), then start a response that promises
+    more bytes than it sends and stop: the server closes the socket and the client sees an
+    incomplete response (a protocol error), exactly like a connection lost after apply."""
+    captured: list[Message] = []
+
+    async def capture(message: Message) -> None:
+        captured.append(message)
+
+    await app(scope, receive, capture)
+    status = next((m["status"] for m in captured if m["type"] == "http.response.start"), 200)
+    body = b"".join(m.get("body", b"") for m in captured if m["type"] == "http.response.body")
+    await _cut(send, status, body[: len(body) // 2])
+
+
+async def _cut(send: Send, status: int, partial: bytes) -> None:
+    """Promise 1 KiB more than is sent, then return: the server closes the connection."""
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(partial) + 1024).encode()),
+    ]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": partial, "more_body": True})
+
+
+def wrap_with_faults(app: ASGIApp, specs: list[FaultSpec | str] | None) -> ASGIApp:
+    """Wrap ``app`` with the given faults (specs or spec strings); no specs → ``app`` itself."""
+    if not specs:
+        return app
+    parsed = [s if isinstance(s, FaultSpec) else parse_fault_spec(s) for s in specs]
+    return FaultMiddleware(app, parsed)

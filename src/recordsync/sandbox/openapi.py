@@ -1,0 +1,285 @@
+"""The sandbox's own OpenAPI 3.1 document (served at ``/openapi.json`` without a key).
+
+Hand-written to match what the routes implement; the schemathesis run in
+tests/sandbox/test_openapi.py checks every operation's answers against it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from recordsync.sandbox.catalog import Catalog
+from recordsync.sandbox.openapi_schemas import (
+    ANY,
+    BATCH_INPUT,
+    BATCH_ITEM,
+    BATCH_RESULT,
+    FIELD_DEF,
+    OBJECT_TYPE,
+    PAGINATION,
+    RECORD,
+    RECORD_INPUT,
+    USER,
+    VIEW,
+    answers,
+    body,
+    obj,
+    ref,
+)
+
+
+def _data(schema: dict[str, Any]) -> dict[str, Any]:
+    return obj({"data": schema}, ["data"])
+
+
+def openapi_document(catalog: Catalog) -> dict[str, Any]:
+    names = sorted(catalog.by_name)
+    type_param = {
+        "name": "objectType",
+        "in": "path",
+        "required": True,
+        "description": "Object type slug (plural, or singular where the seed declares one)",
+        "schema": {"type": "string", "enum": names},
+    }
+
+    def q(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+        return {"name": name, "in": "query", "required": False, "schema": schema}
+
+    record_page = obj(
+        {"data": {"type": "array", "items": ref("Record")}, "pagination": ref("Pagination")},
+        ["data", "pagination"],
+    )
+    read_answer = {"oneOf": [_data(ref("Record")), record_page]}
+    objects = {
+        "parameters": [type_param],
+        "get": {
+            "operationId": "readRecords",
+            "summary": "List records, or fetch one by id or email",
+            "parameters": [
+                q("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
+                q("offset", {"type": "integer", "minimum": 0}),
+                q("search", {"type": "string"}),
+                q("sort_by", {"type": "string"}),
+                q("sort_order", {"type": "string", "enum": ["asc", "desc"]}),
+                q("include_deleted", {"type": "boolean"}),
+                q("id", {"type": "integer"}),
+                q("email", {"type": "string"}),
+            ],
+            "responses": answers(read_answer, "A record or a page of records", 400, 404),
+        },
+        "put": {
+            "operationId": "createRecord",
+            "summary": "Create (contacts/companies deduplicate)",
+            "requestBody": body(RECORD_INPUT),
+            "responses": answers(_data(ref("Record")), "Object created", 400, 404, 413),
+        },
+        "post": {
+            "operationId": "updateField",
+            "summary": "Update a single field (legacy)",
+            "requestBody": body(
+                obj(
+                    {
+                        "fieldName": {"type": "string"},
+                        "fieldValue": ANY,
+                        "id": {"type": "integer"},
+                        "email": {"type": "string"},
+                    },
+                    ["fieldName", "fieldValue"],
+                )
+            ),
+            "responses": answers(
+                obj({"data": ref("Record"), "message": {"type": "string"}}, ["data", "message"]),
+                "Field updated",
+                400,
+                404,
+                413,
+            ),
+        },
+        "patch": {
+            "operationId": "updateRecord",
+            "summary": "Update several fields",
+            "requestBody": body(
+                obj(
+                    {
+                        "id": {"type": "integer"},
+                        "email": {"type": "string"},
+                        "name": {"type": "string"},
+                        "fields": {"type": "object"},
+                        "profile_image_url": {"type": ["string", "null"], "format": "uri"},
+                    }
+                )
+            ),
+            "responses": answers(_data(ref("Record")), "Record updated", 400, 404, 413),
+        },
+        "delete": {
+            "operationId": "deleteRecord",
+            "summary": "Soft-delete a record",
+            "requestBody": body(obj({"id": {"type": "integer"}}, ["id"])),
+            "responses": answers(
+                obj({"success": {"type": "boolean"}}, ["success"]), "Object deleted", 400, 404, 413
+            ),
+        },
+    }
+    batch = {
+        "parameters": [type_param],
+        "post": {
+            "operationId": "batchUpsert",
+            "summary": "Create or update up to 100 records",
+            "requestBody": body(
+                obj(
+                    {
+                        "objects": {
+                            "type": "array",
+                            "maxItems": 100,
+                            "items": BATCH_ITEM,
+                        }
+                    },
+                    ["objects"],
+                )
+            ),
+            "responses": answers(ref("BatchResponse"), "Batch processed", 400, 404, 413),
+        },
+    }
+    view_id = {"name": "viewId", "in": "path", "required": True, "schema": {"type": "string"}}
+    skill_id = {"name": "skillId", "in": "path", "required": True, "schema": {"type": "string"}}
+    paths = {
+        "/api/objects/{objectType}": objects,
+        "/api/objects/{objectType}/batch": batch,
+        "/api/meta/schema": {
+            "get": {
+                "operationId": "getSchema",
+                "summary": "Object types and field definitions",
+                "responses": answers(
+                    _data({"type": "array", "items": ref("ObjectType")}), "Object types"
+                ),
+            }
+        },
+        "/api/meta/users": {
+            "get": {
+                "operationId": "getUsers",
+                "summary": "Organization users",
+                "responses": answers(_data({"type": "array", "items": ref("User")}), "Users"),
+            }
+        },
+        "/api/objects/{objectType}/views": {
+            "parameters": [type_param],
+            "get": {
+                "operationId": "listViews",
+                "summary": "Views of an object type",
+                "responses": answers(_data({"type": "array", "items": ref("View")}), "Views", 404),
+            },
+        },
+        "/api/objects/{objectType}/views/{viewId}": {
+            "parameters": [type_param, view_id],
+            "get": {
+                "operationId": "runView",
+                "summary": "Records of a view (its filters and sort)",
+                "parameters": [
+                    q("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
+                    q("offset", {"type": "integer", "minimum": 0}),
+                ],
+                "responses": answers(
+                    obj(
+                        {
+                            "data": {"type": "array", "items": ref("Record")},
+                            "view": obj(
+                                {"id": {"type": "string"}, "name": {"type": "string"}},
+                                ["id", "name"],
+                            ),
+                            "pagination": ref("Pagination"),
+                        },
+                        ["data", "view", "pagination"],
+                    ),
+                    "View records",
+                    400,
+                    404,
+                ),
+            },
+        },
+        "/api/webhooks/{skillId}": {
+            "parameters": [skill_id],
+            "post": {
+                "operationId": "triggerSkill",
+                "summary": "Trigger a live skill",
+                "parameters": [
+                    {
+                        "name": "x-webhook-signature",
+                        "in": "header",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "requestBody": body({"type": "object"}),
+                "responses": answers(
+                    obj(
+                        {
+                            "success": {"type": "boolean"},
+                            "skillRunId": {"type": "string"},
+                            "message": {"type": "string"},
+                        },
+                        ["success", "skillRunId", "message"],
+                    ),
+                    "Skill triggered",
+                    400,
+                    404,
+                    413,
+                ),
+            },
+        },
+        "/api/sandbox/skill-runs": {
+            "get": {
+                "operationId": "listSkillRuns",
+                "summary": "Sandbox extension: recorded skill runs",
+                "responses": answers(
+                    _data(
+                        {
+                            "type": "array",
+                            "items": obj(
+                                {
+                                    "id": {"type": "string"},
+                                    "skill_id": {"type": "string"},
+                                    "payload": ANY,
+                                    "signed": {"type": "boolean"},
+                                    "created_at": {"type": "string"},
+                                },
+                                ["id", "skill_id", "payload", "signed", "created_at"],
+                            ),
+                        }
+                    ),
+                    "Skill runs",
+                ),
+            }
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "recordsync sandbox record service", "version": "1.0.0"},
+        "security": [{"ApiKey": []}],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"ApiKey": {"type": "apiKey", "in": "header", "name": "x-api-key"}},
+            "schemas": {
+                "Error": obj({"error": {"type": "string"}}, ["error"]),
+                "Record": RECORD,
+                "Pagination": PAGINATION,
+                "FieldDefinition": FIELD_DEF,
+                "ObjectType": OBJECT_TYPE,
+                "User": USER,
+                "View": VIEW,
+                "BatchInput": BATCH_INPUT,
+                "BatchResponse": obj(
+                    {
+                        "results": {"type": "array", "items": BATCH_RESULT},
+                        "summary": obj(
+                            {
+                                k: {"type": "integer", "minimum": 0}
+                                for k in ("total", "created", "updated", "failed")
+                            },
+                            ["total", "created", "updated", "failed"],
+                        ),
+                    },
+                    ["results", "summary"],
+                ),
+            },
+        },
+    }

@@ -1,0 +1,1 @@
+"""Send stage: the API client, the one response policy, chunking, in-doubt handling, steps."""

@@ -1,0 +1,180 @@
+"""The record service client: one injected ``httpx.Client``, the key sent as ``x-api-key``.
+
+Redirects are never followed (a 3xx is an authentication failure, see
+:mod:`recordsync.send.http_policy`). Reads (schema, users, list) are retried by the client;
+a batch is tried once per call to :meth:`RecordServiceClient.batch_once`, because whether a
+failed batch may be resent is decided per entry by :mod:`recordsync.send.sender`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from recordsync.errors import ApiError
+from recordsync.model import BatchInput
+from recordsync.secret import Secret
+from recordsync.send.http_policy import (
+    Verdict,
+    classify_exception,
+    classify_response,
+    is_fatal,
+)
+from recordsync.send.retry import RetryBudget, RetryPolicy
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=120.0, write=60.0, pool=10.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """One try of a request: a verdict, and the parsed JSON body when there was one."""
+
+    verdict: Verdict
+    body: Any = None
+    body_error: str | None = None
+
+
+def make_http_client(timeout: httpx.Timeout = DEFAULT_TIMEOUT) -> httpx.Client:
+    """A keep-alive client with our timeouts and no redirect following."""
+    return httpx.Client(
+        timeout=timeout,
+        follow_redirects=False,
+        limits=httpx.Limits(max_connections=4, max_keepalive_connections=4),
+        headers={"user-agent": "recordsync", "accept": "application/json"},
+    )
+
+
+class RecordServiceClient:
+    """Talks to one record service (hosted or sandbox) with one API key."""
+
+    def __init__(
+        self,
+        http: httpx.Client,
+        base_url: str,
+        api_key: Secret,
+        *,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.http = http
+        self.base_url = base_url.rstrip("/")
+        self._api_key = api_key
+        self.retry = retry or RetryPolicy()
+        self.requests_sent = 0
+
+    def __repr__(self) -> str:
+        return f"RecordServiceClient(base_url={self.base_url!r}, api_key={self._api_key!r})"
+
+    @staticmethod
+    def object_path(object_type: str) -> str:
+        return f"/api/objects/{quote(object_type, safe='')}"
+
+    # -- one attempt ------------------------------------------------------------------
+    def attempt(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Attempt:
+        """Send one request; never raises for HTTP or transport failures."""
+        self.requests_sent += 1
+        try:
+            response = self.http.request(
+                method,
+                self.base_url + path,
+                json=json,
+                params=params,
+                headers={"x-api-key": self._api_key.reveal()},
+                follow_redirects=False,
+            )
+        except httpx.HTTPError as exc:
+            verdict = classify_exception(method, path, exc)
+            log.info("%s", verdict.describe)
+            return Attempt(verdict)
+        verdict = classify_response(method, path, response, self.retry.clock())
+        if verdict.kind != "ok":
+            log.info("%s", verdict.describe)
+            return Attempt(verdict)
+        if not response.content:  # e.g. 204 on DELETE
+            return Attempt(verdict, body=None)
+        try:
+            return Attempt(verdict, body=response.json())
+        except ValueError as exc:
+            return Attempt(verdict, body_error=f"answer is not JSON ({type(exc).__name__})")
+
+    # -- retried requests ---------------------------------------------------------------
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Mapping[str, Any] | None = None,
+    ) -> Any:
+        """Send with retries (for idempotent requests); raise the ApiError when giving up."""
+        budget = RetryBudget(self.retry)
+        while True:
+            result = self.attempt(method, path, json=json, params=params)
+            verdict = result.verdict
+            if verdict.kind == "ok":
+                if result.body_error is not None:
+                    raise ApiError(
+                        result.body_error, status=verdict.status, method=method, path=path
+                    )
+                return result.body
+            if is_fatal(verdict) or verdict.kind == "rejected":
+                raise verdict.to_error()
+            wait = budget.next_wait(verdict)
+            if wait is None:
+                raise verdict.to_error()
+            budget.wait(wait)
+
+    def _data(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
+        body = self.request("GET", path, params=params)
+        if not isinstance(body, dict) or "data" not in body:
+            raise ApiError("answer has no 'data' key", method="GET", path=path)
+        return body["data"]
+
+    def schema(self) -> list[dict[str, Any]]:
+        """``GET /api/meta/schema`` → the object type definitions."""
+        data = self._data("/api/meta/schema")
+        return list(data) if isinstance(data, list) else []
+
+    def users(self) -> list[dict[str, Any]]:
+        """``GET /api/meta/users`` → the organization's users."""
+        data = self._data("/api/meta/users")
+        return list(data) if isinstance(data, list) else []
+
+    def batch_once(self, object_type: str, objects: list[BatchInput]) -> Attempt:
+        """One try of ``POST /api/objects/{type}/batch`` (at most 100 entries)."""
+        return self.attempt(
+            "POST", self.object_path(object_type) + "/batch", json={"objects": objects}
+        )
+
+    def list_records(
+        self, object_type: str, *, page_size: int = 200, **params: Any
+    ) -> Iterator[dict[str, Any]]:
+        """Every record of a type, page by page (the sandbox's/hosted service's list shape)."""
+        offset = 0
+        while True:
+            query = {**params, "limit": page_size, "offset": offset}
+            body = self.request("GET", self.object_path(object_type), params=query)
+            page = body.get("data", []) if isinstance(body, dict) else []
+            yield from page
+            more = isinstance(body, dict) and (body.get("pagination") or {}).get("has_more")
+            if not page or not more:
+                return
+            offset += len(page)
+
+    def delete(self, object_type: str, record_id: int) -> bool:
+        """Soft-delete a record; any 2xx (200 with a body, or 204 without) is success."""
+        body = self.request("DELETE", self.object_path(object_type), json={"id": record_id})
+        return not (isinstance(body, dict) and body.get("success") is False)

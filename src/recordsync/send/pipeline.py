@@ -1,0 +1,321 @@
+"""``run_pipeline``: a pipeline file → target → schema and users → prepared steps → run_plans.
+
+Everything that can be checked before the first request is checked first (pipeline and
+mapping files, every step's source and columns), so a configuration error sends nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from recordsync.errors import AuthError
+from recordsync.model import PreparedRow
+from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
+from recordsync.send.client import RecordServiceClient, make_http_client
+from recordsync.send.retry import RetryPolicy
+from recordsync.send.state_hook import open_state
+from recordsync.send.step import ChunkHook, Progress, StepPlan
+from recordsync.settings import (
+    DEFAULT_PROFILES,
+    DEFAULT_SANDBOX_DB,
+    Target,
+    choose_target,
+    open_target,
+)
+from recordsync.state.names import state_name
+
+PlanWrapper = Callable[[StepPlan], StepPlan]
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    """A run as asked for on the command line (keyword names mirror the flags)."""
+
+    pipeline_path: Path
+    dry_run: bool = False
+    base_url: str | None = None
+    profile: str | None = None
+    report_dir: Path | None = None
+    chunk_size: int | None = None
+    canary_size: int | None = None
+    max_failure_rate: float | None = None
+    max_creates: int | None = None
+    sandbox_db: Path = DEFAULT_SANDBOX_DB
+    env: Mapping[str, str] | None = None
+    retry: RetryPolicy | None = None
+    state: bool = True
+    state_db: Path | None = None
+    full_refresh: bool = False
+    resend_in_doubt: bool = False
+    allow_mass_deletes: bool = False
+    durable_state: bool = False
+    overrides: dict[str, Any] = field(default_factory=dict)
+
+
+def profiles_path(request: RunRequest) -> Path | None:
+    """``$RECORDSYNC_PROFILES``, else ./configs/profiles.yaml, else ../configs/profiles.yaml
+    next to the pipeline's directory (the layout of pipelines/ and configs/)."""
+    env = os.environ if request.env is None else request.env
+    if env.get("RECORDSYNC_PROFILES"):
+        return Path(env["RECORDSYNC_PROFILES"])
+    if DEFAULT_PROFILES.is_file():
+        return DEFAULT_PROFILES
+    return request.pipeline_path.resolve().parent.parent / DEFAULT_PROFILES
+
+
+def _load(path: Path) -> Any:
+    from recordsync.config import load_pipeline
+
+    return load_pipeline(path)
+
+
+def _check_sources(pipeline: Any) -> None:
+    from recordsync.prepare import check_source
+
+    for step in pipeline.steps:
+        check_source(step.config, step.base_dir)
+    check_refs(pipeline)
+
+
+def check_refs(pipeline: Any) -> None:
+    """Every ``ref`` names a step that runs earlier in the pipeline (its ledger is filled
+    first); a configuration error otherwise, before anything is sent."""
+    from recordsync.config.loader import mapping_line
+    from recordsync.errors import ConfigError
+
+    earlier: list[str] = []
+    for step in pipeline.steps:
+        cfg = step.config
+        for fname, spec in cfg.fields.items():
+            if spec.ref is not None and spec.ref.mapping not in earlier:
+                later = spec.ref.mapping in {s.step_name for s in pipeline.steps}
+                raise ConfigError(
+                    f"fields.{fname}.ref: step '{spec.ref.mapping}' "
+                    + ("runs after this step" if later else "is not a step of this pipeline"),
+                    file=cfg.label,
+                    line=mapping_line(cfg, "fields", fname),
+                    key=f"fields.{fname}.ref.mapping",
+                    hint="a reference is resolved from the ledger of an earlier step; steps "
+                    f"before '{step.step_name}': {', '.join(earlier) or 'none'}",
+                )
+        earlier.append(step.step_name)
+
+
+def estimate_rows(source: Any, base_dir: Path) -> int | None:
+    """Rough row count of a source for the progress bar's ETA (never used in the report)."""
+    path = Path(source.path)
+    path = path if path.is_absolute() else base_dir / path
+    if not path.is_file():
+        return None
+    try:
+        if source.kind == "parquet":
+            import pyarrow.parquet as pq
+
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        lines = 0
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                lines += block.count(b"\n")
+        return max(0, lines - (1 if source.header else 0) - int(source.skip_rows))
+    except (OSError, ValueError):
+        return None
+
+
+def build_plans(
+    pipeline: Any,
+    schema_json: list[dict[str, Any]] | None,
+    users: list[dict[str, Any]] | None,
+    wrap: PlanWrapper | None = None,
+    steps: set[str] | None = None,
+) -> list[StepPlan]:
+    """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily."""
+    from recordsync.prepare import prepare_step
+    from recordsync.validate.pipeline_check import check_step
+    from recordsync.validate.schema import Schema
+
+    schema = Schema.from_api(schema_json) if schema_json is not None else None
+    for step in pipeline.steps:  # every step is checked against the schema before any send
+        if steps is None or step.step_name in steps:
+            problem = check_step(step, schema=schema, users=users, scan=False).error
+            if problem is not None:
+                raise problem
+    plans: list[StepPlan] = []
+    for step in pipeline.steps:
+        if steps is not None and step.step_name not in steps:
+            continue
+
+        def rows(step: Any = step) -> Iterator[PreparedRow]:
+            return prepare_step(step.config, base_dir=step.base_dir, schema=schema, users=users)
+
+        def estimate(step: Any = step) -> int | None:
+            return estimate_rows(step.config.source, step.base_dir)
+
+        plan = StepPlan(step.step_name, step.mapping, step.config.object_type, rows, estimate)
+        plans.append(wrap(plan) if wrap is not None else plan)
+    return plans
+
+
+def run_pipeline(
+    request: RunRequest,
+    *,
+    progress: Progress | None = None,
+    on_target: Callable[[Target], None] | None = None,
+    http: httpx.Client | None = None,
+    target: Target | None = None,
+    hook: ChunkHook | None = None,
+    wrap: PlanWrapper | None = None,
+    steps: set[str] | None = None,
+    pipeline_override: Any = None,
+    retry_of: str | None = None,
+) -> RunResult:
+    """Run a pipeline file. ``http``/``target`` let tests inject an in-process sandbox."""
+    pipeline = pipeline_override if pipeline_override is not None else _load(request.pipeline_path)
+    _check_sources(pipeline)
+    overrides = {
+        "chunk_size": request.chunk_size,
+        "dry_run": request.dry_run,
+        **{
+            k: v
+            for k, v in (
+                ("canary_size", request.canary_size),
+                ("max_failure_rate", request.max_failure_rate),
+                ("max_creates", request.max_creates),
+            )
+            if v is not None
+        },
+        **request.overrides,
+    }
+    options, limits = limits_from(pipeline.send, overrides)
+    name = state_name(pipeline.name, request.pipeline_path)
+    report_root = request.report_dir or Path(pipeline.report.directory)
+    if target is not None:
+        return _run(
+            request,
+            pipeline,
+            name,
+            report_root,
+            options,
+            limits,
+            target,
+            http,
+            progress,
+            hook,
+            wrap,
+            steps,
+            retry_of,
+        )
+    choice = choose_target(
+        base_url=request.base_url,
+        profile=request.profile,
+        pipeline_target=pipeline.target,
+        env=request.env,
+        profiles_path=profiles_path(request),
+    )
+    with open_target(choice, env=request.env, sandbox_db=request.sandbox_db) as opened:
+        if on_target is not None:
+            on_target(opened)
+        return _run(
+            request,
+            pipeline,
+            name,
+            report_root,
+            options,
+            limits,
+            opened,
+            http,
+            progress,
+            hook,
+            wrap,
+            steps,
+            retry_of,
+        )
+
+
+def delete_record(client: RecordServiceClient, object_type: str, record_id: int) -> bool:
+    """Soft-delete one record: True if deleted now, False if it was already gone (a 404: the
+    object type exists, since the step's upserts just went through it)."""
+    from recordsync.errors import ObjectTypeNotFound
+
+    try:
+        return client.delete(object_type, record_id)
+    except ObjectTypeNotFound:
+        return False
+
+
+def _run(
+    request: RunRequest,
+    pipeline: Any,
+    name: str,
+    report_root: Path,
+    options: Any,
+    limits: Any,
+    target: Target,
+    http: httpx.Client | None,
+    progress: Progress | None,
+    hook: ChunkHook | None,
+    wrap: PlanWrapper | None,
+    steps: set[str] | None,
+    retry_of: str | None,
+) -> RunResult:
+    own = http is None
+    http_client = http if http is not None else make_http_client()
+    try:
+        client = RecordServiceClient(
+            http_client, target.base_url, target.api_key, retry=request.retry
+        )
+        try:
+            schema_json = client.schema()
+            users = client.users()
+        except AuthError as exc:
+            raise AuthError(
+                exc.message,
+                status=exc.status,
+                method=exc.method,
+                path=exc.path,
+                hint=target.auth_hint(),
+            ) from None
+        plans = build_plans(pipeline, schema_json, users, wrap, steps)
+        run_id = new_run_id(name)
+
+        def go(hook: ChunkHook | None) -> RunResult:
+            return run_plans(
+                plans,
+                pipeline=name,
+                report_root=report_root,
+                options=options,
+                client=None if options.dry_run else client,
+                target=target,
+                limits=limits,
+                progress=progress,
+                hook=hook,
+                run_id=run_id,
+                retry_of=retry_of,
+                pipeline_file=str(request.pipeline_path.resolve()),
+            )
+
+        if hook is not None or options.dry_run or not request.state:
+            return go(hook)
+        with open_state(
+            name,
+            request.state_db,
+            run_id,
+            full_refresh=request.full_refresh,
+            resend_in_doubt=request.resend_in_doubt,
+            durable=request.durable_state,
+        ) as state:
+            run_id = state.run_id  # a resumed run keeps the id of the attempt that died
+            state.configs = {s.step_name: s.config for s in pipeline.steps}
+            state.deleter = lambda object_type, rid: delete_record(client, object_type, rid)
+            state.allow_mass_deletes = request.allow_mass_deletes
+            result = go(state)
+            state.finish("aborted" if result.error is not None else "finished")
+        return result
+    finally:
+        if own:
+            http_client.close()

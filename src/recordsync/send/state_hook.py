@@ -1,0 +1,238 @@
+"""The run's use of the state store (docs/state.md): lock, change detection, chunk journal.
+
+    with open_state(pipeline, path, run_id) as state:       # lock; settle a dead run; start
+        run_plans(..., hook=state)                            # classify / begin / ack per chunk
+        state.finish(aborted=...)
+
+- rows are classified in groups of :data:`CLASSIFY_ROWS` as they stream: unchanged rows are
+  reported ``unchanged`` and not sent; rows whose last send was in doubt are held as
+  ``in_doubt`` again unless resending them is safe (:mod:`recordsync.send.safety`);
+- every chunk is journaled before it is sent and acknowledged (ledger updated) after;
+- a run that died (``running`` in the journal) is resumed: its run id is reused, its
+  in-flight chunks are settled (safe rows are sent again, the others held ``in_doubt``),
+  rows whose outcome it already journaled are reported from the journal and never sent
+  again, and chunk numbers continue after its last one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from recordsync.config.models import MappingConfig
+from recordsync.model import PreparedRow, RowStatus
+from recordsync.reconcile.batch import EntryResult
+from recordsync.report.tally import StepTally
+from recordsync.send.ledger_prep import StepPrep
+from recordsync.send.safety import resend_as_is_safe
+from recordsync.send.step import StepPlan
+
+if TYPE_CHECKING:
+    from recordsync.state import Journal, StateStore
+
+Deleter = Callable[[str, int], object]
+"""``deleter(object_type, record_id)``: soft-delete one record (already gone is fine)."""
+
+log = logging.getLogger(__name__)
+CLASSIFY_ROWS = 500
+
+
+class StateHook:
+    """Implements :class:`recordsync.send.step.ChunkHook` on a StateStore and a Journal."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        journal: Journal,
+        run_id: str,
+        pipeline: str,
+        *,
+        full_refresh: bool = False,
+        resend_in_doubt: bool = False,
+        resumed: bool = False,
+    ) -> None:
+        self.resumed = resumed
+        self._offset: dict[str, int] = {}
+        self.store = store
+        self.journal = journal
+        self.run_id = run_id
+        self.pipeline = pipeline
+        self.full_refresh = full_refresh
+        self.resend_in_doubt = resend_in_doubt
+        self._hash: dict[int, str] = {}
+        self._known: dict[int, int | None] = {}
+        self.configs: Mapping[str, MappingConfig] = {}
+        """Mapping configs by step name (ledger keys, references, mirror deletes)."""
+        self.deleter: Deleter | None = None
+        self.allow_mass_deletes = False
+        self._prep: dict[str, StepPrep] = {}
+
+    def classify(self, plan: StepPlan, rows: Iterable[PreparedRow]) -> Iterator[PreparedRow]:
+        from recordsync.state import ChangeDetector
+
+        journal = self.journal
+        self._offset[plan.name] = journal.next_chunk_no(self.run_id, plan.name) - 1
+        done = journal.done_rows(self.run_id, plan.name) if self.resumed else None
+        config = self.configs.get(plan.name)
+        prep = None
+        if config is not None:
+            prep = StepPrep(self.store, self.pipeline, plan.name, config, self.configs)
+            self._prep[plan.name] = prep
+        detector = ChangeDetector(
+            self.store,
+            self.pipeline,
+            plan.name,
+            full_refresh=self.full_refresh,
+            match_by_ledger_id=config is not None and config.match_by_ledger_id,
+            done_rows=done,
+        )
+        it = iter(rows)
+        while group := list(itertools.islice(it, CLASSIFY_ROWS)):
+            if prep is not None and prep.active:
+                prep.apply(group)
+            c = detector.classify(group)
+            if c.done:  # outcome journaled by the attempt that died: report it, never resend
+                outs = journal.outcomes_for(
+                    self.run_id, plan.name, [r.source.source_row for r in c.done]
+                )
+                for r in c.done:
+                    o = outs[r.source.source_row]
+                    r.status, r.error = RowStatus(o.status), o.error
+                    self._known[id(r)] = o.record_id
+            for u in c.unchanged:
+                u.row.status = RowStatus.UNCHANGED
+                self._known[id(u.row)] = u.entry.record_id
+            for t in c.to_send:
+                t.row.payload = t.payload
+                self._hash[id(t.row)] = t.input_hash
+                if (
+                    t.was_in_doubt
+                    and not self.resend_in_doubt
+                    and not resend_as_is_safe(plan.object_type, t.payload)
+                ):
+                    t.row.status = RowStatus.IN_DOUBT
+                    t.row.error = (
+                        "held in doubt: an earlier send of this row may have been applied and "
+                        "resending could create a second record; check the target, then "
+                        "`recordsync retry --resend-in-doubt` the report"
+                    )
+            yield from group
+
+    def record_id_of(self, row: PreparedRow) -> int | None:
+        return self._known.pop(id(row), None)
+
+    def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
+        from recordsync.state import JournalRow
+
+        journal_rows = [
+            JournalRow(
+                r.source.source_row,
+                r.key,
+                self._hash.get(id(r)),
+                resend_as_is_safe(plan.object_type, r.payload or {}),
+            )
+            for r in rows
+        ]
+        self.journal.begin_chunk(
+            self.run_id,
+            plan.name,
+            chunk_no + self._offset.get(plan.name, 0),
+            rows[0].source.source_row if rows else None,
+            journal_rows,
+            mapping=plan.name,
+        )
+
+    def ack(
+        self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow], results: list[EntryResult]
+    ) -> None:
+        outcomes = [
+            (r.source.source_row, res.status.value, res.record_id, res.error)
+            for r, res in zip(rows, results, strict=True)
+        ]
+        for r in rows:
+            self._hash.pop(id(r), None)
+        self.journal.ack_chunk(
+            self.run_id, plan.name, chunk_no + self._offset.get(plan.name, 0), outcomes
+        )
+
+    def step_done(self, plan: StepPlan, tally: StepTally) -> None:
+        """Every row of the step is reported and acknowledged: mirror deletes, if enabled."""
+        from recordsync.state import apply_deletes, plan_deletes
+
+        prep = self._prep.pop(plan.name, None)
+        if prep is None or prep.seen_keys is None:
+            return
+        md = prep.config.mirror_deletes
+        unlimited = self.allow_mass_deletes
+        deletes = plan_deletes(
+            self.store,
+            self.pipeline,
+            plan.name,
+            prep.seen_keys,
+            max_count=None if unlimited else md.max_count,
+            max_share=None if unlimited else md.max_share,
+        )
+        prep.seen_keys = None
+        if not deletes.deletes:
+            return
+        deleter = self.deleter
+        if deleter is None:
+            raise RuntimeError("mirror deletes need a deleter (StateHook.deleter)")
+        done = apply_deletes(
+            deletes, lambda rid: deleter(plan.object_type, rid), run_id=self.run_id
+        )
+        tally.deleted += len(done.deleted)
+        tally.delete_failed += len(done.failed)
+        for key, rid, message in done.failed[:20]:
+            log.error("mirror delete of %s record %d (key %r) failed: %s", plan.name, rid, key,
+                      message)
+
+    def finish(self, state: str) -> None:
+        self.journal.finish_run(self.run_id, state)
+
+
+@contextmanager
+def open_state(
+    pipeline: str,
+    path: Path | None,
+    run_id: str,
+    *,
+    full_refresh: bool = False,
+    resend_in_doubt: bool = False,
+    durable: bool = False,
+) -> Iterator[StateHook]:
+    """Lock the pipeline, settle a run that died, start ``run_id``; yield the hook.
+
+    ``durable=False`` (WAL, ``synchronous=NORMAL``): a committed chunk survives the process
+    being killed; ``durable=True`` also fsyncs every commit, to survive a power cut."""
+    from recordsync.state import Journal, PipelineLock, StateStore
+
+    store = StateStore(path, durable=durable)
+    try:
+        with PipelineLock(store.path.parent, pipeline):
+            journal = Journal(store, pipeline)
+            info, resumed = journal.resume_or_start(run_id)
+            if resumed:
+                held = journal.settle_in_flight(info.run_id)
+                log.warning(
+                    "resuming run %s of %s (attempt %d): %d in-flight rows held in doubt",
+                    info.run_id,
+                    pipeline,
+                    info.attempts,
+                    len(held),
+                )
+            yield StateHook(
+                store,
+                journal,
+                info.run_id,
+                pipeline,
+                full_refresh=full_refresh,
+                resend_in_doubt=resend_in_doubt,
+                resumed=resumed,
+            )
+    finally:
+        store.close()

@@ -1,0 +1,298 @@
+"""Run one step: stream prepared rows, send the valid ones in chunks, report every row.
+
+Rows are buffered in source order until the buffer holds a chunk's worth of valid rows (or
+``FLUSH_ROWS`` rows of any kind), then the chunk is sent and every buffered row is written to
+the report, so ``results.csv`` follows the source order and memory stays bounded.
+
+When the step (or the run) is stopped — a circuit breaker, an authentication failure, an
+unknown object type — the rest of the step's rows are still read and reported: valid rows as
+``failed`` with an error starting ``not sent:``. The accounting stays exact.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Protocol
+
+from recordsync.errors import FatalApiError, RecordsyncError
+from recordsync.model import PreparedRow, RowStatus
+from recordsync.reconcile.batch import EntryResult
+from recordsync.report.tally import StepTally
+from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
+from recordsync.send.breaker import CircuitBreaker
+from recordsync.send.chunks import check_chunk_size
+from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
+
+FLUSH_ROWS = 5_000
+_DECIDED = frozenset({RowStatus.CREATED, RowStatus.UPDATED, RowStatus.FAILED, RowStatus.IN_DOUBT})
+"""Rows that arrive with an outcome: sent by an earlier attempt of this run, or held."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    """One step to run: its rows are produced lazily, when the step starts."""
+
+    name: str
+    mapping: str
+    object_type: str
+    rows: Callable[[], Iterable[PreparedRow]]
+    estimate: Callable[[], int | None] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SendOptions:
+    chunk_size: int = 100
+    canary_size: int | None = None
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        check_chunk_size(self.chunk_size)
+        if self.canary_size is not None:
+            check_chunk_size(self.canary_size, key="canary_size")
+
+
+class Progress(Protocol):
+    def step_started(self, plan: StepPlan) -> None: ...
+    def rows_done(self, count: int) -> None: ...
+    def chunk_done(self, step: str, report: ChunkReport) -> None: ...
+    def step_finished(self, tally: StepTally) -> None: ...
+
+
+class ChunkHook(Protocol):
+    """Seam for the state store (:mod:`recordsync.send.state_hook`): classify rows as they
+    stream (unchanged / held), journal each chunk before it is sent and acknowledge it after."""
+
+    def classify(self, plan: StepPlan, rows: Iterable[PreparedRow]) -> Iterable[PreparedRow]: ...
+    def record_id_of(self, row: PreparedRow) -> int | None: ...
+    def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None: ...
+    def ack(
+        self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow], results: list[EntryResult]
+    ) -> None: ...
+    def step_done(self, plan: StepPlan, tally: StepTally) -> None:
+        """Every row of the step was reported and every chunk acknowledged (mirror deletes)."""
+
+
+class StepRunner:
+    """Runs the steps of one run against one sender factory (None for a dry run)."""
+
+    def __init__(
+        self,
+        writer: ReportWriter,
+        options: SendOptions,
+        breaker: CircuitBreaker,
+        progress: Progress,
+        make_sender: Callable[[str], ChunkSender] | None,
+        hook: ChunkHook | None = None,
+    ) -> None:
+        self.writer = writer
+        self.options = options
+        self.breaker = breaker
+        self.progress = progress
+        self.make_sender = make_sender
+        self.hook = hook
+        self._unsent: list[PreparedRow] = []
+        self._to_ack: tuple[_Chunk, list[EntryResult]] | None = None
+        self._begun: _Chunk | None = None
+        self._plan: StepPlan | None = None
+
+    def run(self, plan: StepPlan) -> StepTally:
+        """Run one step; a stop (RecordsyncError) is raised after the step's rows are reported.
+
+        While a chunk is in flight (one request at a time, on a worker thread), the next chunk
+        is read and prepared here; a chunk's outcome is settled (reported, breakers checked)
+        before the next chunk is sent.
+        """
+        tally = StepTally(plan.name, plan.mapping, plan.object_type)
+        self.writer.start_step(tally)
+        self.progress.step_started(plan)
+        sender = self.make_sender(plan.object_type) if self.make_sender is not None else None
+        self._plan = plan
+        rows = iter(plan.rows())
+        if self.hook is not None:
+            rows = iter(self.hook.classify(plan, rows))
+        limit = self.options.canary_size or self.options.chunk_size
+        buffer: list[PreparedRow] = []
+        valid = 0
+        in_flight: _Chunk | None = None
+        pool = ThreadPoolExecutor(1, "recordsync-send") if sender is not None else None
+        try:
+            for row in rows:
+                tally.read += 1
+                row = _checked(row)
+                buffer.append(row)
+                valid += row.status is RowStatus.VALID
+                if valid >= limit or len(buffer) >= FLUSH_ROWS:
+                    in_flight = self._advance(tally, sender, pool, buffer, in_flight)
+                    if valid:
+                        limit = self.options.chunk_size
+                    buffer, valid = [], 0
+            in_flight = self._advance(tally, sender, pool, buffer, in_flight)
+            self._settle(tally, in_flight)
+            self._flush_ack()
+            if self.hook is not None and sender is not None:
+                self.hook.step_done(plan, tally)
+        except RecordsyncError as stop:
+            tally.aborted = str(stop.message)
+            self._flush_ack()
+            self._ack_unsent(stop)
+            self._drain(tally, itertools.chain(self._unsent, rows), stop)
+            raise
+        finally:
+            self._unsent = []
+            self._flush_ack()
+            if pool is not None:
+                pool.shutdown(wait=True)
+            self.progress.step_finished(tally)
+        return tally
+
+    def drain(self, plan: StepPlan, stop: RecordsyncError) -> StepTally:
+        """Report a step that never started (the run was stopped before it)."""
+        tally = StepTally(plan.name, plan.mapping, plan.object_type, aborted=str(stop.message))
+        self.writer.start_step(tally)
+        try:
+            self._drain(tally, plan.rows(), stop)
+        except RecordsyncError as exc:  # the step's source cannot even be read now
+            tally.aborted = f"{stop.message}; and its rows could not be read: {exc.message}"
+        self.progress.step_finished(tally)
+        return tally
+
+    def _drain(self, tally: StepTally, rows: Iterable[PreparedRow], stop: RecordsyncError) -> None:
+        """Report ``rows`` without sending: the unsent rows already read (counted), then the
+        rest of the source (counted here)."""
+        reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
+        already = {id(r) for r in self._unsent}
+        for row in rows:
+            if id(row) not in already:
+                tally.read += 1
+            row = _checked(row)
+            if row.status is RowStatus.VALID:
+                tally.sent += 1
+                self.writer.record(tally, row, RowStatus.FAILED, None, reason)
+            elif row.status in _DECIDED:
+                tally.sent += 1
+                rid = self.hook.record_id_of(row) if self.hook is not None else None
+                self.writer.record(tally, row, row.status, rid, row.error)
+            else:
+                self.writer.record(tally, row, row.status, None, row.error)
+            self.progress.rows_done(1)
+
+    def _advance(
+        self,
+        tally: StepTally,
+        sender: ChunkSender | None,
+        pool: ThreadPoolExecutor | None,
+        buffer: list[PreparedRow],
+        in_flight: _Chunk | None,
+    ) -> _Chunk | None:
+        """Journal ``buffer``'s chunk, settle the chunk in flight, then send ``buffer``.
+
+        The journal write (an fsync) happens while the previous chunk is still in flight; if
+        settling that chunk stops the run, this chunk is acknowledged as not sent.
+        """
+        chunk = _Chunk(buffer, [r for r in buffer if r.status is RowStatus.VALID])
+        sending = bool(chunk.to_send) and sender is not None and pool is not None
+        if sending and self.hook is not None and self._plan is not None:
+            chunk.chunk_no = tally.chunks + 1  # the chunk in flight is already counted
+            self.hook.begin(self._plan, chunk.chunk_no, chunk.to_send)
+            self._begun = chunk
+        self._unsent = buffer  # reported as not sent if settling the previous chunk stops us
+        self._settle(tally, in_flight)
+        self._unsent, self._begun = [], None
+        if not buffer:
+            self._flush_ack()
+            return None
+        if chunk.to_send:
+            tally.chunks += 1
+            tally.sent += len(chunk.to_send)
+            chunk.chunk_id = f"{tally.step}#{tally.chunks}"
+            chunk.first = chunk.to_send[0].source.source_row
+            if sending:
+                assert sender is not None and pool is not None
+                payloads = [r.payload or {} for r in chunk.to_send]
+                chunk.future = pool.submit(sender.send, chunk.chunk_id, chunk.first, payloads)
+        # the previous chunk is acknowledged (journal fsync) while this one is in flight
+        self._flush_ack()
+        return chunk
+
+    def _ack_unsent(self, stop: RecordsyncError) -> None:
+        """A chunk journaled but never sent (the run stopped first): acknowledge it as such."""
+        chunk, self._begun = self._begun, None
+        if chunk is not None and self.hook is not None and self._plan is not None:
+            reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
+            results = [EntryResult(RowStatus.FAILED, None, reason) for _ in chunk.to_send]
+            self.hook.ack(self._plan, chunk.chunk_no, chunk.to_send, results)
+
+    def _flush_ack(self) -> None:
+        pending, self._to_ack = self._to_ack, None
+        if pending is not None and self.hook is not None and self._plan is not None:
+            chunk, results = pending
+            self.hook.ack(self._plan, chunk.chunk_no, chunk.to_send, results)
+
+    def _settle(self, tally: StepTally, chunk: _Chunk | None) -> None:
+        """Report every row of ``chunk`` with its outcome; raise a stop after reporting."""
+        if chunk is None:
+            return
+        results: list[EntryResult] = []
+        stop: FatalApiError | None = None
+        if chunk.future is not None:
+            try:
+                report = chunk.future.result()
+            except ChunkAborted as aborted:
+                report, stop = aborted.report, aborted.error
+            results = report.results
+            tally.resent_by_name += report.resent_by_name
+            tally.unreconciled_chunks += report.unreconciled is not None
+            self.progress.chunk_done(tally.step, report)
+            if chunk.chunk_no:
+                self._to_ack = (chunk, results)
+        elif chunk.to_send:  # dry run
+            results = [EntryResult(RowStatus.VALID)] * len(chunk.to_send)
+        outcome = iter(results)
+        record = self.writer.record
+        for row in chunk.rows:
+            if row.status is RowStatus.VALID:
+                r = next(outcome)
+                record(tally, row, r.status, r.record_id, r.error)
+            elif row.status in _DECIDED:  # held (retry, state store) or journaled (resume)
+                tally.sent += 1
+                rid = self.hook.record_id_of(row) if self.hook is not None else None
+                record(tally, row, row.status, rid, row.error)
+            elif row.status is RowStatus.UNCHANGED and self.hook is not None:
+                record(tally, row, row.status, self.hook.record_id_of(row), row.error)
+            else:
+                record(tally, row, row.status, None, row.error)
+        self.progress.rows_done(len(chunk.rows))
+        if stop is not None:
+            raise stop
+        if chunk.future is not None:
+            self.breaker.observe(results)
+            self.breaker.check(f"chunk {chunk.chunk_id}, source row {chunk.first}")
+
+
+@dataclass(slots=True)
+class _Chunk:
+    rows: list[PreparedRow]
+    to_send: list[PreparedRow]
+    chunk_id: str = ""
+    chunk_no: int = 0
+    first: int = 0
+    future: Future[ChunkReport] | None = None
+
+
+def _checked(row: PreparedRow) -> PreparedRow:
+    if row.status is RowStatus.VALID and not row.payload:
+        row.status = RowStatus.INVALID
+        row.error = "prepared as valid but has no batch input (a bug in the mapping stage)"
+    return row
+
+
+def _stop_kind(stop: RecordsyncError) -> str:
+    name = type(stop).__name__
+    return {
+        "RunAborted": "run aborted",
+        "AuthError": "authentication failed",
+        "ObjectTypeNotFound": "object type not found, step aborted",
+    }.get(name, f"run stopped ({name})")

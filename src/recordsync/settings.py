@@ -1,0 +1,204 @@
+"""Runtime settings of a run: which record service, with which key.
+
+The target is taken from the first of these that is given:
+
+1. ``--base-url`` (key from ``RECORDSYNC_API_KEY``)
+2. ``--profile NAME`` (``configs/profiles.yaml``: base_url, and api_key_env = the name of the
+   environment variable holding the key)
+3. env ``RECORDSYNC_BASE_URL`` (key from ``RECORDSYNC_API_KEY``)
+4. env ``RECORDSYNC_PROFILE`` (a profile name)
+5. the pipeline's ``target:`` (a profile name)
+6. nothing, or the profile name ``sandbox`` when no profile of that name is defined: the
+   embedded sandbox on ``.recordsync/sandbox.db`` with a generated key, served on
+   127.0.0.1 for the length of the run.
+
+Keys are never read from files: a profile names the variable that holds its key, and a
+profile's key never falls back to ``RECORDSYNC_API_KEY`` (so a staging profile cannot pick up
+a production key by accident).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from recordsync.errors import AuthError, ConfigError
+from recordsync.secret import Secret
+
+ENV_BASE_URL = "RECORDSYNC_BASE_URL"
+ENV_API_KEY = "RECORDSYNC_API_KEY"
+ENV_PROFILE = "RECORDSYNC_PROFILE"
+DEFAULT_PROFILES = Path("configs/profiles.yaml")
+DEFAULT_SANDBOX_DB = Path(".recordsync/sandbox.db")
+_PROFILE_KEYS = frozenset({"base_url", "api_key_env", "description"})
+SANDBOX_PROFILE = "sandbox"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a run sends, and where each value came from (for messages)."""
+
+    base_url: str
+    api_key: Secret
+    origin: str
+    key_origin: str
+    embedded: bool = False
+
+    def auth_hint(self) -> str:
+        if self.embedded:
+            return "the embedded sandbox rejected its own key: delete .recordsync/ and run again"
+        return (
+            f"the API key comes from {self.key_origin}: set it to a valid key for {self.base_url}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TargetChoice:
+    """The resolved choice before anything is started: None base_url = the embedded sandbox."""
+
+    base_url: str | None
+    key_env: str
+    origin: str
+
+
+def _check_url(url: str, origin: str) -> str:
+    if not url.startswith(("http://", "https://")):
+        raise ConfigError(f"base URL {url!r} (from {origin}) must start with http:// or https://")
+    if "@" in url.split("//", 1)[1].split("/", 1)[0]:
+        raise ConfigError(
+            f"base URL from {origin} carries credentials; give the key through an env var",
+            hint=f"remove user:password@ from the URL and set {ENV_API_KEY}",
+        )
+    return url.rstrip("/")
+
+
+def load_profile(name: str, path: Path) -> tuple[str, str] | None:
+    """(base_url, api_key_env) of profile ``name`` in ``path``; None for the built-in
+    ``sandbox`` profile (the embedded sandbox) when the file does not define it."""
+    if name == SANDBOX_PROFILE and not _defines(path, name):
+        return None
+    if not path.is_file():
+        raise ConfigError(f"profile {name!r} asked for, but {path} does not exist", file=str(path))
+    try:
+        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise ConfigError(
+            f"not valid YAML: {exc}", file=str(path), line=line + 1 if line is not None else None
+        ) from None
+    profiles = data.get("profiles", data) if isinstance(data, dict) else None
+    if not isinstance(profiles, dict) or name not in profiles:
+        known = ", ".join(sorted(profiles)) if isinstance(profiles, dict) else "none"
+        raise ConfigError(f"no profile {name!r} (known: {known})", file=str(path), key=name)
+    entry = profiles[name]
+    if not isinstance(entry, dict):
+        raise ConfigError(
+            "a profile is a mapping with base_url and api_key_env", file=str(path), key=name
+        )
+    if "api_key" in entry:
+        raise ConfigError(
+            "API keys never go in files",
+            file=str(path),
+            key=f"{name}.api_key",
+            hint="put the key in an environment variable and name it with api_key_env",
+        )
+    unknown = set(entry) - _PROFILE_KEYS
+    if unknown:
+        raise ConfigError(
+            f"unknown key(s) {', '.join(sorted(map(str, unknown)))}; allowed: "
+            + ", ".join(sorted(_PROFILE_KEYS)),
+            file=str(path),
+            key=name,
+        )
+    if not isinstance(entry.get("base_url"), str):
+        raise ConfigError("base_url is required (a string)", file=str(path), key=f"{name}.base_url")
+    key_env = entry.get("api_key_env", ENV_API_KEY)
+    if not isinstance(key_env, str) or not key_env:
+        raise ConfigError(
+            "api_key_env must name an environment variable",
+            file=str(path),
+            key=f"{name}.api_key_env",
+        )
+    return str(entry["base_url"]), key_env
+
+
+def _defines(path: Path, name: str) -> bool:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except yaml.YAMLError:
+        return True  # let load_profile report the broken file
+    profiles = data.get("profiles", data) if isinstance(data, dict) else None
+    return isinstance(profiles, dict) and name in profiles
+
+
+def choose_target(
+    *,
+    base_url: str | None = None,
+    profile: str | None = None,
+    pipeline_target: str | None = None,
+    env: Mapping[str, str] | None = None,
+    profiles_path: Path | None = None,
+) -> TargetChoice:
+    """Apply the precedence above (no network, nothing started)."""
+    env = os.environ if env is None else env
+    path = profiles_path or Path(env.get("RECORDSYNC_PROFILES", str(DEFAULT_PROFILES)))
+    if base_url:
+        return TargetChoice(_check_url(base_url, "--base-url"), ENV_API_KEY, "--base-url")
+    names = [(profile, "--profile")]
+    if env.get(ENV_BASE_URL) and not profile:
+        return TargetChoice(_check_url(env[ENV_BASE_URL], ENV_BASE_URL), ENV_API_KEY, ENV_BASE_URL)
+    names += [(env.get(ENV_PROFILE), ENV_PROFILE), (pipeline_target, "pipeline target")]
+    for name, origin in names:
+        if name:
+            found = load_profile(name, path)
+            if found is None:
+                return TargetChoice(None, ENV_API_KEY, f"embedded sandbox ({origin} {name})")
+            url, key_env = found
+            return TargetChoice(_check_url(url, f"profile {name}"), key_env, f"{origin} {name}")
+    return TargetChoice(None, ENV_API_KEY, "embedded sandbox")
+
+
+def resolve_key(choice: TargetChoice, env: Mapping[str, str] | None = None) -> Secret:
+    """The API key for a real target; a missing one is an AuthError naming the variable."""
+    env = os.environ if env is None else env
+    value = env.get(choice.key_env, "").strip()
+    if not value:
+        raise AuthError(
+            f"no API key for {choice.base_url} (target from {choice.origin})",
+            hint=f"set the environment variable {choice.key_env} to the organization's API key",
+        )
+    return Secret(value)
+
+
+@contextmanager
+def open_target(
+    choice: TargetChoice,
+    *,
+    env: Mapping[str, str] | None = None,
+    sandbox_db: Path = DEFAULT_SANDBOX_DB,
+    seed: str | Path | None = None,
+) -> Iterator[Target]:
+    """Yield the Target; for the embedded sandbox, serve it on loopback while the block runs."""
+    if choice.base_url is not None:
+        key = resolve_key(choice, env)
+        yield Target(choice.base_url, key, choice.origin, f"env {choice.key_env}")
+        return
+    from recordsync.sandbox import create_app
+    from recordsync.sandbox.server import run_in_thread
+
+    key = Secret("sk_live_" + secrets.token_urlsafe(24))
+    app = create_app(sandbox_db, seed=seed, api_key=key)
+    try:
+        with run_in_thread(app) as url:
+            yield Target(url, key, f"embedded sandbox ({sandbox_db})", "generated", embedded=True)
+    finally:
+        store = getattr(app.state, "store", None)
+        if store is not None:
+            store.close()

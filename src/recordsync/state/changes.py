@@ -1,0 +1,159 @@
+"""Change detection: which prepared rows need sending, which are ``unchanged``.
+
+A :class:`ChangeDetector` works on a chunk of prepared rows at a time (one bulk ledger
+lookup per chunk, never a query per row). For each VALID row with a key:
+
+    no ledger entry                          → send (reason ``new``)
+    last send failed, or was in doubt        → send (``retry``)
+    record was mirror-deleted                → send (``reappeared``)
+    input hash differs from the ledger's     → send (``changed``)
+    full_refresh=True                        → send (``full_refresh``)
+    otherwise                                → unchanged (not sent)
+
+VALID rows without a key cannot be tracked and are always sent (``untracked``). Rows that
+are not VALID (invalid, duplicate) are passed back untouched in ``skipped``: they were never
+going to be sent and keep their own status. On resume, rows listed in ``done_rows``
+(:meth:`Journal.done_rows`) come back in ``done`` whatever their status: their outcome is
+already journaled.
+
+``full_refresh`` ignores the hashes but keeps the ledger: with ``match_by_ledger_id`` rows are
+still matched by record id, so a full refresh never creates second records. Dropping the
+ledger itself is ``recordsync state reset`` (:meth:`StateStore.forget`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Container, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from recordsync.model import BatchInput, PreparedRow, RowStatus
+from recordsync.state.hashing import input_hash
+from recordsync.state.store import ACKED_FAILED, DELETED, Entry, StateStore
+
+
+class SendReason(StrEnum):
+    NEW = "new"
+    CHANGED = "changed"
+    RETRY = "retry"
+    REAPPEARED = "reappeared"
+    FULL_REFRESH = "full_refresh"
+    UNTRACKED = "untracked"
+
+
+@dataclass(slots=True)
+class ToSend:
+    """A row to send: ``payload`` is what goes into the batch (ledger-matched when enabled);
+    ``input_hash`` goes to the journal and, once acknowledged, to the ledger."""
+
+    row: PreparedRow
+    payload: BatchInput
+    input_hash: str
+    reason: SendReason
+    entry: Entry | None
+
+    @property
+    def was_in_doubt(self) -> bool:
+        """The last send of this key was in doubt: apply the in-doubt rules (resend only if
+        resending cannot create a second record; otherwise hold it)."""
+        return self.entry is not None and self.entry.last_status == "in_doubt"
+
+
+@dataclass(slots=True)
+class Unchanged:
+    row: PreparedRow
+    entry: Entry
+
+
+@dataclass(slots=True)
+class Classification:
+    to_send: list[ToSend] = field(default_factory=list)
+    unchanged: list[Unchanged] = field(default_factory=list)
+    skipped: list[PreparedRow] = field(default_factory=list)
+    """Rows that are not VALID (invalid, duplicate): reported with their own status."""
+    done: list[PreparedRow] = field(default_factory=list)
+    """Resume only: rows whose outcome this run already journaled (``done_rows``); report
+    them from :meth:`Journal.outcomes_for`, never send them again."""
+
+
+def ledger_match(payload: BatchInput, entry: Entry | None) -> BatchInput:
+    """``payload`` set to ``match_by: id`` with the ledger's record id, when the ledger knows a
+    live record for this key; otherwise ``payload`` itself. The input is not modified."""
+    if entry is None or entry.record_id is None or entry.last_status == DELETED:
+        return payload
+    matched = dict(payload)
+    matched["match_by"] = "id"
+    matched["match_value"] = entry.record_id
+    return matched
+
+
+class ChangeDetector:
+    """Classifies prepared rows of one mapping against the ledger."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        pipeline: str,
+        mapping: str,
+        *,
+        full_refresh: bool = False,
+        match_by_ledger_id: bool = False,
+        done_rows: Container[int] | None = None,
+    ) -> None:
+        self.store = store
+        self.pipeline = pipeline
+        self.mapping = mapping
+        self.full_refresh = full_refresh
+        self.match_by_ledger_id = match_by_ledger_id
+        self.done_rows = done_rows
+        self.counts: Counter[str] = Counter()
+        """Running totals over every :meth:`classify` call: send reasons, ``unchanged``,
+        ``skipped``."""
+
+    def classify(self, rows: Iterable[PreparedRow]) -> Classification:
+        """Split one chunk of prepared rows (any size; 100–5000 is a good chunk)."""
+        result = Classification()
+        valid: list[PreparedRow] = []
+        done = self.done_rows
+        for row in rows:
+            if done is not None and row.source.source_row in done:
+                result.done.append(row)
+            elif row.status is RowStatus.VALID and row.payload is not None:
+                valid.append(row)
+            else:
+                result.skipped.append(row)
+        keys = [r.key for r in valid if r.key is not None]
+        ledger = self.store.lookup_many(self.pipeline, self.mapping, keys) if keys else {}
+        for row in valid:
+            assert row.payload is not None
+            digest = input_hash(row.payload)
+            entry = ledger.get(row.key) if row.key is not None else None
+            reason = self._reason(row, entry, digest)
+            if reason is None:
+                assert entry is not None
+                result.unchanged.append(Unchanged(row, entry))
+                continue
+            payload = ledger_match(row.payload, entry) if self.match_by_ledger_id else row.payload
+            result.to_send.append(ToSend(row, payload, digest, reason, entry))
+        self.counts.update(t.reason.value for t in result.to_send)
+        self.counts["unchanged"] += len(result.unchanged)
+        self.counts["skipped"] += len(result.skipped)
+        if result.done:
+            self.counts["done"] += len(result.done)
+        return result
+
+    def _reason(self, row: PreparedRow, entry: Entry | None, digest: str) -> SendReason | None:
+        if row.key is None:
+            return SendReason.UNTRACKED
+        if self.full_refresh:
+            return SendReason.FULL_REFRESH
+        if entry is None:
+            return SendReason.NEW
+        if entry.last_status in ACKED_FAILED:
+            return SendReason.RETRY
+        if entry.last_status == DELETED:
+            return SendReason.REAPPEARED
+        if entry.input_hash != digest:
+            return SendReason.CHANGED
+        return None

@@ -1,0 +1,325 @@
+"""The chunk journal: crash-safe resume of a run (docs/state.md, "Resume").
+
+Every chunk is written to the journal before it is sent (:meth:`Journal.begin_chunk`,
+committed and fsynced) and again when its results are in (:meth:`Journal.ack_chunk`, in the
+same transaction as the ledger update). After a ``kill -9`` the next run of the pipeline finds
+the run still ``running`` (:meth:`Journal.last_incomplete_run`), reuses its run id, settles
+the chunks that were in flight (:meth:`Journal.settle_in_flight`), skips the rows whose
+outcome is already journaled (:meth:`Journal.done_rows`) and builds the report of sent rows
+from :meth:`Journal.outcomes`. A unique index guarantees that a source row has at most one
+final outcome per run and step.
+
+Row states in the journal: ``pending`` (begun, no answer yet), ``created`` / ``updated`` /
+``failed`` / ``in_doubt`` (final), ``retry`` (was in flight, safe to resend: a later chunk
+of the resumed run carries its final outcome).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+
+from recordsync.errors import AccountingError, RecordsyncError
+from recordsync.state.journal_read import (
+    FINAL_STATUSES,
+    PENDING,
+    RETRY,
+    ChunkResult,
+    JournalReader,
+    JournalRow,
+    Outcome,
+    PendingChunk,
+    RunInfo,
+    SourceRowSet,
+)
+from recordsync.state.store import StateStore, utc_now, write_acknowledged
+
+_Journaled = dict[int, tuple[str | None, str | None]]
+"""source row → (source key, input hash) of a begun chunk."""
+
+__all__ = [
+    "FINAL_STATUSES",
+    "PENDING",
+    "RETRY",
+    "ChunkResult",
+    "Journal",
+    "JournalRow",
+    "Outcome",
+    "PendingChunk",
+    "RunInfo",
+    "SourceRowSet",
+]
+
+
+class Journal(JournalReader):
+    """The run journal of one pipeline, stored in the state database: reading (inherited)
+    and writing.
+
+    The chunks this object began are remembered (mapping, keys, hashes) until they are
+    acknowledged, so that an acknowledgement does not read back what it just wrote: the
+    pipeline lock makes this process the journal's only writer."""
+
+    def __init__(self, store: StateStore, pipeline: str) -> None:
+        super().__init__(store, pipeline)
+        self._running: set[str] = set()
+        self._begun: dict[tuple[str, str, int], tuple[str, _Journaled]] = {}
+
+    # -- runs ------------------------------------------------------------------------
+    def start_run(self, run_id: str) -> RunInfo:
+        """Record a new run (``running``); starting an existing ``running`` run again counts
+        one more attempt (that is how a resume reuses the run id)."""
+        with self.store.transaction() as conn:
+            info = self.run(run_id)
+            if info is None:
+                conn.execute(
+                    "INSERT INTO runs (run_id, pipeline, state, started_at) VALUES (?, ?, ?, ?)",
+                    (run_id, self.pipeline, "running", utc_now()),
+                )
+            elif info.state != "running" or info.pipeline != self.pipeline:
+                raise RecordsyncError(
+                    f"run {run_id} of pipeline '{info.pipeline}' is already {info.state}",
+                    hint="start the run with a new run id",
+                )
+            else:
+                conn.execute("UPDATE runs SET attempts = attempts + 1 WHERE run_id = ?", (run_id,))
+        info = self.run(run_id)
+        assert info is not None
+        self._running.add(run_id)
+        return info
+
+    def resume_or_start(self, new_run_id: str) -> tuple[RunInfo, bool]:
+        """The incomplete run to resume (``True``), or a new run with ``new_run_id``."""
+        previous = self.last_incomplete_run()
+        if previous is not None:
+            return self.start_run(previous.run_id), True
+        return self.start_run(new_run_id), False
+
+    def finish_run(self, run_id: str, state: str = "finished", *, keep_rows: bool = False) -> None:
+        """Mark the run complete (``finished``, ``aborted``, ``abandoned``) once its report is
+        written. Its per-row journal is deleted unless ``keep_rows``; chunk counts stay.
+        Must not be called inside an open transaction."""
+        if state == "running":
+            raise ValueError("finish_run needs a final state, not 'running'")
+        self._running.discard(run_id)
+        self._begun = {k: v for k, v in self._begun.items() if k[0] != run_id}
+        with self.store.transaction() as conn:
+            conn.execute(
+                "UPDATE runs SET state = ?, finished_at = ? WHERE run_id = ?",
+                (state, utc_now(), run_id),
+            )
+            if not keep_rows:
+                conn.execute("DELETE FROM chunk_rows WHERE run_id = ?", (run_id,))
+        # Fold the run's write-ahead log into the database now, so that the next run does not
+        # pay for it on its first commit; and keep the -wal file small between runs.
+        self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # -- chunks ----------------------------------------------------------------------
+    def begin_chunk(
+        self,
+        run_id: str,
+        step: str,
+        chunk_no: int,
+        first_source_row: int | None,
+        rows: Sequence[JournalRow | tuple[int, str | None, str | None]],
+        *,
+        mapping: str | None = None,
+    ) -> None:
+        """Journal a chunk before it is sent (committed and, with a durable store, fsynced).
+        ``mapping`` (default: ``step``) is the ledger the acknowledgement updates."""
+        now = utc_now()
+        journal_rows = [JournalRow(*r) for r in rows]
+        try:
+            with self.store.transaction() as conn:
+                if run_id not in self._running:
+                    self._require_running(run_id)
+                conn.execute(
+                    "INSERT INTO chunks (run_id, step, chunk_no, mapping, first_source_row,"
+                    " row_count, state, begun_at) VALUES (?, ?, ?, ?, ?, ?, 'begun', ?)",
+                    (
+                        run_id,
+                        step,
+                        chunk_no,
+                        mapping or step,
+                        first_source_row,
+                        len(journal_rows),
+                        now,
+                    ),
+                )
+                conn.executemany(
+                    "INSERT INTO chunk_rows (run_id, step, chunk_no, source_row, source_key,"
+                    " input_hash, resend_safe, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
+                    [
+                        (
+                            run_id,
+                            step,
+                            chunk_no,
+                            r.source_row,
+                            r.key,
+                            r.input_hash,
+                            int(r.resend_safe),
+                        )
+                        for r in journal_rows
+                    ],
+                )
+            self._begun[(run_id, step, chunk_no)] = (
+                mapping or step,
+                {r.source_row: (r.key, r.input_hash) for r in journal_rows},
+            )
+        except sqlite3.IntegrityError as exc:
+            raise AccountingError(
+                f"run {run_id}, step '{step}', chunk {chunk_no}: the chunk number, or one of"
+                f" its source rows, is already journaled in this run ({exc})",
+                hint="skip the rows in Journal.done_rows() and settle in-flight chunks first",
+            ) from exc
+
+    def ack_chunk(
+        self,
+        run_id: str,
+        step: str,
+        chunk_no: int,
+        results: Iterable[ChunkResult | tuple[int, str, int | None, str | None]],
+    ) -> None:
+        """Store the outcome of every row of a begun chunk and update the ledger, in one
+        transaction. Every row of the chunk needs exactly one result."""
+        outcomes = [ChunkResult(*r) for r in results]
+        with self.store.transaction() as conn:
+            begun = self._begun.get((run_id, step, chunk_no))
+            if begun is not None:  # begun by this process: state, mapping and rows known
+                mapping, journaled = begun
+            else:
+                mapping = self._chunk_mapping(run_id, step, chunk_no, expect_state="begun")
+                journaled = {
+                    row[0]: (row[1], row[2])
+                    for row in conn.execute(
+                        "SELECT source_row, source_key, input_hash FROM chunk_rows"
+                        " WHERE run_id = ? AND step = ? AND chunk_no = ?",
+                        (run_id, step, chunk_no),
+                    )
+                }
+            given = [o.source_row for o in outcomes]
+            if len(given) != len(journaled) or set(given) != journaled.keys():
+                missing = sorted(set(journaled) - set(given))[:5]
+                extra = sorted(set(given) - set(journaled))[:5]
+                raise AccountingError(
+                    f"run {run_id}, step '{step}', chunk {chunk_no}: results do not match the"
+                    f" journaled rows (missing source rows {missing}, unexpected {extra},"
+                    f" {len(given)} results for {len(journaled)} rows)",
+                    hint="acknowledge every row of the chunk exactly once",
+                )
+            bad = [o for o in outcomes if str(o.status) not in FINAL_STATUSES]
+            if bad:
+                raise ValueError(
+                    f"not a final status for source row {bad[0].source_row}: "
+                    f"{bad[0].status!r} (expected one of {sorted(FINAL_STATUSES)})"
+                )
+            self._store_outcomes(conn, run_id, step, chunk_no, mapping, outcomes, journaled)
+        self._begun.pop((run_id, step, chunk_no), None)
+
+    def _store_outcomes(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        step: str,
+        chunk_no: int,
+        mapping: str,
+        outcomes: Sequence[ChunkResult],
+        journaled: dict[int, tuple[str | None, str | None]],
+        chunk_state: str = "acked",
+    ) -> None:
+        conn.executemany(
+            "UPDATE chunk_rows SET status = ?, record_id = ?, error = ? WHERE run_id = ?"
+            " AND step = ? AND chunk_no = ? AND source_row = ?",
+            [
+                (str(o.status), o.record_id, o.error, run_id, step, chunk_no, o.source_row)
+                for o in outcomes
+            ],
+        )
+        conn.execute(
+            "UPDATE chunks SET state = ?, acked_at = ? WHERE run_id = ? AND step = ?"
+            " AND chunk_no = ?",
+            (chunk_state, utc_now(), run_id, step, chunk_no),
+        )
+        scope = self.store.scope_id(self.pipeline, mapping)
+        assert scope is not None
+        write_acknowledged(
+            conn,
+            scope,
+            run_id,
+            (
+                (journaled[o.source_row][0], o.record_id, journaled[o.source_row][1], str(o.status))
+                for o in outcomes
+            ),
+        )
+
+    def settle_in_flight(self, run_id: str) -> list[Outcome]:
+        """Settle the chunks of ``run_id`` that were begun but never acknowledged: their
+        resend-safe rows become ``retry`` (send them again in a new chunk), the others
+        ``in_doubt`` (held for review; the ledger records in_doubt). Returns the held rows."""
+        held: list[Outcome] = []
+        with self.store.transaction() as conn:
+            for chunk in self.pending_chunks(run_id):
+                journaled = {r.source_row: (r.key, r.input_hash) for r in chunk.rows}
+                reason = (
+                    f"in flight when run {run_id} stopped (step '{chunk.step}', chunk"
+                    f" {chunk.chunk_no}); not resent because it could create a second record:"
+                    " check the record service, then send it again"
+                )
+                retry = [r.source_row for r in chunk.rows if r.resend_safe]
+                doubt = [
+                    ChunkResult(r.source_row, "in_doubt", None, reason)
+                    for r in chunk.rows
+                    if not r.resend_safe
+                ]
+                conn.executemany(
+                    "UPDATE chunk_rows SET status = 'retry' WHERE run_id = ? AND step = ?"
+                    " AND chunk_no = ? AND source_row = ?",
+                    [(run_id, chunk.step, chunk.chunk_no, s) for s in retry],
+                )
+                self._store_outcomes(
+                    conn,
+                    run_id,
+                    chunk.step,
+                    chunk.chunk_no,
+                    chunk.mapping,
+                    doubt,
+                    journaled,
+                    chunk_state="settled",
+                )
+                held.extend(
+                    Outcome(
+                        chunk.step,
+                        chunk.chunk_no,
+                        d.source_row,
+                        journaled[d.source_row][0],
+                        d.status,
+                        None,
+                        d.error,
+                    )
+                    for d in doubt
+                )
+        return held
+
+    # -- helpers ---------------------------------------------------------------------
+    def _require_running(self, run_id: str) -> None:
+        info = self.run(run_id)
+        if info is None or info.state != "running" or info.pipeline != self.pipeline:
+            state = "unknown" if info is None else f"{info.state} (pipeline '{info.pipeline}')"
+            raise RecordsyncError(
+                f"run {run_id} is {state}; chunks can be journaled only in a running run of"
+                f" pipeline '{self.pipeline}'",
+                hint="call Journal.start_run() (or resume_or_start()) first",
+            )
+
+    def _chunk_mapping(self, run_id: str, step: str, chunk_no: int, *, expect_state: str) -> str:
+        row = self._conn.execute(
+            "SELECT mapping, state FROM chunks WHERE run_id = ? AND step = ? AND chunk_no = ?",
+            (run_id, step, chunk_no),
+        ).fetchone()
+        if row is None or row[1] != expect_state:
+            state = "not journaled" if row is None else f"already {row[1]}"
+            raise AccountingError(
+                f"run {run_id}, step '{step}', chunk {chunk_no} is {state}; only a begun chunk"
+                " can be acknowledged",
+                hint="call begin_chunk() before sending, and ack_chunk() once per chunk",
+            )
+        return str(row[0])

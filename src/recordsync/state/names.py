@@ -1,0 +1,36 @@
+"""The name a pipeline's state is kept under (ledger scopes, run journal, lock file).
+
+One function for both sides: ``recordsync run`` (which has the loaded pipeline) and
+``recordsync state show|reset`` (which get a name or a pipeline file on the command line).
+The name is the pipeline config's ``name``, else the pipeline file's stem.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+PIPELINE_SUFFIXES = (".yaml", ".yml")
+
+
+def state_name(config_name: str | None, pipeline_path: str | Path) -> str:
+    """``name:`` of the pipeline config, else the file's stem (``pipelines/nightly.yaml``)."""
+    return config_name or Path(pipeline_path).stem
+
+
+def state_name_of(arg: str) -> str:
+    """The state name for a command-line argument: a pipeline file (its ``name:``, else its
+    stem) or a pipeline name as it is."""
+    path = Path(arg)
+    if path.suffix not in PIPELINE_SUFFIXES:
+        return arg
+    name: str | None = None
+    if path.is_file():
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            data = None
+        if isinstance(data, dict) and isinstance(data.get("name"), str) and data["name"]:
+            name = data["name"]
+    return state_name(name, path)

@@ -1,0 +1,111 @@
+"""Cross-object references: fill a relationship field from another mapping's ledger.
+
+A deals mapping whose ``company_id`` column holds a company domain resolves it through the
+companies mapping's ledger (keyed by domain) to the company's record id::
+
+    companies = ReferenceResolver(store, "nightly", "companies", normalize=domain_key,
+                                  column="company_id")
+    companies.prefetch(domains_of_this_chunk)          # optional: one bulk lookup per chunk
+    payload["fields"]["company_id"] = companies.resolve("https://www.Acme.com/")
+
+``normalize`` must be the function the referenced mapping uses to build its source keys,
+so that ``Acme.com`` here finds the key ``acme.com`` stored there. A missing reference (no
+ledger entry, no record id yet, or a mirror-deleted record) raises :class:`RowError` naming
+the referenced mapping and key (``on_missing="fail"``), or resolves to ``None`` (``"unset"``)
+so the field is left out. Blank values (``None``, ``""``) are no reference: ``None``.
+Results are cached for the run; the referenced step must run first in the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Literal
+
+from recordsync.errors import RowError
+from recordsync.state.store import DELETED, Entry, StateStore
+
+OnMissing = Literal["fail", "unset"]
+Normalizer = Callable[[str], str | None]
+
+
+class ReferenceResolver:
+    """Resolves source keys of ``mapping`` to record ids from its ledger, with a run cache."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        pipeline: str,
+        mapping: str,
+        *,
+        on_missing: OnMissing = "fail",
+        normalize: Normalizer | None = None,
+        column: str | None = None,
+    ) -> None:
+        if on_missing not in ("fail", "unset"):
+            raise ValueError(f"on_missing must be 'fail' or 'unset', not {on_missing!r}")
+        self.store = store
+        self.pipeline = pipeline
+        self.mapping = mapping
+        self.on_missing = on_missing
+        self.normalize = normalize
+        self.column = column
+        self._cache: dict[str, Entry | None] = {}
+
+    def key_for(self, value: object) -> str | None:
+        """The referenced mapping's source key for ``value`` (None for a blank value)."""
+        if value is None:
+            return None
+        text = str(value).strip()
+        if not text:
+            return None
+        return self.normalize(text) if self.normalize is not None else text
+
+    def prefetch(self, values: Iterable[object]) -> None:
+        """Look up every not-yet-cached value in one bulk query."""
+        wanted = {k for v in values if (k := self.key_for(v)) is not None}
+        wanted.difference_update(self._cache)
+        if not wanted:
+            return
+        found = self.store.lookup_many(self.pipeline, self.mapping, wanted)
+        for key in wanted:
+            self._cache[key] = found.get(key)
+
+    def resolve(self, value: object) -> int | None:
+        """The record id ``value`` refers to; see the module docstring for missing values."""
+        key = self.key_for(value)
+        if key is None:
+            return None
+        if key not in self._cache:
+            self._cache[key] = self.store.get(self.pipeline, self.mapping, key)
+        entry = self._cache[key]
+        if entry is not None and entry.record_id is not None and entry.last_status != DELETED:
+            return entry.record_id
+        if self.on_missing == "unset":
+            return None
+        raise RowError(
+            self._missing_message(key, entry),
+            column=self.column,
+            value=value,
+            rule="reference",
+            hint=self._hint(),
+        )
+
+    def _missing_message(self, key: str, entry: Entry | None) -> str:
+        where = f"{self.column}: " if self.column else ""
+        base = f"{where}no '{self.mapping}' record with key {key!r} in the ledger of pipeline"
+        base += f" '{self.pipeline}'"
+        if entry is None:
+            return base + " (that key was never synced)"
+        if entry.last_status == DELETED:
+            return base + " (that record was deleted by mirror deletes)"
+        return base + f" (its last send was {entry.last_status})"
+
+    def _hint(self) -> str:
+        return (
+            f"make sure the referenced row is in the '{self.mapping}' source and that its step"
+            " runs before this one; or set on_missing: unset to leave the field empty"
+        )
+
+    def clear(self) -> None:
+        """Forget the cache (the referenced ledger changed during the run)."""
+        self._cache.clear()

@@ -1,0 +1,315 @@
+"""The state store: one SQLite file (``.recordsync/state.db`` by default) holding, per
+pipeline and mapping, the identity ledger (source key → record id, hash of the last input
+sent, last status, last run id) and the chunk journal of :mod:`recordsync.state.journal`.
+
+The store is a library object: the runner opens one per run, the CLI one per command.
+Writes happen in explicit transactions (``BEGIN IMMEDIATE``); with ``durable=True`` (the
+default) SQLite fsyncs the write-ahead log on every commit, so a committed chunk survives a
+``kill -9`` and a power cut.
+
+Only acknowledged results change the ledger (:meth:`StateStore.record_acknowledged`):
+
+    created / updated   record_id (kept when the service gave none), input_hash, status, run
+    failed / in_doubt   only last_status and last_run_id: the row is sent again next run
+    anything else       ignored (unchanged, invalid and duplicate rows were not sent)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import NamedTuple
+
+from recordsync.errors import ConfigError
+from recordsync.state.schema import SCHEMA_VERSION, migrate
+
+DEFAULT_STATE_PATH = Path(".recordsync") / "state.db"
+STATE_PATH_ENV = "RECORDSYNC_STATE_DB"
+LOOKUP_CHUNK = 1000
+"""Keys per query in :meth:`StateStore.lookup_many` (well under SQLite's variable limit)."""
+
+ACKED_SENT = frozenset({"created", "updated"})
+ACKED_FAILED = frozenset({"failed", "in_doubt"})
+DELETED = "deleted"
+
+
+class Entry(NamedTuple):
+    """One ledger row: what the last acknowledged send of ``source_key`` left behind."""
+
+    source_key: str
+    record_id: int | None
+    input_hash: str | None
+    last_status: str
+    last_run_id: str | None
+    updated_at: str
+
+
+class AckRow(NamedTuple):
+    """One acknowledged result for :meth:`StateStore.record_acknowledged`."""
+
+    key: str | None
+    record_id: int | None
+    input_hash: str | None
+    status: str
+
+
+def default_state_path() -> Path:
+    """``$RECORDSYNC_STATE_DB`` if set, else ``.recordsync/state.db`` (relative to the cwd)."""
+    env = os.environ.get(STATE_PATH_ENV)
+    return Path(env) if env else DEFAULT_STATE_PATH
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class StateStore:
+    """The SQLite state database. Created (with its directory) on first use.
+
+    One connection, used from one thread (the run's main loop); other processes are kept
+    out by :class:`recordsync.state.lock.PipelineLock`, not by this class."""
+
+    def __init__(self, path: str | Path | None = None, *, durable: bool = True) -> None:
+        self.path = Path(path) if path is not None else default_state_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._conn = sqlite3.connect(self.path, isolation_level=None)
+            self._conn.execute("PRAGMA busy_timeout = 10000")
+            self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute("PRAGMA cache_size = -32768")  # 32 MiB page cache
+            self._conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
+            migrate(self._conn, str(self.path))
+        except sqlite3.DatabaseError as exc:
+            raise ConfigError(
+                f"cannot open the state database: {exc}",
+                file=str(self.path),
+                hint=f"point --state-db (or ${STATE_PATH_ENV}) at a writable SQLite file",
+            ) from exc
+        self._scopes: dict[tuple[str, str], int] = {}
+        try:
+            self._conn.execute("SELECT value FROM json_each('[]')").fetchall()
+            self._json_each = True
+        except sqlite3.OperationalError:  # an SQLite built without JSON functions
+            self._json_each = False
+
+    # -- plumbing --------------------------------------------------------------------
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The underlying connection (for the journal and mirror modules of this package)."""
+        return self._conn
+
+    @property
+    def schema_version(self) -> int:
+        return SCHEMA_VERSION
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; nested use joins the outer one."""
+        if self._conn.in_transaction:
+            yield self._conn
+            return
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> StateStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def scope_id(self, pipeline: str, mapping: str, *, create: bool = True) -> int | None:
+        """The integer id of (pipeline, mapping); ledger rows are keyed by it."""
+        cached = self._scopes.get((pipeline, mapping))
+        if cached is not None:
+            return cached
+        row = self._conn.execute(
+            "SELECT scope_id FROM scopes WHERE pipeline = ? AND mapping = ?", (pipeline, mapping)
+        ).fetchone()
+        if row is None:
+            if not create:
+                return None
+            with self.transaction() as conn:
+                cur = conn.execute(
+                    "INSERT INTO scopes (pipeline, mapping) VALUES (?, ?)", (pipeline, mapping)
+                )
+            scope = int(cur.lastrowid or 0)
+        else:
+            scope = int(row[0])
+        self._scopes[(pipeline, mapping)] = scope
+        return scope
+
+    # -- reads -----------------------------------------------------------------------
+    def lookup_many(self, pipeline: str, mapping: str, keys: Iterable[str]) -> dict[str, Entry]:
+        """Ledger entries for ``keys`` (keys without an entry are absent from the result)."""
+        scope = self.scope_id(pipeline, mapping, create=False)
+        found: dict[str, Entry] = {}
+        if scope is None:
+            return found
+        batch: list[str] = []
+        for key in keys:
+            batch.append(key)
+            if len(batch) >= LOOKUP_CHUNK:
+                self._lookup_into(scope, batch, found)
+                batch = []
+        if batch:
+            self._lookup_into(scope, batch, found)
+        return found
+
+    def _lookup_into(self, scope: int, keys: Sequence[str], out: dict[str, Entry]) -> None:
+        params: tuple[object, ...]
+        # json_each: one bound parameter per chunk, ~30% faster than IN (?, ?, ...); SQLite's
+        # JSON strings end at NUL, so a chunk with a NUL in a key takes the IN form.
+        if self._json_each and "\x00" not in "".join(keys):
+            where, params = "IN (SELECT value FROM json_each(?))", (scope, json.dumps(keys))
+        else:
+            where, params = f"IN ({','.join('?' * len(keys))})", (scope, *keys)
+        sql = (
+            "SELECT source_key, record_id, input_hash, last_status, last_run_id, updated_at"
+            f" FROM ledger WHERE scope_id = ? AND source_key {where}"
+        )
+        make = Entry._make
+        out.update({row[0]: make(row) for row in self._conn.execute(sql, params).fetchall()})
+
+    def get(self, pipeline: str, mapping: str, key: str) -> Entry | None:
+        return self.lookup_many(pipeline, mapping, (key,)).get(key)
+
+    def entries(self, pipeline: str, mapping: str) -> Iterator[Entry]:
+        """Every ledger entry of (pipeline, mapping), streamed in key order."""
+        scope = self.scope_id(pipeline, mapping, create=False)
+        if scope is None:
+            return
+        cur = self._conn.execute(
+            "SELECT source_key, record_id, input_hash, last_status, last_run_id, updated_at"
+            " FROM ledger WHERE scope_id = ? ORDER BY source_key",
+            (scope,),
+        )
+        while rows := cur.fetchmany(5000):
+            yield from map(Entry._make, rows)
+
+    def keys(self, pipeline: str, mapping: str) -> Iterator[str]:
+        """Every source key of (pipeline, mapping), streamed in key order."""
+        for entry in self.entries(pipeline, mapping):
+            yield entry.source_key
+
+    def pipelines(self) -> list[str]:
+        rows = self._conn.execute("SELECT DISTINCT pipeline FROM scopes ORDER BY 1")
+        return [r[0] for r in rows]
+
+    def mappings(self, pipeline: str) -> list[str]:
+        rows = self._conn.execute(
+            "SELECT mapping FROM scopes WHERE pipeline = ? ORDER BY mapping", (pipeline,)
+        )
+        return [r[0] for r in rows]
+
+    def counts(self, pipeline: str) -> dict[str, dict[str, int]]:
+        """``{mapping: {last_status: n, ...}}`` for ``recordsync state show``."""
+        out: dict[str, dict[str, int]] = {m: {} for m in self.mappings(pipeline)}
+        rows = self._conn.execute(
+            "SELECT s.mapping, l.last_status, count(*) FROM ledger l"
+            " JOIN scopes s ON s.scope_id = l.scope_id WHERE s.pipeline = ?"
+            " GROUP BY s.mapping, l.last_status",
+            (pipeline,),
+        )
+        for mapping, status, n in rows:
+            out.setdefault(mapping, {})[status] = n
+        return out
+
+    # -- writes ----------------------------------------------------------------------
+    def record_acknowledged(
+        self,
+        pipeline: str,
+        mapping: str,
+        run_id: str,
+        rows: Iterable[tuple[str | None, int | None, str | None, str]],
+    ) -> int:
+        """Store acknowledged results ``(key, record_id, input_hash, status)`` in one
+        transaction (call once per chunk). Returns the number of ledger rows written."""
+        scope = self.scope_id(pipeline, mapping)
+        assert scope is not None
+        with self.transaction() as conn:
+            return write_acknowledged(conn, scope, run_id, rows)
+
+    def forget(self, pipeline: str, mapping: str | None = None) -> int:
+        """Drop the ledger of one mapping, or of every mapping of the pipeline (and then
+        also its run journal). Returns the number of ledger rows removed."""
+        with self.transaction() as conn:
+            if mapping is None:
+                scopes = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT scope_id FROM scopes WHERE pipeline = ?", (pipeline,)
+                    )
+                ]
+                runs = [
+                    r[0]
+                    for r in conn.execute("SELECT run_id FROM runs WHERE pipeline = ?", (pipeline,))
+                ]
+                for run_id in runs:
+                    conn.execute("DELETE FROM chunk_rows WHERE run_id = ?", (run_id,))
+                    conn.execute("DELETE FROM chunks WHERE run_id = ?", (run_id,))
+                conn.execute("DELETE FROM runs WHERE pipeline = ?", (pipeline,))
+            else:
+                scope = self.scope_id(pipeline, mapping, create=False)
+                scopes = [] if scope is None else [scope]
+            removed = 0
+            for scope in scopes:
+                cur = conn.execute("DELETE FROM ledger WHERE scope_id = ?", (scope,))
+                removed += cur.rowcount
+                conn.execute("DELETE FROM scopes WHERE scope_id = ?", (scope,))
+        self._scopes.clear()
+        return removed
+
+
+_UPSERT_SENT = (
+    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
+    " last_run_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
+    " record_id = coalesce(excluded.record_id, ledger.record_id),"
+    " input_hash = excluded.input_hash, last_status = excluded.last_status,"
+    " last_run_id = excluded.last_run_id, updated_at = excluded.updated_at"
+)
+_UPSERT_FAILED = (
+    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
+    " last_run_id, updated_at) VALUES (?, ?, NULL, NULL, ?, ?, ?)"
+    " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
+    " last_status = excluded.last_status, last_run_id = excluded.last_run_id,"
+    " updated_at = excluded.updated_at"
+)
+
+
+def write_acknowledged(
+    conn: sqlite3.Connection,
+    scope: int,
+    run_id: str,
+    rows: Iterable[tuple[str | None, int | None, str | None, str]],
+) -> int:
+    """The ledger update rules (module docstring), inside the caller's transaction."""
+    now = utc_now()
+    sent: list[tuple[object, ...]] = []
+    failed: list[tuple[object, ...]] = []
+    for key, record_id, input_hash, status in rows:
+        if key is None:
+            continue
+        status = str(status)
+        if status in ACKED_SENT:
+            sent.append((scope, key, record_id, input_hash, status, run_id, now))
+        elif status in ACKED_FAILED:
+            failed.append((scope, key, status, run_id, now))
+    if sent:
+        conn.executemany(_UPSERT_SENT, sent)
+    if failed:
+        conn.executemany(_UPSERT_FAILED, failed)
+    return len(sent) + len(failed)

@@ -1,0 +1,134 @@
+"""Dates and datetimes: strict parsing, ambiguity reports, ISO 8601 UTC output."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recordsync.config.models import FieldSpec
+from recordsync.validate.checked import Checked
+from recordsync.validate.distinct import Memo, Outcome, map_distinct
+
+ISO_DATE_RE = r"^\d{4}-\d{2}-\d{2}$"
+GUESS_DATE_FORMATS = (
+    "%d/%m/%Y",
+    "%m/%d/%Y",
+    "%d.%m.%Y",
+    "%Y/%m/%d",
+    "%d-%m-%Y",
+    "%m-%d-%Y",
+    "%d %b %Y",
+    "%b %d, %Y",
+    "%Y%m%d",
+)
+
+
+def _date_readings(v: str) -> list[tuple[str, str]]:
+    out = []
+    for fmt in GUESS_DATE_FORMATS:
+        try:
+            out.append((datetime.strptime(v, fmt).date().isoformat(), fmt))
+        except ValueError:
+            continue
+    return out
+
+
+def _date_reason(v: str) -> Outcome:
+    readings = _date_readings(v)
+    dates = sorted({d for d, _ in readings})
+    if len(dates) > 1:
+        alts = " or ".join(f"{d} ({f})" for d, f in readings if d in dates)
+        return None, (f"is ambiguous: reads as {alts}; declare date_format for this field"), None
+    if dates:
+        fmt = readings[0][1]
+        return (
+            None,
+            (
+                f"is not a YYYY-MM-DD date; it reads as {dates[0]} with "
+                f"date_format: '{fmt}' — declare it"
+            ),
+            {"date_format": fmt},
+        )
+    return None, "is not a date (YYYY-MM-DD, or declare date_format)", None
+
+
+def check_date(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> Checked:
+    """Dates, parsed strictly once per distinct value (31/02 is an error, not 3 March)."""
+    fmt = spec.date_format or spec.datetime_format
+
+    def one(v: str) -> Outcome:
+        if fmt is not None:
+            try:
+                return datetime.strptime(v, fmt).date().isoformat(), None, None
+            except ValueError:
+                return None, f"does not match date_format '{fmt}' (or is no such date)", None
+        if re.fullmatch(ISO_DATE_RE, v):
+            try:
+                return datetime.strptime(v, "%Y-%m-%d").date().isoformat(), None, None
+            except ValueError:
+                return None, "is no such date", None
+        return _date_reason(v)
+
+    return Checked(*map_distinct(arr, one, memo))
+
+
+def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> Checked:
+    """Datetimes → ISO 8601 UTC (``Z``). Naive values are in ``timezone`` (default UTC)."""
+    tz = spec.timezone or "UTC"
+    zone = ZoneInfo(tz)
+    fmt = spec.datetime_format or spec.date_format
+
+    def strict(v: str) -> Outcome:
+        try:
+            dt = datetime.strptime(v, fmt) if fmt else datetime.fromisoformat(v)
+        except ValueError:
+            reason = (
+                f"does not match datetime_format '{fmt}'"
+                if fmt
+                else "is not an ISO 8601 datetime (or declare datetime_format)"
+            )
+            return None, reason, None
+        if dt.tzinfo is None:
+            dt = dt.replace(tzinfo=zone)
+        return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), None, None
+
+    if fmt is None:
+        return Checked(*map_distinct(arr, strict, memo))
+    # Vectorised parse. pyarrow's strptime normalises an impossible day (31/02 → 03/03) instead
+    # of failing, so results that land on day 1-3 and all parse failures are re-checked
+    # strictly in Python, once per distinct value.
+    ts = pc.strptime(arr, format=fmt, unit="s", error_is_null=True)
+    suspect = pc.fill_null(pc.less_equal(pc.day(ts), 3), True)
+    # of those, a value that formats back to itself is fine (strftime only on the few)
+    idx = pc.indices_nonzero(suspect)
+    if len(idx):
+        sub_ts, sub_in = pc.take(ts, idx), pc.take(arr, idx)
+        same = pc.fill_null(pc.equal(pc.strftime(sub_ts, format=fmt), sub_in), False)
+        fine = pc.take(idx, pc.indices_nonzero(same)).to_numpy()
+        if len(fine):
+            mask = suspect.to_numpy(zero_copy_only=False).copy()
+            mask[fine] = False
+            suspect = pa.array(mask)
+    if ts.type.tz is None:
+        ts = pc.assume_timezone(ts, tz, ambiguous="earliest", nonexistent="earliest")
+    fast = iso_utc(ts)
+    slow_in = pc.if_else(suspect, arr, pa.scalar(None, pa.string()))
+    if slow_in.null_count == len(slow_in):
+        return Checked(fast.to_pylist())
+    values, reasons, _ = map_distinct(slow_in, strict, memo)
+    mask = suspect.to_numpy(zero_copy_only=False)
+    out = np.array(fast.to_pylist(), dtype=object)
+    out[mask] = np.array(values, dtype=object)[mask]
+    return Checked(out.tolist(), reasons)
+
+
+def iso_utc(ts: pa.Array) -> pa.Array:
+    """Timestamps (tz-aware) → ``YYYY-MM-DDTHH:MM:SSZ`` strings, without slow strftime."""
+    naive = pc.cast(pc.cast(ts, pa.timestamp("s", "UTC")), pa.timestamp("s"))
+    text = pc.replace_substring(pc.cast(naive, pa.string()), " ", "T")
+    return pc.binary_join_element_wise(text, pa.scalar("Z"), pa.scalar(""))

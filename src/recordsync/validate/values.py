@@ -1,0 +1,202 @@
+"""Do values fit their field type? Columnar checks per pyarrow array, one per field type.
+
+Input: a string array (nulls are blanks: not checked). Output: :class:`Checked`, the JSON
+values to send and, per row, the reason a value is invalid (None when fine).
+"""
+
+from __future__ import annotations
+
+import difflib
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recordsync.config.models import FieldSpec
+from recordsync.validate.checked import Checked, bad_mask, bad_where, reasons_at
+from recordsync.validate.dates import check_date, check_datetime
+from recordsync.validate.distinct import Memo, Outcome, map_distinct, pylist
+from recordsync.validate.schema import FieldDef
+
+EMAIL_RE = r"^[^@\s]+@[^@\s]+\.[^@\s.]+$"
+URL_RE = r"(?i)^https?://[^\s/?#.]+(\.[^\s/?#.]+)+(:\d+)?([/?#]\S*)?$"
+NUMBER_RE = r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$"
+INT_RE = r"^\d+$"
+TRUE = frozenset({"true", "yes", "y", "1", "t", "on"})
+FALSE = frozenset({"false", "no", "n", "0", "f", "off"})
+NUMERIC_TYPES = frozenset({"number", "currency", "percentage"})
+
+
+def check_text(arr: pa.Array) -> Checked:
+    return Checked(pylist(arr))
+
+
+def check_email(arr: pa.Array) -> Checked:
+    low = pc.utf8_lower(arr)
+    ok = pc.match_substring_regex(low, EMAIL_RE)
+    reasons = bad_where(arr, ok, "is not a valid email address")
+    return Checked(pc.if_else(ok, low, None).to_pylist(), reasons)
+
+
+def check_url(arr: pa.Array) -> Checked:
+    ok = pc.match_substring_regex(arr, URL_RE)
+    reasons = bad_where(arr, ok, "is not an http(s) URL (e.g. https://example.com/x)")
+    return Checked(pc.if_else(ok, arr, None).to_pylist(), reasons)
+
+
+def check_number(arr: pa.Array, fdef: FieldDef | None, spec: FieldSpec) -> Checked:
+    s = arr
+    if spec.thousands_separator:
+        s = pc.replace_substring(s, spec.thousands_separator, "")
+        if spec.thousands_separator == " ":
+            s = pc.replace_substring(s, "\u00a0", "")
+    if spec.decimal_separator != ".":
+        s = pc.replace_substring(s, spec.decimal_separator, ".")
+    s = pc.utf8_trim(s, characters="$€£¥% ")
+    ok = pc.match_substring_regex(s, NUMBER_RE)
+    seps = f"decimal separator '{spec.decimal_separator}'" + (
+        f", thousands separator '{spec.thousands_separator}'" if spec.thousands_separator else ""
+    )
+    bad0 = bad_mask(arr, ok)
+    reasons = reasons_at(bad0, f"is not a number ({seps})")
+    vals = pc.cast(pc.if_else(ok, s, None), pa.float64()).to_numpy(zero_copy_only=False)
+    places = fdef.decimal_places if fdef else None
+    bad = bad0 if reasons is not None else None
+    if fdef is not None:
+        checks: list[tuple[npt.NDArray[np.bool_], str]] = []
+        with np.errstate(invalid="ignore"):
+            if fdef.number_min is not None:
+                checks.append((vals < fdef.number_min, f"must be >= {_fmt(fdef.number_min)}"))
+            if fdef.number_max is not None:
+                checks.append((vals > fdef.number_max, f"must be <= {_fmt(fdef.number_max)}"))
+            if places is not None:
+                scaled = vals * (10.0**places)
+                frac = np.abs(scaled - np.round(scaled))
+                too_many = frac > 1e-6 * np.maximum(1.0, np.abs(scaled)) * 1e-3
+                checks.append((too_many, f"must have at most {places} decimal places"))
+        for mask, reason in checks:
+            if mask.any():
+                if bad is None:
+                    bad = np.zeros(len(vals), dtype=bool)
+                if reasons is None:
+                    reasons = [None] * len(vals)
+                new = mask & ~bad
+                for i in np.flatnonzero(new).tolist():
+                    reasons[i] = reason
+                bad |= new
+    valid = ~np.isnan(vals)
+    if bad is not None:
+        valid &= ~bad
+    obj = np.full(len(vals), None, dtype=object)
+    obj[valid] = vals[valid].astype(np.int64) if places == 0 else vals[valid]
+    return Checked(obj.tolist(), reasons if bad is not None else None)
+
+
+def _fmt(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+def _boolean(v: str) -> Outcome:
+    low = v.strip().lower()
+    if low in TRUE:
+        return True, None, None
+    if low in FALSE:
+        return False, None, None
+    return None, "is not a boolean (yes/no, true/false, y/n, 1/0)", None
+
+
+def check_boolean(arr: pa.Array, memo: Memo | None = None) -> Checked:
+    return Checked(*map_distinct(arr, _boolean, memo))
+
+
+def check_select(arr: pa.Array, fdef: FieldDef, memo: Memo | None = None) -> Checked:
+    by_value = {o.value: o.value for o in fdef.options}
+    folded = {o.value.casefold(): o.value for o in fdef.options}
+    folded.update({o.label.casefold(): o.value for o in fdef.options})
+    listing = ", ".join(o.value for o in fdef.options[:8]) + (
+        ", ..." if len(fdef.options) > 8 else ""
+    )
+
+    def one(v: str) -> Outcome:
+        if v in by_value:
+            return v, None, None
+        hit = folded.get(v.strip().casefold())
+        if hit is not None:
+            return hit, None, None
+        close = difflib.get_close_matches(v.casefold(), list(folded), n=1, cutoff=0.5)
+        hint = {"value_map": {v: folded[close[0]]}} if close else None
+        return None, f"is not an option ({listing})", hint
+
+    return Checked(*map_distinct(arr, one, memo))
+
+
+def check_relationship(arr: pa.Array) -> Checked:
+    ok = pc.match_substring_regex(arr, INT_RE)
+    vals = pc.cast(pc.if_else(ok, arr, None), pa.int64())
+    return Checked(vals.to_pylist(), bad_where(arr, ok, "is not a record id (an integer)"))
+
+
+def check_user(arr: pa.Array, user_ids: frozenset[str] | None) -> Checked:
+    if user_ids is None:
+        return Checked(pylist(arr))
+    ok = pc.is_in(arr, value_set=pa.array(sorted(user_ids), pa.string()))
+    return Checked(pylist(arr), bad_where(arr, ok, "is not a user id of this organization"))
+
+
+def check_array(
+    arr: pa.Array,
+    ftype: str,
+    fdef: FieldDef | None,
+    spec: FieldSpec,
+    user_ids: frozenset[str] | None,
+    memo: Memo | None = None,
+) -> Checked:
+    """Check a string array against a field type (``ftype`` when there is no schema).
+
+    ``memo``: outcomes per distinct value kept across batches of one column (same ftype,
+    fdef and spec each time)."""
+    if ftype == "email":
+        return check_email(arr)
+    if ftype == "url":
+        return check_url(arr)
+    if ftype in NUMERIC_TYPES:
+        return check_number(arr, fdef, spec)
+    if ftype == "boolean":
+        return check_boolean(arr, memo)
+    if ftype == "date":
+        return check_date(arr, spec, memo)
+    if ftype == "datetime":
+        return check_datetime(arr, spec, memo)
+    if ftype == "select" and fdef is not None and fdef.options:
+        return check_select(arr, fdef, memo)
+    if ftype == "relationship":
+        return check_relationship(arr)
+    if ftype == "user":
+        return check_user(arr, user_ids)
+    return check_text(arr)
+
+
+def is_plain_text(ftype: str, fdef: FieldDef | None) -> bool:
+    """Whether :func:`check_array` sends this type's strings as they are (check_text)."""
+    if ftype in ("email", "url", "boolean", "date", "datetime", "relationship", "user"):
+        return False
+    if ftype in NUMERIC_TYPES:
+        return False
+    return not (ftype == "select" and fdef is not None and fdef.options)
+
+
+def kind_of(spec: FieldSpec, fdef: FieldDef | None) -> str:
+    """The field type to check against: the schema's, else what the options imply."""
+    if fdef is not None:
+        return fdef.type
+    if spec.datetime_format:
+        return "datetime"
+    if spec.date_format:
+        return "date"
+    if spec.thousands_separator or spec.decimal_separator != ".":
+        return "number"
+    return "text"
+
+
+__all__ = ["Checked", "check_array", "kind_of"]

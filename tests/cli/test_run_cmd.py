@@ -1,0 +1,161 @@
+"""``recordsync run`` / ``retry`` / ``report``: the real commands, their output and exit codes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from recordsync.cli import main
+from recordsync.sandbox import create_app
+from recordsync.sandbox.server import run_in_thread
+
+REPO = Path(__file__).resolve().parents[2]
+KEY = "sk_live_cli_tests_00112233445566"
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for d in ("pipelines", "configs", "sample_data"):
+        shutil.copytree(REPO / d, tmp_path / d)
+    monkeypatch.chdir(tmp_path)
+    for var in ("RECORDSYNC_BASE_URL", "RECORDSYNC_API_KEY", "RECORDSYNC_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path
+
+
+def cli(*args: str) -> int:
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    return int(info.value.code or 0)
+
+
+def only_report(root: Path) -> Path:
+    (found,) = [p for p in (root / "reports").iterdir() if p.is_dir()]
+    return found
+
+
+def test_run_into_the_embedded_sandbox(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = cli("run", "pipelines/nightly.yaml")
+    out, err = capsys.readouterr()
+    assert code == 1  # the sample data has invalid rows on purpose
+    assert "using the embedded sandbox" in err
+    assert "## Steps" in out and "accounting: ok" in out
+    report = only_report(project)
+    summary = json.loads((report / "summary.json").read_text())
+    assert summary["totals"]["created"] > 0 and summary["accounting_ok"]
+    assert (project / ".recordsync" / "sandbox.db").is_file()
+    assert cli("report", str(report)) == 0
+    assert "## Top failure reasons" in capsys.readouterr().out
+
+
+def test_dry_run_quiet(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("run", "pipelines/nightly.yaml", "--dry-run", "--quiet") == 1
+    out, _ = capsys.readouterr()
+    assert out == ""
+    summary = json.loads((only_report(project) / "summary.json").read_text())
+    assert summary["dry_run"] is True and summary["totals"]["created"] == 0
+
+
+def test_retry_with_nothing_to_retry_is_a_usage_error(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli("run", "pipelines/nightly.yaml", "-q")
+    capsys.readouterr()
+    assert cli("retry", str(only_report(project)), "-q") == 2
+    assert "nothing to retry" in capsys.readouterr().err
+
+
+def test_missing_key_for_a_real_target(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli("run", "pipelines/nightly.yaml", "--base-url", "http://127.0.0.1:9") == 3
+    err = capsys.readouterr().err
+    assert "no API key" in err and "RECORDSYNC_API_KEY" in err
+
+
+def test_wrong_key_names_the_variable_and_never_prints_it(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = create_app(project / "real.db", api_key=KEY)
+    monkeypatch.setenv("RECORDSYNC_API_KEY", "sk_live_wrong_key_abc")
+    with run_in_thread(app) as url:
+        code = cli("run", "pipelines/nightly.yaml", "--base-url", url)
+    app.state.store.close()
+    out, err = capsys.readouterr()
+    assert code == 3
+    assert "HTTP 401" in err and "RECORDSYNC_API_KEY" in err
+    assert "sk_live_wrong_key_abc" not in out + err
+
+
+def test_profile_key_comes_from_its_env_var(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = create_app(project / "real.db", api_key=KEY)
+    monkeypatch.setenv("STAGING_KEY", KEY)
+    with run_in_thread(app) as url:
+        (project / "configs" / "profiles.yaml").write_text(
+            f"staging:\n  base_url: {url}\n  api_key_env: STAGING_KEY\n"
+        )
+        code = cli("run", "pipelines/nightly.yaml", "--profile", "staging", "-q")
+    app.state.store.close()
+    assert code == 1  # connected with STAGING_KEY (a wrong key would be 3)
+    summary = json.loads((only_report(project) / "summary.json").read_text())
+    assert summary["target"] == url and summary["target_origin"] == "--profile staging"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "pipelines/missing.yaml"], "does not exist"),
+        (["run", "pipelines/nightly.yaml", "--chunk-size", "101"], "101"),
+        (["run", "pipelines/nightly.yaml", "--profile", "nope"], "no profile 'nope'"),
+    ],
+)
+def test_usage_and_config_errors_exit_2(
+    project: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    (project / "configs" / "profiles.yaml").write_text("prod:\n  base_url: https://x\n")
+    assert cli(*args) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_plain_progress_lines_when_not_a_terminal(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cli("run", "pipelines/nightly.yaml")
+    err = capsys.readouterr().err
+    assert "step contacts done: read 501" in err
+
+
+def test_a_mapping_that_does_not_fit_the_schema_stops_before_anything_is_sent(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deals = project / "configs" / "deals.yaml"
+    deals.write_text(deals.read_text() + "  colour: Notes\n")
+    assert cli("run", "pipelines/nightly.yaml") == 2
+    err = capsys.readouterr().err
+    assert "colour" in err
+    assert not (project / "reports").exists()  # no step ran, companies were not sent
+
+
+def test_run_stopped_by_the_breaker_then_retry(
+    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("RECORDSYNC_API_KEY", KEY)
+    app = create_app(project / "real.db", api_key=KEY, faults=["status:400:path=/batch:after=2"])
+    with run_in_thread(app) as url:
+        code = cli("run", "pipelines/nightly.yaml", "--base-url", url, "-q")
+    app.state.store.close()
+    err = capsys.readouterr().err
+    assert code == 3 and "circuit breaker" in err
+    first = only_report(project)
+    app = create_app(project / "real.db", api_key=KEY)
+    with run_in_thread(app) as url:
+        code = cli("retry", str(first), "--base-url", url, "-q")
+    app.state.store.close()
+    assert code == 0
+    (second,) = [p for p in (project / "reports").iterdir() if p != first]
+    summary = json.loads((second / "summary.json").read_text())
+    assert summary["retry_of"] == first.name and summary["totals"]["failed"] == 0
+    assert summary["totals"]["created"] > 0

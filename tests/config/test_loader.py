@@ -1,0 +1,128 @@
+"""Mapping and pipeline configs: strict models; errors name file, line and key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recordsync.config import load_mapping, load_pipeline
+from recordsync.errors import ConfigError, exit_code_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+MAPPING = """\
+object_type: contacts
+source:
+  path: people.csv
+name:
+  template: "{first} {last}"
+match_by: [email, name]
+fields:
+  email: Email
+  lead_score:
+    column: Score
+    decimal_separator: ","
+"""
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+def test_valid_mapping_loads_with_shorthands(tmp_path: Path) -> None:
+    m = load_mapping(write(tmp_path, "m.yaml", MAPPING))
+    assert m.object_type == "contacts"
+    assert m.fields["email"].column == "Email"
+    assert [r.by for r in m.match_by] == ["email", "name"]
+    assert m.source.kind == "csv"
+    assert m.source_columns() == ["first", "last", "Email", "Score"]
+
+
+def test_unknown_key_names_file_line_and_key(tmp_path: Path) -> None:
+    text = MAPPING.replace("    decimal_separator", "    decimal_seperator")
+    with pytest.raises(ConfigError) as err:
+        load_mapping(write(tmp_path, "m.yaml", text))
+    e = err.value
+    assert e.line == 11
+    assert e.key == "fields.lead_score.decimal_seperator"
+    assert str(e).startswith(f"{tmp_path / 'm.yaml'}:11 [fields.lead_score.decimal_seperator]")
+    assert "unknown key" in str(e)
+    assert exit_code_for(e) == 2
+
+
+def test_runtime_settings_are_refused_in_a_mapping(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_mapping(write(tmp_path, "m.yaml", MAPPING + "api_key: sk_live_x\n"))
+    assert err.value.key == "api_key" and err.value.line == 12
+    assert "sk_live_x" not in str(err.value)
+    assert "runtime setting" in str(err.value)
+
+
+def test_field_needs_exactly_one_source(tmp_path: Path) -> None:
+    text = MAPPING.replace("  email: Email", "  email:\n    column: Email\n    value: x@y.z")
+    with pytest.raises(ConfigError, match="exactly one of") as err:
+        load_mapping(write(tmp_path, "m.yaml", text))
+    assert err.value.line == 8  # the "email:" key
+
+
+def test_bad_timezone_and_yaml_syntax(tmp_path: Path) -> None:
+    text = MAPPING + "  signed_up_at:\n    column: S\n    timezone: Mars/Olympus\n"
+    with pytest.raises(ConfigError, match="unknown timezone 'Mars/Olympus'"):
+        load_mapping(write(tmp_path, "m.yaml", text))
+    with pytest.raises(ConfigError) as err:
+        load_mapping(write(tmp_path, "bad.yaml", "object_type: [contacts\nname: x\n"))
+    assert err.value.line is not None and "invalid YAML" in str(err.value)
+
+
+def test_owner_default_policy_needs_a_default(tmp_path: Path) -> None:
+    text = MAPPING + "owner:\n  column: Owner\n  on_unknown: default\n"
+    with pytest.raises(ConfigError, match="needs 'default'") as err:
+        load_mapping(write(tmp_path, "m.yaml", text))
+    assert err.value.line == 12
+
+
+def test_header_false_needs_columns(tmp_path: Path) -> None:
+    text = MAPPING.replace("  path: people.csv", "  path: people.csv\n  header: false")
+    with pytest.raises(ConfigError, match="'columns' is required"):
+        load_mapping(write(tmp_path, "m.yaml", text))
+
+
+def test_match_by_id_needs_a_column(tmp_path: Path) -> None:
+    text = MAPPING.replace("match_by: [email, name]", "match_by: id")
+    with pytest.raises(ConfigError, match="needs a 'column'"):
+        load_mapping(write(tmp_path, "m.yaml", text))
+
+
+def test_missing_mapping_file() -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_mapping("/nonexistent/m.yaml")
+
+
+def test_sample_pipeline_loads_in_order() -> None:
+    p = load_pipeline(ROOT / "pipelines" / "nightly.yaml")
+    assert [s.step_name for s in p.steps] == ["companies", "contacts", "deals"]
+    assert [s.config.object_type for s in p.steps] == ["companies", "contacts", "deals"]
+    assert p.steps[1].base_dir == ROOT / "configs"
+    assert p.send.chunk_size == 100 and p.send.circuit_breaker.max_failure_rate == 0.2
+    assert p.target == "sandbox"
+
+
+def test_pipeline_chunk_size_above_100_names_the_line(tmp_path: Path) -> None:
+    write(tmp_path, "m.yaml", MAPPING)
+    text = "steps:\n  - m.yaml\nsend:\n  chunk_size: 250\n"
+    with pytest.raises(ConfigError) as err:
+        load_pipeline(write(tmp_path, "p.yaml", text))
+    assert err.value.line == 4 and err.value.key == "send.chunk_size"
+    assert "100" in str(err.value)
+
+
+def test_pipeline_step_file_missing_and_duplicate_names(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="mapping file not found") as err:
+        load_pipeline(write(tmp_path, "p.yaml", "steps:\n  - nope.yaml\n"))
+    assert err.value.line == 2
+    write(tmp_path, "m.yaml", MAPPING)
+    with pytest.raises(ConfigError, match="unique"):
+        load_pipeline(write(tmp_path, "p2.yaml", "steps: [m.yaml, m.yaml]\n"))

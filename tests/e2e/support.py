@@ -1,0 +1,49 @@
+"""Loopback helpers: a real uvicorn sandbox (optionally with faults) and a real httpx client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from recordsync.sandbox import create_app
+from recordsync.sandbox.server import run_in_thread
+from recordsync.secret import Secret
+from recordsync.send.client import RecordServiceClient, make_http_client
+from recordsync.send.retry import RetryPolicy
+from recordsync.settings import Target
+
+KEY = "sk_live_e2e_tests_fedcba9876543210"
+REPO = Path(__file__).resolve().parents[2]
+
+
+@contextmanager
+def served(db: Path, faults: list[str] | None = None) -> Iterator[str]:
+    app = create_app(db, api_key=KEY, faults=faults)
+    try:
+        with run_in_thread(app) as url:
+            yield url
+    finally:
+        app.state.store.close()
+
+
+def target(url: str, key: str = KEY) -> Target:
+    return Target(url, Secret(key), "test", "env RECORDSYNC_API_KEY")
+
+
+@contextmanager
+def loopback_client(url: str, key: str = KEY, **retry: Any) -> Iterator[RecordServiceClient]:
+    policy = RetryPolicy(sleep=lambda s: None, **retry)
+    http = make_http_client(httpx.Timeout(10.0))
+    try:
+        yield RecordServiceClient(http, url, Secret(key), retry=policy)
+    finally:
+        http.close()
+
+
+def all_records(url: str, object_type: str) -> list[dict[str, Any]]:
+    with loopback_client(url) as client:
+        return list(client.list_records(object_type))

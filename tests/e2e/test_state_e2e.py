@@ -1,0 +1,163 @@
+"""The runner with the state store: unchanged rows are not sent, in-doubt rows stay held,
+every chunk is journaled and acknowledged."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Any
+
+from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.runner import run_plans
+from recordsync.send.state_hook import open_state
+from recordsync.send.step import SendOptions, StepPlan
+from recordsync.state import Journal, StateStore
+
+from .support import all_records, loopback_client, served, target
+
+
+def deals(n: int) -> list[PreparedRow]:
+    return [
+        PreparedRow(
+            SourceRow("deals.csv", i + 2, {"Deal": f"Deal {i}"}),
+            RowStatus.VALID,
+            {"name": f"Deal {i}", "fields": {"stage": "won"}},
+            key=f"Deal {i}",
+        )
+        for i in range(n)
+    ]
+
+
+def run(tmp: Path, url: str, run_id: str, rows: list[PreparedRow], **retry: Any) -> Any:
+    with loopback_client(url, **retry) as client, open_state("p", tmp / "state.db", run_id) as st:
+        result = run_plans(
+            [StepPlan("deals", "deals.yaml", "deals", lambda: iter(rows))],
+            pipeline="p",
+            report_root=tmp / "reports",
+            options=SendOptions(10, None),
+            client=client,
+            target=target(url),
+            hook=st,
+            run_id=st.run_id,
+        )
+        st.finish("finished")
+    return result
+
+
+def column(result: Any, name: str) -> list[str]:
+    with open(result.report_dir / "results.csv", newline="") as f:
+        return [r[name] for r in csv.DictReader(f)]
+
+
+def test_second_run_sends_only_what_changed(tmp_path: Path) -> None:
+    with served(tmp_path / "s.db") as url:
+        first = run(tmp_path, url, "r1", deals(25))
+        changed = deals(25)
+        assert changed[3].payload is not None
+        changed[3].payload["fields"]["stage"] = "lost"
+        second = run(tmp_path, url, "r2", changed)
+        held = all_records(url, "deals")
+    assert first.summary["totals"]["created"] == 25
+    t = second.summary["totals"]
+    assert (t["rows_unchanged"], t["rows_sent"], t["created"]) == (24, 1, 1)
+    assert second.summary["accounting_ok"]
+    ids = column(second, "record_id")
+    assert ids[0] == column(first, "record_id")[0]  # unchanged rows carry the ledger's id
+    assert len(held) == 26  # the changed row has no match key: a new record (mapping's choice)
+
+
+def test_rows_in_doubt_stay_held_on_the_next_run(tmp_path: Path) -> None:
+    with served(tmp_path / "s.db", ["drop-after-apply:path=/batch"]) as url:
+        first = run(tmp_path, url, "r1", deals(6), max_attempts=1)
+    assert first.summary["totals"]["in_doubt"] == 6
+    with served(tmp_path / "s.db") as url:
+        second = run(tmp_path, url, "r2", deals(6))
+        held = all_records(url, "deals")
+    assert second.summary["totals"]["in_doubt"] == 6 and second.summary["totals"]["chunks"] == 0
+    assert set(column(second, "status")) == {"in_doubt"}
+    assert "held in doubt" in column(second, "error")[0]
+    assert len(held) == 6  # applied once by the lost try, never twice
+
+
+def test_every_chunk_is_journaled_and_acknowledged(tmp_path: Path) -> None:
+    with served(tmp_path / "s.db") as url:
+        run(tmp_path, url, "r1", deals(23))
+    store = StateStore(tmp_path / "state.db")
+    try:
+        journal = Journal(store, "p")
+        info = journal.run("r1")
+        assert info is not None and info.state == "finished"
+        assert journal.pending_chunks("r1") == []
+        assert journal.chunk_counts("r1")
+        assert sum(1 for _ in store.entries("p", "deals")) == 23
+    finally:
+        store.close()
+
+
+def test_a_breaker_stop_leaves_no_chunk_in_flight_in_the_journal(tmp_path: Path) -> None:
+    from recordsync.runner import RunLimits
+
+    bad = deals(40)
+    for r in bad:
+        assert r.payload is not None
+        r.payload["fields"]["stage"] = "nope"  # the service fails every row
+    with (
+        served(tmp_path / "s.db") as url,
+        loopback_client(url) as client,
+        open_state("p", tmp_path / "state.db", "r1") as st,
+    ):
+        result = run_plans(
+            [StepPlan("deals", "deals.yaml", "deals", lambda: iter(bad))],
+            pipeline="p",
+            report_root=tmp_path / "reports",
+            options=SendOptions(10, None),
+            client=client,
+            target=target(url),
+            hook=st,
+            run_id="r1",
+            limits=RunLimits(max_failure_rate=0.5, breaker_min_rows=10),
+        )
+        st.finish("aborted")
+    assert result.exit_code == 3 and result.summary["totals"]["not_sent"] == 30
+    store = StateStore(tmp_path / "state.db")
+    try:
+        assert Journal(store, "p").pending_chunks("r1") == []
+        statuses = {e.last_status for e in store.entries("p", "deals")}
+        # the sent chunk and the chunk journaled while it was in flight are both acknowledged
+        assert statuses == {"failed"} and sum(1 for _ in store.entries("p", "deals")) == 20
+    finally:
+        store.close()
+
+
+def test_a_run_that_died_is_resumed_under_its_own_id(tmp_path: Path) -> None:
+    rows = deals(5)
+    store = StateStore(tmp_path / "state.db")
+    try:  # chunk 1 acknowledged, chunk 2 (creates without match) in flight when it died
+        journal = Journal(store, "p")
+        journal.start_run("dead")
+        first = [(r.source.source_row, r.key, None, False) for r in rows[:2]]
+        journal.begin_chunk("dead", "deals", 1, 2, first, mapping="deals")
+        journal.ack_chunk(
+            "dead", "deals", 1, [(2, "created", 101, None), (3, "created", 102, None)]
+        )
+        second = [(r.source.source_row, r.key, None, False) for r in rows[2:3]]
+        journal.begin_chunk("dead", "deals", 2, 4, second, mapping="deals")
+    finally:
+        store.close()
+    (tmp_path / "reports" / "dead").mkdir(parents=True)  # the partial report of the dead run
+    with served(tmp_path / "s.db") as url:
+        result = run(tmp_path, url, "r2", rows)
+        held = all_records(url, "deals")
+    assert result.summary["run_id"] == "dead"
+    assert column(result, "status") == ["created", "created", "in_doubt", "created", "created"]
+    assert column(result, "record_id")[:2] == ["101", "102"]  # from the journal, not resent
+    assert len(held) == 2  # only rows 4 and 5 were sent by this attempt
+    assert result.summary["accounting_ok"]
+    assert (tmp_path / "reports" / "dead.partial-1").is_dir()
+    store = StateStore(tmp_path / "state.db")
+    try:
+        info = Journal(store, "p").run("dead")
+        assert info is not None and (info.state, info.attempts) == ("finished", 2)
+        assert Journal(store, "p").chunk_counts("dead")
+    finally:
+        store.close()

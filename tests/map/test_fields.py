@@ -1,0 +1,61 @@
+"""Extraction and transforms, column-wise over a record batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from recordsync.config import FieldSpec
+from recordsync.map.fields import extract, split_list
+
+BATCH = pa.RecordBatch.from_pydict(
+    {
+        "first": ["Ann", "  Bob ", "", "   "],
+        "last": ["Lee", "", "Cruz", ""],
+        "stage": ["Won!", "lost", " closed WON ", ""],
+    }
+)
+
+
+def run(**spec: Any) -> tuple[list[Any], list[bool]]:
+    ex = extract(FieldSpec(**spec), BATCH)
+    return ex.values.to_pylist(), ex.explicit_null.tolist()
+
+
+def test_column_trim_and_blank_is_no_value() -> None:
+    assert run(column="first") == (["Ann", "Bob", None, None], [False] * 4)
+    assert run(column="first", trim=False)[0] == ["Ann", "  Bob ", None, "   "]
+
+
+def test_template_joins_present_columns_and_blank_when_all_blank() -> None:
+    assert run(template="{first} {last}")[0] == ["Ann Lee", "Bob", "Cruz", None]
+    assert run(template="{last}, {first}!")[0] == ["Lee, Ann!", ", Bob!", "Cruz, !", None]
+
+
+def test_value_map_exact_then_case_insensitive_then_passthrough() -> None:
+    values, _ = run(column="stage", value_map={"Won!": "won", "closed won": "won"})
+    assert values == ["won", "lost", "won", None]
+
+
+def test_value_map_to_null_is_an_explicit_null() -> None:
+    values, explicit = run(column="stage", value_map={"lost": None})
+    assert values[1] is None and explicit[1] is True
+    assert explicit[3] is False
+
+
+def test_case_transforms_and_constants() -> None:
+    assert run(column="first", case="upper")[0] == ["ANN", "BOB", None, None]
+    assert run(column="stage", case="title")[0][2] == "Closed Won"
+    assert run(value="import")[0] == ["import"] * 4
+    assert run(value=None) == ([None] * 4, [True] * 4)
+
+
+def test_default_fills_blanks_and_empty_null_sends_null() -> None:
+    assert run(column="last", default="Unknown")[0] == ["Lee", "Unknown", "Cruz", "Unknown"]
+    assert run(column="last", empty="null")[1] == [False, True, False, True]
+
+
+def test_split_list_trims_and_drops_empty_elements() -> None:
+    arr = pa.array(["VIP; Partner", "vip;;", None, " "], pa.string())
+    assert split_list(arr, ";").to_pylist() == [["VIP", "Partner"], ["vip"], None, []]

@@ -1,0 +1,85 @@
+"""The per-batch GC handling restores the collector's state and unfreezes what it froze."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from recordsync.map.gcpause import BatchGC
+
+
+@pytest.fixture(autouse=True)
+def _restore_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    yield
+    gc.unfreeze()
+    if enabled:
+        gc.enable()
+
+
+def test_building_pauses_then_freezes_and_release_unfreezes() -> None:
+    gc.enable()
+    assert gc.get_freeze_count() == 0
+    gcb = BatchGC()
+    with gcb.building():
+        assert not gc.isenabled()
+        rows = [{"a": [i]} for i in range(1000)]
+    assert gc.isenabled()
+    assert gc.get_freeze_count() >= len(rows)
+    with gcb.building():  # the next batch unfreezes the previous one first
+        assert gc.get_freeze_count() == 0
+    gcb.release()
+    gcb.release()  # idempotent
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+
+
+def test_state_restored_on_error() -> None:
+    gc.enable()
+    gcb = BatchGC()
+    with pytest.raises(RuntimeError), gcb.building():
+        raise RuntimeError("boom")
+    assert gc.isenabled()
+    gcb.release()
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_disabled_gc_stays_disabled_and_nothing_is_frozen() -> None:
+    gc.disable()
+    gcb = BatchGC()
+    with gcb.building():
+        pass
+    assert not gc.isenabled() and gc.get_freeze_count() == 0
+    gcb.release()
+
+
+def test_objects_frozen_by_someone_else_stay_frozen() -> None:
+    gc.enable()
+    gc.freeze()
+    theirs = gc.get_freeze_count()
+    gcb = BatchGC()
+    with gcb.building():
+        pass
+    gcb.release()
+    assert gc.get_freeze_count() == theirs  # not unfrozen by us, nothing of ours added
+
+
+def test_garbage_cycles_parked_by_a_freeze_are_collected_after_release() -> None:
+    gc.enable()
+    gcb = BatchGC()
+
+    class Node:
+        other: object = None
+
+    with gcb.building():  # the GC is paused: this cycle survives until the freeze
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        ref = weakref.ref(a)
+        del a, b
+    gc.collect()
+    assert ref() is not None  # frozen: no collection looks at it
+    gcb.release()
+    gc.collect()
+    assert ref() is None

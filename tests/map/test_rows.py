@@ -1,0 +1,70 @@
+"""Compiled per-row dict builders: the same dicts as dict(zip(...)), one per row."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recordsync.map.rows import payload_dicts, row_dicts
+
+KEYS = st.lists(st.text(max_size=6), max_size=8)
+CELL = st.one_of(st.none(), st.text(max_size=4), st.integers(), st.lists(st.text(max_size=2)))
+
+
+@given(keys=KEYS, data=st.data())
+def test_row_dicts_equal_dict_zip(keys: list[str], data: st.DataObject) -> None:
+    n = data.draw(st.integers(0, 5))
+    cols = [data.draw(st.lists(CELL, min_size=n, max_size=n)) for _ in keys]
+    got = row_dicts(keys, cols, n)
+    want = [dict(zip(keys, cells, strict=True)) for cells in zip(*cols, strict=True)] if keys else [
+        {} for _ in range(n)
+    ]
+    assert got == want
+    assert [list(d) for d in got] == [list(d) for d in want]  # same key order
+    assert len({id(d) for d in got}) == n  # every row its own dict
+
+
+def test_keys_are_data_not_code() -> None:
+    keys = ["a}; import os #", "{x}", "lambda: 1", ""]
+    rows = row_dicts(keys, [[1], [2], [3], [4]], 1)
+    assert rows == [{"a}; import os #": 1, "{x}": 2, "lambda: 1": 3, "": 4}]
+
+
+def test_row_dicts_rejects_ragged_columns() -> None:
+    with pytest.raises(ValueError, match="expected 2"):
+        row_dicts(["a", "b"], [[1, 2], [3]], 2)
+    with pytest.raises(ValueError, match="2 keys but 1 columns"):
+        row_dicts(["a", "b"], [[1, 2]], 2)
+
+
+def test_payload_dicts_with_and_without_match_rule() -> None:
+    out = payload_dicts(
+        ["Ann", "Bob"], ["email", None], ["ann@x.io", None], ["email", "tags"],
+        [["ann@x.io", None], [["vip"], []]],
+    )
+    assert out == [
+        {"name": "Ann", "match_by": "email", "match_value": "ann@x.io",
+         "fields": {"email": "ann@x.io", "tags": ["vip"]}},
+        {"name": "Bob", "fields": {"email": None, "tags": []}},
+    ]
+    assert list(out[0]) == ["name", "match_by", "match_value", "fields"]
+    assert out[0]["fields"] is not out[1]["fields"]
+
+
+@given(st.lists(st.tuples(st.text(max_size=3), st.one_of(st.none(), st.sampled_from(["email", "name"]))), max_size=6))
+def test_payload_dicts_match_the_plain_construction(rows: list[tuple[str, Any]]) -> None:
+    names = [r[0] for r in rows]
+    bys = [r[1] for r in rows]
+    vals = [f"v{i}" if b else None for i, b in enumerate(bys)]
+    f1 = [str(i) for i in range(len(rows))]
+    got = payload_dicts(names, bys, vals, ["k"], [f1])
+    want = [
+        {"name": nm, "match_by": by, "match_value": mv, "fields": {"k": f}}
+        if by is not None
+        else {"name": nm, "fields": {"k": f}}
+        for nm, by, mv, f in zip(names, bys, vals, f1, strict=True)
+    ]
+    assert got == want

@@ -1,0 +1,194 @@
+"""CSV reading: encodings, compression, quoting, ragged rows, exact line numbers."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recordsync.config import SourceConfig
+from recordsync.errors import SourceError
+from recordsync.read import iter_source, source_columns
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def read_all(
+    src: SourceConfig, base: Path = DATA
+) -> tuple[list[tuple[int, dict[str, str]]], list[tuple[int, str]]]:
+    rows, bad = [], []
+    for sb in iter_source(src, base):
+        rows += list(zip(sb.rows.tolist(), sb.batch.to_pylist(), strict=True))
+        bad += [(b.line, b.text) for b in sb.bad]
+    return rows, bad
+
+
+def test_utf8_bom_is_stripped_and_values_stay_strings() -> None:
+    rows, bad = read_all(SourceConfig(path="bom.csv"))
+    assert bad == []
+    assert rows == [
+        (2, {"id": "1", "name": "Zoë", "zip": "00123"}),
+        (3, {"id": "2", "name": "Bob", "zip": "04000"}),
+    ]
+
+
+def test_cp1252_with_semicolons() -> None:
+    rows, _ = read_all(SourceConfig(path="cp1252.csv", delimiter=";", encoding="cp1252"))
+    assert [r[1]["name"] for r in rows] == ["Renée", "François"]
+    assert rows[1][1]["city"] == "€uro"
+
+
+def test_cp1252_read_as_utf8_is_a_source_error_with_a_hint() -> None:
+    with pytest.raises(SourceError) as err:
+        read_all(SourceConfig(path="cp1252.csv", delimiter=";"))
+    assert "cp1252.csv" in str(err.value)
+    assert "encoding" in str(err.value)
+
+
+def test_gzip_is_detected_from_the_extension() -> None:
+    rows, _ = read_all(SourceConfig(path="plain.csv.gz"))
+    assert [(n, r["name"]) for n, r in rows] == [(2, "Ann"), (3, "Bob"), (4, "Cy")]
+
+
+def test_quoted_newlines_keep_exact_line_numbers() -> None:
+    rows, bad = read_all(SourceConfig(path="quoted_newlines.csv"))
+    assert bad == []
+    assert [(n, r["id"]) for n, r in rows] == [(2, "1"), (4, "2"), (5, "3"), (8, "4")]
+    assert rows[0][1]["note"] == "two\r\nlines"
+    assert rows[1][1]["note"] == 'a "quoted" word'
+
+
+def test_ragged_rows_are_reported_with_their_line_and_reading_goes_on() -> None:
+    rows, bad = read_all(SourceConfig(path="ragged.csv"))
+    assert [(n, r["id"]) for n, r in rows] == [(2, "1"), (6, "4"), (10, "6")]
+    assert bad == [(3, "2,Bob"), (4, "3,Cy,ok,extra"), (8, '5,Eve,"x\ny",z')]
+
+
+def test_no_header_with_declared_columns_and_tab_delimiter() -> None:
+    src = SourceConfig(
+        path="noheader.tsv", header=False, columns=["id", "name", "code"], delimiter="\t"
+    )
+    rows, _ = read_all(src)
+    assert rows == [
+        (1, {"id": "1", "name": "Ann", "code": "00042"}),
+        (2, {"id": "2", "name": "Bob", "code": "00043"}),
+    ]
+    assert source_columns(src, DATA) == ["id", "name", "code"]
+
+
+def test_declared_columns_replace_the_header_row() -> None:
+    rows, _ = read_all(SourceConfig(path="bom.csv", columns=["a", "b", "c"]))
+    assert rows[0] == (2, {"a": "1", "b": "Zoë", "c": "00123"})
+
+
+def test_missing_file_is_a_source_error_naming_the_path() -> None:
+    with pytest.raises(SourceError) as err:
+        read_all(SourceConfig(path="nope.csv"))
+    assert "nope.csv" in str(err.value)
+    assert err.value.hint and "source.path" in err.value.hint
+
+
+def test_small_blocks_still_number_lines_right(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recordsync.read import csv_reader
+
+    monkeypatch.setattr(csv_reader, "BLOCK_SIZE", 64)
+    lines = ["id,note"]
+    expected = []
+    line = 2
+    for i in range(200):
+        if i % 7 == 0:
+            lines.append(f'{i},"multi\nline {i}"')
+            expected.append((line, str(i)))
+            line += 2
+        elif i % 11 == 0:
+            lines.append(f"{i},bad,row")
+            line += 1
+        else:
+            lines.append(f"{i},x")
+            expected.append((line, str(i)))
+            line += 1
+    (tmp_path / "s.csv").write_text("\n".join(lines) + "\n")
+    rows, bad = read_all(SourceConfig(path="s.csv"), tmp_path)
+    assert [(n, r["id"]) for n, r in rows] == expected
+    assert all(text.endswith(",bad,row") for _, text in bad)
+    assert len(bad) == len([i for i in range(200) if i % 11 == 0 and i % 7])
+
+
+cell = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\r"), max_size=12
+)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.lists(st.tuples(cell, cell, cell), min_size=1, max_size=20))
+def test_csv_write_read_round_trip(tmp_path: Path, table: list[tuple[str, str, str]]) -> None:
+    """Whatever Python's csv writer writes, we read back, at the line where it starts."""
+    rows_in = [r for r in table if any(r)]  # an all-empty row is a blank line: skipped
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["a", "b", "c"])
+    starts = []
+    line = 2
+    for r in table:
+        w.writerow(r)
+        if any(r):
+            starts.append(line)
+        line += sum(c.count("\n") for c in r) + 1
+    path = tmp_path / "rt.csv"
+    path.write_text(buf.getvalue(), encoding="utf-8")
+    rows, bad = read_all(SourceConfig(path="rt.csv"), tmp_path)
+    assert bad == []
+    assert [tuple(r.values()) for _, r in rows] == rows_in
+    assert [n for n, _ in rows] == starts
+
+
+def test_skip_rows_before_the_header_and_bad_lines_at_the_end(tmp_path: Path) -> None:
+    (tmp_path / "s.csv").write_text("Export of 2024\nid,name\n1,a\n2\n3,c\n4\n5,e,x\n")
+    rows, bad = read_all(SourceConfig(path="s.csv", skip_rows=1), tmp_path)
+    assert [(n, r["id"]) for n, r in rows] == [(3, "1"), (5, "3")]
+    assert bad == [(4, "2"), (6, "4"), (7, "5,e,x")]
+    rows, bad = read_all(
+        SourceConfig(path="s.csv", skip_rows=2, header=False, columns=["x", "y"]), tmp_path
+    )
+    assert [n for n, _ in rows] == [3, 5] and [n for n, _ in bad] == [4, 6, 7]
+
+
+def test_a_row_longer_than_a_block_grows_the_block_and_no_row_repeats(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recordsync.read import csv_reader
+
+    monkeypatch.setattr(csv_reader, "BLOCK_SIZE", 256)
+    lines = ["id,note"] + [f"{i},short {i}" for i in range(60)]
+    lines.insert(45, '45x,"' + "long\n" * 300 + '"')  # ~1.5 KB over 301 lines
+    lines.insert(10, "10x,bad,row")
+    (tmp_path / "long.csv").write_text("\n".join(lines) + "\n")
+    src = SourceConfig(path="long.csv", batch_size=4)  # batches go out before the long row
+    rows, bad = read_all(src, tmp_path)
+    ids = [r["id"] for _, r in rows]
+    assert ids == [str(i) for i in range(44)] + ["45x"] + [str(i) for i in range(44, 60)]
+    assert bad == [(11, "10x,bad,row")]
+    line_of = {r["id"]: n for n, r in rows}
+    assert line_of["0"] == 2 and line_of["9"] == 12 and line_of["45x"] == 47
+    assert line_of["44"] == 348  # the long row spans 301 lines
+    assert len(next(r for _, r in rows if r["id"] == "45x")["note"]) == 1500
+
+
+def test_batches_are_merged_up_to_batch_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recordsync.read import csv_reader
+
+    monkeypatch.setattr(csv_reader, "BLOCK_SIZE", 128)
+    (tmp_path / "m.csv").write_text("id,v\n" + "".join(f"{i},x\n" for i in range(1000)))
+    src = SourceConfig(path="m.csv", batch_size=300)
+    sizes = [sb.batch.num_rows for sb in iter_source(src, tmp_path)]
+    assert sum(sizes) == 1000 and len(sizes) < 10 and all(n >= 300 for n in sizes[:-1])

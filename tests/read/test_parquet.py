@@ -1,0 +1,60 @@
+"""Parquet sources: a file, a directory, a glob; 1-based row numbers per file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from recordsync.config import SourceConfig
+from recordsync.errors import SourceError
+from recordsync.read import iter_source, source_columns
+
+
+def _write(path: Path, ids: list[int]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(pa.table({"id": ids, "name": [f"n{i}" for i in ids]}), path)
+
+
+def _rows(src: SourceConfig, base: Path) -> list[tuple[str, int, int]]:
+    out = []
+    for sb in iter_source(src, base):
+        out += [
+            (Path(sb.file).name, n, r["id"])
+            for n, r in zip(sb.rows.tolist(), sb.batch.to_pylist(), strict=True)
+        ]
+    return out
+
+
+def test_file_directory_and_glob(tmp_path: Path) -> None:
+    _write(tmp_path / "x" / "a.parquet", [1, 2])
+    _write(tmp_path / "x" / "b.parquet", [3])
+    assert _rows(SourceConfig(path="x/a.parquet"), tmp_path) == [
+        ("a.parquet", 1, 1),
+        ("a.parquet", 2, 2),
+    ]
+    both = [("a.parquet", 1, 1), ("a.parquet", 2, 2), ("b.parquet", 1, 3)]
+    assert _rows(SourceConfig(path="x", format="parquet"), tmp_path) == both
+    assert _rows(SourceConfig(path="x/*.parquet"), tmp_path) == both
+    assert source_columns(SourceConfig(path="x/*.parquet"), tmp_path) == ["id", "name"]
+
+
+def test_small_batches_number_rows_continuously(tmp_path: Path) -> None:
+    _write(tmp_path / "a.parquet", list(range(10)))
+    rows = _rows(SourceConfig(path="a.parquet", batch_size=3), tmp_path)
+    assert [n for _, n, _ in rows] == list(range(1, 11))
+
+
+def test_missing_and_empty_glob_are_source_errors(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="not found"):
+        _rows(SourceConfig(path="none.parquet"), tmp_path)
+    with pytest.raises(SourceError, match="no Parquet files"):
+        _rows(SourceConfig(path="*.parquet"), tmp_path)
+
+
+def test_a_text_file_is_not_parquet(tmp_path: Path) -> None:
+    (tmp_path / "fake.parquet").write_text("id,name\n1,a\n")
+    with pytest.raises(SourceError, match="Parquet"):
+        _rows(SourceConfig(path="fake.parquet"), tmp_path)

@@ -1,0 +1,118 @@
+"""The report files: one results line per row, failures usable as a source, exact accounting."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, SourceRow
+from recordsync.report.tally import StepTally, reason_group
+from recordsync.report.writer import ReportWriter
+
+
+def row(n: int, status: RowStatus, **values: str) -> PreparedRow:
+    payload = {"name": f"R{n}"} if status is RowStatus.VALID else None
+    return PreparedRow(
+        SourceRow("in.csv", n, values or {"Name": f"R{n}"}),
+        status,
+        payload,
+        match_by=None,
+        match_value=None,
+        error=None,
+    )
+
+
+def write_sample(tmp_path: Path) -> tuple[dict[str, object], Path]:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "configs/contacts.yaml", "contacts")
+    writer.start_step(tally)
+    tally.read, tally.sent = 6, 4
+    writer.record(tally, row(2, RowStatus.VALID), RowStatus.CREATED, 10)
+    writer.record(tally, row(3, RowStatus.VALID), RowStatus.UPDATED, 10)  # merged, same id
+    writer.record(
+        tally,
+        row(4, RowStatus.VALID, Name="=HYPERLINK(x)"),
+        RowStatus.FAILED,
+        None,
+        "Validation failed: email: invalid email format",
+    )
+    writer.record(tally, row(5, RowStatus.VALID), RowStatus.IN_DOUBT, None, "in doubt: lost")
+    invalid = row(6, RowStatus.INVALID)
+    invalid.error = "column 'Score' → field 'lead_score': '120' must be <= 100"
+    writer.record(tally, invalid, RowStatus.INVALID, None, invalid.error)
+    writer.record(tally, row(7, RowStatus.DUPLICATE), RowStatus.DUPLICATE, None, "dup")
+    summary = writer.finish({"run_id": "r1", "pipeline": "p", "target": "http://x"})
+    return summary, tmp_path / "run"
+
+
+def test_results_csv_has_exactly_the_columns_and_one_line_per_row(tmp_path: Path) -> None:
+    _, out = write_sample(tmp_path)
+    with open(out / "results.csv", newline="") as f:
+        lines = list(csv.reader(f))
+    assert tuple(lines[0]) == RESULTS_COLUMNS
+    assert [line[5] for line in lines[1:]] == [
+        "created",
+        "updated",
+        "failed",
+        "in_doubt",
+        "invalid",
+        "duplicate",
+    ]
+    assert lines[1][6] == "10"
+
+
+def test_failures_csv_has_original_columns_plus_the_underscore_ones(tmp_path: Path) -> None:
+    _, out = write_sample(tmp_path)
+    with open(out / "failures.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["_status"] for r in rows] == ["failed", "in_doubt", "invalid"]
+    assert rows[0]["Name"] == "'=HYPERLINK(x)"
+    assert rows[0]["_source_row"] == "4" and rows[0]["_step"] == "contacts"
+    assert rows[0]["_error"].startswith("Validation failed")
+    assert not (out / ".failures.jsonl").exists()
+
+
+def test_summary_counts_and_accounting(tmp_path: Path) -> None:
+    summary, out = write_sample(tmp_path)
+    on_disk = json.loads((out / "summary.json").read_text())
+    assert on_disk == summary
+    step = summary["steps"][0]  # type: ignore[index]
+    assert (
+        step["rows_read"],
+        step["rows_invalid"],
+        step["rows_duplicate"],
+        step["rows_sent"],
+        step["created"],
+        step["updated"],
+        step["failed"],
+        step["in_doubt"],
+    ) == (6, 1, 1, 4, 1, 1, 1, 1)
+    assert summary["accounting_ok"] is True
+
+
+def test_broken_counters_fail_the_accounting(tmp_path: Path) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("s", "m", "deals")
+    writer.start_step(tally)
+    tally.read, tally.sent = 2, 2  # one row read was never reported
+    writer.record(tally, row(2, RowStatus.VALID), RowStatus.CREATED, 1)
+    summary = writer.finish({})
+    assert summary["accounting_ok"] is False
+    assert any("2 rows read but 1 outcomes" in e for e in summary["accounting_errors"])
+
+
+def test_report_md_groups_reasons_and_lists_merges(tmp_path: Path) -> None:
+    _, out = write_sample(tmp_path)
+    md = (out / "report.md").read_text()
+    assert "| contacts | contacts | 6 | 1 | 1 | 0 | 4 | 1 | 1 | 1 | 1 |" in md
+    assert "column 'Score' → field 'lead_score': '…' must be <= N" in md
+    assert "1 row(s) sent to create came back `updated`" in md
+    assert "landed on record 10" in md
+
+
+def test_reason_groups_merge_messages_that_differ_only_in_values() -> None:
+    a = reason_group("Validation failed: company_id: no companies record 42")
+    b = reason_group("Validation failed: company_id: no companies record 7")
+    assert a == b
+    assert reason_group("x: 'Won' is not an option") == reason_group("x: 'Lost' is not an option")

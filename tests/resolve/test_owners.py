@@ -1,0 +1,72 @@
+"""Owner e-mails → user ids: users listing, owners file, policies for unknown owners."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from recordsync.config import OwnerConfig
+from recordsync.errors import ConfigError
+from recordsync.resolve import OwnerResolver, load_owners_file
+
+ADA, BEN = "6f1c2a3b-0001-4000-8000-000000000001", "6f1c2a3b-0002-4000-8000-000000000002"
+USERS = [
+    {"id": ADA, "full_name": "Ada Lovelace", "access_level": "admin", "email": "ada@acme.example"},
+    {"id": BEN, "full_name": "Ben Carter", "access_level": "member", "email": "ben@acme.example"},
+]
+HOSTED = [{k: v for k, v in u.items() if k != "email"} for u in USERS]  # no e-mails
+
+
+def resolve(
+    cfg: OwnerConfig,
+    users: list[dict[str, Any]] | None,
+    values: list[str | None],
+    base: Path = Path("."),
+) -> list[Any]:
+    res, reasons, _ = OwnerResolver(cfg, users, base).resolve(pa.array(values, pa.string()))
+    return list(zip(res, reasons or [None] * len(values), strict=True))
+
+
+def test_users_email_trimmed_and_case_insensitive() -> None:
+    out = resolve(OwnerConfig(column="o"), USERS, ["  ADA@acme.example ", "ben@acme.example"])
+    assert out == [((ADA, "users:email"), None), ((BEN, "users:email"), None)]
+
+
+def test_unknown_owner_policies(tmp_path: Path) -> None:
+    [(res, reason)] = resolve(OwnerConfig(column="o"), USERS, ["zed@acme.example"])
+    assert res == (None, "unknown") and reason is not None and "not a known owner" in reason
+    [(res, reason)] = resolve(OwnerConfig(column="o", on_unknown="unowned"), USERS, ["zed@x"])
+    assert res == (None, "unowned") and reason is None
+    cfg = OwnerConfig(column="o", on_unknown="default", default="Ben@acme.example")
+    assert resolve(cfg, USERS, ["zed@x"]) == [((BEN, "default"), None)]
+
+
+def test_unknown_default_owner_is_a_config_error() -> None:
+    cfg = OwnerConfig(column="o", on_unknown="default", default="nobody@acme.example")
+    with pytest.raises(ConfigError, match=r"owner\.default"):
+        OwnerResolver(cfg, USERS, Path("."))
+
+
+def test_owners_file_yaml_with_names_when_listing_has_no_emails(tmp_path: Path) -> None:
+    (tmp_path / "owners.yaml").write_text(
+        f"Ada@acme.example: Ada Lovelace\nben@acme.example: {BEN}\n"
+    )
+    cfg = OwnerConfig(column="o", owners_file="owners.yaml")
+    out = resolve(cfg, HOSTED, ["ada@ACME.example", "ben@acme.example", "Ada Lovelace"], tmp_path)
+    assert [r for r, _ in out] == [(ADA, "owners_file"), (BEN, "owners_file"), (ADA, "users:name")]
+
+
+def test_owners_file_csv_with_header(tmp_path: Path) -> None:
+    (tmp_path / "owners.csv").write_text("email,user\nada@acme.example,Ada Lovelace\n")
+    assert load_owners_file(tmp_path / "owners.csv") == {"ada@acme.example": "Ada Lovelace"}
+    with pytest.raises(ConfigError, match="cannot read owners file"):
+        load_owners_file(tmp_path / "missing.csv")
+
+
+def test_suggestion_for_a_near_miss() -> None:
+    r = OwnerResolver(OwnerConfig(column="o"), USERS, Path("."))
+    _, _, hints = r.resolve(pa.array(["ada@acme.exmple"]))
+    assert hints == [{"owners_file": {"ada@acme.exmple": ADA}}]

@@ -1,0 +1,64 @@
+"""Helpers of the send tests: an in-process sandbox, a client with a recorded sleep, fakes."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from recordsync.sandbox import create_app
+from recordsync.secret import Secret
+from recordsync.send.client import RecordServiceClient
+from recordsync.send.retry import RetryPolicy
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # starlette warns at import when run on httpx
+    from starlette.testclient import TestClient
+
+KEY = "sk_live_send_tests_0123456789abcdef"
+BASE = "http://testserver"
+
+
+class Sleeps(list[float]):
+    """A sleep function that records instead of sleeping."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+def policy(sleeps: Sleeps | None = None, **kw: Any) -> RetryPolicy:
+    return RetryPolicy(sleep=sleeps if sleeps is not None else Sleeps(), clock=lambda: 1e9, **kw)
+
+
+@contextmanager
+def sandbox_client(tmp_path: Path, **kw: Any) -> Iterator[tuple[RecordServiceClient, Any]]:
+    """A RecordServiceClient talking to a fresh in-process sandbox (no socket)."""
+    app = create_app(tmp_path / "sandbox.db", api_key=KEY, faults=kw.pop("faults", None))
+    try:
+        with TestClient(app, base_url=BASE) as http:
+            yield RecordServiceClient(http, BASE, Secret(KEY), retry=policy(**kw)), app
+    finally:
+        app.state.store.close()
+
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+def fake_client(handler: Handler, sleeps: Sleeps | None = None, **kw: Any) -> RecordServiceClient:
+    """A client whose every request goes to ``handler`` (for what the sandbox cannot do)."""
+    http = httpx.Client(transport=httpx.MockTransport(handler))
+    return RecordServiceClient(http, "https://crm.example", Secret(KEY), retry=policy(sleeps, **kw))
+
+
+def ok_batch(request: httpx.Request, start_id: int = 1, status: str = "created") -> httpx.Response:
+    """A well-formed batch answer: every entry ``status`` with consecutive ids."""
+    objects = json.loads(request.content)["objects"]
+    results = [{"id": start_id + i, "status": status} for i in range(len(objects))]
+    summary = {"total": len(objects), "created": 0, "updated": 0, "failed": 0}
+    summary[status] = len(objects)
+    return httpx.Response(200, json={"results": results, "summary": summary})

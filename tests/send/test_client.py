@@ -1,0 +1,113 @@
+"""The client against the in-process sandbox, and against fakes for what the sandbox cannot do."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import httpx
+import pytest
+
+from recordsync.errors import AuthError, ObjectTypeNotFound, RetriableApiError
+
+from .support import KEY, Sleeps, fake_client, sandbox_client
+
+
+def test_schema_users_batch_list_delete_against_the_sandbox(tmp_path: Path) -> None:
+    with sandbox_client(tmp_path) as (client, _app):
+        slugs = {t["slug"] for t in client.schema()}
+        assert {"contacts", "companies", "deals"} <= slugs
+        assert "Ada Lovelace" in {u["full_name"] for u in client.users()}
+        objects = [{"name": f"P{i}", "fields": {"email": f"p{i}@x.example"}} for i in range(3)]
+        attempt = client.batch_once("contacts", objects)
+        assert attempt.verdict.kind == "ok"
+        assert [r["status"] for r in attempt.body["results"]] == ["created"] * 3
+        listed = list(client.list_records("contacts", page_size=2))
+        assert sorted(r["name"] for r in listed) == ["P0", "P1", "P2"]
+        assert client.delete("contacts", listed[0]["id"]) is True
+        assert len(list(client.list_records("contacts"))) == 2
+
+
+def test_the_key_goes_in_the_header_and_nowhere_else(caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(503, json={"error": "down"})
+
+    caplog.set_level(logging.DEBUG)
+    client = fake_client(handler, max_attempts=2)
+    with pytest.raises(RetriableApiError) as info:
+        client.schema()
+    assert all(r.headers["x-api-key"] == KEY for r in seen)
+    assert all(KEY not in str(r.url) for r in seen)
+    for text in (str(info.value), repr(info.value), repr(client), caplog.text):
+        assert KEY not in text
+
+
+def test_redirect_is_not_followed_and_is_an_auth_error() -> None:
+    calls: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request.url.path)
+        return httpx.Response(307, headers={"location": "/login"})
+
+    with pytest.raises(AuthError) as info:
+        fake_client(handler).users()
+    assert calls == ["/api/meta/users"]
+    assert "HTTP 307" in str(info.value)
+
+
+def test_wrong_key_against_the_sandbox_is_an_auth_error(tmp_path: Path) -> None:
+    with sandbox_client(tmp_path) as (client, _app):
+        client._api_key = type(client._api_key)("sk_live_wrong")
+        with pytest.raises(AuthError, match="HTTP 401: Invalid API key"):
+            client.schema()
+
+
+def test_delete_answered_with_204_and_no_body_is_success() -> None:
+    client = fake_client(lambda request: httpx.Response(204))
+    assert client.delete("contacts", 5) is True
+
+
+def test_extra_keys_in_answers_are_ignored() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(
+            200,
+            json={
+                "data": [{"id": "u1", "full_name": "A", "access_level": "x", "new": 1}],
+                "meta": {"v": 2},
+            },
+        )
+
+    assert fake_client(handler).users()[0]["full_name"] == "A"
+
+
+def test_reads_are_retried_after_5xx_and_429_with_waits() -> None:
+    answers = iter(
+        [
+            httpx.Response(503, json={"error": "busy"}),
+            httpx.Response(429, json={"error": "slow"}, headers={"retry-after": "3"}),
+            httpx.Response(200, json={"data": []}),
+        ]
+    )
+    sleeps = Sleeps()
+    client = fake_client(lambda request: next(answers), sleeps)
+    assert client.schema() == []
+    assert len(sleeps) == 2 and sleeps[1] == 3.0
+    assert 0.25 <= sleeps[0] <= 0.5  # first backoff: half to all of base_delay
+
+
+def test_unknown_object_type_on_batch(tmp_path: Path) -> None:
+    with sandbox_client(tmp_path) as (client, _app):
+        attempt = client.batch_once("tickets", [{"name": "x"}])
+        assert attempt.verdict.kind == "not_found"
+        assert isinstance(attempt.verdict.to_error(), ObjectTypeNotFound)
+
+
+def test_batch_once_never_raises_on_transport_errors() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise httpx.ReadTimeout("slow", request=request)
+
+    attempt = fake_client(handler).batch_once("contacts", [{"name": "x"}])
+    assert attempt.verdict.kind == "retriable" and attempt.verdict.maybe_applied

@@ -1,0 +1,111 @@
+"""Mirror deletes: planning, limits, the empty-source guard, ledger marking."""
+
+from __future__ import annotations
+
+import pytest
+
+from recordsync.errors import AuthError, RetriableApiError, RunAborted
+from recordsync.state import ChangeDetector, StateStore, apply_deletes, plan_deletes
+
+from .conftest import prepared
+
+
+@pytest.fixture
+def ledger(store: StateStore) -> StateStore:
+    store.record_acknowledged(
+        "p", "contacts", "r1", [(f"k{i}", 100 + i, "h", "created") for i in range(10)]
+    )
+    store.record_acknowledged("p", "contacts", "r1", [("never", None, None, "failed")])
+    return store
+
+
+def test_plans_keys_that_left_the_source(ledger: StateStore) -> None:
+    seen = (f"k{i}" for i in range(10) if i not in (3, 7))  # any iterable, streamed
+    plan = plan_deletes(ledger, "p", "contacts", seen, max_count=None, max_share=None)
+    assert plan.deletes == [("k3", 103), ("k7", 107)]
+    assert (plan.live_records, plan.seen_keys) == (10, 8)
+
+
+def test_empty_source_never_deletes(ledger: StateStore) -> None:
+    with pytest.raises(RunAborted) as info:
+        plan_deletes(ledger, "p", "contacts", [], max_count=None, max_share=None)
+    assert "source has no rows" in str(info.value) and "all 10 records" in str(info.value)
+    assert "'contacts'" in str(info.value)
+
+
+def test_empty_source_with_empty_ledger_is_fine(store: StateStore) -> None:
+    plan = plan_deletes(store, "p", "contacts", [], max_count=0, max_share=0.0)
+    assert plan.deletes == []
+
+
+def test_over_max_share_is_refused(ledger: StateStore) -> None:
+    seen = [f"k{i}" for i in range(6)]  # 4 of 10 gone
+    with pytest.raises(RunAborted) as info:
+        plan_deletes(ledger, "p", "contacts", seen, max_count=None, max_share=0.25)
+    msg = str(info.value)
+    assert "4 of 10 records (40.0%)" in msg and "max_delete_share 25%" in msg
+    assert "nothing was deleted" in msg
+    plan = plan_deletes(ledger, "p", "contacts", seen, max_count=None, max_share=0.4)
+    assert len(plan.deletes) == 4
+
+
+def test_over_max_count_is_refused(ledger: StateStore) -> None:
+    seen = [f"k{i}" for i in range(7)]
+    with pytest.raises(RunAborted, match="max_deletes 2"):
+        plan_deletes(ledger, "p", "contacts", seen, max_count=2, max_share=None)
+    assert len(plan_deletes(ledger, "p", "contacts", seen, max_count=3, max_share=None).deletes)
+
+
+def test_bad_share_is_rejected(ledger: StateStore) -> None:
+    with pytest.raises(ValueError):
+        plan_deletes(ledger, "p", "contacts", ["k1"], max_count=None, max_share=25)
+
+
+def test_apply_marks_deleted_and_collects_failures(ledger: StateStore) -> None:
+    seen = [f"k{i}" for i in range(7)]
+    plan = plan_deletes(ledger, "p", "contacts", seen, max_count=None, max_share=None)
+    calls: list[int] = []
+
+    def delete(record_id: int) -> None:
+        calls.append(record_id)
+        if record_id == 108:
+            raise RetriableApiError("timed out", method="DELETE", path="/api/objects/contacts")
+
+    result = apply_deletes(plan, delete, run_id="r2")
+    assert calls == [107, 108, 109]
+    assert result.deleted == [("k7", 107), ("k9", 109)]
+    assert [(k, r) for k, r, _ in result.failed] == [("k8", 108)]
+    assert "timed out" in result.failed[0][2]
+    gone = ledger.get("p", "contacts", "k7")
+    assert gone is not None and (gone.last_status, gone.record_id, gone.input_hash) == (
+        "deleted",
+        107,
+        None,
+    )
+    # a second plan only lists what is still live
+    again = plan_deletes(ledger, "p", "contacts", seen, max_count=None, max_share=None)
+    assert again.deletes == [("k8", 108)]
+    # a key that comes back is sent again
+    result2 = ChangeDetector(ledger, "p", "contacts").classify([prepared(2, "k7")])
+    assert result2.to_send[0].reason == "reappeared"
+
+
+def test_auth_failure_stops_deleting(ledger: StateStore) -> None:
+    plan = plan_deletes(ledger, "p", "contacts", ["k0"], max_count=None, max_share=None)
+
+    def delete(record_id: int) -> None:
+        raise AuthError("Invalid API key", status=401)
+
+    with pytest.raises(AuthError):
+        apply_deletes(plan, delete)
+    assert ledger.get("p", "contacts", "k1") is not None
+    assert ledger.counts("p")["contacts"]["created"] == 10
+
+
+def test_many_seen_keys_stream_through_temp_table(store: StateStore) -> None:
+    n = 20_000
+    store.record_acknowledged("p", "m", "r", ((f"k{i}", i, "h", "created") for i in range(n)))
+    plan = plan_deletes(
+        store, "p", "m", (f"k{i}" for i in range(1, n)), max_count=1, max_share=None
+    )
+    assert plan.deletes == [("k0", 0)]

@@ -1,0 +1,284 @@
+"""prepare_step end to end: sample files, the seed schema (from the sandbox), statuses."""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recordsync.config import load_mapping, load_pipeline
+from recordsync.errors import ConfigError
+from recordsync.model import PreparedRow, RowStatus
+from recordsync.prepare import prepare_step
+from recordsync.sandbox import create_app
+from recordsync.validate import Schema
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = ROOT / "configs"
+ADA = "6f1c2a3b-0001-4000-8000-000000000001"
+
+
+@pytest.fixture(scope="module")
+def meta(tmp_path_factory: pytest.TempPathFactory) -> tuple[Schema, list[dict[str, Any]]]:
+    app = create_app(tmp_path_factory.mktemp("sb") / "db.sqlite", api_key="sk_live_prep")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # starlette's httpx deprecation notice at import
+        from starlette.testclient import TestClient
+    with TestClient(app, headers={"x-api-key": "sk_live_prep"}) as c:
+        schema = Schema.from_api(c.get("/api/meta/schema").json()["data"])
+        users = c.get("/api/meta/users").json()["data"]
+    app.state.store.close()
+    return schema, users
+
+
+def prepare(name: str, meta: tuple[Schema, list[dict[str, Any]]]) -> dict[int, PreparedRow]:
+    rows = list(
+        prepare_step(
+            load_mapping(CONFIGS / f"{name}.yaml"), base_dir=CONFIGS, schema=meta[0], users=meta[1]
+        )
+    )
+    lines = [r.source.source_row for r in rows]
+    assert lines == sorted(lines), "rows must come in source order"
+    return {r.source.source_row: r for r in rows}
+
+
+def test_contacts_sample(meta: tuple[Schema, list[dict[str, Any]]]) -> None:
+    rows = prepare("contacts", meta)
+    assert len(rows) == 501  # 500 rows + 1 malformed line, none dropped
+    statuses = Counter(r.status for r in rows.values())
+    assert statuses[RowStatus.DUPLICATE] == 1
+    assert statuses[RowStatus.INVALID] == 9
+    ok = rows[3]
+    assert ok.status is RowStatus.VALID and ok.payload is not None
+    assert ok.payload["name"] == "Ann Weber"
+    assert ok.payload["match_by"] == "email" and ok.key == "email:ann.weber1@tidal.com"
+    f = ok.payload["fields"]
+    assert f["lifecycle_stage"] == "qualified" and f["newsletter_opt_in"] is False
+    assert f["last_contacted"] == "2025-06-20" and f["signed_up_at"] == "2024-12-20T21:03:00Z"
+    assert f["tags"] == ["newsletter"] and f["lead_score"] == 28
+    assert ok.owner_resolution == "users:email"
+    assert ok.source.values["Owner"] == "  Chloe@acme.example "
+    assert rows[12].error == (
+        "column 'Email' → field 'email': 'john.doe@' is not a valid email address"
+    )
+    assert rows[32].error == "column 'Score' → field 'lead_score': '150' must be <= 100"
+    assert rows[57].suggestions == {
+        "field": "lifecycle_stage",
+        "value_map": {"Custmer": "customer"},
+    }
+    assert rows[72].owner_resolution == "unknown" and rows[72].status is RowStatus.INVALID
+    assert rows[22].status is RowStatus.DUPLICATE and "row 122" in (rows[22].error or "")
+    assert rows[122].status is RowStatus.VALID
+    assert rows[303].status is RowStatus.INVALID
+    assert rows[303].error == "line 303: malformed line: expected 13 cells, found 14"
+    assert rows[303].source.values["_extra_cells"] == ["2024-05-01 09:00"]
+    # blank cells are omitted, not sent as null
+    blank_score = next(
+        r
+        for r in rows.values()
+        if r.source.values.get("Score") == "" and r.status is RowStatus.VALID
+    )
+    assert blank_score.payload is not None and "lead_score" not in blank_score.payload["fields"]
+
+
+def test_companies_and_deals_samples(meta: tuple[Schema, list[dict[str, Any]]]) -> None:
+    comp = prepare("companies", meta)
+    assert len(comp) == 200
+    assert {r.source.source_row for r in comp.values() if r.status is not RowStatus.VALID} == {
+        23,
+        56,
+    }
+    assert Counter(r.owner_resolution for r in comp.values())["unowned"] == 1
+    deals = prepare("deals", meta)
+    assert len(deals) == 300 and min(deals) == 1
+    assert deals[15].error == "column 'Stage' → field 'stage': is required, but the value is empty"
+    assert deals[14].payload is not None and deals[14].payload["fields"]["stage"] == "won"
+    d = deals[1].payload
+    assert d is not None and d["fields"]["close_date"][:2] == "20"
+    assert isinstance(d["fields"]["probability"], int)
+
+
+def write_contacts(tmp_path: Path, csv_text: str, extra: str = "") -> Path:
+    (tmp_path / "c.csv").write_text(csv_text)
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(
+        "object_type: contacts\nsource:\n  path: c.csv\nname: Name\n"
+        "match_by: [email, name]\nfields:\n  email: Email\n  job_title:\n    column: Title\n"
+        "    empty: 'null'\n" + extra
+    )
+    return cfg
+
+
+def run(cfg: Path, meta: tuple[Schema, list[dict[str, Any]]] | None) -> list[PreparedRow]:
+    schema, users = meta if meta else (None, None)
+    return list(prepare_step(load_mapping(cfg), base_dir=cfg.parent, schema=schema, users=users))
+
+
+CSV = "Name,Email,Title\nAnn,ann@x.example,CTO\nBob,,\nAnn B,ANN@x.example ,\nBob,,Dev\n"
+
+
+def test_duplicates_last_wins_and_fallback_to_name(
+    tmp_path: Path, meta: tuple[Schema, list[dict[str, Any]]]
+) -> None:
+    rows = run(write_contacts(tmp_path, CSV), meta)
+    assert [r.status.value for r in rows] == ["duplicate", "duplicate", "valid", "valid"]
+    assert rows[0].error == (
+        "duplicate key email:ann@x.example: row 4 has the same key and wins (duplicates: last)"
+    )
+    assert rows[1].key == "name:Bob" and rows[3].match_by == "name"
+    assert rows[2].payload is not None and rows[2].payload["fields"]["job_title"] is None
+
+
+def test_duplicates_fail_policy_and_missing_key_fail(
+    tmp_path: Path, meta: tuple[Schema, list[dict[str, Any]]]
+) -> None:
+    cfg = write_contacts(tmp_path, CSV + ",,\n", "duplicates: fail\non_missing_key: fail\n")
+    rows = run(cfg, meta)
+    assert [r.status.value for r in rows] == ["duplicate"] * 4
+    assert rows[0].error == "duplicate key email:ann@x.example: also on row 4 (duplicates: fail)"
+    cfg = write_contacts(
+        tmp_path, "Name,Email,Title\nAnn,,CTO\nBob,b@x.example,\n", "on_missing_key: fail\n"
+    )
+    cfg.write_text(cfg.read_text().replace("match_by: [email, name]", "match_by: email"))
+    no_key, keyed = run(cfg, meta)
+    assert no_key.status is RowStatus.INVALID
+    assert no_key.error == "no usable match key: email empty (on_missing_key: fail)"
+    assert keyed.status is RowStatus.VALID and keyed.match_value == "b@x.example"
+    cfg.write_text(cfg.read_text().replace("on_missing_key: fail", "on_missing_key: create"))
+    no_key, _ = run(cfg, meta)
+    assert no_key.status is RowStatus.VALID and no_key.payload is not None
+    assert "match_by" not in no_key.payload and no_key.key is None
+
+
+def test_offline_checks_system_fields_and_declared_formats(tmp_path: Path) -> None:
+    cfg = write_contacts(
+        tmp_path,
+        'Name,Email,Title,Score\nAnn,not-an-email,CTO,1.5\nBob,b@x.example,Dev,"1.234,5"\n',
+        "  lead_score:\n    column: Score\n    decimal_separator: ','\n"
+        "    thousands_separator: '.'\n",
+    )
+    bad, good = run(cfg, None)
+    assert bad.status is RowStatus.INVALID  # email is a system field: known offline
+    assert (
+        bad.error == "column 'Email' → field 'email': 'not-an-email' is not a valid email address"
+    )
+    assert good.payload is not None and good.payload["fields"]["lead_score"] == 1234.5
+
+
+def test_nul_characters_fail_the_row_not_the_batch(
+    tmp_path: Path, meta: tuple[Schema, list[dict[str, Any]]]
+) -> None:
+    [row] = run(write_contacts(tmp_path, "Name,Email,Title\nAnn,a@x.example,C\x00TO\n"), meta)
+    assert row.status is RowStatus.INVALID
+    assert row.error is not None and "column 'Title': contains a NUL character" in row.error
+
+
+def test_config_errors_come_before_any_row(
+    tmp_path: Path, meta: tuple[Schema, list[dict[str, Any]]]
+) -> None:
+    cfg = write_contacts(tmp_path, "Name,Mail,Title\nAnn,a@b.example,CTO\n")
+    with pytest.raises(ConfigError, match="'Email'") as err:
+        prepare_step(load_mapping(cfg), base_dir=tmp_path, schema=meta[0], users=meta[1])
+    assert "c.yaml" in str(err.value)
+    (tmp_path / "c.csv").unlink()
+    with pytest.raises(ConfigError, match="source file not found"):
+        prepare_step(load_mapping(cfg), base_dir=tmp_path, schema=None, users=None)
+
+
+def test_pipeline_steps_prepare(meta: tuple[Schema, list[dict[str, Any]]]) -> None:
+    p = load_pipeline(ROOT / "pipelines" / "nightly.yaml")
+    total = 0
+    for step in p.steps:
+        total += sum(
+            1
+            for _ in prepare_step(
+                step.config, base_dir=step.base_dir, schema=meta[0], users=meta[1]
+            )
+        )
+    assert total == 200 + 501 + 300
+
+
+def test_parquet_directory_duplicates_across_files_and_typed_columns(
+    tmp_path: Path, meta: tuple[Schema, list[dict[str, Any]]]
+) -> None:
+    import datetime as dt
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "deals").mkdir()
+    pq.write_table(
+        pa.table(
+            {
+                "n": ["A", "B"],
+                "s": ["Won", "lost"],
+                "amt": [10.5, 3.0],
+                "d": [dt.date(2025, 1, 2), None],
+                "tags": ["x", "y"],
+            }
+        ),
+        tmp_path / "deals" / "part-0.parquet",
+    )
+    pq.write_table(
+        pa.table(
+            {"n": ["A"], "s": ["Lost"], "amt": [1.005], "d": [dt.date(2025, 3, 4)], "tags": ["z"]}
+        ),
+        tmp_path / "deals" / "part-1.parquet",
+    )
+    cfg = tmp_path / "d.yaml"
+    cfg.write_text(
+        "object_type: deal\nsource:\n  path: deals\n  format: parquet\nname: n\n"
+        "match_by: name\nfields:\n  stage: s\n  amount: amt\n  close_date: d\n"
+    )
+    rows = run(cfg, meta)
+    assert [
+        (Path(r.source.source_file).name, r.source.source_row, r.status.value) for r in rows
+    ] == [
+        ("part-0.parquet", 1, "duplicate"),
+        ("part-0.parquet", 2, "valid"),
+        ("part-1.parquet", 1, "invalid"),
+    ]
+    assert rows[0].error is not None and "row 1 of part-1.parquet has the same key" in rows[0].error
+    assert rows[1].payload is not None
+    assert rows[1].payload["fields"] == {"stage": "lost", "amount": 3.0}
+    assert (
+        rows[2].error == "column 'amt' → field 'amount': '1.005' must have at most 2 decimal places"
+    )
+
+
+def test_multi_select_element_errors_name_the_element(
+    tmp_path: Path, meta: tuple[Schema, list[dict[str, Any]]]
+) -> None:
+    cfg = write_contacts(
+        tmp_path,
+        "Name,Email,Title,Tags\nAnn,a@x.example,,VIP; Partnr\nBob,b@x.example,,vip;newsletter\n",
+        "  tags:\n    column: Tags\n    split: ';'\n",
+    )
+    bad, good = run(cfg, meta)
+    assert bad.error == (
+        "column 'Tags' → field 'tags': 'Partnr' is not an option "
+        "(vip, partner, churn-risk, newsletter)"
+    )
+    assert bad.suggestions == {"field": "tags", "value_map": {"Partnr": "partner"}}
+    assert good.payload is not None and good.payload["fields"]["tags"] == ["vip", "newsletter"]
+
+
+def test_a_parquet_file_lacking_a_mapped_column_is_a_source_error(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from recordsync.errors import SourceError
+
+    (tmp_path / "p").mkdir()
+    pq.write_table(pa.table({"n": ["A"], "s": ["won"]}), tmp_path / "p" / "a.parquet")
+    pq.write_table(pa.table({"n": ["B"]}), tmp_path / "p" / "b.parquet")
+    cfg = tmp_path / "d.yaml"
+    cfg.write_text(
+        "object_type: deals\nsource:\n  path: p\n  format: parquet\nname: n\nfields:\n  stage: s\n"
+    )
+    rows = prepare_step(load_mapping(cfg), base_dir=tmp_path, schema=None, users=None)
+    with pytest.raises(SourceError, match=r"b\.parquet lacks column\(s\) 's'"):
+        list(rows)

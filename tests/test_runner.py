@@ -1,0 +1,255 @@
+"""run_plans against the in-process sandbox: chunks, canary, dry run, breakers, stops."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recordsync.errors import AuthError, ObjectTypeNotFound, RunAborted
+from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.runner import RunLimits, run_plans
+from recordsync.sandbox import create_app
+from recordsync.secret import Secret
+from recordsync.send.client import RecordServiceClient
+from recordsync.send.retry import RetryPolicy
+from recordsync.send.step import SendOptions, StepPlan
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from starlette.testclient import TestClient
+
+KEY = "sk_live_runner_tests_abcdef0123456789"
+
+
+class Recorder:
+    """ASGI wrapper that records (method, path) of every request."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.calls: list[tuple[str, str]] = []
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            self.calls.append((scope["method"], scope["path"]))
+        await self.app(scope, receive, send)
+
+
+@contextmanager
+def sandbox(tmp_path: Path, key: str = KEY) -> Iterator[tuple[RecordServiceClient, Recorder]]:
+    app = create_app(tmp_path / "s.db", api_key=KEY)
+    rec = Recorder(app)
+    try:
+        with TestClient(rec, base_url="http://testserver") as http:
+            policy = RetryPolicy(sleep=lambda s: None)
+            yield RecordServiceClient(http, "http://testserver", Secret(key), retry=policy), rec
+    finally:
+        app.state.store.close()
+
+
+def contacts(n: int, invalid: tuple[int, ...] = (), prefix: str = "c") -> list[PreparedRow]:
+    rows = []
+    for i in range(n):
+        src = SourceRow("contacts.csv", i + 2, {"Email": f"{prefix}{i}@x.example"})
+        if i in invalid:
+            rows.append(PreparedRow(src, RowStatus.INVALID, error="bad email"))
+            continue
+        payload = {"name": f"Person {i}", "fields": {"email": f"{prefix}{i}@x.example"}}
+        rows.append(PreparedRow(src, RowStatus.VALID, payload))
+    return rows
+
+
+def plan(name: str, object_type: str, rows: list[PreparedRow]) -> StepPlan:
+    return StepPlan(name, f"configs/{name}.yaml", object_type, lambda: iter(rows))
+
+
+def run(
+    tmp_path: Path, plans: list[StepPlan], client: RecordServiceClient | None, **kw: Any
+) -> Any:
+    options = kw.pop("options", SendOptions(100, 10))
+    return run_plans(
+        plans,
+        pipeline="test",
+        report_root=tmp_path / "reports",
+        options=options,
+        client=client,
+        **kw,
+    )
+
+
+def test_rows_go_in_chunks_after_a_canary_and_the_report_matches_the_sandbox(
+    tmp_path: Path,
+) -> None:
+    with sandbox(tmp_path) as (client, rec):
+        result = run(
+            tmp_path, [plan("contacts", "contacts", contacts(252, invalid=(5, 77)))], client
+        )
+        posts = [c for c in rec.calls if c[0] == "POST"]
+        held = list(client.list_records("contacts"))
+    step = result.summary["steps"][0]
+    assert (step["rows_read"], step["rows_invalid"], step["rows_sent"], step["created"]) == (
+        252,
+        2,
+        250,
+        250,
+    )
+    assert step["chunks"] == len(posts) == 4  # 10 + 100 + 100 + 40
+    assert len(held) == 250 and len({r["email"] for r in held}) == 250
+    assert result.summary["accounting_ok"] and result.exit_code == 1  # invalid rows
+
+
+def test_second_run_updates_instead_of_creating(tmp_path: Path) -> None:
+    with sandbox(tmp_path) as (client, _):
+        run(tmp_path, [plan("contacts", "contacts", contacts(30))], client)
+        again = run(tmp_path, [plan("contacts", "contacts", contacts(30))], client)
+        held = list(client.list_records("contacts"))
+    assert again.summary["totals"]["updated"] == 30 and len(held) == 30
+    assert again.exit_code == 0
+
+
+def test_dry_run_sends_no_write_and_reports_valid_rows(tmp_path: Path) -> None:
+    with sandbox(tmp_path) as (client, rec):
+        result = run(
+            tmp_path,
+            [plan("contacts", "contacts", contacts(25, invalid=(3,)))],
+            None,
+            options=SendOptions(100, None, dry_run=True),
+        )
+        assert list(client.list_records("contacts")) == []
+    assert not [c for c in rec.calls if c[0] != "GET"]
+    s = result.summary
+    assert s["dry_run"] is True and s["accounting_ok"] is True
+    assert (s["totals"]["rows_sent"], s["totals"]["rows_invalid"], s["totals"]["created"]) == (
+        24,
+        1,
+        0,
+    )
+    statuses = (result.report_dir / "results.csv").read_text().count(",valid,")
+    assert statuses == 24
+
+
+def bad_deals(n: int) -> list[PreparedRow]:
+    return [
+        PreparedRow(
+            SourceRow("deals.parquet", i + 1, {}),
+            RowStatus.VALID,
+            {"name": f"D{i}", "fields": {"stage": "nope"}},
+        )
+        for i in range(n)
+    ]
+
+
+def test_failure_rate_breaker_stops_the_run_and_counts_rows_not_sent(tmp_path: Path) -> None:
+    with sandbox(tmp_path) as (client, rec):
+        result = run(
+            tmp_path,
+            [plan("deals", "deals", bad_deals(120)), plan("contacts", "contacts", contacts(15))],
+            client,
+            limits=RunLimits(max_failure_rate=0.5, breaker_min_rows=10),
+        )
+        posts = [c for c in rec.calls if c[0] == "POST"]
+        assert list(client.list_records("contacts")) == []
+    assert isinstance(result.error, RunAborted) and result.exit_code == 3
+    deals, contacts_step = result.summary["steps"]
+    assert len(posts) == 1  # only the canary chunk went out
+    assert (deals["rows_read"], deals["rows_sent"], deals["failed"], deals["not_sent"]) == (
+        120,
+        120,
+        120,
+        110,
+    )
+    assert (contacts_step["rows_read"], contacts_step["failed"], contacts_step["not_sent"]) == (
+        15,
+        15,
+        15,
+    )
+    assert result.summary["accounting_ok"] is True
+    text = (result.report_dir / "results.csv").read_text()
+    assert "not sent: run aborted: circuit breaker" in text
+
+
+def test_max_creates_breaker(tmp_path: Path) -> None:
+    with sandbox(tmp_path) as (client, _):
+        result = run(
+            tmp_path,
+            [plan("contacts", "contacts", contacts(200))],
+            client,
+            limits=RunLimits(max_creates=50),
+        )
+    assert isinstance(result.error, RunAborted)
+    t = result.summary["totals"]
+    assert (t["created"], t["not_sent"], t["rows_read"]) == (110, 90, 200)
+    assert result.summary["accounting_ok"]
+
+
+def test_wrong_key_aborts_everything_and_reports_every_row(tmp_path: Path) -> None:
+    with sandbox(tmp_path, key="sk_live_wrong") as (client, _):
+        result = run(
+            tmp_path,
+            [plan("a", "contacts", contacts(20)), plan("b", "deals", bad_deals(5))],
+            client,
+        )
+    assert isinstance(result.error, AuthError) and result.exit_code == 3
+    assert result.summary["totals"]["failed"] == 25
+    assert result.summary["accounting_ok"]
+    for path in result.report_dir.iterdir():
+        assert "sk_live_wrong" not in path.read_text()
+
+
+def test_unknown_object_type_stops_only_its_step(tmp_path: Path) -> None:
+    with sandbox(tmp_path) as (client, _):
+        result = run(
+            tmp_path,
+            [plan("t", "tickets", bad_deals(3)), plan("c", "contacts", contacts(4))],
+            client,
+        )
+    assert isinstance(result.error, ObjectTypeNotFound) and result.exit_code == 3
+    tickets, cs = result.summary["steps"]
+    assert tickets["failed"] == 3 and tickets["aborted"]
+    assert cs["created"] == 4
+
+
+def test_run_with_a_real_run_needs_a_client(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        run(tmp_path, [], None)
+
+
+def fake(handler: Any) -> RecordServiceClient:
+    import httpx
+
+    http = httpx.Client(transport=httpx.MockTransport(handler))
+    policy = RetryPolicy(sleep=lambda s: None)
+    return RecordServiceClient(http, "https://crm.example", Secret(KEY), retry=policy)
+
+
+def test_redirect_on_batch_aborts_the_run_with_exit_3(tmp_path: Path) -> None:
+    import httpx
+
+    client = fake(lambda r: httpx.Response(307, headers={"location": "/login"}))
+    result = run(tmp_path, [plan("c", "contacts", contacts(30))], client)
+    assert isinstance(result.error, AuthError) and result.exit_code == 3
+    assert "HTTP 307" in str(result.error) and "/login" not in str(result.error)
+    assert result.summary["totals"]["failed"] == 30 and result.summary["accounting_ok"]
+
+
+def test_answers_that_do_not_add_up_leave_rows_in_doubt_and_exit_1(tmp_path: Path) -> None:
+    import json
+
+    import httpx
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        n = len(json.loads(request.content)["objects"])
+        results = [{"id": i + 1, "status": "created", "extra": "ignored"} for i in range(n)]
+        summary = {"total": n, "created": n - 1, "updated": 1, "failed": 0}  # lies
+        return httpx.Response(200, json={"results": results, "summary": summary, "v": 2})
+
+    result = run(tmp_path, [plan("c", "contacts", contacts(15))], fake(handler))
+    step = result.summary["steps"][0]
+    assert (step["in_doubt"], step["unreconciled_chunks"]) == (15, 2)
+    assert result.exit_code == 1 and result.error is None
+    md = (result.report_dir / "report.md").read_text()
+    assert "2 chunk(s) unreconciled" in md

@@ -1,0 +1,145 @@
+"""Value checks per field type (columnar), with the messages users see."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pyarrow as pa
+from hypothesis import given
+from hypothesis import strategies as st
+
+from recordsync.config import FieldSpec
+from recordsync.validate import FieldDef, Schema, SelectOption, check_array
+
+SPEC = FieldSpec(column="c")
+
+
+def check(
+    values: list[str | None],
+    ftype: str,
+    fdef: FieldDef | None = None,
+    spec: FieldSpec = SPEC,
+    users: frozenset[str] | None = None,
+) -> list[tuple[object, str | None]]:
+    chk = check_array(pa.array(values, pa.string()), ftype, fdef, spec, users)
+    reasons = chk.reasons or [None] * len(values)
+    return list(zip(chk.values, reasons, strict=True))
+
+
+def test_numbers_with_separators_ranges_and_decimal_places() -> None:
+    score = FieldDef("lead_score", "number", number_min=0, number_max=100, decimal_places=0)
+    spec = FieldSpec(column="c", decimal_separator=",", thousands_separator=".")
+    out = check(["42", "1.000", "99,0", "150", "-1", "12,5", "abc", None], "number", score, spec)
+    assert out[0] == (42, None)
+    assert out[1] == (None, "must be <= 100")  # 1000
+    assert out[2] == (99, None)
+    assert out[3][1] == "must be <= 100"
+    assert out[4][1] == "must be >= 0"
+    assert out[5][1] == "must have at most 0 decimal places"
+    assert out[6][1] is not None and out[6][1].startswith("is not a number")
+    assert out[7] == (None, None)
+
+
+def test_currency_symbols_and_percent_signs_are_accepted() -> None:
+    amount = FieldDef("amount", "currency", number_min=0, decimal_places=2)
+    assert check(["$1200.50", "€ 3", "1.234"], "currency", amount) == [
+        (1200.5, None),
+        (3.0, None),
+        (None, "must have at most 2 decimal places"),
+    ]
+    prob = FieldDef("probability", "percentage", number_min=0, number_max=100, decimal_places=0)
+    assert check(["45%", "100 %"], "percentage", prob)[0] == (45, None)
+
+
+@given(
+    st.decimals(
+        min_value=Decimal("-1e9"),
+        max_value=Decimal("1e9"),
+        places=2,
+        allow_nan=False,
+        allow_infinity=False,
+    ),
+    st.sampled_from([(",", "."), (".", ","), (",", " "), (".", None), (",", None)]),
+)
+def test_number_round_trip_with_separators(value: Decimal, seps: tuple[str, str | None]) -> None:
+    dec, thou = seps
+    text = f"{value:,.2f}" if thou else f"{value:.2f}"
+    text = text.replace(",", "\0").replace(".", dec).replace("\0", thou or "")
+    spec = FieldSpec(column="c", decimal_separator=dec, thousands_separator=thou)
+    fdef = FieldDef("n", "number", decimal_places=2)
+    [(parsed, reason)] = check([text], "number", fdef, spec)
+    assert reason is None, (text, reason)
+    assert Decimal(str(parsed)) == value
+
+
+def test_boolean_spellings() -> None:
+    vals = ["yes", "No", "Y", "n", "1", "0", "TRUE", "false", "maybe"]
+    out = check(vals, "boolean")
+    assert [v for v, _ in out] == [True, False, True, False, True, False, True, False, None]
+    assert out[-1][1] is not None and "not a boolean" in out[-1][1]
+
+
+def test_dates_iso_declared_ambiguous_and_impossible() -> None:
+    out = check(["2024-03-04", "03/04/2024", "13/04/2024", "2024-02-30", "soon"], "date")
+    assert out[0] == ("2024-03-04", None)
+    assert out[1][1] is not None and "ambiguous" in out[1][1] and "2024-04-03" in out[1][1]
+    assert out[2][1] is not None and "date_format: '%d/%m/%Y'" in out[2][1]
+    assert out[3][1] == "is no such date"
+    assert out[4][1] is not None
+    spec = FieldSpec(column="c", date_format="%d/%m/%Y")
+    assert check(["03/04/2024", "31/02/2025"], "date", spec=spec) == [
+        ("2024-04-03", None),
+        (None, "does not match date_format '%d/%m/%Y' (or is no such date)"),
+    ]
+
+
+def test_datetimes_to_utc_with_declared_format_and_timezone() -> None:
+    spec = FieldSpec(column="c", datetime_format="%d.%m.%Y %H:%M", timezone="Europe/Berlin")
+    out = check(
+        ["01.07.2024 12:00", "01.01.2024 00:30", "31.04.2024 10:00", "x"], "datetime", spec=spec
+    )
+    assert out[0] == ("2024-07-01T10:00:00Z", None)
+    assert out[1] == ("2023-12-31T23:30:00Z", None)
+    assert out[2][0] is None and out[2][1] is not None
+    assert out[3][1] is not None
+    iso = check(["2024-07-01T12:00:00+02:00", "2024-07-01 12:00", "nope"], "datetime")
+    assert iso[0] == ("2024-07-01T10:00:00Z", None)
+    assert iso[1] == ("2024-07-01T12:00:00Z", None)
+    assert iso[2][1] is not None and "ISO 8601" in iso[2][1]
+
+
+def test_select_value_or_label_and_suggestion(schema: Schema) -> None:
+    stage = schema.types["deals"].fields["stage"]
+    chk = check_array(
+        pa.array(["won", "Won", " LOST ", "Won!", "Wonn"]), "select", stage, SPEC, None
+    )
+    assert chk.values[:3] == ["won", "won", "lost"]
+    assert chk.reasons is not None
+    assert chk.reasons[3] == "is not an option (prospecting, proposal, negotiation, won, lost)"
+    assert chk.hints is not None and chk.hints[3] == {"value_map": {"Won!": "won"}}
+    assert chk.hints[4] == {"value_map": {"Wonn": "won"}}
+
+
+def test_email_url_relationship_user() -> None:
+    assert check(["A@B.example", "a@", "a b@c.d"], "email") == [
+        ("a@b.example", None),
+        (None, "is not a valid email address"),
+        (None, "is not a valid email address"),
+    ]
+    url = check(["https://x.example/a?b", "www.x.example", "ftp://x.example"], "url")
+    assert url[0] == ("https://x.example/a?b", None)
+    assert url[1][1] is not None and url[2][1] is not None
+    assert check(["42", "4.2", "x"], "relationship") == [
+        (42, None),
+        (None, "is not a record id (an integer)"),
+        (None, "is not a record id (an integer)"),
+    ]
+    users = frozenset({"u1"})
+    assert check(["u1", "u2"], "user", users=users)[1][1] == (
+        "is not a user id of this organization"
+    )
+
+
+def test_select_without_schema_options_is_text() -> None:
+    fdef = FieldDef("x", "select", options=(SelectOption("a", "A"),))
+    assert check(["A"], "select", fdef) == [("a", None)]
