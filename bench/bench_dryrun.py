@@ -194,11 +194,11 @@ def main() -> None:
             res = {"case": kind, "n": n, "runs": runs, "best": best, "median": med}
             results.append(res)
             for label, v in (("best", best), ("median", med)):
+                rss = f"  peak RSS {best['peak_rss_mb']:6.1f} MB (max)" if label == "best" else ""
                 print(
                     f"{kind:8} {n:>9,} rows  {label:6} of {len(runs)}: "
                     f"{v['seconds']:6.2f} s wall {n / v['seconds']:>9,.0f} rows/s  "
-                    f"{v['cpu_seconds']:6.2f} s CPU {n / v['cpu_seconds']:>9,.0f} rows/CPU-s"
-                    + (f"  peak RSS {best['peak_rss_mb']:6.1f} MB (max)" if label == "best" else ""),
+                    f"{v['cpu_seconds']:6.2f} s CPU {n / v['cpu_seconds']:>9,.0f} rows/CPU-s{rss}",
                     flush=True,
                 )
     (OUT / "results.json").write_text(json.dumps(results, indent=2))

@@ -11,8 +11,8 @@ from __future__ import annotations
 import csv
 import gc
 from collections.abc import Iterator
-from itertools import repeat
 from contextlib import contextmanager
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 
@@ -48,9 +48,8 @@ def _gc_paused() -> Iterator[None]:
 def _hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """64-bit hashes of the keys that are there (Python's own string hash: SipHash, stable
     within the process, which is all that both passes need), and which rows have a key."""
-    arr = np.array(keys, dtype=object)
-    has = np.not_equal(arr, None)
-    present = arr[has].tolist()
+    present = [k for k in keys if k is not None]
+    has = np.fromiter((k is not None for k in keys), bool, len(keys))
     return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
 
 

@@ -154,8 +154,36 @@ def test_run_stopped_by_the_breaker_then_retry(
     with run_in_thread(app) as url:
         code = cli("retry", str(first), "--base-url", url, "-q")
     app.state.store.close()
-    assert code == 0
+    # exit 1: two retried deals refer to a company that is invalid in the sample (its
+    # industry), so their company_id reference cannot be resolved
+    assert code == 1
     (second,) = [p for p in (project / "reports").iterdir() if p != first]
     summary = json.loads((second / "summary.json").read_text())
     assert summary["retry_of"] == first.name and summary["totals"]["failed"] == 0
-    assert summary["totals"]["created"] > 0
+    assert summary["totals"]["created"] > 0 and summary["totals"]["rows_invalid"] == 2
+    failures = (second / "failures.csv").read_text(encoding="utf-8")
+    assert failures.count("no 'companies' record with key 'auroralogistics.com'") == 2
+
+
+def test_a_second_run_of_a_running_pipeline_is_refused_with_exit_3(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    from recordsync.state import PipelineLock
+
+    with PipelineLock(project / ".recordsync", "nightly"):  # "a run in progress"
+        code = cli("run", "pipelines/nightly.yaml", "--quiet")
+    err = capsys.readouterr().err
+    assert code == 3
+    assert "pipeline 'nightly' is already running" in err and f"pid {os.getpid()}" in err
+    assert not (project / "reports").exists()  # refused before anything was sent or written
+    assert cli("run", "pipelines/nightly.yaml", "--quiet") == 1  # sample data: invalid rows
+    assert cli("run", "pipelines/nightly.yaml", "--quiet") == 1
+    second = json.loads(
+        max((project / "reports").iterdir(), key=lambda p: p.stat().st_mtime)
+        .joinpath("summary.json")
+        .read_text()
+    )
+    assert second["totals"]["rows_sent"] == 0  # the second run sends nothing
+    assert cli("run", "pipelines/nightly.yaml", "--quiet", "--full-refresh") == 1

@@ -70,7 +70,9 @@ def acked_chunks(db: Path) -> int:
     try:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
         try:
-            return int(conn.execute("SELECT count(*) FROM chunks WHERE state = 'acked'").fetchone()[0])
+            return int(
+                conn.execute("SELECT count(*) FROM chunks WHERE state = 'acked'").fetchone()[0]
+            )
         finally:
             conn.close()
     except sqlite3.OperationalError:  # not created yet, or busy

@@ -56,7 +56,11 @@ def results(result: Any) -> list[dict[str, str]]:
 
 
 # -- the identity ledger ----------------------------------------------------------------
-PEOPLE = [["C1", "Ann", "ann@x.example"], ["C2", "Ben", "ben@x.example"], ["C3", "Cy", "cy@x.example"]]
+PEOPLE = [
+    ["C1", "Ann", "ann@x.example"],
+    ["C2", "Ben", "ben@x.example"],
+    ["C3", "Cy", "cy@x.example"],
+]
 
 
 def contacts_pipeline(tmp: Path, *, by_id: bool) -> Path:
@@ -106,7 +110,12 @@ def refs_pipeline(tmp: Path, on_missing: str, *, order: str = "companies, deals"
     write_csv(
         tmp / "deals.csv",
         ["Deal", "Domain"],
-        [["D1", "acme.com"], ["D2", "http://globex.io/about"], ["D3", "unknown.example"], ["D4", ""]],
+        [
+            ["D1", "acme.com"],
+            ["D2", "http://globex.io/about"],
+            ["D3", "unknown.example"],
+            ["D4", ""],
+        ],
     )
     write(
         tmp / "companies.yaml",
@@ -119,8 +128,10 @@ def refs_pipeline(tmp: Path, on_missing: str, *, order: str = "companies, deals"
         "fields:\n  stage: {value: won}\n  company_id:\n    column: Domain\n"
         f"    ref: {{mapping: companies, on_missing: {on_missing}}}\n",
     )
-    return write(tmp / "refs.yaml", f"name: refs\nsteps: [{order}]\n".replace(", ", ".yaml, ")
-                 .replace("]", ".yaml]"))
+    return write(
+        tmp / "refs.yaml",
+        f"name: refs\nsteps: [{order}]\n".replace(", ", ".yaml, ").replace("]", ".yaml]"),
+    )
 
 
 @pytest.mark.parametrize("on_missing", ["fail", "unset"])
@@ -216,7 +227,7 @@ def test_mirror_deletes_above_the_limits_are_refused(tmp_path: Path) -> None:
         )
         after_empty = len(all_records(url, "contacts"))
     assert isinstance(refused.error, RunAborted) and refused.exit_code == 3
-    assert "4 of 10 records (40.0%) left the source, above max_delete_share 25%" in str(
+    assert "4 of 10 records (40.0%) left the source, above mirror_deletes.max_share 25%" in str(
         refused.error
     )
     assert "--allow-mass-deletes" in (refused.error.hint or "")
@@ -279,3 +290,24 @@ def test_state_show_uses_the_pipeline_name_not_the_file_name(tmp_path: Path) -> 
     )
     data = json.loads(shown.output)
     assert data["pipeline"] == "real-name" and data["mappings"]["people"] == {"created": 3}
+
+
+def test_a_retry_of_failed_rows_never_mirror_deletes(tmp_path: Path) -> None:
+    from recordsync.reconcile.retry import retry_report
+
+    pipeline = mirror_pipeline(tmp_path, 10, max_share=0.5)
+    with served(tmp_path / "s.db") as url:
+        run_pipeline(request(tmp_path, pipeline), target=target(url))
+    rows = [[f"P{i}", f"p{i}@m.example"] for i in range(10)]
+    rows[0][0], rows[1][0] = "P0 renamed", "P1 renamed"
+    write_csv(tmp_path / "m.csv", ["Name", "Email"], rows)
+    with served(tmp_path / "s.db", ["status:503:path=/batch"]) as url:
+        failed = run_pipeline(request(tmp_path, pipeline), target=target(url))
+    assert (totals(failed)["failed"], totals(failed)["deleted"]) == (2, 0)
+    with served(tmp_path / "s.db") as url:
+        retried = retry_report(failed.report_dir, request(tmp_path, pipeline), target=target(url))
+        held = all_records(url, "contacts")
+    # the retry's source holds only the 2 failed rows: mirroring it would delete 8 records
+    assert retried.error is None and retried.exit_code == 0
+    assert (totals(retried)["updated"], totals(retried)["deleted"]) == (2, 0)
+    assert len(held) == 10 and {"P0 renamed", "P1 renamed"} <= {r["name"] for r in held}

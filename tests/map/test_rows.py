@@ -19,9 +19,11 @@ def test_row_dicts_equal_dict_zip(keys: list[str], data: st.DataObject) -> None:
     n = data.draw(st.integers(0, 5))
     cols = [data.draw(st.lists(CELL, min_size=n, max_size=n)) for _ in keys]
     got = row_dicts(keys, cols, n)
-    want = [dict(zip(keys, cells, strict=True)) for cells in zip(*cols, strict=True)] if keys else [
-        {} for _ in range(n)
-    ]
+    want = (
+        [dict(zip(keys, cells, strict=True)) for cells in zip(*cols, strict=True)]
+        if keys
+        else [{} for _ in range(n)]
+    )
     assert got == want
     assert [list(d) for d in got] == [list(d) for d in want]  # same key order
     assert len({id(d) for d in got}) == n  # every row its own dict
@@ -42,19 +44,31 @@ def test_row_dicts_rejects_ragged_columns() -> None:
 
 def test_payload_dicts_with_and_without_match_rule() -> None:
     out = payload_dicts(
-        ["Ann", "Bob"], ["email", None], ["ann@x.io", None], ["email", "tags"],
+        ["Ann", "Bob"],
+        ["email", None],
+        ["ann@x.io", None],
+        ["email", "tags"],
         [["ann@x.io", None], [["vip"], []]],
     )
     assert out == [
-        {"name": "Ann", "match_by": "email", "match_value": "ann@x.io",
-         "fields": {"email": "ann@x.io", "tags": ["vip"]}},
+        {
+            "name": "Ann",
+            "match_by": "email",
+            "match_value": "ann@x.io",
+            "fields": {"email": "ann@x.io", "tags": ["vip"]},
+        },
         {"name": "Bob", "fields": {"email": None, "tags": []}},
     ]
     assert list(out[0]) == ["name", "match_by", "match_value", "fields"]
     assert out[0]["fields"] is not out[1]["fields"]
 
 
-@given(st.lists(st.tuples(st.text(max_size=3), st.one_of(st.none(), st.sampled_from(["email", "name"]))), max_size=6))
+@given(
+    st.lists(
+        st.tuples(st.text(max_size=3), st.one_of(st.none(), st.sampled_from(["email", "name"]))),
+        max_size=6,
+    )
+)
 def test_payload_dicts_match_the_plain_construction(rows: list[tuple[str, Any]]) -> None:
     names = [r[0] for r in rows]
     bys = [r[1] for r in rows]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ def served(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
         calls.append({"app": app, "host": host, "port": port})
 
     monkeypatch.setattr("recordsync.sandbox.server.serve", fake_serve)
+    monkeypatch.setattr("recordsync.sandbox.server.check_port_free", lambda host, port: None)
     return calls
 
 
@@ -62,3 +64,19 @@ def test_bad_seed_exits_2_naming_the_file(
     err = capsys.readouterr().err
     assert str(seed) in err and "extra" in err
     assert served == []
+
+
+def test_port_in_use_exits_2_before_printing_a_banner(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(SystemExit) as info:
+            main(["sandbox", "--db", str(tmp_path / "s.db"), "--port", str(port)])
+    assert info.value.code == 2
+    out = capsys.readouterr()
+    assert f"127.0.0.1:{port}" in out.err and "--port" in out.err
+    assert "recordsync sandbox on" not in out.out
+    assert not (tmp_path / "s.db").exists()

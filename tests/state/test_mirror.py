@@ -43,7 +43,7 @@ def test_over_max_share_is_refused(ledger: StateStore) -> None:
     with pytest.raises(RunAborted) as info:
         plan_deletes(ledger, "p", "contacts", seen, max_count=None, max_share=0.25)
     msg = str(info.value)
-    assert "4 of 10 records (40.0%)" in msg and "max_delete_share 25%" in msg
+    assert "4 of 10 records (40.0%)" in msg and "mirror_deletes.max_share 25%" in msg
     assert "nothing was deleted" in msg
     plan = plan_deletes(ledger, "p", "contacts", seen, max_count=None, max_share=0.4)
     assert len(plan.deletes) == 4
@@ -51,7 +51,7 @@ def test_over_max_share_is_refused(ledger: StateStore) -> None:
 
 def test_over_max_count_is_refused(ledger: StateStore) -> None:
     seen = [f"k{i}" for i in range(7)]
-    with pytest.raises(RunAborted, match="max_deletes 2"):
+    with pytest.raises(RunAborted, match=r"mirror_deletes\.max_count 2"):
         plan_deletes(ledger, "p", "contacts", seen, max_count=2, max_share=None)
     assert len(plan_deletes(ledger, "p", "contacts", seen, max_count=3, max_share=None).deletes)
 

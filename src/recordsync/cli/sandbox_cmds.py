@@ -51,8 +51,9 @@ def sandbox(
 ) -> None:
     """Run the local record service: the hosted service's interface on SQLite."""
     from recordsync.sandbox import create_app
-    from recordsync.sandbox.server import serve
+    from recordsync.sandbox.server import check_port_free, serve
 
+    check_port_free(host, port)
     app = create_app(
         db_path,
         seed=seed_path,

@@ -33,7 +33,7 @@ class SourceConfig(Strict):
     columns: list[str] | None = None
     encoding: str = "utf-8"
     skip_rows: int = Field(default=0, ge=0)
-    batch_size: int = Field(default=32_768, ge=1, le=1_000_000)
+    batch_size: int = Field(default=16_384, ge=1, le=1_000_000)  # rows mapped at a time
 
     @field_validator("delimiter", "quotechar", "escapechar")
     @classmethod

@@ -7,7 +7,6 @@ only then build one Python dict per row.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.config.models import FieldSpec, MappingConfig, MatchRule
+from recordsync.map.columns import Column, MappedBatch, label_of, match_keys, same_text
 from recordsync.map.fields import extract
 from recordsync.map.rows import payload_dicts
 from recordsync.read.batch import may_contain
@@ -30,77 +30,9 @@ from recordsync.validate.schema import (
     ObjectType,
     Schema,
 )
-from recordsync.validate.checked import Checked
-from recordsync.validate.values import check_array, is_plain_text, kind_of
+from recordsync.validate.values import check_array, kind_of
 
 DEFAULT_LIST_SEP = ","
-
-
-@dataclass(slots=True)
-class Column:
-    """One output value per row: value, whether the key is sent, and why it is invalid."""
-
-    key: str
-    label: str
-    values: list[Any]
-    present: npt.NDArray[np.bool_]
-    reasons: list[str | None] | None
-    hints: list[dict[str, Any] | None] | None
-    shown: list[Any] | None = None
-
-    def error(self, i: int) -> str | None:
-        if self.reasons is None or self.reasons[i] is None:
-            return None
-        shown = self.shown[i] if self.shown is not None else None
-        if shown is None:
-            return f"{self.label}: {self.reasons[i]}"
-        return f"{self.label}: {shown!r} {self.reasons[i]}"
-
-
-@dataclass(slots=True)
-class MappedBatch:
-    """Per-row outputs of one batch (lists of equal length)."""
-
-    payloads: list[dict[str, Any]]
-    errors: list[str | None]
-    hints: dict[int, dict[str, Any]]
-    keys: list[str | None]
-    match_by: list[str | None]
-    match_value: list[Any]
-    owners: list[str | None] = field(default_factory=list)
-
-
-def _label(key: str, spec: FieldSpec) -> str:
-    target = "name" if key == "name" else f"field '{key}'"
-    if spec.column is not None:
-        return f"column '{spec.column}' → {target}"
-    if spec.template is not None:
-        return f"template '{spec.template}' → {target}"
-    return f"value → {target}"
-
-
-def _same_text(
-    spec: FieldSpec,
-    kind: str,
-    fdef: FieldDef | None,
-    batch: pa.RecordBatch,
-    values: pa.Array,
-    cells: dict[str, list[Any]] | None,
-) -> Checked | None:
-    """A text column's values as the very ``str`` objects of ``cells`` (blanks → None), when
-    the transforms changed no value; else None (then check_array makes new strings)."""
-    if cells is None or spec.column is None or spec.column not in cells:
-        return None
-    if not is_plain_text(kind, fdef):
-        return None
-    raw = batch.column(spec.column)
-    if not pa.types.is_string(raw.type) or not pc.all(pc.equal(values, raw)).as_py():
-        return None
-    out = np.array(cells[spec.column], dtype=object)
-    if len(out.shape) != 1 or len(out) != len(values):
-        return None
-    out[~pc.is_valid(values).to_numpy(zero_copy_only=False)] = None
-    return Checked(out.tolist())
 
 
 class BatchMapper:
@@ -160,10 +92,10 @@ class BatchMapper:
         multi = bool(fdef and fdef.allow_multiple) or spec.split is not None
         ex = extract(spec, batch)
         n = batch.num_rows
-        label = _label(key, spec)
+        label = label_of(key, spec)
         if multi:
             return self._multi_column(key, label, spec, fdef, kind, ex.values, ex.explicit_null)
-        chk = _same_text(spec, kind, fdef, batch, ex.values, cells) or check_array(
+        chk = same_text(spec, kind, fdef, batch, ex.values, cells) or check_array(
             ex.values, kind, fdef, spec, self.user_ids, self._memo(key)
         )
         present = pc.is_valid(ex.values).to_numpy(zero_copy_only=False) | ex.explicit_null
@@ -273,31 +205,6 @@ class BatchMapper:
                 break
         return keys
 
-    @staticmethod
-    def _keys(
-        n: int, rules: list[tuple[str, list[Any]]]
-    ) -> tuple[list[str | None], list[str | None], list[Any]]:
-        """First rule with a value wins: key ``by:value``, match_by, match_value per row."""
-        keys: list[str | None] = [None] * n
-        bys: list[str | None] = [None] * n
-        vals: list[Any] = [None] * n
-        holes: list[int] | None = None  # rows without a key yet (None: all of them)
-        for by, values in rules:  # None and "" are no value (ids are never 0)
-            if holes is None:
-                keys = [f"{by}:{v}" if v else None for v in values]
-                bys = [by if v else None for v in values]
-                vals = [v if v else None for v in values]
-                holes = [i for i, k in enumerate(keys) if k is None]
-                continue
-            for i in holes:
-                v = values[i]
-                if v:
-                    keys[i], bys[i], vals[i] = f"{by}:{v}", by, v
-            holes = [i for i in holes if keys[i] is None]
-            if not holes:
-                break
-        return keys, bys, vals
-
     def map_batch(
         self, batch: pa.RecordBatch, cells: dict[str, list[Any]] | None = None
     ) -> MappedBatch:
@@ -313,14 +220,14 @@ class BatchMapper:
             if (m.profile_image_url is not None)
             else None
         )
-        keys, bys, match_vals = self._keys(n, self._key_columns(batch, cols))
+        keys, bys, match_vals = match_keys(n, self._key_columns(batch, cols))
         checked = [name, *fields] + ([image] if image is not None else [])
-        owner_how: list[str] | None = None
+        owner_how: list[str | None] | None = None
         owner_col: Column | None = None
         if self.owner is not None and m.owner is not None:
             ex = extract(FieldSpec(column=m.owner.column), batch)
             owner_ids, owner_how, reasons, hints = self.owner.resolve_rows(ex.values)
-            present = np.not_equal(np.array(owner_ids, dtype=object), None)
+            present = np.fromiter((v is not None for v in owner_ids), bool, len(owner_ids))
             owner_col = Column(
                 "owned_by_user_id",
                 f"column '{m.owner.column}' → owner",

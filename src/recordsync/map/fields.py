@@ -49,7 +49,6 @@ def _blank_to_null(arr: pa.Array) -> pa.Array:
 
 def raw_values(spec: FieldSpec, batch: pa.RecordBatch) -> pa.Array:
     """The column, or the rendered template, as strings (constants are handled by callers)."""
-    n = batch.num_rows
     if spec.column is not None:
         return as_string(batch.column(spec.column))
     assert spec.template is not None

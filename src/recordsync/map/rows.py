@@ -26,7 +26,7 @@ def _compiled(keys: tuple[str, ...]) -> RowDicts:
     display = ", ".join(f"k{i}: v{i}" for i in range(n))
     src = f"lambda {cols}: [{{{display}}} for {cells}{',' if n == 1 else ''} in zip({cols})]"
     namespace: dict[str, Any] = {f"k{i}": key for i, key in enumerate(keys)}
-    fn: RowDicts = eval(src, namespace)  # noqa: S307 - generated identifiers only (see above)
+    fn: RowDicts = eval(src, namespace)  # generated identifiers only (see above)
     return fn
 
 
@@ -42,7 +42,7 @@ def _compiled_payloads(keys: tuple[str, ...]) -> RowDicts:
         f"for nm, by, mv{cells} in zip(names, bys, values{cols})]"
     )
     namespace: dict[str, Any] = {f"k{i}": key for i, key in enumerate(keys)}
-    fn: RowDicts = eval(src, namespace)  # noqa: S307 - generated identifiers only (see above)
+    fn: RowDicts = eval(src, namespace)  # generated identifiers only (see above)
     return fn
 
 

@@ -161,11 +161,8 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
 
 def _after(part: SourceBatch, line: int) -> SourceBatch:
     """The rows and bad lines of ``part`` after line ``line`` (all of them when 0)."""
-    if (
-        line == 0
-        or (len(part.rows) == 0 or part.rows[0] > line)
-        and all(b.line > line for b in part.bad)
-    ):
+    rows_after = len(part.rows) == 0 or part.rows[0] > line
+    if line == 0 or (rows_after and all(b.line > line for b in part.bad)):
         return part
     keep = part.rows > line
     return SourceBatch(

@@ -135,7 +135,10 @@ class OwnerResolver:
     def resolve_rows(
         self, arr: pa.Array
     ) -> tuple[
-        list[str | None], list[str], list[str | None] | None, list[dict[str, Any] | None] | None
+        list[str | None],
+        list[str | None],
+        list[str | None] | None,
+        list[dict[str, Any] | None] | None,
     ]:
         """Per row: user id (None: no owner), how it was found, reason and hint.
 
@@ -143,7 +146,7 @@ class OwnerResolver:
         Worked out once per distinct cell, then spread to the rows."""
         idx, outcomes = distinct_outcomes(arr, self._one)
         ids: list[str | None] = []
-        hows: list[str] = []
+        hows: list[str | None] = []
         for found, _, _ in outcomes:
             if found is None:  # a blank cell
                 ids.append(self.default)

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.types import ASGIApp
 
+from recordsync.errors import ConfigError
+
 
 class _ThreadServer(uvicorn.Server):
     def install_signal_handlers(self) -> None:  # a thread cannot take signals
@@ -50,6 +52,22 @@ def run_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Itera
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Raise a ConfigError naming the address when ``host:port`` cannot be bound."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise ConfigError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}",
+                key="--port",
+                hint="another process uses that port (an earlier sandbox?): stop it, or pick "
+                "another with --port",
+            ) from None
 
 
 def serve(app: ASGIApp, host: str = "127.0.0.1", port: int = 8765) -> None:

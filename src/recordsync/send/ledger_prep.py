@@ -33,13 +33,16 @@ class StepPrep:
         step: str,
         config: MappingConfig,
         configs: Mapping[str, MappingConfig],
+        *,
+        mirror: bool = True,
     ) -> None:
         from recordsync.state import ReferenceResolver
 
         self.config = config
         self._seen: set[int] = set()
         self._first: dict[int, int] = {}
-        self.seen_keys: list[str] | None = [] if config.mirror_deletes.enabled else None
+        collect = mirror and config.mirror_deletes.enabled
+        self.seen_keys: list[str] | None = [] if collect else None
         self.refs: list[tuple[str, str, ReferenceResolver]] = []
         for fname, spec in config.fields.items():
             if spec.ref is None:

@@ -80,7 +80,6 @@ def _check_sources(pipeline: Any) -> None:
 
     for step in pipeline.steps:
         check_source(step.config, step.base_dir)
-    check_refs(pipeline)
 
 
 def check_refs(pipeline: Any) -> None:
@@ -177,6 +176,12 @@ def run_pipeline(
     """Run a pipeline file. ``http``/``target`` let tests inject an in-process sandbox."""
     pipeline = pipeline_override if pipeline_override is not None else _load(request.pipeline_path)
     _check_sources(pipeline)
+    # a retry runs only some steps: references and ledgers are those of the whole pipeline
+    whole = pipeline if pipeline_override is None else _load(request.pipeline_path)
+    check_refs(whole)
+    configs = {s.step_name: s.config for s in whole.steps}
+    configs.update({s.step_name: s.config for s in pipeline.steps})
+    partial = pipeline_override is not None
     overrides = {
         "chunk_size": request.chunk_size,
         "dry_run": request.dry_run,
@@ -209,6 +214,8 @@ def run_pipeline(
             wrap,
             steps,
             retry_of,
+            configs,
+            partial,
         )
     choice = choose_target(
         base_url=request.base_url,
@@ -234,6 +241,8 @@ def run_pipeline(
             wrap,
             steps,
             retry_of,
+            configs,
+            partial,
         )
 
 
@@ -262,6 +271,8 @@ def _run(
     wrap: PlanWrapper | None,
     steps: set[str] | None,
     retry_of: str | None,
+    configs: dict[str, Any],
+    partial: bool,
 ) -> RunResult:
     own = http is None
     http_client = http if http is not None else make_http_client()
@@ -310,7 +321,8 @@ def _run(
             durable=request.durable_state,
         ) as state:
             run_id = state.run_id  # a resumed run keeps the id of the attempt that died
-            state.configs = {s.step_name: s.config for s in pipeline.steps}
+            state.configs = configs
+            state.mirror_deletes = not partial  # a retry's source is only the failed rows
             state.deleter = lambda object_type, rid: delete_record(client, object_type, rid)
             state.allow_mass_deletes = request.allow_mass_deletes
             result = go(state)

@@ -7,7 +7,11 @@
 - rows are classified in groups of :data:`CLASSIFY_ROWS` as they stream: unchanged rows are
   reported ``unchanged`` and not sent; rows whose last send was in doubt are held as
   ``in_doubt`` again unless resending them is safe (:mod:`recordsync.send.safety`);
+- before that, per mapping (``configs``, :mod:`recordsync.send.ledger_prep`): declared
+  ledger keys, ``ref`` fields resolved from earlier steps' ledgers, and with
+  ``match_by_ledger_id`` rows the ledger knows are sent with ``match_by: id``;
 - every chunk is journaled before it is sent and acknowledged (ledger updated) after;
+- when a step's rows are all acknowledged, its mirror deletes run (:meth:`step_done`);
 - a run that died (``running`` in the journal) is resumed: its run id is reused, its
   in-flight chunks are settled (safe rows are sent again, the others held ``in_doubt``),
   rows whose outcome it already journaled are reported from the journal and never sent
@@ -69,6 +73,8 @@ class StateHook:
         """Mapping configs by step name (ledger keys, references, mirror deletes)."""
         self.deleter: Deleter | None = None
         self.allow_mass_deletes = False
+        self.mirror_deletes = True
+        """False for a partial run (a retry of failed rows): no mirror deletes at all."""
         self._prep: dict[str, StepPrep] = {}
 
     def classify(self, plan: StepPlan, rows: Iterable[PreparedRow]) -> Iterator[PreparedRow]:
@@ -80,7 +86,14 @@ class StateHook:
         config = self.configs.get(plan.name)
         prep = None
         if config is not None:
-            prep = StepPrep(self.store, self.pipeline, plan.name, config, self.configs)
+            prep = StepPrep(
+                self.store,
+                self.pipeline,
+                plan.name,
+                config,
+                self.configs,
+                mirror=self.mirror_deletes,
+            )
             self._prep[plan.name] = prep
         detector = ChangeDetector(
             self.store,
@@ -188,8 +201,9 @@ class StateHook:
         tally.deleted += len(done.deleted)
         tally.delete_failed += len(done.failed)
         for key, rid, message in done.failed[:20]:
-            log.error("mirror delete of %s record %d (key %r) failed: %s", plan.name, rid, key,
-                      message)
+            log.error(
+                "mirror delete of %s record %d (key %r) failed: %s", plan.name, rid, key, message
+            )
 
     def finish(self, state: str) -> None:
         self.journal.finish_run(self.run_id, state)

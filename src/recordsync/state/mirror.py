@@ -32,9 +32,9 @@ from recordsync.state.store import DELETED, StateStore, utc_now
 _LIVE = "record_id IS NOT NULL AND last_status <> 'deleted'"
 
 DEFAULT_MAX_SHARE = 0.10
-"""Suggested default for a mapping's ``max_delete_share`` when mirror deletes are on."""
+"""Suggested default for a mapping's ``mirror_deletes.max_share`` when mirror deletes are on."""
 DEFAULT_MAX_COUNT: int | None = None
-"""Suggested default for ``max_deletes``: no count limit, the share limit applies."""
+"""Suggested default for ``mirror_deletes.max_count``: no count limit, the share limit applies."""
 
 
 @dataclass(slots=True)
@@ -104,9 +104,9 @@ def plan_deletes(
     share = gone / live if live else 0.0
     over = []
     if max_count is not None and gone > max_count:
-        over.append(f"max_deletes {max_count}")
+        over.append(f"mirror_deletes.max_count {max_count}")
     if max_share is not None and share > max_share:
-        over.append(f"max_delete_share {max_share:.0%}")
+        over.append(f"mirror_deletes.max_share {max_share:.0%}")
     if over:
         raise RunAborted(
             f"{what}: {gone} of {live} records ({share:.1%}) left the source, above"

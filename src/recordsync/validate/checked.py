@@ -33,7 +33,8 @@ def reasons_at(mask: npt.NDArray[np.bool_], reason: str) -> list[str | None] | N
         return None
     out = np.full(len(mask), None, dtype=object)
     out[mask] = reason
-    return out.tolist()  # type: ignore[no-any-return]
+    reasons: list[str | None] = out.tolist()
+    return reasons
 
 
 def bad_where(arr: pa.Array, ok: pa.Array, reason: str) -> list[str | None] | None:

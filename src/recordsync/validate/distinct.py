@@ -84,4 +84,5 @@ def pylist(arr: pa.Array | pa.ChunkedArray) -> list[Any]:
             values = boxed([*enc.dictionary.to_pylist(), None])
             idx = pc.fill_null(enc.indices, len(values) - 1).to_numpy(zero_copy_only=False)
             return values[idx].tolist()  # type: ignore[no-any-return]
-    return arr.to_pylist()
+    out: list[Any] = arr.to_pylist()
+    return out

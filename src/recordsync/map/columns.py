@@ -1,0 +1,116 @@
+"""What mapping one batch produces: per-field columns of row values, the match keys, and
+the batch result.
+
+Also the one shortcut that spares new strings: a text field whose transforms changed no
+value reuses the very ``str`` objects of the row's original cells.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recordsync.config.models import FieldSpec
+from recordsync.validate.checked import Checked
+from recordsync.validate.schema import FieldDef
+from recordsync.validate.values import is_plain_text
+
+
+@dataclass(slots=True)
+class Column:
+    """One output value per row: value, whether the key is sent, and why it is invalid."""
+
+    key: str
+    label: str
+    values: list[Any]
+    present: npt.NDArray[np.bool_]
+    reasons: list[str | None] | None
+    hints: list[dict[str, Any] | None] | None
+    shown: list[Any] | None = None
+
+    def error(self, i: int) -> str | None:
+        if self.reasons is None or self.reasons[i] is None:
+            return None
+        shown = self.shown[i] if self.shown is not None else None
+        if shown is None:
+            return f"{self.label}: {self.reasons[i]}"
+        return f"{self.label}: {shown!r} {self.reasons[i]}"
+
+
+@dataclass(slots=True)
+class MappedBatch:
+    """Per-row outputs of one batch (lists of equal length)."""
+
+    payloads: list[dict[str, Any]]
+    errors: list[str | None]
+    hints: dict[int, dict[str, Any]]
+    keys: list[str | None]
+    match_by: list[str | None]
+    match_value: list[Any]
+    owners: list[str | None] = field(default_factory=list)
+
+
+def label_of(key: str, spec: FieldSpec) -> str:
+    target = "name" if key == "name" else f"field '{key}'"
+    if spec.column is not None:
+        return f"column '{spec.column}' → {target}"
+    if spec.template is not None:
+        return f"template '{spec.template}' → {target}"
+    return f"value → {target}"
+
+
+def same_text(
+    spec: FieldSpec,
+    kind: str,
+    fdef: FieldDef | None,
+    batch: pa.RecordBatch,
+    values: pa.Array,
+    cells: dict[str, list[Any]] | None,
+) -> Checked | None:
+    """A text column's values as the very ``str`` objects of ``cells`` (blanks → None), when
+    the transforms changed no value; else None (then check_array makes new strings)."""
+    if cells is None or spec.column is None or spec.column not in cells:
+        return None
+    if not is_plain_text(kind, fdef):
+        return None
+    raw = batch.column(spec.column)
+    if not pa.types.is_string(raw.type) or not pc.all(pc.equal(values, raw)).as_py():
+        return None
+    out = np.array(cells[spec.column], dtype=object)
+    if len(out.shape) != 1 or len(out) != len(values):
+        return None
+    out[~pc.is_valid(values).to_numpy(zero_copy_only=False)] = None
+    return Checked(out.tolist())
+
+
+def match_keys(
+    n: int, rules: list[tuple[str, list[Any]]]
+) -> tuple[list[str | None], list[str | None], list[Any]]:
+    """First rule with a value wins: key ``by:value``, match_by, match_value per row."""
+    keys: list[str | None] = [None] * n
+    bys: list[str | None] = [None] * n
+    vals: list[Any] = [None] * n
+    holes: list[int] | None = None  # rows without a key yet (None: all of them)
+    for by, values in rules:  # None and "" are no value (ids are never 0)
+        if holes is None:
+            keys = [f"{by}:{v}" if v else None for v in values]
+            holes = [i for i, k in enumerate(keys) if k is None]
+            if holes:
+                bys = [by if v else None for v in values]
+                vals = [v if v else None for v in values]
+            else:  # every row has a value: the common case
+                bys, vals = [by] * n, list(values)
+            continue
+        for i in holes:
+            v = values[i]
+            if v:
+                keys[i], bys[i], vals[i] = f"{by}:{v}", by, v
+        holes = [i for i in holes if keys[i] is None]
+        if not holes:
+            break
+    return keys, bys, vals

@@ -1,0 +1,87 @@
+"""BatchMapper: the first pass's keys are the second pass's keys; reuse and memos are
+invisible in the output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recordsync.config import load_mapping
+from recordsync.map.engine import BatchMapper
+
+MAPPING = """\
+object_type: contacts
+source: {path: x.csv}
+name: {template: "{First} {Last}"}
+match_by: [email, {by: id, column: Id}, name]
+fields:
+  email: Email
+  job_title: Title
+  phone: {column: Phone, default: "n/a"}
+  last_contacted: {column: Seen, date_format: "%d/%m/%Y"}
+"""
+
+CELLS = {
+    "First": st.sampled_from(["Ann", " Bob", "", "  "]),
+    "Last": st.sampled_from(["Lee", "", "Cruz "]),
+    "Email": st.sampled_from(["ann@x.io", "ANN@x.io", "bad@", "", " b@y.org "]),
+    "Id": st.sampled_from(["", "7", "0", "x1", "0042"]),
+    "Title": st.sampled_from(["CTO", " CTO ", "", "VP, Sales"]),
+    "Phone": st.sampled_from(["+1 555", "", "  "]),
+    "Seen": st.sampled_from(["01/02/2025", "31/02/2025", "", "2025-01-01"]),
+}
+
+
+def mapper(tmp_path: Path) -> BatchMapper:
+    (tmp_path / "m.yaml").write_text(MAPPING)
+    return BatchMapper(
+        load_mapping(tmp_path / "m.yaml"), base_dir=tmp_path, schema=None, users=None
+    )
+
+
+rows_st = st.lists(st.fixed_dictionaries(CELLS), min_size=1, max_size=40)
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=rows_st)
+def test_first_pass_keys_equal_mapped_keys(tmp_path: Path, rows: list[dict[str, str]]) -> None:
+    m = mapper(tmp_path)
+    batch = pa.RecordBatch.from_pylist(rows)
+    assert m.keys_only(batch) == m.map_batch(batch).keys
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=rows_st)
+def test_given_cells_change_nothing_but_share_strings(
+    tmp_path: Path, rows: list[dict[str, str]]
+) -> None:
+    m = mapper(tmp_path)
+    batch = pa.RecordBatch.from_pylist(rows)
+    cells = {
+        name: col.to_pylist() for name, col in zip(batch.schema.names, batch.columns, strict=True)
+    }
+    plain, shared = m.map_batch(batch), m.map_batch(batch, cells)
+    assert shared.payloads == plain.payloads
+    assert shared.errors == plain.errors and shared.keys == plain.keys
+    if all(c == c.strip() for c in cells["Title"]):  # no transform changed a title
+        for i, p in enumerate(shared.payloads):
+            title = p["fields"].get("job_title")
+            assert title is None or title is cells["Title"][i]  # the cell's str, not a copy
+
+
+def test_memo_keeps_outcomes_across_batches_without_changing_them(tmp_path: Path) -> None:
+    m = mapper(tmp_path)
+    one = pa.RecordBatch.from_pylist(
+        [dict.fromkeys(CELLS, "") | {"First": "Ann", "Seen": "31/02/2025"}]
+    )
+    first = m.map_batch(one).errors
+    assert "31/02/2025" in m._memos["last_contacted"]
+    again = m.map_batch(one).errors
+    assert first == again and "does not match date_format" in (first[0] or "")
