@@ -47,3 +47,10 @@ def test_tree_shape() -> None:
         assert issubclass(cls, RecordsyncError)
     assert issubclass(AuthError, ApiError)
     assert not issubclass(RetriableApiError, AuthError)
+
+
+def test_detail_keeps_the_bare_message_for_rewrapping() -> None:
+    err = ApiError("Invalid API key", status=401, method="GET", path="/api/meta/schema")
+    again = ApiError(err.detail, status=err.status, method=err.method, path=err.path)
+    assert str(again) == "GET /api/meta/schema: HTTP 401: Invalid API key"
+    assert ConfigError("bad", file="a.yaml", key="k").detail == "bad"

@@ -61,6 +61,8 @@ class ConfigError(RecordsyncError):
         self.file = file
         self.line = line
         self.key = key
+        self.detail = message
+        """The message alone, without file, line and key."""
         where = ""
         if file is not None:
             where = file + (f":{line}" if line is not None else "")
@@ -108,6 +110,8 @@ class ApiError(RecordsyncError):
         self.status = status
         self.method = method
         self.path = path
+        self.detail = message
+        """The service's (or the network's) message alone, without method, path and status."""
         where = " ".join(p for p in (method, path) if p)
         prefix = f"{where}: " if where else ""
         code = f"HTTP {status}: " if status is not None else ""
@@ -126,6 +130,12 @@ class FatalApiError(ApiError):
 
 class AuthError(FatalApiError):
     """401, or a redirect (the hosted service's answer to a bad key on some routes)."""
+
+    def with_hint(self, hint: str) -> AuthError:
+        """The same error with a hint saying where the key came from and what to fix."""
+        return AuthError(
+            self.detail, status=self.status, method=self.method, path=self.path, hint=hint
+        )
 
 
 class ObjectTypeNotFound(FatalApiError):

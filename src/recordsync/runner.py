@@ -182,7 +182,7 @@ def _with_target_hint(exc: AuthError, target: Target | None) -> AuthError:
     if target is None:
         return exc
     hint = target.auth_hint()
-    return AuthError(exc.message, status=exc.status, method=exc.method, path=exc.path, hint=hint)
+    return exc.with_hint(hint)
 
 
 def limits_from(send: Any, overrides: dict[str, Any]) -> tuple[SendOptions, RunLimits]:

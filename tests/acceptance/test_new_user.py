@@ -222,11 +222,6 @@ def test_wrong_api_key_exits_3_naming_the_variable_and_never_printing_the_key(
             assert "WRONG" not in f.read_text("utf-8", errors="replace"), f
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: runner._with_target_hint rebuilds AuthError from exc.message, which already "
-    "holds 'GET /api/meta/schema: HTTP 401: ', so the prefix is printed twice",
-)
 def test_wrong_api_key_message_names_method_path_status_once(tmp_path: Path) -> None:
     pipeline = write_leads(tmp_path)
     with sandbox(tmp_path / "sb.db") as url:

@@ -284,13 +284,7 @@ def _run(
             schema_json = client.schema()
             users = client.users()
         except AuthError as exc:
-            raise AuthError(
-                exc.message,
-                status=exc.status,
-                method=exc.method,
-                path=exc.path,
-                hint=target.auth_hint(),
-            ) from None
+            raise exc.with_hint(target.auth_hint()) from None
         plans = build_plans(pipeline, schema_json, users, wrap, steps)
         run_id = new_run_id(name)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -204,6 +204,9 @@ class StateHook:
             log.error(
                 "mirror delete of %s record %d (key %r) failed: %s", plan.name, rid, key, message
             )
+
+    def atomic(self) -> AbstractContextManager[object]:
+        return self.store.transaction()
 
     def finish(self, state: str) -> None:
         self.journal.finish_run(self.run_id, state)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Protocol
@@ -73,6 +74,8 @@ class ChunkHook(Protocol):
     ) -> None: ...
     def step_done(self, plan: StepPlan, tally: StepTally) -> None:
         """Every row of the step was reported and every chunk acknowledged (mirror deletes)."""
+    def atomic(self) -> AbstractContextManager[object]:
+        """One state transaction around an acknowledgement and the next chunk's journal."""
 
 
 class StepRunner:
@@ -187,20 +190,29 @@ class StepRunner:
         buffer: list[PreparedRow],
         in_flight: _Chunk | None,
     ) -> _Chunk | None:
-        """Journal ``buffer``'s chunk, settle the chunk in flight, then send ``buffer``.
+        """Settle the chunk in flight, journal ``buffer``'s chunk, then send it.
 
-        The journal write (an fsync) happens while the previous chunk is still in flight; if
-        settling that chunk stops the run, this chunk is acknowledged as not sent.
+        The acknowledgement of the settled chunk and the journal entry of the next one are
+        one state transaction (one commit a chunk). If settling stops the run, ``buffer`` was
+        never journaled: its rows are reported as not sent.
         """
         chunk = _Chunk(buffer, [r for r in buffer if r.status is RowStatus.VALID])
         sending = bool(chunk.to_send) and sender is not None and pool is not None
-        if sending and self.hook is not None and self._plan is not None:
-            chunk.chunk_no = tally.chunks + 1  # the chunk in flight is already counted
-            self.hook.begin(self._plan, chunk.chunk_no, chunk.to_send)
-            self._begun = chunk
         self._unsent = buffer  # reported as not sent if settling the previous chunk stops us
         self._settle(tally, in_flight)
-        self._unsent, self._begun = [], None
+        self._unsent = []
+        if sending and self.hook is not None and self._plan is not None:
+            chunk.chunk_no = tally.chunks + 1  # the settled chunk is already counted
+            pending = self._to_ack
+            try:
+                with self.hook.atomic():
+                    self._flush_ack()
+                    self.hook.begin(self._plan, chunk.chunk_no, chunk.to_send)
+            except BaseException:
+                self._to_ack = pending  # rolled back: acknowledge it again on the way out
+                self._unsent = buffer
+                raise
+            self._begun = chunk
         if not buffer:
             self._flush_ack()
             return None
@@ -213,6 +225,7 @@ class StepRunner:
                 assert sender is not None and pool is not None
                 payloads = [r.payload or {} for r in chunk.to_send]
                 chunk.future = pool.submit(sender.send, chunk.chunk_id, chunk.first, payloads)
+                self._begun = None
         # the previous chunk is acknowledged (journal fsync) while this one is in flight
         self._flush_ack()
         return chunk

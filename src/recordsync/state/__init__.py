@@ -2,7 +2,10 @@
 chunk journal for crash-safe resume, the pipeline lock and mirror deletes (docs/state.md).
 
 Everything lives in one SQLite file (:class:`StateStore`, ``.recordsync/state.db`` by
-default); the lock is a ``flock``'d file beside it (:class:`PipelineLock`).
+default); the lock is a ``flock``'d file beside it (:class:`PipelineLock`). The pipeline's
+state name (``name:`` of its file, else the file's stem) comes from :mod:`.names`; declared
+ledger keys and the keys that references look up from :mod:`.keys`. The runner's use of all
+this is :mod:`recordsync.send.state_hook`.
 
 How a run uses it (the order matters; ``tests/state/test_resume_flow.py`` follows it)::
 
