@@ -282,3 +282,23 @@ def test_a_parquet_file_lacking_a_mapped_column_is_a_source_error(tmp_path: Path
     rows = prepare_step(load_mapping(cfg), base_dir=tmp_path, schema=None, users=None)
     with pytest.raises(SourceError, match=r"b\.parquet lacks column\(s\) 's'"):
         list(rows)
+
+
+def test_a_header_differing_only_in_spaces_or_case_is_named_first_not_matched(
+    tmp_path: Path,
+) -> None:
+    from recordsync.prepare import check_source
+
+    (tmp_path / "leads.csv").write_text("Email,Lead Score ,company\nA@x.example,5,X\n", "utf-8")
+    (tmp_path / "m.yaml").write_text(
+        "object_type: contacts\nsource: {path: leads.csv}\nname: Email\n"
+        "fields: {email: Email, lead_score: Lead Score, job_title: Company, phone: Phone}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError) as err:
+        check_source(load_mapping(tmp_path / "m.yaml"), tmp_path)
+    first = str(err.value).splitlines()[0]
+    assert first.startswith(f"{tmp_path / 'm.yaml'}:4 [columns]: column 'Lead Score' not found;")
+    assert "the header has 'Lead Score ' (trailing space)" in first
+    assert "column 'Company' not found; the header has 'company' (different case)" in first
+    assert "column(s) not in the source's header: 'Lead Score', 'Company', 'Phone'" in first

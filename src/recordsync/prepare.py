@@ -185,12 +185,32 @@ def _build_rows(
         yield _bad_row(bl, file, columns)
 
 
+def _near_miss(column: str, header: list[str]) -> str | None:
+    """``column 'X' not found; the header has 'X ' (trailing space)`` when a header name
+    equals ``column`` up to surrounding spaces and case, else None."""
+    key = column.strip().casefold()
+    for h in header:
+        if h.strip().casefold() != key:
+            continue
+        how = []
+        if h.rstrip() != h and column.rstrip() == column:
+            how.append("trailing space")
+        if h.lstrip() != h and column.lstrip() == column:
+            how.append("leading space")
+        if h.strip() != column.strip() and h.strip().casefold() == column.strip().casefold():
+            how.append("different case")
+        why = f" ({', '.join(how)})" if how else ""
+        return f"column {column!r} not found; the header has {h!r}{why}"
+    return None
+
+
 def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
     """The source's columns, after checking it opens and has every column the mapping uses."""
     try:
         have = source_columns(mapping.source, base_dir)
     except ConfigError as exc:
-        raw = exc.message.removeprefix(f"[{exc.key}]: ") if exc.file is None else exc.message
+        where = f"{exc.file}:{exc.line}" if exc.line is not None else exc.file
+        raw = exc.detail if where is None else f"{where}: {exc.detail}"
         raise type(exc)(
             raw,
             file=mapping.label,
@@ -200,8 +220,13 @@ def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
         ) from None
     missing = [c for c in mapping.source_columns() if c not in have]
     if missing:
+        msg = f"column(s) not in the source's header: {', '.join(map(repr, missing))}"
+        near = [n for n in (_near_miss(c, have) for c in missing) if n]
+        if near:  # a header that differs only in spaces or case: say so first, never match it
+            fix = "write the column exactly as in the header, or fix the header"
+            msg = f"{'; '.join(near)}: {fix}" + ("" if len(near) == len(missing) else f"; {msg}")
         raise ConfigError(
-            f"column(s) not in the source's header: {', '.join(map(repr, missing))}",
+            msg,
             file=mapping.label,
             line=mapping_line(mapping, "fields"),
             key="columns",

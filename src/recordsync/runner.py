@@ -165,7 +165,7 @@ def run_plans(
         "run_id": run_id,
         "pipeline": pipeline,
         "pipeline_file": pipeline_file,
-        "target": target.base_url if target is not None else None,
+        "target": target.name if target is not None else None,
         "target_origin": target.origin if target is not None else None,
         "started_at": utc_stamp(started),
         "finished_at": utc_stamp(datetime.now(UTC)),

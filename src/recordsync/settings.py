@@ -39,6 +39,7 @@ DEFAULT_PROFILES = Path("configs/profiles.yaml")
 DEFAULT_SANDBOX_DB = Path(".recordsync/sandbox.db")
 _PROFILE_KEYS = frozenset({"base_url", "api_key_env", "description"})
 SANDBOX_PROFILE = "sandbox"
+NO_TARGET = "no target configured"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,18 @@ class Target:
     origin: str
     key_origin: str
     embedded: bool = False
+    sandbox_db: str | None = None
+    """The embedded sandbox's database file (None for a real service)."""
+    chosen_by: str = ""
+    """Embedded sandbox: why (``no target configured``, ``pipeline target sandbox``, ...)."""
+
+    @property
+    def name(self) -> str:
+        """What the report calls the target: the base URL, or for the embedded sandbox
+        ``embedded-sandbox:<db file>`` (stable across runs, unlike its loopback port)."""
+        if self.embedded:
+            return f"embedded-sandbox:{self.sandbox_db}"
+        return self.base_url
 
     def auth_hint(self) -> str:
         if self.embedded:
@@ -159,10 +172,10 @@ def choose_target(
         if name:
             found = load_profile(name, path)
             if found is None:
-                return TargetChoice(None, ENV_API_KEY, f"embedded sandbox ({origin} {name})")
+                return TargetChoice(None, ENV_API_KEY, f"{origin} {name}")
             url, key_env = found
             return TargetChoice(_check_url(url, f"profile {name}"), key_env, f"{origin} {name}")
-    return TargetChoice(None, ENV_API_KEY, "embedded sandbox")
+    return TargetChoice(None, ENV_API_KEY, NO_TARGET)
 
 
 def resolve_key(choice: TargetChoice, env: Mapping[str, str] | None = None) -> Secret:
@@ -197,7 +210,15 @@ def open_target(
     app = create_app(sandbox_db, seed=seed, api_key=key)
     try:
         with run_in_thread(app) as url:
-            yield Target(url, key, f"embedded sandbox ({sandbox_db})", "generated", embedded=True)
+            yield Target(
+                url,
+                key,
+                f"embedded sandbox {sandbox_db} ({choice.origin})",
+                "generated",
+                embedded=True,
+                sandbox_db=str(sandbox_db),
+                chosen_by=choice.origin,
+            )
     finally:
         store = getattr(app.state, "store", None)
         if store is not None:

@@ -16,7 +16,6 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
-import pytest
 
 from .support import (
     BAD_LINES,
@@ -249,12 +248,6 @@ def test_typo_in_pipeline_or_mapping_exits_2_naming_file_line_and_key(tmp_path: 
     assert not (tmp_path / "reports").exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a ragged line in a file read with the wrong encoding makes pyarrow's "
-    "invalid-row handler (read/csv_reader.py) raise UnicodeDecodeError: 'Exception ignored' "
-    "traceback on stderr and a 'CSV parse error' instead of the encoding hint",
-)
 def test_wrong_encoding_says_set_source_encoding(tmp_path: Path) -> None:
     write_leads(tmp_path)
     mapping = tmp_path / "leads.yaml"

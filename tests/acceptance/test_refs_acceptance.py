@@ -6,17 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from .support import all_records, copy_sample, recordsync, report_dirs, results, sandbox, summary
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: with --no-state the runner drops every ref field silently: all deals are "
-    "created without company_id, and deals whose company was never synced (on_missing: fail) "
-    "are created too, with no warning",
-)
 def test_no_state_run_keeps_or_refuses_references(tmp_path: Path) -> None:
     pipeline = copy_sample(tmp_path)
     with sandbox(tmp_path / "sb.db") as url:
@@ -31,11 +23,6 @@ def test_no_state_run_keeps_or_refuses_references(tmp_path: Path) -> None:
     assert unlinked == [], f"{len(unlinked)} of {len(deals)} deals have no company_id"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the dry run does not resolve ref fields, so deals whose company is invalid "
-    "(never synced) are 'valid' in the dry run and 'invalid' in the real run",
-)
 def test_dry_run_predicts_the_rows_the_real_run_rejects(tmp_path: Path) -> None:
     pipeline = copy_sample(tmp_path)
     dry_reports, real_reports = tmp_path / "dry", tmp_path / "real"

@@ -59,12 +59,12 @@ def test_dry_run_quiet(project: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert summary["dry_run"] is True and summary["totals"]["created"] == 0
 
 
-def test_retry_with_nothing_to_retry_is_a_usage_error(
+def test_retry_with_nothing_to_retry_exits_0(
     project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     cli("run", "pipelines/nightly.yaml", "-q")
     capsys.readouterr()
-    assert cli("retry", str(only_report(project)), "-q") == 2
+    assert cli("retry", str(only_report(project)), "-q") == 0
     assert "nothing to retry" in capsys.readouterr().err
 
 

@@ -60,6 +60,11 @@ def test_scan_with_saved_schema_counts_rows(
     assert code == 0
     assert "rows:    501 (491 valid, 9 invalid, 1 duplicate)" in out
     assert "row 12: column 'Email' → field 'email': 'john.doe@' is not a valid email" in out
+    # contacts has 10 problem rows: 5 shown, the rest counted; a malformed line says "line" once
+    assert "… and 5 more (see `recordsync run --dry-run` for the full report)" in out
+    assert out.count("… and ") == 1
+    assert "row 303: malformed line: expected 13 cells, found 14" in out or "row 303" not in out
+    assert "line 303:" not in out
 
 
 def test_config_error_in_a_step_exits_2_and_names_the_file(

@@ -53,6 +53,53 @@ def test_unknown_key_names_file_line_and_key(tmp_path: Path) -> None:
     assert exit_code_for(e) == 2
 
 
+@pytest.mark.parametrize(
+    ("name", "text", "key", "suggestion"),
+    [
+        (
+            "m.yaml",
+            MAPPING.replace("    decimal_separator", "    decimal_seperator"),
+            "fields.lead_score.decimal_seperator",
+            "decimal_separator",
+        ),
+        (
+            "m.yaml",
+            MAPPING.replace("  path: people.csv", "  path: people.csv\n  encodng: cp1252"),
+            "source.encodng",
+            "encoding",
+        ),
+        (
+            "m.yaml",
+            MAPPING.replace("match_by: [email, name]", "match_by: [{by: email, colum: E}]"),
+            "match_by.0.colum",
+            "column",
+        ),
+        ("p.yaml", "steps: [m.yaml]\nreprot: {directory: out}\n", "reprot", "report"),
+        (
+            "p.yaml",
+            "steps: [m.yaml]\nsend: {circuit_breaker: {max_create: 5}}\n",
+            "send.circuit_breaker.max_create",
+            "max_creates",
+        ),
+    ],
+)
+def test_unknown_key_suggests_the_closest_allowed_key_at_its_level(
+    tmp_path: Path, name: str, text: str, key: str, suggestion: str
+) -> None:
+    write(tmp_path, "m.yaml", MAPPING)
+    load = load_pipeline if name == "p.yaml" else load_mapping
+    with pytest.raises(ConfigError) as err:
+        load(write(tmp_path, name, text))
+    assert err.value.key == key
+    assert f"[{key}]: unknown key: did you mean '{suggestion}'?" in str(err.value)
+
+
+def test_unknown_key_far_from_every_allowed_key_suggests_nothing(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_mapping(write(tmp_path, "m.yaml", MAPPING + "xyzzy: 1\n"))
+    assert "unknown key" in str(err.value) and "did you mean" not in str(err.value)
+
+
 def test_runtime_settings_are_refused_in_a_mapping(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_mapping(write(tmp_path, "m.yaml", MAPPING + "api_key: sk_live_x\n"))

@@ -49,6 +49,38 @@ def test_cp1252_read_as_utf8_is_a_source_error_with_a_hint() -> None:
     assert "encoding" in str(err.value)
 
 
+@pytest.mark.parametrize("ragged_first", [True, False])
+@pytest.mark.parametrize("block", ["header", "later"])
+def test_not_utf8_with_a_ragged_line_names_the_first_bad_line(
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    ragged_first: bool,
+    block: str,
+) -> None:
+    """pyarrow decodes a malformed line before calling our handler: a cp1252 ragged line read
+    as UTF-8 must still give the encoding hint (not "CSV parse error", no stderr noise)."""
+    import recordsync.read.csv_reader as csv_reader
+
+    if block == "later":  # the bad lines lie past the header check, in the streamed read
+        monkeypatch.setattr(csv_reader, "HEADER_BLOCK_SIZE", 64)
+        monkeypatch.setattr(csv_reader, "CHECK_BLOCK_SIZE", 64)
+        monkeypatch.setattr(csv_reader, "BLOCK_SIZE", 64)
+    lines = ["id;name"] + [f"{i};plain" for i in range(1, 30)]
+    ragged, accented = ("7;Zoë;extra", "9;Zoë") if ragged_first else ("9;Zoë;extra", "7;Zoë")
+    lines[7 if ragged_first else 9] = ragged
+    lines[9 if ragged_first else 7] = accented
+    (tmp_path / "x.csv").write_bytes(("\r\n".join(lines) + "\r\n").encode("cp1252"))
+    with pytest.raises(SourceError) as err:
+        read_all(SourceConfig(path="x.csv", delimiter=";"), tmp_path)
+    assert err.value.line == 8
+    assert err.value.file is not None and err.value.file.endswith("x.csv")
+    assert "set source.encoding" in str(err.value)
+    assert "parse error" not in str(err.value)
+    stderr = capfd.readouterr().err
+    assert "Exception ignored" not in stderr and "UnicodeDecodeError" not in stderr
+
+
 def test_gzip_is_detected_from_the_extension() -> None:
     rows, _ = read_all(SourceConfig(path="plain.csv.gz"))
     assert [(n, r["name"]) for n, r in rows] == [(2, "Ann"), (3, "Bob"), (4, "Cy")]

@@ -58,3 +58,21 @@ def test_a_text_file_is_not_parquet(tmp_path: Path) -> None:
     (tmp_path / "fake.parquet").write_text("id,name\n1,a\n")
     with pytest.raises(SourceError, match="Parquet"):
         _rows(SourceConfig(path="fake.parquet"), tmp_path)
+
+
+def test_source_file_is_normalised_relative_to_the_current_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reports show ``data/x.parquet``, not ``configs/../data/x.parquet``."""
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "data").mkdir()
+    pq.write_table(pa.table({"a": ["1"]}), tmp_path / "data" / "x.parquet")
+    (tmp_path / "data" / "x.csv").write_text("a\n1\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    for name in ("x.parquet", "x.csv"):
+        (sb,) = iter_source(SourceConfig(path=f"../data/{name}"), Path("configs"))
+        assert sb.file == str(Path("data") / name)
+    inside = tmp_path / "configs"
+    monkeypatch.chdir(inside)  # the source lies outside the current directory: absolute
+    (sb,) = iter_source(SourceConfig(path="../data/x.csv"), Path("."))
+    assert sb.file == str(tmp_path / "data" / "x.csv")

@@ -68,5 +68,34 @@ def test_owners_file_csv_with_header(tmp_path: Path) -> None:
 
 def test_suggestion_for_a_near_miss() -> None:
     r = OwnerResolver(OwnerConfig(column="o"), USERS, Path("."))
-    _, _, hints = r.resolve(pa.array(["ada@acme.exmple"]))
-    assert hints == [{"owners_file": {"ada@acme.exmple": ADA}}]
+    _, _, hints = r.resolve(pa.array(["ada@acme.exmple", "Ada.Lovelace@acme.example"]))
+    where = "an owners file (create one and name it with owner.owners_file in the mapping)"
+    assert hints == [{where: {"ada@acme.exmple": ADA}}, None]
+
+
+def test_suggestion_names_the_configured_owners_file(tmp_path: Path) -> None:
+    (tmp_path / "owners.yaml").write_text("ada.lovelace@acme.example: Ada Lovelace\n")
+    cfg = OwnerConfig(column="o", owners_file="owners.yaml")
+    r = OwnerResolver(cfg, USERS, tmp_path)
+    _, _, hints = r.resolve(pa.array(["ada.lovelase@acme.example"]))
+    assert hints == [
+        {"owners file owners.yaml (named by owner.owners_file)": {"ada.lovelase@acme.example": ADA}}
+    ]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "zoe@acme.example",  # close to chloe@ by spelling only: someone else
+        "bea@acme.example",  # one letter from ben@, still another person
+        "ada@other.example",  # same local part, another company's domain
+        "adam@acme.exmple",  # both parts differ
+    ],
+)
+def test_no_suggestion_from_spelling_closeness_alone(raw: str) -> None:
+    chloe = {"id": "c", "full_name": "Chloe Nguyen", "email": "chloe@acme.example"}
+    r = OwnerResolver(OwnerConfig(column="o"), [*USERS, chloe], Path("."))
+    ((found, reason),) = resolve(OwnerConfig(column="o"), [*USERS, chloe], [raw])
+    _, _, hints = r.resolve(pa.array([raw]))
+    assert found == (None, "unknown") and reason is not None
+    assert hints is None

@@ -104,7 +104,16 @@ def test_lost_answer_resends_safe_entries_and_holds_unsafe_ones() -> None:
         {"name": "NoKey", "match_by": "name", "match_value": "NoKey"},
     ]
     assert report.resent_by_name == 1
+    assert report.resent_after_lost_answer == 3
     assert "cannot be resent" in (report.results[3].error or "")
+
+
+def test_a_row_resent_after_two_lost_answers_counts_once() -> None:
+    handler, sent = scripted(httpx.ReadTimeout, httpx.RemoteProtocolError, "ok")
+    entries = [{"name": "Ann", "fields": {"email": "ann@x.example"}}, {"name": "Solo"}]
+    report = ChunkSender(fake_client(handler), "contacts").send("c", 2, entries)
+    assert len(sent) == 3 and statuses(report) == ["created", "created"]
+    assert report.resent_after_lost_answer == 2
 
 
 def test_names_seen_in_earlier_chunks_make_a_name_unsafe() -> None:

@@ -36,15 +36,33 @@ def _finish(result: Any, quiet: bool) -> None:
     if code != EXIT_OK:
         if not result.summary["accounting_ok"]:
             click.echo("error: the report does not add up (accounting mismatch)", err=True)
+        elif quiet and (why := _why(result.summary, result.report_dir)):
+            click.echo(why, err=True)
         sys.exit(code)
+
+
+def _why(summary: dict[str, Any], report_dir: Path) -> str | None:
+    """``16 invalid, 2 failed rows: see <dir>/failures.csv`` (the reason for exit 1)."""
+    t = summary["totals"]
+    names = (("rows_invalid", "invalid"), ("failed", "failed"), ("in_doubt", "in doubt"))
+    rows = [f"{t[key]} {name}" for key, name in names if t.get(key)]
+    parts = [f"{', '.join(rows)} rows: see {report_dir / 'failures.csv'}"] if rows else []
+    if t.get("delete_failed"):
+        parts.append(f"{t['delete_failed']} mirror deletes failed: see {report_dir / 'report.md'}")
+    return "; ".join(parts) or None
 
 
 def _announce(quiet: bool) -> Any:
     def on_target(target: Any) -> None:
         if target.embedded:
+            from recordsync.settings import NO_TARGET
+
+            chosen = target.chosen_by != NO_TARGET  # e.g. the pipeline's `target: sandbox`
+            lead = "using" if chosen else f"{NO_TARGET}: using"
+            why = f" (from {target.chosen_by})" if chosen else ""
             click.echo(
-                f"no target configured: using the embedded sandbox at {target.base_url} "
-                f"({target.origin}); set RECORDSYNC_BASE_URL or --profile for a real service",
+                f"{lead} the embedded sandbox ({target.sandbox_db}) on {target.base_url}"
+                f"{why}; set RECORDSYNC_BASE_URL or --profile for a real service",
                 err=True,
             )
         elif not quiet:
@@ -171,11 +189,18 @@ def retry_command(
     state_db: Path | None,
     quiet: bool,
 ) -> None:
-    """Resend the failed and in-doubt rows of the run in REPORT_DIR (from its failures.csv)."""
-    from recordsync.reconcile.retry import read_summary, retry_report
+    """Resend the failed and in-doubt rows of the run in REPORT_DIR (from its failures.csv).
+
+    Exit 0 with a message when there is nothing to resend (invalid rows are not resent).
+    """
+    from recordsync.reconcile.retry import nothing_to_retry, read_summary, retry_report
     from recordsync.send.pipeline import RunRequest
 
     summary = read_summary(report_dir)
+    nothing = nothing_to_retry(report_dir)
+    if nothing is not None:  # not an error: `run && retry` in cron must not fail on it
+        click.echo(nothing, err=True)
+        return
     request = RunRequest(
         Path(summary.get("pipeline_file") or "."),
         base_url=base_url,

@@ -63,6 +63,11 @@ def validate(pipeline: Path, scan: bool, schema_file: Path | None, users_file: P
             click.echo(f"   rows:    {total} ({parts})")
             for p in rep.first_problems:
                 click.echo(f"     - {p}")
+            more = rep.problems - len(rep.first_problems)
+            if more > 0:
+                click.echo(
+                    f"     … and {more} more (see `recordsync run --dry-run` for the full report)"
+                )
     bad = [r for r in reports if not r.ok]
     if bad:
         raise ConfigError(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import os
+import types
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,6 +23,45 @@ def _key(loc: tuple[int | str, ...]) -> str:
     # drop pydantic's union/validator tags (e.g. 'function-before[...]')
     parts = [str(p) for p in loc if not (isinstance(p, str) and "[" in p)]
     return ".".join(parts)
+
+
+def _steps(annotation: Any) -> list[tuple[int, type[BaseModel]]]:
+    """(containers to pass, model) pairs an annotation can hold: 0 for the model itself,
+    1 for a list item or dict value of models (through Optional and unions)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [(0, annotation)]
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _steps(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return [s for a in args for s in _steps(a)]
+    if origin in (list, dict) and args:
+        return [(depth + 1, m) for depth, m in _steps(args[-1])]
+    return []
+
+
+def _allowed_keys(model: type[BaseModel], parent: tuple[int | str, ...]) -> list[str]:
+    """Every key allowed in the YAML mapping at ``parent`` (a pydantic error location)."""
+    current: list[tuple[int, type[BaseModel]]] = [(0, model)]
+    for part in parent:
+        nxt: list[tuple[int, type[BaseModel]]] = []
+        for depth, m in current:
+            if depth:  # a list index or dict key
+                nxt.append((depth - 1, m))
+            elif isinstance(part, str) and part in m.model_fields:
+                nxt += _steps(m.model_fields[part].annotation)
+        current = nxt
+    return sorted({f.alias or k for d, m in current if d == 0 for k, f in m.model_fields.items()})
+
+
+def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
+    msg = "unknown key"
+    key = loc[-1] if loc else None
+    if isinstance(key, str):
+        close = difflib.get_close_matches(key, _allowed_keys(model, loc[:-1]), n=1, cutoff=0.6)
+        if close:
+            msg += f": did you mean '{close[0]}'?"
+    return msg + " (check the spelling; see docs/mapping.md for every option)"
 
 
 def _validate(model: type[M], data: Any, path: Path, node: yaml.Node | None, kind: str) -> M:
@@ -49,7 +91,7 @@ def _validate(model: type[M], data: Any, path: Path, node: yaml.Node | None, kin
             line = line_of(node, clean)
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
-                msg = "unknown key (check the spelling; see docs/mapping.md for every option)"
+                msg = _unknown_key(model, clean)
             lines.append(f"{path}:{line} [{_key(loc)}]: {msg}")
         first = errors[0]
         loc0 = tuple(first["loc"])

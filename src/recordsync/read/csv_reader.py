@@ -19,6 +19,8 @@ import pyarrow.csv as pcsv
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read.batch import BadLine, SourceBatch, may_contain
+from recordsync.read.paths import source_path
+from recordsync.read.utf8guard import guard, not_utf8_error
 
 BLOCK_SIZE = 1 << 20
 """Bytes parsed at a time. pyarrow reads up to 32 blocks ahead of the parser in the background
@@ -89,21 +91,25 @@ def read_header(src: SourceConfig, base_dir: Path, *, quick: bool = False) -> li
 
     Reading the names parses (and so checks) the first block of the file; ``quick`` parses
     a small block first, for callers that read the whole file right after anyway."""
-    path = base_dir / src.path
+    path = source_path(base_dir, src.path)
     if src.columns:
         _open(path).close()
         return list(src.columns)
     names: list[str] | None = None
     sizes = (HEADER_BLOCK_SIZE, CHECK_BLOCK_SIZE) if quick else (CHECK_BLOCK_SIZE,)
     for block_size in sizes:
-        with _open(path) as stream:
-            read, parse, convert = _options(src, path, None, lambda row: "skip", block_size)
+
+        def skip(row: pcsv.InvalidRow) -> str:
+            return "skip"
+
+        with _open(path) as stream, guard(skip) as not_utf8:
+            read, parse, convert = _options(src, path, None, skip, block_size)
             try:
                 names = list(pcsv.open_csv(stream, read, parse, convert).schema.names)
                 break
             except pa.ArrowException as exc:
-                if block_size == sizes[-1]:
-                    raise _read_error(path, exc) from None
+                if not_utf8 or block_size == sizes[-1]:
+                    raise _read_error(path, exc, src.encoding, bool(not_utf8)) from None
     assert names is not None
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -115,11 +121,13 @@ def read_header(src: SourceConfig, base_dir: Path, *, quick: bool = False) -> li
     return names
 
 
-def _read_error(path: Path, exc: Exception) -> SourceError:
+def _read_error(path: Path, exc: Exception, encoding: str, not_utf8: bool) -> SourceError:
+    """``not_utf8``: pyarrow could not decode a malformed line (see :mod:`.utf8guard`)."""
     text = str(exc)
+    if not_utf8 or "UTF8" in text or "utf-8" in text.lower():
+        with _open(path) as stream:
+            return not_utf8_error(path, stream, encoding)
     hint = "check source.delimiter, source.quotechar and source.encoding"
-    if "UTF8" in text or "utf-8" in text.lower():
-        hint = "the file is not UTF-8: set source.encoding (e.g. cp1252 or latin-1)"
     return SourceError(f"cannot read {path} as CSV: {text}", key="source", hint=hint)
 
 
@@ -129,7 +137,7 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
 
     A row longer than a block makes pyarrow fail ("straddling object"); the file is then
     parsed again with blocks 4x larger, delivering only the rows not delivered yet."""
-    path = base_dir / src.path
+    path = source_path(base_dir, src.path)
     names = read_header(src, base_dir, quick=True)
     block = BLOCK_SIZE
     delivered = 0  # last line number delivered (line numbers grow through rows and bad lines)
@@ -151,7 +159,9 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
             if "straddl" in str(exc) and block < MAX_BLOCK_SIZE:
                 block *= 4
                 continue
-            failure = _read_error(path, exc)
+            failure = _read_error(path, exc, src.encoding, False)
+        except _NotUtf8 as exc:
+            failure = _read_error(path, exc, src.encoding, True)
         if pending:  # rows read before a failure are still delivered, then the failure
             yield _merge(pending)
         if failure is not None:
@@ -190,6 +200,26 @@ def _iter_blocks(
         return "skip"
 
     read, parse, convert = _options(src, path, names, handler, block_size)
+    with guard(handler) as not_utf8:
+        try:
+            yield from _parse_blocks(src, path, (read, parse, convert), invalid)
+        except pa.ArrowException as exc:
+            if not_utf8:  # a malformed line pyarrow could not decode never reached handler
+                raise _NotUtf8(str(exc)) from None
+            raise
+
+
+class _NotUtf8(Exception):
+    """pyarrow failed on a malformed line that is not UTF-8."""
+
+
+def _parse_blocks(
+    src: SourceConfig,
+    path: Path,
+    options: tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions],
+    invalid: list[tuple[int, str, str]],
+) -> Iterator[SourceBatch]:
+    read, parse, convert = options
     # pyarrow numbers records from the top of the file, skipped rows and header included
     next_rec = read.skip_rows + (1 if (src.header and not src.columns) else 0) + 1
     next_line = src.skip_rows + 1 + (1 if src.header else 0)

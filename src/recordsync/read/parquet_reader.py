@@ -13,11 +13,12 @@ import pyarrow.parquet as pq
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read.batch import SourceBatch
+from recordsync.read.paths import source_path
 
 
 def parquet_files(src: SourceConfig, base_dir: Path) -> list[Path]:
     """The files a Parquet source names, sorted; SourceError when there are none."""
-    target = base_dir / src.path
+    target = source_path(base_dir, src.path)
     if any(ch in src.path for ch in "*?["):
         files = sorted(Path(p) for p in glob.glob(str(target), recursive=True))
     elif target.is_dir():

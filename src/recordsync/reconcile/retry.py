@@ -53,6 +53,28 @@ def read_summary(report_dir: Path) -> dict[str, Any]:
     return data
 
 
+def nothing_to_retry(report_dir: Path) -> str | None:
+    """Why there is nothing to resend (no ``failed`` or ``in_doubt`` row in failures.csv), or
+    None when there is something (or no failures.csv: :func:`retry_report` says so)."""
+    path = report_dir / "failures.csv"
+    if not path.is_file():
+        return None
+    statuses: Counter[str] = Counter()
+    with open(path, newline="", encoding="utf-8") as f:
+        for row in csv.DictReader(f):
+            statuses[unneutralise(row.get("_status") or "")] += 1
+    if any(statuses[s] for s in RETRY_STATUSES):
+        return None
+    invalid = statuses["invalid"]
+    if not invalid:
+        return "nothing to retry: the run has no failed, in-doubt or invalid rows"
+    return (
+        f"nothing to retry: {invalid} invalid row{'s' if invalid != 1 else ''} need"
+        f"{'' if invalid != 1 else 's'} fixing in the source (or set `_status` to `failed` in "
+        f"{path} to resend them)"
+    )
+
+
 def split_failures(report_dir: Path, out_dir: Path) -> dict[str, tuple[Path, dict[int, Origin]]]:
     """Write one CSV per step with retryable rows; map its line numbers to the originals."""
     path = report_dir / "failures.csv"
@@ -145,7 +167,7 @@ def retry_report(
         parts = split_failures(report_dir, Path(tmp))
         if not parts:
             raise ConfigError(
-                "nothing to retry: failures.csv has no failed or in-doubt rows",
+                nothing_to_retry(report_dir) or "nothing to retry",
                 file=str(report_dir / "failures.csv"),
             )
         steps = []

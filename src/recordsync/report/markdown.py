@@ -7,6 +7,8 @@ from typing import Any
 from recordsync.report.tally import StepTally
 
 TOP_REASONS = 10
+ALL_REASONS = 30
+"""Up to this many reason groups, report.md lists them all; beyond, the top TOP_REASONS."""
 _COLUMNS = (
     ("step", "step"),
     ("object type", "object_type"),
@@ -68,14 +70,25 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                 f"- step {t.step}: {t.resent_by_name} entr(y/ies) resent with match_by name "
                 "after an answer was lost"
             )
+        if t.resent_after_lost_answer:
+            lines.append(
+                f"- step {t.step}: {t.resent_after_lost_answer} row(s) were resent after a lost "
+                "answer (a try that may have been applied); some reported `updated` may have "
+                "been created by the lost try"
+            )
     reasons = [(t, r, n) for t in tallies for r, n in t.reasons.items()]
     if reasons:
         lines += ["", "## Top failure reasons", "", "| step | rows | reason |", "|---|---:|---|"]
         reasons.sort(key=lambda item: -item[2])
-        for t, reason, n in reasons[:TOP_REASONS]:
+        shown = reasons if len(reasons) <= ALL_REASONS else reasons[:TOP_REASONS]
+        for t, reason, n in shown:
             lines.append(f"| {_md(t.step)} | {n} | {_md(reason)} |")
-        if len(reasons) > TOP_REASONS:
-            lines.append(f"\n({len(reasons) - TOP_REASONS} more reason groups in failures.csv)")
+        if len(reasons) > len(shown):
+            rest = reasons[len(shown) :]
+            lines.append(
+                f"\n({len(rest)} more reason groups, {sum(n for *_, n in rest)} rows: every "
+                "row's own message is in the `_error` column of failures.csv)"
+            )
     merged = [t for t in tallies if t.merged_creates or t.shared_records]
     if merged:
         lines += ["", "## Rows the service merged", ""]

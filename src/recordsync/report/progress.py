@@ -55,9 +55,10 @@ class PlainProgress:
         c = tally.counts()
         elapsed = max(time.monotonic() - self._start, 1e-9)
         self._say(
-            f"step {tally.step} done: read {c['rows_read']}, sent {c['rows_sent']}, created "
-            f"{c['created']}, updated {c['updated']}, failed {c['failed']}, in doubt "
-            f"{c['in_doubt']}, invalid {c['rows_invalid']} ({c['rows_read'] / elapsed:.0f} rows/s)"
+            f"step {tally.step} done: read {c['rows_read']}, unchanged {c['rows_unchanged']}, "
+            f"sent {c['rows_sent']}, created {c['created']}, updated {c['updated']}, failed "
+            f"{c['failed']}, in doubt {c['in_doubt']}, invalid {c['rows_invalid']}, duplicate "
+            f"{c['rows_duplicate']} ({c['rows_read'] / elapsed:.0f} rows/s)"
         )
 
 

@@ -34,20 +34,32 @@ COUNT_KEYS = (
 )
 MAX_REASONS = 2000
 
-# quoted values go; quoted names of columns, fields and formats stay
-_QUOTED = re.compile(r"""(\b(?:column|field|[a-z]+_format) )?('[^']*'|"[^"]*")""")
+# Only data goes (cell values, emails, UUIDs, dates, record ids, row and line numbers); the
+# rule's own words stay: its limits ("must be <= 100"), option lists, separators, formats, and
+# the quoted names of columns, fields, templates, steps, mappings and pipelines.
+_NAME = r"(?:column|field|template|step|mapping|pipeline|profile|separator|[a-z]+_format:?)"
+_QUOTED = re.compile(rf"""(\b{_NAME} )?('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+_DUP_KEY = re.compile(r"\bduplicate key (\w+):.*?: (?=also on |row )")
 _NORMALISE = (
     (re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+"), "<email>"),
     (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F-]{27}\b"), "<uuid>"),
-    (re.compile(r"(?<!HTTP )(?<!\d)\d+(\.\d+)?"), "N"),
+    (re.compile(r"\b\d{4}-\d{2}-\d{2}([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?"), "<date>"),
+    (re.compile(r"\b(line|row|rows|record|records|result|chunk|found|after) #?\d+\b"), r"\1 N"),
+    (re.compile(r"#\d+\b"), "#N"),
+    (re.compile(r"(: )[+-]?\d+(?:\.\d+)? (?=is not )"), r"\1N "),
 )
 
 
+def _hide_value(m: re.Match[str]) -> str:
+    if m.group(1) or m.string.startswith(" record ", m.end()):  # a name: "no 'companies' record"
+        return m.group(0)
+    return m.group(2)[0] + "…" + m.group(2)[0]
+
+
 def reason_group(message: str) -> str:
-    """A failure message with values and numbers taken out, for grouping."""
-    text = _QUOTED.sub(
-        lambda m: m.group(0) if m.group(1) else m.group(2)[0] + "…" + m.group(2)[0], message
-    )
+    """A failure message with its data values taken out, for grouping."""
+    text = _DUP_KEY.sub(r"duplicate key \1:…: ", message)
+    text = _QUOTED.sub(_hide_value, text)
     for pattern, repl in _NORMALISE:
         text = pattern.sub(repl, text)
     return text
@@ -66,6 +78,8 @@ class StepTally:
     chunks: int = 0
     unreconciled_chunks: int = 0
     resent_by_name: int = 0
+    resent_after_lost_answer: int = 0
+    """Rows resent (as is or by name) after a try that may have been applied."""
     aborted: str | None = None
     # outcome counts (the report writer's)
     outcomes: Counter[RowStatus] = field(default_factory=Counter)
@@ -142,6 +156,7 @@ class StepTally:
             **self.counts(),
             "unreconciled_chunks": self.unreconciled_chunks,
             "resent_by_name": self.resent_by_name,
+            "resent_after_lost_answer": self.resent_after_lost_answer,
             "aborted": self.aborted,
             "accounting_ok": not self.accounting_errors(dry_run),
         }

@@ -53,6 +53,35 @@ def load_owners_file(path: Path) -> dict[str, str]:
     return out
 
 
+CLOSE = 0.85
+"""How alike (difflib ratio) an unknown owner must be to a known one to be suggested."""
+
+
+def _closest(raw: str, known: list[str]) -> str | None:
+    """The known owner ``raw`` is very likely a misspelling of, else None.
+
+    E-mails are compared in parts: the same domain and a local part at least ``CLOSE`` alike
+    (``ada.lovelase@`` → ``ada.lovelace@``), or the same local part and a domain ``CLOSE``
+    alike (``@acme.exmple``). Closeness alone (``zoe@`` ~ ``chloe@``) suggests nothing: a
+    wrong suggestion would hand the row to another person."""
+    best: tuple[float, str] | None = None
+    for k in known:
+        if "@" in raw and "@" in k:
+            local, _, domain = raw.rpartition("@")
+            k_local, _, k_domain = k.rpartition("@")
+            if domain == k_domain:
+                score = difflib.SequenceMatcher(None, local, k_local).ratio()
+            elif local == k_local:
+                score = difflib.SequenceMatcher(None, domain, k_domain).ratio()
+            else:
+                continue
+        else:
+            score = difflib.SequenceMatcher(None, raw.casefold(), k.casefold()).ratio()
+        if score >= CLOSE and (best is None or score > best[0]):
+            best = (score, k)
+    return best[1] if best else None
+
+
 class OwnerResolver:
     """Resolves owner cells to user ids, per distinct value."""
 
@@ -114,13 +143,20 @@ class OwnerResolver:
             return (self.default, "default"), None, None
         if self.cfg.on_unknown == "unowned":
             return (None, "unowned"), None, None
-        known = list(self.by_email) + list(self.file)
-        close = difflib.get_close_matches(raw.strip().lower(), known, n=1, cutoff=0.6)
+        close = _closest(raw.strip().lower(), list(self.by_email) + list(self.file))
         hint = None
-        if close:
-            hint = {"owners_file": {raw.strip().lower(): self._lookup(close[0])[0]}}
+        if close is not None:
+            target = self._lookup(close)[0]
+            if target is not None:
+                hint = {self._owners_file_label(): {raw.strip().lower(): target}}
         where = "users listing" + (" or owners file" if self.cfg.owners_file else "")
         return (None, "unknown"), f"is not a known owner (not in the {where})", hint
+
+    def _owners_file_label(self) -> str:
+        """Where a suggested ``e-mail: user id`` line goes (the report prints it as a title)."""
+        if self.cfg.owners_file:
+            return f"owners file {self.cfg.owners_file} (named by owner.owners_file)"
+        return "an owners file (create one and name it with owner.owners_file in the mapping)"
 
     def resolve(
         self, arr: pa.Array

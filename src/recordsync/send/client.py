@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
-from recordsync.errors import ApiError
+from recordsync.errors import ApiError, RetriableApiError
 from recordsync.model import BatchInput
 from recordsync.secret import Secret
 from recordsync.send.http_policy import (
@@ -97,6 +97,9 @@ class RecordServiceClient:
             )
         except httpx.HTTPError as exc:
             verdict = classify_exception(method, path, exc)
+            if self._unreachable(verdict):  # name the host: "could not connect to h:p (...)"
+                where = f" to {urlsplit(self.base_url).netloc} ("
+                verdict = replace(verdict, message=verdict.message.replace(" (", where, 1))
             log.info("%s", verdict.describe)
             return Attempt(verdict)
         verdict = classify_response(method, path, response, self.retry.clock())
@@ -134,8 +137,25 @@ class RecordServiceClient:
                 raise verdict.to_error()
             wait = budget.next_wait(verdict)
             if wait is None:
-                raise verdict.to_error()
+                raise self._give_up(verdict)
             budget.wait(wait)
+
+    @staticmethod
+    def _unreachable(verdict: Verdict) -> bool:
+        """No answer and nothing sent: the service could not be reached at all."""
+        return verdict.kind == "retriable" and verdict.status is None and not verdict.maybe_applied
+
+    def _give_up(self, verdict: Verdict) -> ApiError:
+        if not self._unreachable(verdict):
+            return verdict.to_error()
+        return RetriableApiError(
+            verdict.message,
+            method=verdict.method,
+            path=verdict.path,
+            hint=f"is the record service up at {self.base_url}, and is that the right URL? It "
+            "comes from --base-url, RECORDSYNC_BASE_URL, or the base_url of the profile chosen "
+            "by --profile, RECORDSYNC_PROFILE or the pipeline's target (configs/profiles.yaml)",
+        )
 
     def _data(self, path: str, params: Mapping[str, Any] | None = None) -> Any:
         body = self.request("GET", path, params=params)

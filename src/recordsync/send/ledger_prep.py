@@ -7,12 +7,20 @@ detection, so that a resolved reference is part of the hashed input):
 - ``ref`` fields get the referenced mapping's record id from its ledger, or fail the row
   (``invalid``, with the mapping and the key in the reason), or are left out (``unset``);
 - the source keys of every row (any status) are collected for mirror deletes.
+
+In a dry run, :class:`DryRunRefsHook` does the same against a
+:class:`recordsync.state.refs.RunLedger` (the state store's ledger if there is one, plus the
+rows earlier steps of the dry run found valid), so that it predicts which rows the real run
+fails for a missing reference. Without the state store (``--no-state``) a ``ref`` field is
+refused up front (:func:`refuse_refs_without_state`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+import itertools
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, RowError
@@ -20,7 +28,13 @@ from recordsync.model import PreparedRow, RowStatus
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 
 if TYPE_CHECKING:
-    from recordsync.state import ReferenceResolver, StateStore
+    from recordsync.reconcile.batch import EntryResult
+    from recordsync.report.tally import StepTally
+    from recordsync.send.step import StepPlan
+    from recordsync.state import ReferenceResolver
+    from recordsync.state.refs import Ledger, RunLedger
+
+PREP_ROWS = 500
 
 
 class StepPrep:
@@ -28,7 +42,7 @@ class StepPrep:
 
     def __init__(
         self,
-        store: StateStore,
+        store: Ledger,
         pipeline: str,
         step: str,
         config: MappingConfig,
@@ -112,3 +126,69 @@ class StepPrep:
             self._seen.add(h)
             if len(self._first) < 100_000:
                 self._first[h] = r.source.source_row
+
+
+def refuse_refs_without_state(steps: Iterable[tuple[str, MappingConfig]]) -> None:
+    """``--no-state`` and a ``ref`` field: a configuration error before anything is sent
+    (without the ledger the reference could not be resolved: the field would be dropped)."""
+    from recordsync.config.loader import mapping_line
+
+    for name, cfg in steps:
+        for fname, spec in cfg.fields.items():
+            if spec.ref is not None:
+                raise ConfigError(
+                    f"fields.{fname}.ref (step '{name}' refers to '{spec.ref.mapping}'): "
+                    "ref fields are resolved from the state store: run without --no-state, "
+                    "or remove the ref",
+                    file=cfg.label,
+                    line=mapping_line(cfg, "fields", fname),
+                    key=f"fields.{fname}.ref",
+                )
+
+
+class DryRunRefsHook:
+    """A :class:`recordsync.send.step.ChunkHook` for a dry run: declared ledger keys and
+    references as :class:`StepPrep` does in the real run, looked up in ``ledger`` (the state
+    store's ledger, if any, plus the rows earlier steps of this dry run found valid: the real
+    run would send them). Sends nothing, so ``begin``/``ack`` never happen."""
+
+    def __init__(
+        self, ledger: RunLedger, pipeline: str, configs: Mapping[str, MappingConfig]
+    ) -> None:
+        self.ledger = ledger
+        self.pipeline = pipeline
+        self.configs = configs
+
+    def classify(self, plan: StepPlan, rows: Iterable[PreparedRow]) -> Iterator[PreparedRow]:
+        config = self.configs.get(plan.name)
+        prep = None
+        if config is not None:
+            prep = StepPrep(
+                self.ledger, self.pipeline, plan.name, config, self.configs, mirror=False
+            )
+        it = iter(rows)
+        while group := list(itertools.islice(it, PREP_ROWS)):
+            if prep is not None and prep.active:
+                prep.apply(group)
+            self.ledger.plan(
+                plan.name,
+                (r.key for r in group if r.status is RowStatus.VALID and r.key is not None),
+            )
+            yield from group
+
+    def record_id_of(self, row: PreparedRow) -> int | None:
+        return None
+
+    def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
+        raise AssertionError("a dry run sends nothing")
+
+    def ack(
+        self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow], results: list[EntryResult]
+    ) -> None:
+        raise AssertionError("a dry run sends nothing")
+
+    def step_done(self, plan: StepPlan, tally: StepTally) -> None:
+        pass
+
+    def atomic(self) -> AbstractContextManager[Any]:
+        return nullcontext()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -246,6 +247,32 @@ def run_pipeline(
         )
 
 
+@contextmanager
+def _refs_hook(
+    request: RunRequest, name: str, configs: Mapping[str, Any], plans: list[StepPlan], dry: bool
+) -> Iterator[ChunkHook | None]:
+    """The hook of a dry run or a run without the state store (docs/state.md, "Cross-object
+    references"). ``--no-state`` refuses ``ref`` fields (dry run too: it predicts the run).
+    A dry run resolves references like the real run: from the state store's ledger (opened
+    only if the file exists; never written) plus the rows its earlier steps found valid."""
+    from recordsync.send.ledger_prep import DryRunRefsHook, refuse_refs_without_state
+    from recordsync.state import StateStore, default_state_path
+    from recordsync.state.refs import RunLedger
+
+    if not request.state:
+        refuse_refs_without_state((p.name, configs[p.name]) for p in plans if p.name in configs)
+        yield None
+        return
+    assert dry
+    path = request.state_db or default_state_path()
+    store = StateStore(path, durable=False) if path.is_file() else None
+    try:
+        yield DryRunRefsHook(RunLedger(store), name, configs)
+    finally:
+        if store is not None:
+            store.close()
+
+
 def delete_record(client: RecordServiceClient, object_type: str, record_id: int) -> bool:
     """Soft-delete one record: True if deleted now, False if it was already gone (a 404: the
     object type exists, since the step's upserts just went through it)."""
@@ -304,8 +331,11 @@ def _run(
                 pipeline_file=str(request.pipeline_path.resolve()),
             )
 
-        if hook is not None or options.dry_run or not request.state:
+        if hook is not None:
             return go(hook)
+        if options.dry_run or not request.state:
+            with _refs_hook(request, name, configs, plans, options.dry_run) as refs:
+                return go(refs)
         with open_state(
             name,
             request.state_db,

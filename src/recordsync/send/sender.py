@@ -45,6 +45,7 @@ class ChunkReport:
     waited_s: float = 0.0
     unreconciled: str | None = None
     resent_by_name: int = 0
+    resent_after_lost_answer: int = 0
     last_problem: str | None = None
     results: list[EntryResult] = field(default_factory=list)
 
@@ -137,13 +138,16 @@ class ChunkSender:
     ) -> list[int]:
         keep: list[int] = []
         for i in pending:
+            first = not maybe_applied[i]
             maybe_applied[i] = True
             entry = current[i]
             if safe(entry):
                 keep.append(i)
+                report.resent_after_lost_answer += first
             elif not interferes and self.names.unique(entry.get("name")):
                 current[i] = as_name_match(entry)
                 report.resent_by_name += 1
+                report.resent_after_lost_answer += first
                 keep.append(i)
             else:
                 outcome[i] = EntryResult(

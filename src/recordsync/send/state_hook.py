@@ -43,6 +43,9 @@ Deleter = Callable[[str, int], object]
 
 log = logging.getLogger(__name__)
 CLASSIFY_ROWS = 500
+FOLD_ROWS = 20_000
+"""Acknowledged rows the journal collects before they are folded into the ledger in one sorted
+bulk write (:meth:`Journal.fold`), between chunks while a request is in flight."""
 
 
 class StateHook:
@@ -81,6 +84,7 @@ class StateHook:
         from recordsync.state import ChangeDetector
 
         journal = self.journal
+        journal.fold()  # earlier steps' outcomes, before references read their ledgers
         self._offset[plan.name] = journal.next_chunk_no(self.run_id, plan.name) - 1
         done = journal.done_rows(self.run_id, plan.name) if self.resumed else None
         config = self.configs.get(plan.name)
@@ -105,6 +109,8 @@ class StateHook:
         )
         it = iter(rows)
         while group := list(itertools.islice(it, CLASSIFY_ROWS)):
+            if journal.unfolded_rows >= FOLD_ROWS:
+                journal.fold()
             if prep is not None and prep.active:
                 prep.apply(group)
             c = detector.classify(group)
@@ -176,6 +182,7 @@ class StateHook:
         """Every row of the step is reported and acknowledged: mirror deletes, if enabled."""
         from recordsync.state import apply_deletes, plan_deletes
 
+        self.journal.fold()  # the step's ledger complete: for mirror deletes and later steps
         prep = self._prep.pop(plan.name, None)
         if prep is None or prep.seen_keys is None:
             return
@@ -231,7 +238,7 @@ def open_state(
     store = StateStore(path, durable=durable)
     try:
         with PipelineLock(store.path.parent, pipeline):
-            journal = Journal(store, pipeline)
+            journal = Journal(store, pipeline, defer_ledger=True)
             info, resumed = journal.resume_or_start(run_id)
             if resumed:
                 held = journal.settle_in_flight(info.run_id)

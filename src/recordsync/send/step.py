@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -74,6 +74,7 @@ class ChunkHook(Protocol):
     ) -> None: ...
     def step_done(self, plan: StepPlan, tally: StepTally) -> None:
         """Every row of the step was reported and every chunk acknowledged (mirror deletes)."""
+
     def atomic(self) -> AbstractContextManager[object]:
         """One state transaction around an acknowledgement and the next chunk's journal."""
 
@@ -257,6 +258,7 @@ class StepRunner:
                 report, stop = aborted.report, aborted.error
             results = report.results
             tally.resent_by_name += report.resent_by_name
+            tally.resent_after_lost_answer += report.resent_after_lost_answer
             tally.unreconciled_chunks += report.unreconciled is not None
             self.progress.chunk_done(tally.step, report)
             if chunk.chunk_no:

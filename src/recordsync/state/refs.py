@@ -14,18 +14,66 @@ ledger entry, no record id yet, or a mirror-deleted record) raises :class:`RowEr
 the referenced mapping and key (``on_missing="fail"``), or resolves to ``None`` (``"unset"``)
 so the field is left out. Blank values (``None``, ``""``) are no reference: ``None``.
 Results are cached for the run; the referenced step must run first in the pipeline.
+
+The ledger looked up is any :class:`Ledger`: the :class:`StateStore`, or, in a dry run, a
+:class:`RunLedger`: the store's ledger (if any) plus the rows the dry run's earlier steps
+found valid, as ``planned`` (the real run would send them).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Literal
+from collections.abc import Callable, Iterable, Mapping
+from typing import Literal, Protocol
 
 from recordsync.errors import RowError
-from recordsync.state.store import DELETED, Entry, StateStore
+from recordsync.state.store import DELETED, Entry
 
 OnMissing = Literal["fail", "unset"]
 Normalizer = Callable[[str], str | None]
+PLANNED = "planned"
+"""A dry run's entry for a row an earlier step would send: a reference to it resolves,
+to no id yet (the dry run sends nothing, so the field is left out of the unsent input)."""
+
+
+class Ledger(Protocol):
+    """Where references are looked up: :class:`StateStore` or :class:`RunLedger`."""
+
+    def lookup_many(
+        self, pipeline: str, mapping: str, keys: Iterable[str]
+    ) -> Mapping[str, Entry]: ...
+
+
+def usable(entry: Entry | None) -> bool:
+    """The entry gives a record id a reference can use."""
+    return entry is not None and entry.record_id is not None and entry.last_status != DELETED
+
+
+class RunLedger:
+    """A dry run's ledger: the rows it planned (keyed like the ledger) over an optional
+    ``base`` ledger (the state store) whose usable entries win (the real run finds them)."""
+
+    def __init__(self, base: Ledger | None = None) -> None:
+        self.base = base
+        self._entries: dict[str, dict[str, Entry]] = {}
+
+    def plan(self, mapping: str, keys: Iterable[str]) -> None:
+        """Rows a dry run found valid: the real run would send (and create) them."""
+        known = self._entries.setdefault(mapping, {})
+        for key in keys:
+            if key not in known:
+                known[key] = Entry(key, None, None, PLANNED, None, "")
+
+    def lookup_many(
+        self, pipeline: str, mapping: str, keys: Iterable[str]
+    ) -> Mapping[str, Entry]:
+        wanted = list(keys)
+        base = dict(self.base.lookup_many(pipeline, mapping, wanted)) if self.base else {}
+        mine = self._entries.get(mapping, {})
+        for key in wanted:
+            entry = mine.get(key)
+            if entry is not None and not usable(base.get(key)):
+                base[key] = entry
+        return base
 
 
 class ReferenceResolver:
@@ -33,7 +81,7 @@ class ReferenceResolver:
 
     def __init__(
         self,
-        store: StateStore,
+        store: Ledger,
         pipeline: str,
         mapping: str,
         *,
@@ -76,10 +124,12 @@ class ReferenceResolver:
         if key is None:
             return None
         if key not in self._cache:
-            self._cache[key] = self.store.get(self.pipeline, self.mapping, key)
+            self._cache[key] = self.store.lookup_many(self.pipeline, self.mapping, (key,)).get(key)
         entry = self._cache[key]
-        if entry is not None and entry.record_id is not None and entry.last_status != DELETED:
+        if entry is not None and usable(entry):
             return entry.record_id
+        if entry is not None and entry.last_status == PLANNED:
+            return None
         if self.on_missing == "unset":
             return None
         raise RowError(

@@ -106,6 +106,11 @@ class StateStore:
         return self._conn
 
     @property
+    def json_each(self) -> bool:
+        """SQLite's JSON functions are available (bulk statements take one JSON parameter)."""
+        return self._json_each
+
+    @property
     def schema_version(self) -> int:
         return SCHEMA_VERSION
 

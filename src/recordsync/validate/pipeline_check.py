@@ -12,6 +12,7 @@ from typing import Any
 
 from recordsync.config.models import PipelineConfig, StepConfig
 from recordsync.errors import ConfigError
+from recordsync.read.paths import source_path
 from recordsync.validate.schema import Schema
 
 
@@ -25,6 +26,8 @@ class StepReport:
     error: ConfigError | None = None
     counts: Counter[str] = field(default_factory=Counter)
     first_problems: list[str] = field(default_factory=list)
+    problems: int = 0
+    """Rows with an error (invalid or duplicate); ``first_problems`` shows the first few."""
 
     @property
     def ok(self) -> bool:
@@ -43,18 +46,26 @@ def check_step(
     from recordsync.prepare import check_source, prepare_step
 
     m = step.config
-    rep = StepReport(step.step_name, m.label, m.object_type, m.source.path)
+    source = str(source_path(step.base_dir, m.source.path))
+    rep = StepReport(step.step_name, m.label, m.object_type, source)
     try:
         rep.columns = len(check_source(m, step.base_dir))
         BatchMapper(m, base_dir=step.base_dir, schema=schema, users=users)
         if scan:
             for row in prepare_step(m, base_dir=step.base_dir, schema=schema, users=users):
                 rep.counts[row.status.value] += 1
-                if row.error and len(rep.first_problems) < show:
-                    rep.first_problems.append(f"row {row.source.source_row}: {row.error}")
+                if row.error:
+                    rep.problems += 1
+                    if len(rep.first_problems) < show:
+                        rep.first_problems.append(_problem(row.source.source_row, row.error))
     except ConfigError as exc:
         rep.error = exc
     return rep
+
+
+def _problem(source_row: int, error: str) -> str:
+    """``row N: error``, without the ``line N:`` a malformed line's error already starts with."""
+    return f"row {source_row}: {error.removeprefix(f'line {source_row}: ')}"
 
 
 def check_pipeline(

@@ -1,0 +1,21 @@
+"""The plain (cron) progress line of a finished step shows every outcome."""
+
+from __future__ import annotations
+
+import io
+
+from recordsync.model import RowStatus
+from recordsync.report.progress import PlainProgress
+from recordsync.report.tally import StepTally
+
+
+def test_step_line_shows_unchanged_and_duplicate() -> None:
+    out = io.StringIO()
+    t = StepTally("contacts", "contacts.yaml", "contacts", read=201)
+    t.outcomes[RowStatus.UNCHANGED] = 198
+    t.outcomes[RowStatus.INVALID] = 2
+    t.outcomes[RowStatus.DUPLICATE] = 1
+    PlainProgress(out).step_finished(t)
+    line = out.getvalue()
+    assert "step contacts done: read 201, unchanged 198, sent 0," in line
+    assert "invalid 2, duplicate 1 (" in line

@@ -1,0 +1,28 @@
+"""check_pipeline (what ``recordsync validate --scan`` prints): problem counts and wording."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from recordsync.config import load_pipeline
+from recordsync.validate.pipeline_check import check_pipeline
+
+
+def test_scan_counts_every_problem_and_says_a_malformed_line_once(tmp_path: Path) -> None:
+    lines = ["Name,Email"] + [f"P{i},p{i}@x.example" for i in range(1, 12)]
+    lines[2] = "P2,p2@x.example,extra"  # line 3: ragged
+    lines[4] = "P4,p4@x.example,extra"  # line 5: ragged
+    for i in (6, 7, 8, 9, 10):
+        lines[i] = f"P{i},not-an-email"
+    (tmp_path / "people.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (tmp_path / "people.yaml").write_text(
+        "object_type: contacts\nsource: {path: people.csv}\nname: Name\n"
+        "match_by: [email]\nfields: {email: Email}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "p.yaml").write_text("steps: [people.yaml]\n", encoding="utf-8")
+    (rep,) = check_pipeline(load_pipeline(tmp_path / "p.yaml"), scan=True)
+    assert rep.ok, rep.error
+    assert rep.problems == 7 and len(rep.first_problems) == 5
+    assert rep.first_problems[0] == "row 3: malformed line: expected 2 cells, found 3"
+    assert not any("line 3:" in p or "line 5:" in p for p in rep.first_problems)
