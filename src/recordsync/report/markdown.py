@@ -23,20 +23,28 @@ _COLUMNS = (
     ("in doubt", "in_doubt"),
     ("chunks", "chunks"),
 )
+_DELETE_COLUMNS = (("deleted", "deleted"), ("delete failed", "delete_failed"))
+"""Mirror deletes (records, not source rows): shown only when a step deleted or tried to."""
 
 
 def _md(text: object) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
+def _mirror_deletes_ran(summary: dict[str, Any]) -> bool:
+    return any(s.get("deleted") or s.get("delete_failed") for s in summary["steps"])
+
+
 def _table(summary: dict[str, Any]) -> list[str]:
-    head = "| " + " | ".join(name for name, _ in _COLUMNS) + " |"
-    rule = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(_COLUMNS))) + "|"
+    columns = _COLUMNS + (_DELETE_COLUMNS if _mirror_deletes_ran(summary) else ())
+    head = "| " + " | ".join(name for name, _ in columns) + " |"
+    rule = "|" + "|".join("---" if i < 2 else "---:" for i in range(len(columns))) + "|"
     lines = [head, rule]
     for step in summary["steps"]:
-        lines.append("| " + " | ".join(_md(step.get(key, "")) for _, key in _COLUMNS) + " |")
+        lines.append("| " + " | ".join(_md(step.get(key, "")) for _, key in columns) + " |")
     t = summary["totals"]
-    lines.append("| **total** | | " + " | ".join(str(t[key]) for _, key in _COLUMNS[2:]) + " |")
+    total = " | ".join(str(t.get(key, 0)) for _, key in columns[2:])
+    lines.append(f"| **total** | | {total} |")
     return lines
 
 
@@ -120,9 +128,20 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                 for value, n in counter.most_common(10):
                     lines.append(f"  - `{_md(value)}` ({n} row{'s' if n != 1 else ''})")
     t = summary["totals"]
-    if t["failed"] or t["in_doubt"] or t["rows_invalid"]:
+    if _mirror_deletes_ran(summary):
+        lines += [
+            "",
+            f"Mirror deletes: {t.get('deleted', 0)} record(s) soft-deleted because their rows "
+            f"left the source, {t.get('delete_failed', 0)} delete(s) failed.",
+        ]
+    if t["failed"] or t["in_doubt"] or t["rows_invalid"] or t.get("delete_failed"):
         lines += ["", "## Next steps", ""]
         lines.append("- failed, invalid and in-doubt rows are in `failures.csv` (with `_error`)")
+        if t.get("delete_failed"):
+            lines.append(
+                "- failed mirror deletes are in the run's log (key, record id, error); "
+                "the next run tries them again"
+            )
         if t["rows_invalid"]:
             lines.append("- invalid rows: fix the source or the mapping (see the reasons above)")
         if t["in_doubt"]:

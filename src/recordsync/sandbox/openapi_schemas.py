@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from recordsync.sandbox.seed import FIELD_KEYS
+
 JSON = "application/json"
 
 
@@ -84,26 +86,7 @@ FIELD_DEF = obj(
         "allow_multiple": {"type": ["boolean", "null"]},
         "related_object_type_id": {"type": ["integer", "null"]},
     },
-    [
-        "field_name",
-        "display_name",
-        "field_type",
-        "field_order",
-        "is_required",
-        "description",
-        "select_options",
-        "allow_multiple",
-        "related_object_type_id",
-        "relationship_type",
-        "number_min",
-        "number_max",
-        "number_decimal_places",
-        "currency_decimal_places",
-        "percentage_decimal_places",
-        "value_scale",
-        "default_value",
-        "visibility_type",
-    ],
+    list(FIELD_KEYS),
 )
 OBJECT_TYPE = obj(
     {

@@ -137,13 +137,18 @@ def refuse_refs_without_state(steps: Iterable[tuple[str, MappingConfig]]) -> Non
         for fname, spec in cfg.fields.items():
             if spec.ref is not None:
                 raise ConfigError(
-                    f"fields.{fname}.ref (step '{name}' refers to '{spec.ref.mapping}'): "
-                    "ref fields are resolved from the state store: run without --no-state, "
-                    "or remove the ref",
+                    f"step '{name}': field '{fname}' refers to step '{spec.ref.mapping}', and "
+                    "ref fields are resolved from the state store, which --no-state turns off",
                     file=cfg.label,
                     line=mapping_line(cfg, "fields", fname),
                     key=f"fields.{fname}.ref",
+                    hint="run without --no-state, or remove the ref",
                 )
+
+
+def referenced_steps(configs: Iterable[MappingConfig]) -> set[str]:
+    """The steps some mapping's ``ref`` field refers to."""
+    return {f.ref.mapping for c in configs for f in c.fields.values() if f.ref is not None}
 
 
 class DryRunRefsHook:
@@ -158,6 +163,8 @@ class DryRunRefsHook:
         self.ledger = ledger
         self.pipeline = pipeline
         self.configs = configs
+        self.referenced = referenced_steps(configs.values())
+        """Steps some ``ref`` refers to: only their valid rows' keys are kept."""
 
     def classify(self, plan: StepPlan, rows: Iterable[PreparedRow]) -> Iterator[PreparedRow]:
         config = self.configs.get(plan.name)
@@ -170,10 +177,11 @@ class DryRunRefsHook:
         while group := list(itertools.islice(it, PREP_ROWS)):
             if prep is not None and prep.active:
                 prep.apply(group)
-            self.ledger.plan(
-                plan.name,
-                (r.key for r in group if r.status is RowStatus.VALID and r.key is not None),
-            )
+            if plan.name in self.referenced:
+                self.ledger.plan(
+                    plan.name,
+                    (r.key for r in group if r.status is RowStatus.VALID and r.key is not None),
+                )
             yield from group
 
     def record_id_of(self, row: PreparedRow) -> int | None:

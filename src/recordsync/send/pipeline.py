@@ -180,6 +180,11 @@ def run_pipeline(
     # a retry runs only some steps: references and ledgers are those of the whole pipeline
     whole = pipeline if pipeline_override is None else _load(request.pipeline_path)
     check_refs(whole)
+    if not request.state and hook is None:  # before the target is even contacted
+        from recordsync.send.ledger_prep import refuse_refs_without_state
+
+        run = [s for s in pipeline.steps if steps is None or s.step_name in steps]
+        refuse_refs_without_state((s.step_name, s.config) for s in run)
     configs = {s.step_name: s.config for s in whole.steps}
     configs.update({s.step_name: s.config for s in pipeline.steps})
     partial = pipeline_override is not None
@@ -248,24 +253,19 @@ def run_pipeline(
 
 
 @contextmanager
-def _refs_hook(
-    request: RunRequest, name: str, configs: Mapping[str, Any], plans: list[StepPlan], dry: bool
-) -> Iterator[ChunkHook | None]:
-    """The hook of a dry run or a run without the state store (docs/state.md, "Cross-object
-    references"). ``--no-state`` refuses ``ref`` fields (dry run too: it predicts the run).
-    A dry run resolves references like the real run: from the state store's ledger (opened
-    only if the file exists; never written) plus the rows its earlier steps found valid."""
-    from recordsync.send.ledger_prep import DryRunRefsHook, refuse_refs_without_state
+def _dry_run_refs(
+    request: RunRequest, name: str, configs: Mapping[str, Any]
+) -> Iterator[ChunkHook]:
+    """A dry run's hook (docs/state.md, "Cross-object references"): ledger keys and references
+    as in the real run, from the state store's ledger (opened only if the file exists; never
+    written) plus the rows the dry run's earlier steps found valid."""
+    from recordsync.send.ledger_prep import DryRunRefsHook, referenced_steps
     from recordsync.state import StateStore, default_state_path
     from recordsync.state.refs import RunLedger
 
-    if not request.state:
-        refuse_refs_without_state((p.name, configs[p.name]) for p in plans if p.name in configs)
-        yield None
-        return
-    assert dry
     path = request.state_db or default_state_path()
-    store = StateStore(path, durable=False) if path.is_file() else None
+    wanted = path.is_file() and referenced_steps(configs.values())
+    store = StateStore(path, durable=False) if wanted else None
     try:
         yield DryRunRefsHook(RunLedger(store), name, configs)
     finally:
@@ -333,8 +333,10 @@ def _run(
 
         if hook is not None:
             return go(hook)
-        if options.dry_run or not request.state:
-            with _refs_hook(request, name, configs, plans, options.dry_run) as refs:
+        if not request.state:  # ref fields were refused above
+            return go(None)
+        if options.dry_run:
+            with _dry_run_refs(request, name, configs) as refs:
                 return go(refs)
         with open_state(
             name,

@@ -10,7 +10,9 @@
 - before that, per mapping (``configs``, :mod:`recordsync.send.ledger_prep`): declared
   ledger keys, ``ref`` fields resolved from earlier steps' ledgers, and with
   ``match_by_ledger_id`` rows the ledger knows are sent with ``match_by: id``;
-- every chunk is journaled before it is sent and acknowledged (ledger updated) after;
+- every chunk is journaled before it is sent and acknowledged after; the acknowledged
+  outcomes reach the ledger from the journal in key-sorted bulk writes (:data:`FOLD_ROWS`,
+  each step's end, the run's end; a resumed run folds its dead attempt's);
 - when a step's rows are all acknowledged, its mirror deletes run (:meth:`step_done`);
 - a run that died (``running`` in the journal) is resumed: its run id is reused, its
   in-flight chunks are settled (safe rows are sent again, the others held ``in_doubt``),

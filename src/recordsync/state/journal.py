@@ -2,11 +2,13 @@
 
 Every chunk is written to the journal before it is sent (:meth:`Journal.begin_chunk`,
 committed and fsynced) and again when its results are in (:meth:`Journal.ack_chunk`, in the
-same transaction as the ledger update). After a ``kill -9`` the next run of the pipeline finds
+same transaction as the ledger update; or, with ``defer_ledger=True`` as the runner uses it,
+folded into the ledger from the journal in bulk later: :meth:`Journal.fold`). After a ``kill -9`` the next run of the pipeline finds
 the run still ``running`` (:meth:`Journal.last_incomplete_run`), reuses its run id, settles
 the chunks that were in flight (:meth:`Journal.settle_in_flight`), skips the rows whose
 outcome is already journaled (:meth:`Journal.done_rows`) and builds the report of sent rows
-from :meth:`Journal.outcomes`. A unique index guarantees that a source row has at most one
+from :meth:`Journal.outcomes`; what the dead attempt acknowledged but had not folded is
+folded into the ledger when the run is resumed. A unique index guarantees that a source row has at most one
 final outcome per run and step.
 
 Row states in the journal: ``pending`` (begun, no answer yet), ``created`` / ``updated`` /
@@ -16,7 +18,6 @@ of the resumed run carries its final outcome).
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
@@ -35,14 +36,6 @@ from recordsync.state.journal_read import (
 )
 from recordsync.state.store import StateStore, utc_now, write_acknowledged
 
-_UPDATE_OUTCOMES_JSON = (
-    "UPDATE chunk_rows SET status = json_extract(j.value, '$[1]'),"
-    " record_id = json_extract(j.value, '$[2]'), error = json_extract(j.value, '$[3]')"
-    " FROM json_each(?1) AS j WHERE chunk_rows.run_id = ?2 AND chunk_rows.step = ?3"
-    " AND chunk_rows.chunk_no = ?4 AND chunk_rows.source_row = json_extract(j.value, '$[0]')"
-)
-"""Every row's outcome of one chunk in one statement (a JSON array of [row, status, id, error])."""
-
 _FOLD = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
     " last_run_id, updated_at)"
@@ -50,7 +43,7 @@ _FOLD = (
     " CASE WHEN status IN ('created', 'updated') THEN input_hash END, status, run_id, ?2"
     " FROM chunk_rows WHERE run_id = ?3 AND step = ?4 AND chunk_no BETWEEN ?5 AND ?6"
     " AND source_key IS NOT NULL AND status IN ('created', 'updated', 'failed', 'in_doubt')"
-    " ORDER BY source_key, chunk_no"
+    " ORDER BY source_key, chunk_no, source_row"
     " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
     " record_id = CASE WHEN excluded.last_status IN ('created', 'updated')"
     " THEN coalesce(excluded.record_id, ledger.record_id) ELSE ledger.record_id END,"
@@ -60,7 +53,7 @@ _FOLD = (
     " updated_at = excluded.updated_at"
 )
 """The ledger update rules of :func:`write_acknowledged`, from the journal in bulk: in key
-order (neighbouring keys share pages) and, for a key journaled twice, in chunk order."""
+order (neighbouring keys share pages) and, for a key journaled twice, in journal order."""
 
 _Journaled = dict[int, tuple[str | None, str | None]]
 """source row → (source key, input hash) of a begun chunk."""
@@ -270,17 +263,14 @@ class Journal(JournalReader):
         *,
         defer: bool = False,
     ) -> None:
-        rows = [(o.source_row, str(o.status), o.record_id, o.error) for o in outcomes]
-        if self.store.json_each and all(
-            e is None or (e.isascii() and "\x00" not in e) for _, _, _, e in rows
-        ):  # one statement a chunk, not one per row
-            conn.execute(_UPDATE_OUTCOMES_JSON, (json.dumps(rows), run_id, step, chunk_no))
-        else:  # SQLite without JSON functions, or an error text JSON cannot carry exactly
-            conn.executemany(
-                "UPDATE chunk_rows SET status = ?, record_id = ?, error = ? WHERE run_id = ?"
-                " AND step = ? AND chunk_no = ? AND source_row = ?",
-                [(st, rid, err, run_id, step, chunk_no, row) for row, st, rid, err in rows],
-            )
+        conn.executemany(
+            "UPDATE chunk_rows SET status = ?, record_id = ?, error = ? WHERE run_id = ?"
+            " AND step = ? AND chunk_no = ? AND source_row = ?",
+            [
+                (str(o.status), o.record_id, o.error, run_id, step, chunk_no, o.source_row)
+                for o in outcomes
+            ],
+        )
         conn.execute(
             "UPDATE chunks SET state = ?, acked_at = ? WHERE run_id = ? AND step = ?"
             " AND chunk_no = ?",

@@ -63,9 +63,7 @@ class RunLedger:
             if key not in known:
                 known[key] = Entry(key, None, None, PLANNED, None, "")
 
-    def lookup_many(
-        self, pipeline: str, mapping: str, keys: Iterable[str]
-    ) -> Mapping[str, Entry]:
+    def lookup_many(self, pipeline: str, mapping: str, keys: Iterable[str]) -> Mapping[str, Entry]:
         wanted = list(keys)
         base = dict(self.base.lookup_many(pipeline, mapping, wanted)) if self.base else {}
         mine = self._entries.get(mapping, {})

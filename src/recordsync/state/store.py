@@ -106,11 +106,6 @@ class StateStore:
         return self._conn
 
     @property
-    def json_each(self) -> bool:
-        """SQLite's JSON functions are available (bulk statements take one JSON parameter)."""
-        return self._json_each
-
-    @property
     def schema_version(self) -> int:
         return SCHEMA_VERSION
 
@@ -280,21 +275,20 @@ class StateStore:
         return removed
 
 
-_UPSERT_SENT = (
+_UPSERT = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run_id, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
+    " last_run_id, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
     " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
-    " record_id = coalesce(excluded.record_id, ledger.record_id),"
-    " input_hash = excluded.input_hash, last_status = excluded.last_status,"
-    " last_run_id = excluded.last_run_id, updated_at = excluded.updated_at"
-)
-_UPSERT_FAILED = (
-    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run_id, updated_at) VALUES (?, ?, NULL, NULL, ?, ?, ?)"
-    " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
+    " record_id = CASE WHEN excluded.last_status IN ('created', 'updated')"
+    " THEN coalesce(excluded.record_id, ledger.record_id) ELSE ledger.record_id END,"
+    " input_hash = CASE WHEN excluded.last_status IN ('created', 'updated')"
+    " THEN excluded.input_hash ELSE ledger.input_hash END,"
     " last_status = excluded.last_status, last_run_id = excluded.last_run_id,"
     " updated_at = excluded.updated_at"
 )
+"""The ledger update rules, one row at a time: created / updated write the record id (kept
+when none is given) and the hash; failed / in_doubt only the status and run (a new key gets
+no record id and no hash). ``recordsync.state.journal`` applies the same rules in bulk."""
 
 
 def write_acknowledged(
@@ -303,20 +297,18 @@ def write_acknowledged(
     run_id: str,
     rows: Iterable[tuple[str | None, int | None, str | None, str]],
 ) -> int:
-    """The ledger update rules (module docstring), inside the caller's transaction."""
+    """The ledger update rules (module docstring), inside the caller's transaction; in row
+    order (a key given twice ends with its last result)."""
     now = utc_now()
-    sent: list[tuple[object, ...]] = []
-    failed: list[tuple[object, ...]] = []
+    params: list[tuple[object, ...]] = []
     for key, record_id, input_hash, status in rows:
         if key is None:
             continue
         status = str(status)
         if status in ACKED_SENT:
-            sent.append((scope, key, record_id, input_hash, status, run_id, now))
+            params.append((scope, key, record_id, input_hash, status, run_id, now))
         elif status in ACKED_FAILED:
-            failed.append((scope, key, status, run_id, now))
-    if sent:
-        conn.executemany(_UPSERT_SENT, sent)
-    if failed:
-        conn.executemany(_UPSERT_FAILED, failed)
-    return len(sent) + len(failed)
+            params.append((scope, key, None, None, status, run_id, now))
+    if params:
+        conn.executemany(_UPSERT, params)
+    return len(params)

@@ -1,0 +1,116 @@
+"""Deferred ledger writes (``Journal(defer_ledger=True)``): the ledger folded from the journal
+in bulk ends exactly where per-chunk writes leave it; a resumed run folds what a dead attempt
+acknowledged; finishing a run folds before the per-row journal is dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recordsync.state import ChunkResult, Journal, JournalRow, StateStore
+
+_STATUSES = ("created", "updated", "failed", "in_doubt")
+
+
+def _ledger(store: StateStore, mapping: str = "m") -> list[tuple[object, ...]]:
+    return [(*e[:4], e.last_run_id) for e in store.entries("p", mapping)]
+
+
+# one chunk = rows of (key index, status, record id or None, error or None)
+_chunk = st.lists(
+    st.tuples(
+        st.integers(0, 12),
+        st.sampled_from(_STATUSES),
+        st.none() | st.integers(1, 10**12),
+        st.none() | st.sampled_from(["boom", "é ünïcode", "nul\x00inside", 'quote " \\ x']),
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+def _play(
+    store: StateStore, chunks: list[list[tuple[int, str, int | None, str | None]]], defer: bool
+) -> Journal:
+    j = Journal(store, "p", defer_ledger=defer)
+    j.start_run("r1")
+    source_row = 2
+    for n, chunk in enumerate(chunks, start=1):
+        rows, results = [], []
+        for key, status, rid, error in chunk:
+            rows.append(JournalRow(source_row, None if key == 0 else f"k{key}", f"h{source_row}"))
+            results.append(ChunkResult(source_row, status, rid, error))
+            source_row += 1
+        j.begin_chunk("r1", "s", n, rows[0].source_row, rows, mapping="m")
+        j.ack_chunk("r1", "s", n, results)
+        if defer and n % 3 == 0:
+            j.fold()
+    return j
+
+
+@settings(max_examples=25, deadline=None)
+@given(chunks=st.lists(_chunk, min_size=1, max_size=6))
+def test_folded_ledger_equals_per_chunk_writes(
+    tmp_path_factory: object, chunks: list[list[tuple[int, str, int | None, str | None]]]
+) -> None:
+    base = Path(tmp_path_factory.mktemp("fold"))  # type: ignore[attr-defined]
+    with (
+        StateStore(base / "a.db", durable=False) as a,
+        StateStore(base / "b.db", durable=False) as b,
+    ):
+        ja = _play(a, chunks, defer=False)
+        jb = _play(b, chunks, defer=True)
+        # the journal holds exactly the acknowledged results (bulk JSON update or per row)
+        given_results = [(status, rid, err) for chunk in chunks for _, status, rid, err in chunk]
+        assert [(o.status, o.record_id, o.error) for o in jb.outcomes("r1")] == given_results
+        assert list(ja.outcomes("r1")) == list(jb.outcomes("r1"))
+        jb.fold()
+        assert _ledger(a) == _ledger(b)
+        jb.fold_run("r1")  # folding again changes nothing
+        assert _ledger(a) == _ledger(b)
+
+
+def test_ack_defers_ledger_until_fold(store: StateStore) -> None:
+    j = Journal(store, "p", defer_ledger=True)
+    j.start_run("r1")
+    rows = [JournalRow(2, "k2", "h2"), JournalRow(3, "k3", "h3")]
+    j.begin_chunk("r1", "s", 1, 2, rows, mapping="m")
+    j.ack_chunk("r1", "s", 1, [ChunkResult(2, "created", 7), ChunkResult(3, "failed", None, "x")])
+    assert store.get("p", "m", "k2") is None and j.unfolded_rows == 2
+    assert [o.status for o in j.outcomes("r1")] == ["created", "failed"]
+    assert j.fold() == 2 and j.unfolded_rows == 0
+    entry = store.get("p", "m", "k2")
+    assert entry is not None and (entry.record_id, entry.input_hash) == (7, "h2")
+    failed = store.get("p", "m", "k3")
+    assert failed is not None and (failed.last_status, failed.input_hash) == ("failed", None)
+
+
+def test_finish_run_folds_before_dropping_the_rows(store: StateStore) -> None:
+    j = Journal(store, "p", defer_ledger=True)
+    j.start_run("r1")
+    j.begin_chunk("r1", "s", 1, 2, [JournalRow(2, "k2", "h2")], mapping="m")
+    j.ack_chunk("r1", "s", 1, [ChunkResult(2, "updated", 9)])
+    j.finish_run("r1")
+    entry = store.get("p", "m", "k2")
+    assert entry is not None and (entry.record_id, entry.last_status) == (9, "updated")
+    assert list(j.outcomes("r1")) == []
+
+
+def test_resume_folds_what_the_dead_attempt_acknowledged(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    store = StateStore(db, durable=False)
+    dead = Journal(store, "p", defer_ledger=True)
+    dead.start_run("r1")
+    dead.begin_chunk("r1", "s", 1, 2, [JournalRow(2, "k2", "h2")], mapping="m")
+    dead.ack_chunk("r1", "s", 1, [ChunkResult(2, "created", 5)])
+    dead.begin_chunk("r1", "s", 2, 3, [JournalRow(3, "k3", "h3")], mapping="m")  # in flight
+    store.close()  # the process dies: nothing folded
+    with StateStore(db) as again:
+        assert again.get("p", "m", "k2") is None
+        info, resumed = Journal(again, "p", defer_ledger=True).resume_or_start("r2")
+        assert resumed and info.run_id == "r1"
+        entry = again.get("p", "m", "k2")
+        assert entry is not None and (entry.record_id, entry.input_hash) == (5, "h2")
+        assert again.get("p", "m", "k3") is None  # in flight: settled, not folded
