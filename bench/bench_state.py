@@ -5,8 +5,9 @@ Simulates what the runner does around the network, without the network:
     generate   build the prepared rows only (stands in for read + map; the floor)
     hash       generate + input_hash per row
     first run  classify (all new) + journal begin_chunk + ack_chunk per 100-row chunk
-               (the ledger written from the acknowledgements, fsync on every commit),
-               then finish_run (drops the per-row journal)
+               (the ledger folded from the journal every FOLD_ROWS rows as the runner does,
+               or with --per-chunk-ledger in every acknowledgement; fsync on every commit
+               unless --fast), then finish_run (folds the rest, drops the per-row journal)
     unchanged  classify every row again: all unchanged, nothing journaled
     1% changed classify; the 1% changed rows are journaled and acknowledged
 
@@ -15,6 +16,7 @@ by reading and hashing. The first run here has no HTTP at all, so the real first
 slower than this one and the ratio measured here is a lower bound.
 
     python bench/bench_state.py [--rows 1000000] [--classify-chunk 1000] [--db PATH] [--fast]
+                                [--per-chunk-ledger]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from recordsync.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
+from recordsync.send.state_hook import FOLD_ROWS
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.hashing import input_hash
 
@@ -111,6 +114,8 @@ def send(
                 [ChunkResult(r.source_row, "created", r.source_row) for r in jrows],
             )
             sent += len(part)
+            if journal.unfolded_rows >= FOLD_ROWS:  # as the runner does (state_hook)
+                journal.fold()
     return sent
 
 
@@ -121,6 +126,12 @@ def main() -> None:
     parser.add_argument("--db", type=Path, default=None)
     parser.add_argument(
         "--fast", action="store_true", help="synchronous=NORMAL (no fsync per commit)"
+    )
+    parser.add_argument(
+        "--per-chunk-ledger",
+        action="store_true",
+        help="write the ledger in every acknowledgement (the old way) instead of folding it"
+        " from the journal every FOLD_ROWS rows as the runner does",
     )
     args = parser.parse_args()
     n, chunk = args.rows, args.classify_chunk
@@ -147,7 +158,7 @@ def main() -> None:
     store = StateStore(db, durable=not args.fast)
 
     def first_run() -> None:
-        journal = Journal(store, "bench")
+        journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
         journal.start_run("run-1")
         det = ChangeDetector(store, "bench", "contacts")
         counts["first_sent"] = send(store, det, journal, "run-1", rows(n, chunk=chunk))
@@ -160,7 +171,7 @@ def main() -> None:
         counts["unchanged_counts"] = dict(det.counts)
 
     def one_percent() -> None:
-        journal = Journal(store, "bench")
+        journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
         journal.start_run("run-3")
         det = ChangeDetector(store, "bench", "contacts")
         counts["changed_sent"] = send(

@@ -9,9 +9,7 @@ plus 16 bytes per row for the hashes.
 from __future__ import annotations
 
 import csv
-import gc
 from collections.abc import Iterator
-from contextlib import contextmanager
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -23,7 +21,7 @@ from recordsync.config.loader import mapping_line
 from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
-from recordsync.map.gcpause import BatchGC
+from recordsync.map.gcpause import BatchGC, gc_paused
 from recordsync.map.rows import row_dicts
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
@@ -31,18 +29,6 @@ from recordsync.validate.distinct import pylist
 from recordsync.validate.schema import Schema
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while the first pass computes one batch's keys (see gcpause)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -75,7 +61,7 @@ class Duplicates:
         ids: list[npt.NDArray[np.int64]] = []
         for sb in iter_source(mapping.source, base_dir, mapping.key_columns()):
             fidx = files.setdefault(sb.file, len(files))
-            with _gc_paused():
+            with gc_paused():
                 h, has = _hashes(mapper.keys_only(sb.batch))
             hashes.append(h)
             ids.append((np.int64(fidx) << ROW_BITS) | sb.rows[has])

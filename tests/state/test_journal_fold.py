@@ -4,8 +4,10 @@ acknowledged; finishing a run folds before the per-row journal is dropped."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,3 +116,26 @@ def test_resume_folds_what_the_dead_attempt_acknowledged(tmp_path: Path) -> None
         entry = again.get("p", "m", "k2")
         assert entry is not None and (entry.record_id, entry.input_hash) == (5, "h2")
         assert again.get("p", "m", "k3") is None  # in flight: settled, not folded
+
+
+def test_a_fold_that_fails_keeps_the_outcomes_to_fold(
+    store: StateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = Journal(store, "p", defer_ledger=True)
+    j.start_run("r1")
+    j.begin_chunk("r1", "s", 1, 2, [JournalRow(2, "k2", "h2")], mapping="m")
+    j.ack_chunk("r1", "s", 1, [ChunkResult(2, "created", 5)])
+
+    def broken(*args: object) -> int:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(j, "_fold_range", broken)
+    with pytest.raises(sqlite3.OperationalError):
+        j.fold()
+    with pytest.raises(sqlite3.OperationalError):
+        j.finish_run("r1")
+    monkeypatch.undo()
+    assert j.unfolded_rows == 1 and store.get("p", "m", "k2") is None
+    j.finish_run("r1")
+    entry = store.get("p", "m", "k2")
+    assert entry is not None and entry.record_id == 5

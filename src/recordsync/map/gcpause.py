@@ -24,6 +24,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC for the block; restore its previous state, even on error."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class BatchGC:
     """GC handling for one stream of batches (see the module docstring)."""
 

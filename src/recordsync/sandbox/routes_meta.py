@@ -62,8 +62,9 @@ async def run_view(request: Request) -> Response:
 def _signature_ok(header: str, body: bytes, key: Secret) -> bool:
     expected = hmac.new(key.reveal().encode("utf-8"), body, hashlib.sha256).hexdigest()
     given = header.strip()
-    if given.lower().startswith("sha256="):
-        given = given[len("sha256=") :]
+    if not given.lower().startswith("sha256="):  # the contract's form is `sha256=<hex>`
+        return False
+    given = given[len("sha256=") :]
     return hmac.compare_digest(given.lower().encode("utf-8", "replace"), expected.encode())
 
 

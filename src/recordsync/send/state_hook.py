@@ -45,7 +45,7 @@ Deleter = Callable[[str, int], object]
 
 log = logging.getLogger(__name__)
 CLASSIFY_ROWS = 500
-FOLD_ROWS = 20_000
+FOLD_ROWS = 100_000
 """Acknowledged rows the journal collects before they are folded into the ledger in one sorted
 bulk write (:meth:`Journal.fold`), between chunks while a request is in flight."""
 

@@ -3,13 +3,13 @@
 Every chunk is written to the journal before it is sent (:meth:`Journal.begin_chunk`,
 committed and fsynced) and again when its results are in (:meth:`Journal.ack_chunk`, in the
 same transaction as the ledger update; or, with ``defer_ledger=True`` as the runner uses it,
-folded into the ledger from the journal in bulk later: :meth:`Journal.fold`). After a ``kill -9`` the next run of the pipeline finds
-the run still ``running`` (:meth:`Journal.last_incomplete_run`), reuses its run id, settles
-the chunks that were in flight (:meth:`Journal.settle_in_flight`), skips the rows whose
-outcome is already journaled (:meth:`Journal.done_rows`) and builds the report of sent rows
-from :meth:`Journal.outcomes`; what the dead attempt acknowledged but had not folded is
-folded into the ledger when the run is resumed. A unique index guarantees that a source row has at most one
-final outcome per run and step.
+folded into the ledger from the journal in bulk later: :meth:`Journal.fold`). After a
+``kill -9`` the next run of the pipeline finds the run still ``running``
+(:meth:`Journal.last_incomplete_run`), reuses its run id, folds what the dead attempt
+acknowledged into the ledger, settles the chunks that were in flight
+(:meth:`Journal.settle_in_flight`), skips the rows whose outcome is already journaled
+(:meth:`Journal.done_rows`) and builds the report of sent rows from :meth:`Journal.outcomes`.
+A unique index guarantees that a source row has at most one final outcome per run and step.
 
 Row states in the journal: ``pending`` (begun, no answer yet), ``created`` / ``updated`` /
 ``failed`` / ``in_doubt`` (final), ``retry`` (was in flight, safe to resend: a later chunk
@@ -19,7 +19,8 @@ of the resumed run carries its final outcome).
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 from recordsync.errors import AccountingError, RecordsyncError
 from recordsync.state.journal_read import (
@@ -134,7 +135,7 @@ class Journal(JournalReader):
             raise ValueError("finish_run needs a final state, not 'running'")
         self._running.discard(run_id)
         self._begun = {k: v for k, v in self._begun.items() if k[0] != run_id}
-        with self.store.transaction() as conn:
+        with self._restored_on_failure(), self.store.transaction() as conn:
             self._fold(conn, run_id)  # the ledger first: the per-row journal goes next
             conn.execute(
                 "UPDATE runs SET state = ?, finished_at = ? WHERE run_id = ?",
@@ -300,15 +301,27 @@ class Journal(JournalReader):
         ledger, in one transaction (or the caller's). Returns the number of rows folded."""
         if not self._unfolded:
             return 0
-        with self.store.transaction() as conn:
+        with self._restored_on_failure(), self.store.transaction() as conn:
             return self._fold(conn)
+
+    @contextmanager
+    def _restored_on_failure(self) -> Iterator[None]:
+        """If the transaction that folds does not commit, the outcomes stay to be folded."""
+        unfolded, rows = dict(self._unfolded), self.unfolded_rows
+        try:
+            yield
+        except BaseException:
+            self._unfolded, self.unfolded_rows = unfolded, rows
+            raise
 
     def _fold(self, conn: sqlite3.Connection, run_id: str | None = None) -> int:
         pending = [k for k in self._unfolded if run_id is None or k[0] == run_id]
         folded = 0
         for key in pending:
-            first, last = self._unfolded.pop(key)
+            first, last = self._unfolded[key]
             folded += self._fold_range(conn, *key, first, last)
+        for key in pending:
+            del self._unfolded[key]
         if not self._unfolded:
             self.unfolded_rows = 0
         return folded

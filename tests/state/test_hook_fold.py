@@ -1,0 +1,79 @@
+"""The runner's hook folds acknowledged outcomes into the ledger: every FOLD_ROWS rows while a
+step streams, at the step's end, and at the run's end; a later step sees an earlier one's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from recordsync.model import PreparedRow, RowStatus
+from recordsync.reconcile.batch import EntryResult
+from recordsync.report.tally import StepTally
+from recordsync.send import state_hook
+from recordsync.send.state_hook import StateHook, open_state
+from recordsync.send.step import StepPlan
+from recordsync.state import StateStore
+
+from .conftest import prepared
+
+
+def _plan(name: str) -> StepPlan:
+    return StepPlan(name, name, "deals", lambda: [])
+
+
+def _send_all(hook: StateHook, plan: StepPlan, rows: list[PreparedRow], size: int) -> list[int]:
+    """Drive the hook as the step runner does: ack N and begin N+1 in one transaction.
+    Returns the ledger size seen before each chunk is begun."""
+    seen: list[int] = []
+    stream = iter(hook.classify(plan, rows))
+    previous: tuple[int, list[PreparedRow]] | None = None
+    chunk_no = 0
+    while True:
+        chunk = [r for _, r in zip(range(size), stream, strict=False)]
+        seen.append(len(list(hook.store.entries(hook.pipeline, plan.name))))
+        with hook.atomic():
+            if previous is not None:
+                n, sent = previous
+                results = [EntryResult(RowStatus.CREATED, 100 + r.source.source_row) for r in sent]
+                hook.ack(plan, n, sent, results)
+                previous = None
+            if chunk:
+                chunk_no += 1
+                hook.begin(plan, chunk_no, chunk)
+                previous = (chunk_no, chunk)
+        if not chunk:
+            return seen
+
+
+def test_outcomes_are_folded_while_streaming_and_at_step_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state_hook, "FOLD_ROWS", 4)
+    monkeypatch.setattr(state_hook, "CLASSIFY_ROWS", 2)
+    db = tmp_path / "state.db"
+    rows = [prepared(i + 2, f"k{i}", {"stage": "won"}) for i in range(12)]
+    with open_state("p", db, "r1") as hook:
+        seen = _send_all(hook, _plan("deals"), rows, 2)
+        # folded mid-step (the ledger grew before the step ended), never ahead of the acks
+        assert 0 < max(seen) < 12 and seen == sorted(seen)
+        hook.step_done(_plan("deals"), StepTally("deals", "deals", "deals"))
+        assert len(list(hook.store.entries("p", "deals"))) == 12
+        later = [prepared(2, "k0", {"stage": "won"}), prepared(3, "new", {"stage": "won"})]
+        out = list(hook.classify(_plan("deals"), later))  # a second pass sees the ledger
+        assert [r.status for r in out] == [RowStatus.UNCHANGED, RowStatus.VALID]
+        hook.finish("finished")
+    with StateStore(db) as store:
+        entry = store.get("p", "deals", "k5")
+        assert entry is not None and (entry.record_id, entry.last_status) == (107, "created")
+
+
+def test_finish_folds_a_step_that_never_reached_its_end(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    rows = [prepared(i + 2, f"k{i}", {"stage": "won"}) for i in range(5)]
+    with open_state("p", db, "r1") as hook:
+        _send_all(hook, _plan("deals"), rows, 2)  # no step_done: the step stopped
+        assert list(hook.store.entries("p", "deals")) == []  # below FOLD_ROWS: not yet
+        hook.finish("aborted")
+    with StateStore(db) as store:
+        assert len(list(store.entries("p", "deals"))) == 5
