@@ -205,7 +205,8 @@ def run_pipeline(
     options, limits = limits_from(pipeline.send, overrides)
     name = state_name(pipeline.name, request.pipeline_path)
     report_root = request.report_dir or Path(pipeline.report.directory)
-    if target is not None:
+
+    def go(chosen: Target) -> RunResult:
         return _run(
             request,
             pipeline,
@@ -213,7 +214,7 @@ def run_pipeline(
             report_root,
             options,
             limits,
-            target,
+            chosen,
             http,
             progress,
             hook,
@@ -223,6 +224,9 @@ def run_pipeline(
             configs,
             partial,
         )
+
+    if target is not None:
+        return go(target)
     choice = choose_target(
         base_url=request.base_url,
         profile=request.profile,
@@ -233,23 +237,7 @@ def run_pipeline(
     with open_target(choice, env=request.env, sandbox_db=request.sandbox_db) as opened:
         if on_target is not None:
             on_target(opened)
-        return _run(
-            request,
-            pipeline,
-            name,
-            report_root,
-            options,
-            limits,
-            opened,
-            http,
-            progress,
-            hook,
-            wrap,
-            steps,
-            retry_of,
-            configs,
-            partial,
-        )
+        return go(opened)
 
 
 @contextmanager
