@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from recordsync.cli import main
 from recordsync.sandbox import create_app
 from recordsync.sandbox.server import run_in_thread
 
@@ -16,28 +15,14 @@ REPO = Path(__file__).resolve().parents[2]
 KEY = "sk_live_cli_tests_00112233445566"
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for d in ("pipelines", "configs", "sample_data"):
-        shutil.copytree(REPO / d, tmp_path / d)
-    monkeypatch.chdir(tmp_path)
-    for var in ("RECORDSYNC_BASE_URL", "RECORDSYNC_API_KEY", "RECORDSYNC_PROFILE"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_path
-
-
-def cli(*args: str) -> int:
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-    return int(info.value.code or 0)
-
-
 def only_report(root: Path) -> Path:
     (found,) = [p for p in (root / "reports").iterdir() if p.is_dir()]
     return found
 
 
-def test_run_into_the_embedded_sandbox(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_run_into_the_embedded_sandbox(
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
+) -> None:
     code = cli("run", "pipelines/nightly.yaml")
     out, err = capsys.readouterr()
     assert code == 1  # the sample data has invalid rows on purpose
@@ -51,7 +36,9 @@ def test_run_into_the_embedded_sandbox(project: Path, capsys: pytest.CaptureFixt
     assert "## Top failure reasons" in capsys.readouterr().out
 
 
-def test_dry_run_quiet(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_dry_run_quiet(
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
+) -> None:
     assert cli("run", "pipelines/nightly.yaml", "--dry-run", "--quiet") == 1
     out, _ = capsys.readouterr()
     assert out == ""
@@ -60,7 +47,7 @@ def test_dry_run_quiet(project: Path, capsys: pytest.CaptureFixture[str]) -> Non
 
 
 def test_retry_with_nothing_to_retry_exits_0(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
 ) -> None:
     cli("run", "pipelines/nightly.yaml", "-q")
     capsys.readouterr()
@@ -68,14 +55,19 @@ def test_retry_with_nothing_to_retry_exits_0(
     assert "nothing to retry" in capsys.readouterr().err
 
 
-def test_missing_key_for_a_real_target(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_key_for_a_real_target(
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
+) -> None:
     assert cli("run", "pipelines/nightly.yaml", "--base-url", "http://127.0.0.1:9") == 3
     err = capsys.readouterr().err
     assert "no API key" in err and "RECORDSYNC_API_KEY" in err
 
 
 def test_wrong_key_names_the_variable_and_never_prints_it(
-    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Callable[..., int],
 ) -> None:
     app = create_app(project / "real.db", api_key=KEY)
     monkeypatch.setenv("RECORDSYNC_API_KEY", "sk_live_wrong_key_abc")
@@ -89,7 +81,10 @@ def test_wrong_key_names_the_variable_and_never_prints_it(
 
 
 def test_profile_key_comes_from_its_env_var(
-    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Callable[..., int],
 ) -> None:
     app = create_app(project / "real.db", api_key=KEY)
     monkeypatch.setenv("STAGING_KEY", KEY)
@@ -113,7 +108,11 @@ def test_profile_key_comes_from_its_env_var(
     ],
 )
 def test_usage_and_config_errors_exit_2(
-    project: Path, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+    cli: Callable[..., int],
 ) -> None:
     (project / "configs" / "profiles.yaml").write_text("prod:\n  base_url: https://x\n")
     assert cli(*args) == 2
@@ -121,7 +120,7 @@ def test_usage_and_config_errors_exit_2(
 
 
 def test_plain_progress_lines_when_not_a_terminal(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
 ) -> None:
     cli("run", "pipelines/nightly.yaml")
     err = capsys.readouterr().err
@@ -129,7 +128,7 @@ def test_plain_progress_lines_when_not_a_terminal(
 
 
 def test_a_mapping_that_does_not_fit_the_schema_stops_before_anything_is_sent(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
 ) -> None:
     deals = project / "configs" / "deals.yaml"
     deals.write_text(deals.read_text() + "  colour: Notes\n")
@@ -140,7 +139,10 @@ def test_a_mapping_that_does_not_fit_the_schema_stops_before_anything_is_sent(
 
 
 def test_run_stopped_by_the_breaker_then_retry(
-    project: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Callable[..., int],
 ) -> None:
     monkeypatch.setenv("RECORDSYNC_API_KEY", KEY)
     app = create_app(project / "real.db", api_key=KEY, faults=["status:400:path=/batch:after=2"])
@@ -166,7 +168,7 @@ def test_run_stopped_by_the_breaker_then_retry(
 
 
 def test_a_second_run_of_a_running_pipeline_is_refused_with_exit_3(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
 ) -> None:
     import os
 

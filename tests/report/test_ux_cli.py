@@ -4,35 +4,20 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from recordsync.cli import main
 from recordsync.settings import choose_target, open_target
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for d in ("pipelines", "configs", "sample_data"):
-        shutil.copytree(REPO / d, tmp_path / d)
-    monkeypatch.chdir(tmp_path)
-    for var in ("RECORDSYNC_BASE_URL", "RECORDSYNC_API_KEY", "RECORDSYNC_PROFILE"):
-        monkeypatch.delenv(var, raising=False)
-    return tmp_path
-
-
-def _cli(*args: str) -> int:
-    with pytest.raises(SystemExit) as info:
-        main(list(args))
-    return int(info.value.code or 0)
-
-
-def test_quiet_exit_1_says_why_and_where(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _cli("run", "pipelines/nightly.yaml", "--dry-run", "--quiet") == 1
+def test_quiet_exit_1_says_why_and_where(
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
+) -> None:
+    assert cli("run", "pipelines/nightly.yaml", "--dry-run", "--quiet") == 1
     out, err = capsys.readouterr()
     assert out == ""
     (report,) = [p for p in (project / "reports").iterdir() if p.is_dir()]
@@ -43,9 +28,9 @@ def test_quiet_exit_1_says_why_and_where(project: Path, capsys: pytest.CaptureFi
 
 
 def test_embedded_sandbox_announcement_reads_cleanly(
-    project: Path, capsys: pytest.CaptureFixture[str]
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
 ) -> None:
-    _cli("run", "pipelines/nightly.yaml", "--dry-run", "--quiet")  # its `target: sandbox`
+    cli("run", "pipelines/nightly.yaml", "--dry-run", "--quiet")  # its `target: sandbox`
     err = capsys.readouterr().err
     pattern = (
         r"^using the embedded sandbox \(\.recordsync/sandbox\.db\) on http://127\.0\.0\.1:\d+ "
@@ -57,7 +42,7 @@ def test_embedded_sandbox_announcement_reads_cleanly(
     text = pipeline.read_text()
     assert re.search(r"^target: sandbox\b.*$", text, flags=re.M)
     pipeline.write_text(re.sub(r"^target: sandbox\b.*$", "", text, flags=re.M))
-    _cli("run", "pipelines/nightly.yaml", "--dry-run", "--quiet")
+    cli("run", "pipelines/nightly.yaml", "--dry-run", "--quiet")
     err = capsys.readouterr().err
     pattern = (
         r"^no target configured: using the embedded sandbox \(\.recordsync/sandbox\.db\) on "

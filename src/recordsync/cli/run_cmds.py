@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from recordsync.cli.options import state_db_option
 from recordsync.errors import EXIT_OK, RecordsyncError
 
 
@@ -91,11 +92,7 @@ def _announce(quiet: bool) -> Any:
 @click.option("--max-creates", type=click.IntRange(0), help="Stop the run after this many creates.")
 @click.option("--full-refresh", is_flag=True, help="Send every valid row, changed or not.")
 @click.option("--no-state", is_flag=True, help="Do not use the state store (send every row).")
-@click.option(
-    "--state-db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="State database [default: $RECORDSYNC_STATE_DB or .recordsync/state.db].",
-)
+@state_db_option
 @click.option(
     "--allow-mass-deletes",
     is_flag=True,
@@ -174,11 +171,7 @@ def run_command(
     is_flag=True,
     help="Send in-doubt rows as they are, even where that may create a duplicate.",
 )
-@click.option(
-    "--state-db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="State database [default: $RECORDSYNC_STATE_DB or .recordsync/state.db].",
-)
+@state_db_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def retry_command(
     report_dir: Path,

@@ -8,25 +8,17 @@ from typing import Any
 
 import click
 
+from recordsync.cli.options import state_db_option
 from recordsync.errors import RunAborted
 from recordsync.state import Journal, PipelineLock, StateStore
 from recordsync.state.names import state_name_of
-from recordsync.state.store import STATE_PATH_ENV, default_state_path
+from recordsync.state.store import default_state_path
 
 
 def pipeline_name(arg: str) -> str:
     """A pipeline is named by its name, or by its pipeline file (its ``name:``, else the
     file's stem: ``pipelines/nightly.yaml`` → ``nightly``); the same rule as ``run``."""
     return state_name_of(arg)
-
-
-_state_db = click.option(
-    "--state-db",
-    type=click.Path(dir_okay=False, path_type=Path),
-    envvar=STATE_PATH_ENV,
-    default=None,
-    help=f"State database [env {STATE_PATH_ENV}; default .recordsync/state.db].",
-)
 
 
 @click.group()
@@ -46,7 +38,7 @@ def _lock_status(state_dir: Path, name: str) -> str:
 
 @state.command()
 @click.argument("pipeline")
-@_state_db
+@state_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def show(pipeline: str, state_db: Path | None, as_json: bool) -> None:
     """Show ledger counts per mapping, the last run and any incomplete run of PIPELINE."""
@@ -97,7 +89,7 @@ def show(pipeline: str, state_db: Path | None, as_json: bool) -> None:
 
 @state.command()
 @click.argument("pipeline")
-@_state_db
+@state_db_option
 @click.option("--mapping", "-m", default=None, help="Reset only this mapping's ledger.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 def reset(pipeline: str, state_db: Path | None, mapping: str | None, yes: bool) -> None:

@@ -1,0 +1,36 @@
+"""Fixtures shared across test folders."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from recordsync.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the sample project (pipelines, configs, sample data) as the cwd, no target env."""
+    for d in ("pipelines", "configs", "sample_data"):
+        shutil.copytree(REPO / d, tmp_path / d)
+    monkeypatch.chdir(tmp_path)
+    for var in ("RECORDSYNC_BASE_URL", "RECORDSYNC_API_KEY", "RECORDSYNC_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    return tmp_path
+
+
+def run_cli(*args: str) -> int:
+    """Run ``recordsync ARGS`` in-process and return its exit code."""
+    with pytest.raises(SystemExit) as info:
+        main(list(args))
+    return int(info.value.code or 0)
+
+
+@pytest.fixture
+def cli() -> Callable[..., int]:
+    return run_cli
