@@ -123,11 +123,12 @@ def test_a_breaker_stop_leaves_no_chunk_in_flight_in_the_journal(tmp_path: Path)
     try:
         assert Journal(store, "p").pending_chunks("r1") == []
         statuses = {e.last_status for e in store.entries("p", "deals")}
-        # the sent chunk is acknowledged; the next one is journaled only once the previous
-        # chunk has settled (in the same transaction as its acknowledgement), so the stop
-        # left it unjournaled: its rows are "not sent" in the report and new to the ledger
-        assert statuses == {"failed"} and sum(1 for _ in store.entries("p", "deals")) == 10
-        assert Journal(store, "p").chunk_counts("r1") == {"acked": 1}
+        # the sent chunk is acknowledged; the next one was journaled while the first was in
+        # flight, so the stop acknowledged it as not sent: failed in the ledger (sent again
+        # next run, as a retry), no record id; the rest of the source was never journaled
+        assert statuses == {"failed"} and sum(1 for _ in store.entries("p", "deals")) == 20
+        assert all(e.record_id is None for e in store.entries("p", "deals"))
+        assert Journal(store, "p").chunk_counts("r1") == {"acked": 2}
     finally:
         store.close()
 

@@ -18,7 +18,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from recordsync.errors import FatalApiError, RecordsyncError
+from recordsync.errors import RecordsyncError
 from recordsync.model import PreparedRow, RowStatus
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
@@ -76,7 +76,7 @@ class ChunkHook(Protocol):
         """Every row of the step was reported and every chunk acknowledged (mirror deletes)."""
 
     def atomic(self) -> AbstractContextManager[object]:
-        """One state transaction around an acknowledgement and the next chunk's journal."""
+        """One state transaction (around a chunk's journal entry)."""
 
 
 class StepRunner:
@@ -191,33 +191,30 @@ class StepRunner:
         buffer: list[PreparedRow],
         in_flight: _Chunk | None,
     ) -> _Chunk | None:
-        """Settle the chunk in flight, journal ``buffer``'s chunk, then send it.
+        """Journal ``buffer``'s chunk, settle the chunk in flight, send ``buffer``'s chunk,
+        then acknowledge and report the settled one.
 
-        The acknowledgement of the settled chunk and the journal entry of the next one are
-        one state transaction (one commit a chunk). If settling stops the run, ``buffer`` was
-        never journaled: its rows are reported as not sent.
+        Only waiting for the answer separates two sends: the next chunk is journaled while
+        the previous one is in flight, and the previous one is acknowledged and reported while
+        the next one is. If settling stops the run, ``buffer``'s chunk was journaled but never
+        sent: it is acknowledged as not sent and its rows are reported so.
         """
         chunk = _Chunk(buffer, [r for r in buffer if r.status is RowStatus.VALID])
         sending = bool(chunk.to_send) and sender is not None and pool is not None
-        self._unsent = buffer  # reported as not sent if settling the previous chunk stops us
-        self._settle(tally, in_flight)
-        self._unsent = []
+        self._unsent = buffer  # reported as not sent if the run stops before it is sent
         if sending and self.hook is not None and self._plan is not None:
-            chunk.chunk_no = tally.chunks + 1  # the settled chunk is already counted
-            pending = self._to_ack
+            # journaled while the previous chunk is still in flight
+            chunk.chunk_no = tally.chunks + 1  # the chunk in flight is already counted
             try:
                 with self.hook.atomic():
-                    self._flush_ack()
                     self.hook.begin(self._plan, chunk.chunk_no, chunk.to_send)
             except BaseException:
-                self._to_ack = pending  # rolled back: acknowledge it again on the way out
-                self._unsent = buffer
+                self._settle(tally, in_flight)
                 raise
             self._begun = chunk
-        if not buffer:
-            self._flush_ack()
-            return None
-        if chunk.to_send:
+        settled = self._collect(tally, in_flight)
+        self._unsent = []
+        if chunk.to_send and buffer:
             tally.chunks += 1
             tally.sent += len(chunk.to_send)
             chunk.chunk_id = f"{tally.step}#{tally.chunks}"
@@ -227,9 +224,11 @@ class StepRunner:
                 payloads = [r.payload or {} for r in chunk.to_send]
                 chunk.future = pool.submit(sender.send, chunk.chunk_id, chunk.first, payloads)
                 self._begun = None
-        # the previous chunk is acknowledged (journal fsync) while this one is in flight
+        # the settled chunk is acknowledged and reported while this one is in flight
         self._flush_ack()
-        return chunk
+        if settled is not None:
+            self._report(tally, *settled)
+        return chunk if buffer else None
 
     def _ack_unsent(self, stop: RecordsyncError) -> None:
         """A chunk journaled but never sent (the run stopped first): acknowledge it as such."""
@@ -247,10 +246,20 @@ class StepRunner:
 
     def _settle(self, tally: StepTally, chunk: _Chunk | None) -> None:
         """Report every row of ``chunk`` with its outcome; raise a stop after reporting."""
+        settled = self._collect(tally, chunk)
+        if settled is not None:
+            self._report(tally, *settled)
+
+    def _collect(
+        self, tally: StepTally, chunk: _Chunk | None
+    ) -> tuple[_Chunk, list[EntryResult]] | None:
+        """Wait for ``chunk``'s outcome and check the breakers. A stop (the chunk aborted, a
+        breaker tripped) is raised after the chunk's rows are reported; otherwise the rows
+        are left for :meth:`_report`, so that the next chunk can be sent first."""
         if chunk is None:
-            return
+            return None
         results: list[EntryResult] = []
-        stop: FatalApiError | None = None
+        stop: RecordsyncError | None = None
         if chunk.future is not None:
             try:
                 report = chunk.future.result()
@@ -263,8 +272,21 @@ class StepRunner:
             self.progress.chunk_done(tally.step, report)
             if chunk.chunk_no:
                 self._to_ack = (chunk, results)
+            if stop is None:
+                self.breaker.observe(results)
+                try:
+                    self.breaker.check(f"chunk {chunk.chunk_id}, source row {chunk.first}")
+                except RecordsyncError as tripped:
+                    stop = tripped
         elif chunk.to_send:  # dry run
             results = [EntryResult(RowStatus.VALID)] * len(chunk.to_send)
+        if stop is not None:
+            self._report(tally, chunk, results)
+            raise stop
+        return chunk, results
+
+    def _report(self, tally: StepTally, chunk: _Chunk, results: list[EntryResult]) -> None:
+        """Write every row of a settled chunk to the report, in source order."""
         outcome = iter(results)
         record = self.writer.record
         for row in chunk.rows:
@@ -280,11 +302,6 @@ class StepRunner:
             else:
                 record(tally, row, row.status, None, row.error)
         self.progress.rows_done(len(chunk.rows))
-        if stop is not None:
-            raise stop
-        if chunk.future is not None:
-            self.breaker.observe(results)
-            self.breaker.check(f"chunk {chunk.chunk_id}, source row {chunk.first}")
 
 
 @dataclass(slots=True)
