@@ -17,8 +17,13 @@ from recordsync.errors import (
 
 
 def test_config_error_names_file_line_and_key() -> None:
-    err = ConfigError("unknown key", file="configs/contacts.yaml", line=7, key="fields.emial",
-                      hint="did you mean 'email'?")
+    err = ConfigError(
+        "unknown key",
+        file="configs/contacts.yaml",
+        line=7,
+        key="fields.emial",
+        hint="did you mean 'email'?",
+    )
     text = str(err)
     assert text.startswith("configs/contacts.yaml:7 [fields.emial]: unknown key")
     assert "hint: did you mean 'email'?" in text
@@ -26,8 +31,9 @@ def test_config_error_names_file_line_and_key() -> None:
 
 
 def test_api_error_names_method_path_and_status() -> None:
-    err = RetriableApiError("Service unavailable", status=503, method="POST",
-                            path="/api/objects/contacts/batch")
+    err = RetriableApiError(
+        "Service unavailable", status=503, method="POST", path="/api/objects/contacts/batch"
+    )
     assert str(err) == "POST /api/objects/contacts/batch: HTTP 503: Service unavailable"
 
 

@@ -22,6 +22,7 @@ def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_python_dash_m_works() -> None:
-    out = subprocess.run([sys.executable, "-m", "recordsync", "--help"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "recordsync", "--help"], capture_output=True, text=True, check=True
+    )
     assert "recordsync" in out.stdout
