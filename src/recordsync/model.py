@@ -67,6 +67,28 @@ class PreparedRow:
     error: str | None = None
     owner_resolution: str | None = None
     suggestions: dict[str, Any] = field(default_factory=dict)
+    digest: tuple[int, int] | None = None
+    """The source row's digest (:mod:`recordsync.state.digests`), when the run keeps a
+    snapshot for change detection."""
+
+
+@dataclass(slots=True)
+class UnchangedBlock:
+    """Consecutive source rows of one file found unchanged from their digests alone, without
+    being mapped (:mod:`recordsync.state.snapshots`): reported ``unchanged`` with the key,
+    match rule, match value and record id the last run left for them."""
+
+    source_file: str
+    source_rows: list[int]
+    snapshot_rows: Any
+    """Row numbers in the snapshot (a numpy int64 array)."""
+    keys: list[str]
+    match_by: list[str | None]
+    match_value: list[str | None]
+    record_ids: list[int | None]
+
+    def __len__(self) -> int:
+        return len(self.source_rows)
 
 
 @dataclass(slots=True)

@@ -16,10 +16,11 @@ import csv
 import json
 import os
 from collections import Counter
+from itertools import repeat
 from pathlib import Path
 from typing import IO, Any
 
-from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus
+from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.report.csvsafe import neutralise
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals
@@ -114,6 +115,26 @@ class ReportWriter:
             self._note_merge(tally, row, record_id)
         elif status is RowStatus.CREATED and record_id is not None:
             self._record_rows.setdefault(record_id, src.source_row)
+
+    def record_block(self, tally: StepTally, block: UnchangedBlock) -> None:
+        """Write rows found unchanged from their digests (:class:`UnchangedBlock`)."""
+        n = len(block)
+        step, file = tally.step, block.source_file
+        self._results.writerows(
+            zip(
+                repeat(step, n),
+                repeat(file, n),
+                block.source_rows,
+                [b or "" for b in block.match_by],
+                [_cell(v) for v in block.match_value],
+                repeat(RowStatus.UNCHANGED.value, n),
+                [_cell(r) for r in block.record_ids],
+                repeat("", n),
+                strict=False,
+            )
+        )
+        self.lines_written += n
+        tally.outcomes[RowStatus.UNCHANGED] += n
 
     def _note_merge(self, tally: StepTally, row: PreparedRow, record_id: int) -> None:
         src = row.source

@@ -166,7 +166,10 @@ class DryRunRefsHook:
         self.referenced = referenced_steps(configs.values())
         """Steps some ``ref`` refers to: only their valid rows' keys are kept."""
 
-    def classify(self, plan: StepPlan, rows: Iterable[PreparedRow]) -> Iterator[PreparedRow]:
+    def source(self, plan: StepPlan) -> Iterable[PreparedRow]:
+        return plan.rows()
+
+    def classify(self, plan: StepPlan, rows: Iterable[Any]) -> Iterator[PreparedRow]:
         config = self.configs.get(plan.name)
         prep = None
         if config is not None:

@@ -127,6 +127,30 @@ def estimate_rows(source: Any, base_dir: Path) -> int | None:
         return None
 
 
+def step_fingerprint(
+    config: Any,
+    base_dir: Path,
+    schema_json: list[dict[str, Any]] | None,
+    users: list[dict[str, Any]] | None,
+) -> bytes | None:
+    """What a step's batch inputs depend on besides the source cells
+    (:func:`recordsync.state.digests.fingerprint`); None when rows cannot be recognised
+    from their cells alone: ``ref`` fields take record ids from another step's ledger."""
+    from recordsync import __version__
+    from recordsync.state.digests import fingerprint
+
+    if schema_json is None or any(spec.ref is not None for spec in config.fields.values()):
+        return None
+    owner = config.owner
+    owners_file = base_dir / owner.owners_file if owner is not None and owner.owners_file else None
+    return fingerprint(
+        f"{__version__}\n{config.model_dump_json()}",
+        {"schema": schema_json},
+        users if owner is not None else None,
+        owners_file,
+    )
+
+
 def build_plans(
     pipeline: Any,
     schema_json: list[dict[str, Any]] | None,
@@ -156,7 +180,30 @@ def build_plans(
         def estimate(step: Any = step) -> int | None:
             return estimate_rows(step.config.source, step.base_dir)
 
-        plan = StepPlan(step.step_name, step.mapping, step.config.object_type, rows, estimate)
+        def digested(snapshot: Any, fp: bytes, step: Any = step) -> Iterator[Any]:
+            from recordsync.prepare_digests import prepare_digested
+
+            return prepare_digested(
+                step.config,
+                base_dir=step.base_dir,
+                schema=schema,
+                users=users,
+                snapshot=snapshot,
+                fp=fp,
+            )
+
+        def fingerprint(step: Any = step) -> bytes | None:
+            return step_fingerprint(step.config, step.base_dir, schema_json, users)
+
+        plan = StepPlan(
+            step.step_name,
+            step.mapping,
+            step.config.object_type,
+            rows,
+            estimate,
+            digested,
+            fingerprint,
+        )
         plans.append(wrap(plan) if wrap is not None else plan)
     return plans
 

@@ -30,15 +30,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from recordsync.config.models import MappingConfig
-from recordsync.model import PreparedRow, RowStatus
+from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.send.ledger_prep import StepPrep
 from recordsync.send.safety import resend_as_is_safe
-from recordsync.send.step import StepPlan
+from recordsync.send.step import Item, StepPlan
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
+    from recordsync.state.snapshots import SnapshotWriter
 
 Deleter = Callable[[str, int], object]
 """``deleter(object_type, record_id)``: soft-delete one record (already gone is fine)."""
@@ -81,8 +82,37 @@ class StateHook:
         self.mirror_deletes = True
         """False for a partial run (a retry of failed rows): no mirror deletes at all."""
         self._prep: dict[str, StepPrep] = {}
+        self._snap: SnapshotWriter | None = None
+        self._snap_fp = b""
 
-    def classify(self, plan: StepPlan, rows: Iterable[PreparedRow]) -> Iterator[PreparedRow]:
+    def source(self, plan: StepPlan) -> Iterable[Item]:
+        """The step's rows. A complete, first-attempt run of a whole pipeline digests its
+        source rows (:mod:`recordsync.prepare_digests`): rows found in the snapshot of the last
+        run come as UnchangedBlocks, and a new snapshot is written as the step goes. The
+        step's old snapshot is dropped here in any case, before anything is sent."""
+        from recordsync.state.snapshots import SnapshotWriter, take
+
+        self._discard_snapshot()
+        fp = None
+        offered = plan.digested is not None and plan.fingerprint is not None
+        whole = self.mirror_deletes and not self.resumed  # not a retry, not a resume
+        if offered and whole and plan.name in self.configs:
+            assert plan.fingerprint is not None
+            fp = plan.fingerprint()
+        old = take(self.store, self.pipeline, plan.name, None if self.full_refresh else fp)
+        if fp is None or plan.digested is None:
+            return plan.rows()
+        self._snap = SnapshotWriter(self.store, self.pipeline, plan.name, self.run_id)
+        self._snap_fp = fp
+        self._snap.source = old
+        return plan.digested(old, fp)
+
+    def _discard_snapshot(self) -> None:
+        if self._snap is not None:
+            self._snap.discard()
+            self._snap = None
+
+    def classify(self, plan: StepPlan, rows: Iterable[Item]) -> Iterator[Item]:
         from recordsync.state import ChangeDetector
 
         journal = self.journal
@@ -109,10 +139,25 @@ class StateHook:
             match_by_ledger_id=config is not None and config.match_by_ledger_id,
             done_rows=done,
         )
+        snap = self._snap
         it = iter(rows)
-        while group := list(itertools.islice(it, CLASSIFY_ROWS)):
+        while items := list(itertools.islice(it, CLASSIFY_ROWS)):
             if journal.unfolded_rows >= FOLD_ROWS:
                 journal.fold()
+            group: list[PreparedRow] = []
+            for item in items:
+                if type(item) is UnchangedBlock:  # found in the snapshot: nothing to decide
+                    detector.counts["unchanged"] += len(item)
+                    if snap is not None:
+                        snap.add_from_block(item)
+                    if prep is not None and prep.seen_keys is not None:
+                        prep.seen_keys.extend(item.keys)
+                else:
+                    assert isinstance(item, PreparedRow)
+                    group.append(item)
+            if not group:
+                yield from items
+                continue
             if prep is not None and prep.active:
                 prep.apply(group)
             c = detector.classify(group)
@@ -127,6 +172,8 @@ class StateHook:
             for u in c.unchanged:
                 u.row.status = RowStatus.UNCHANGED
                 self._known[id(u.row)] = u.entry.record_id
+                if snap is not None:
+                    _keep(snap, u.row, u.entry.record_id)
             for t in c.to_send:
                 t.row.payload = t.payload
                 self._hash[id(t.row)] = t.input_hash
@@ -141,7 +188,7 @@ class StateHook:
                         "resending could create a second record; check the target, then "
                         "`recordsync retry --resend-in-doubt` the report"
                     )
-            yield from group
+            yield from items
 
     def record_id_of(self, row: PreparedRow) -> int | None:
         return self._known.pop(id(row), None)
@@ -176,6 +223,11 @@ class StateHook:
         ]
         for r in rows:
             self._hash.pop(id(r), None)
+        snap = self._snap
+        if snap is not None:
+            for r, res in zip(rows, results, strict=True):
+                if res.status in (RowStatus.CREATED, RowStatus.UPDATED):
+                    _keep(snap, r, res.record_id)
         self.journal.ack_chunk(
             self.run_id, plan.name, chunk_no + self._offset.get(plan.name, 0), outcomes
         )
@@ -185,6 +237,9 @@ class StateHook:
         from recordsync.state import apply_deletes, plan_deletes
 
         self.journal.fold()  # the step's ledger complete: for mirror deletes and later steps
+        if self._snap is not None:
+            self._snap.commit(self._snap_fp)
+            self._snap = None
         prep = self._prep.pop(plan.name, None)
         if prep is None or prep.seen_keys is None:
             return
@@ -218,7 +273,14 @@ class StateHook:
         return self.store.transaction()
 
     def finish(self, state: str) -> None:
+        self._discard_snapshot()
         self.journal.finish_run(self.run_id, state)
+
+
+def _keep(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:
+    """Into the next snapshot: a row that ended created / updated / unchanged."""
+    if row.digest is not None and row.key is not None and record_id is not None:
+        snap.add(row.digest, row.key, row.match_by, row.match_value, record_id)
 
 
 @contextmanager

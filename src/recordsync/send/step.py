@@ -12,14 +12,14 @@ unknown object type — the rest of the step's rows are still read and reported:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from recordsync.errors import RecordsyncError
-from recordsync.model import PreparedRow, RowStatus
+from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
@@ -28,6 +28,8 @@ from recordsync.send.chunks import check_chunk_size
 from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
 
 FLUSH_ROWS = 5_000
+Item = PreparedRow | UnchangedBlock
+"""What a step's row stream yields: prepared rows, and blocks of rows found unchanged."""
 _DECIDED = frozenset({RowStatus.CREATED, RowStatus.UPDATED, RowStatus.FAILED, RowStatus.IN_DOUBT})
 """Rows that arrive with an outcome: sent by an earlier attempt of this run, or held."""
 
@@ -41,6 +43,11 @@ class StepPlan:
     object_type: str
     rows: Callable[[], Iterable[PreparedRow]]
     estimate: Callable[[], int | None] | None = None
+    digested: Callable[[Any, bytes], Iterable[Item]] | None = None
+    """``digested(snapshot, fingerprint)``: the rows with source-row digests, rows found in
+    the snapshot as UnchangedBlocks (:mod:`recordsync.prepare_digests`); None: not offered."""
+    fingerprint: Callable[[], bytes | None] | None = None
+    """What the rows' batch inputs depend on besides their cells (None: no digests)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +73,12 @@ class ChunkHook(Protocol):
     """Seam for the state store (:mod:`recordsync.send.state_hook`): classify rows as they
     stream (unchanged / held), journal each chunk before it is sent and acknowledge it after."""
 
-    def classify(self, plan: StepPlan, rows: Iterable[PreparedRow]) -> Iterable[PreparedRow]: ...
+    def source(self, plan: StepPlan) -> Iterable[Item]:
+        """The step's rows: ``plan.rows()``, or ``plan.digested(...)`` when the state store
+        keeps a snapshot of source-row digests for the step."""
+        ...
+
+    def classify(self, plan: StepPlan, rows: Iterable[Item]) -> Iterable[Item]: ...
     def record_id_of(self, row: PreparedRow) -> int | None: ...
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None: ...
     def ack(
@@ -97,7 +109,7 @@ class StepRunner:
         self.progress = progress
         self.make_sender = make_sender
         self.hook = hook
-        self._unsent: list[PreparedRow] = []
+        self._unsent: list[Item] = []
         self._to_ack: tuple[_Chunk, list[EntryResult]] | None = None
         self._begun: _Chunk | None = None
         self._plan: StepPlan | None = None
@@ -114,25 +126,33 @@ class StepRunner:
         self.progress.step_started(plan)
         sender = self.make_sender(plan.object_type) if self.make_sender is not None else None
         self._plan = plan
-        rows = iter(plan.rows())
+        rows: Iterator[Item]
         if self.hook is not None:
-            rows = iter(self.hook.classify(plan, rows))
+            rows = iter(self.hook.classify(plan, self.hook.source(plan)))
+        else:
+            rows = iter(plan.rows())
         limit = self.options.canary_size or self.options.chunk_size
-        buffer: list[PreparedRow] = []
-        valid = 0
+        buffer: list[Item] = []
+        valid = buffered = 0
         in_flight: _Chunk | None = None
         pool = ThreadPoolExecutor(1, "recordsync-send") if sender is not None else None
         try:
             for row in rows:
-                tally.read += 1
-                row = _checked(row)
-                buffer.append(row)
-                valid += row.status is RowStatus.VALID
-                if valid >= limit or len(buffer) >= FLUSH_ROWS:
+                if type(row) is UnchangedBlock:
+                    tally.read += len(row)
+                    buffered += len(row)
+                    buffer.append(row)
+                else:
+                    assert isinstance(row, PreparedRow)
+                    tally.read += 1
+                    buffered += 1
+                    buffer.append(_checked(row))
+                    valid += row.status is RowStatus.VALID
+                if valid >= limit or buffered >= FLUSH_ROWS:
                     in_flight = self._advance(tally, sender, pool, buffer, in_flight)
                     if valid:
                         limit = self.options.chunk_size
-                    buffer, valid = [], 0
+                    buffer, valid, buffered = [], 0, 0
             in_flight = self._advance(tally, sender, pool, buffer, in_flight)
             self._settle(tally, in_flight)
             self._flush_ack()
@@ -163,12 +183,19 @@ class StepRunner:
         self.progress.step_finished(tally)
         return tally
 
-    def _drain(self, tally: StepTally, rows: Iterable[PreparedRow], stop: RecordsyncError) -> None:
+    def _drain(self, tally: StepTally, rows: Iterable[Item], stop: RecordsyncError) -> None:
         """Report ``rows`` without sending: the unsent rows already read (counted), then the
         rest of the source (counted here)."""
         reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
         already = {id(r) for r in self._unsent}
         for row in rows:
+            if type(row) is UnchangedBlock:
+                if id(row) not in already:
+                    tally.read += len(row)
+                self.writer.record_block(tally, row)
+                self.progress.rows_done(len(row))
+                continue
+            assert isinstance(row, PreparedRow)
             if id(row) not in already:
                 tally.read += 1
             row = _checked(row)
@@ -188,7 +215,7 @@ class StepRunner:
         tally: StepTally,
         sender: ChunkSender | None,
         pool: ThreadPoolExecutor | None,
-        buffer: list[PreparedRow],
+        buffer: list[Item],
         in_flight: _Chunk | None,
     ) -> _Chunk | None:
         """Journal ``buffer``'s chunk, settle the chunk in flight, send ``buffer``'s chunk,
@@ -199,7 +226,10 @@ class StepRunner:
         the next one is. If settling stops the run, ``buffer``'s chunk was journaled but never
         sent: it is acknowledged as not sent and its rows are reported so.
         """
-        chunk = _Chunk(buffer, [r for r in buffer if r.status is RowStatus.VALID])
+        chunk = _Chunk(
+            buffer,
+            [r for r in buffer if type(r) is PreparedRow and r.status is RowStatus.VALID],
+        )
         sending = bool(chunk.to_send) and sender is not None and pool is not None
         self._unsent = buffer  # reported as not sent if the run stops before it is sent
         if sending and self.hook is not None and self._plan is not None:
@@ -289,7 +319,14 @@ class StepRunner:
         """Write every row of a settled chunk to the report, in source order."""
         outcome = iter(results)
         record = self.writer.record
+        count = 0
         for row in chunk.rows:
+            if type(row) is UnchangedBlock:
+                self.writer.record_block(tally, row)
+                count += len(row)
+                continue
+            assert isinstance(row, PreparedRow)
+            count += 1
             if row.status is RowStatus.VALID:
                 r = next(outcome)
                 record(tally, row, r.status, r.record_id, r.error)
@@ -301,12 +338,12 @@ class StepRunner:
                 record(tally, row, row.status, self.hook.record_id_of(row), row.error)
             else:
                 record(tally, row, row.status, None, row.error)
-        self.progress.rows_done(len(chunk.rows))
+        self.progress.rows_done(count)
 
 
 @dataclass(slots=True)
 class _Chunk:
-    rows: list[PreparedRow]
+    rows: list[Item]
     to_send: list[PreparedRow]
     chunk_id: str = ""
     chunk_no: int = 0

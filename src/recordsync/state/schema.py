@@ -7,6 +7,8 @@
     chunks      (run_id, step, chunk_no) → mapping, first_source_row, row_count, state
     chunk_rows  (run_id, step, chunk_no, source_row) → source_key, input_hash, resend_safe,
                 status, record_id, error                    the per-row journal
+    snapshots   scope_id → run_id, fingerprint, file, row_count   (version 2) the source-row
+                digests of the scope's last complete run (recordsync.state.snapshots)
 
 A database written by a newer recordsync (higher version) is refused, not guessed at.
 """
@@ -17,7 +19,7 @@ import sqlite3
 
 from recordsync.errors import ConfigError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -74,6 +76,18 @@ CREATE UNIQUE INDEX IF NOT EXISTS chunk_rows_once
     ON chunk_rows (run_id, step, source_row) WHERE status <> 'retry';
 """
 
+_V2 = """
+CREATE TABLE IF NOT EXISTS snapshots (
+    scope_id INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    fingerprint BLOB NOT NULL,
+    file TEXT NOT NULL,
+    row_count INTEGER NOT NULL,
+    written_at TEXT NOT NULL
+);
+"""
+_STEPS = ((1, _V1), (2, _V2))
+
 
 def migrate(conn: sqlite3.Connection, path: str) -> None:
     """Create or upgrade the schema to :data:`SCHEMA_VERSION`."""
@@ -89,9 +103,11 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for statement in _V1.split(";"):
-            if statement.strip():
-                conn.execute(statement)
+        for target, script in _STEPS:
+            if version < target:
+                for statement in script.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -266,6 +266,9 @@ class StateStore:
             else:
                 scope = self.scope_id(pipeline, mapping, create=False)
                 scopes = [] if scope is None else [scope]
+            from recordsync.state.snapshots import drop_all, snapshot_dir
+
+            drop_all(conn, snapshot_dir(self), scopes)
             removed = 0
             for scope in scopes:
                 cur = conn.execute("DELETE FROM ledger WHERE scope_id = ?", (scope,))

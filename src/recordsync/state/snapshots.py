@@ -1,0 +1,230 @@
+"""Snapshots of source-row digests (:mod:`recordsync.state.digests`), per pipeline and mapping.
+
+Life cycle, which keeps a snapshot from ever vouching for a ledger it did not see:
+
+- a step that starts *takes* its scope's snapshot: the registration is deleted (committed)
+  before anything is sent, whatever happens next; the file is read (memory-mapped) and
+  removed;
+- a step that completes (every row reported and acknowledged, no stop) of a full run
+  registers a new snapshot written while it ran: the rows that ended ``created``,
+  ``updated`` (with a record id) or ``unchanged``;
+- a run that dies or is stopped, a retry (a partial source), ``--full-refresh`` and
+  ``recordsync state reset`` leave no snapshot: the next run takes the full path once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+from dataclasses import dataclass
+from hashlib import blake2b
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from recordsync.model import UnchangedBlock
+from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
+from recordsync.state.store import StateStore, utc_now
+
+FLUSH_ROWS = 65_536
+
+
+def snapshot_dir(store: StateStore) -> Path:
+    return store.path.parent / "snapshots"
+
+
+def snapshot_path(store: StateStore, scope: int, run_id: str) -> Path:
+    tag = blake2b(run_id.encode("utf-8"), digest_size=6).hexdigest()
+    return snapshot_dir(store) / f"scope{scope}-{tag}.arrow"
+
+
+class Snapshot:
+    """A loaded snapshot: digests sorted for matching, the rest read on demand."""
+
+    def __init__(self, table: pa.Table) -> None:
+        self.table = table.combine_chunks()
+        n = self.table.num_rows
+        d0 = self.table.column("d0").to_numpy()
+        d1 = self.table.column("d1").to_numpy()
+        order = np.lexsort((d1, d0))
+        self._d0, self._d1 = d0[order], d1[order]
+        self._order = order.astype(np.int64)
+        if n > 1:  # a digest listed twice vouches for nothing: never matched
+            same = (self._d0[1:] == self._d0[:-1]) & (self._d1[1:] == self._d1[:-1])
+            if same.any():
+                bad = np.zeros(n, dtype=bool)
+                bad[1:] |= same
+                bad[:-1] |= same
+                self._order[bad] = -1
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+        """Per row: the snapshot row with the same digest, or -1."""
+        n = len(digests)
+        if n == 0 or len(self) == 0:
+            return np.full(n, -1, dtype=np.int64)
+        pos = np.searchsorted(self._d0, digests[:, 0])
+        pos = np.minimum(pos, len(self) - 1)
+        hit = ok & (self._d0[pos] == digests[:, 0]) & (self._d1[pos] == digests[:, 1])
+        return np.where(hit, self._order[pos], -1)
+
+    def column(self, name: str, idx: npt.NDArray[np.int64]) -> list[Any]:
+        """Values of one column at snapshot rows ``idx``."""
+        values: list[Any] = self.table.column(name).take(pa.array(idx)).to_pylist()
+        return values
+
+
+def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Snapshot | None:
+    """Unregister the scope's snapshot (committed now) and return it if its fingerprint is
+    ``fp`` (None: just drop it). Its file is removed once loaded."""
+    scope = store.scope_id(pipeline, mapping)
+    assert scope is not None
+    with store.transaction() as conn:
+        row = conn.execute(
+            "SELECT fingerprint, file FROM snapshots WHERE scope_id = ?", (scope,)
+        ).fetchone()
+        if row is None:
+            return None
+        conn.execute("DELETE FROM snapshots WHERE scope_id = ?", (scope,))
+    path = snapshot_dir(store) / str(row[1])
+    try:
+        if fp is None or bytes(row[0]) != fp:
+            return None
+        try:
+            with pa.memory_map(str(path)) as source:
+                table = pa.ipc.open_file(source).read_all()
+        except (OSError, pa.ArrowInvalid):
+            return None  # gone or damaged: the full path, and a new snapshot after it
+        if table.schema != SNAPSHOT_SCHEMA:
+            return None
+        return Snapshot(table)
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def drop_all(conn: sqlite3.Connection, directory: Path, scopes: list[int]) -> None:
+    """Remove the snapshots of ``scopes``, inside the caller's transaction."""
+    for scope in scopes:
+        row = conn.execute("SELECT file FROM snapshots WHERE scope_id = ?", (scope,)).fetchone()
+        conn.execute("DELETE FROM snapshots WHERE scope_id = ?", (scope,))
+        if row is not None:
+            with contextlib.suppress(OSError):
+                (directory / str(row[0])).unlink()
+
+
+@dataclass(slots=True)
+class _Pending:
+    d0: list[int]
+    d1: list[int]
+    key: list[str]
+    match_by: list[str | None]
+    match_value: list[str | None]
+    record_id: list[int]
+
+
+def _pending() -> _Pending:
+    return _Pending([], [], [], [], [], [])
+
+
+class SnapshotWriter:
+    """Streams one step's snapshot to a temporary file; :meth:`commit` registers it."""
+
+    def __init__(self, store: StateStore, pipeline: str, mapping: str, run_id: str) -> None:
+        self.store, self.pipeline, self.mapping, self.run_id = store, pipeline, mapping, run_id
+        scope = store.scope_id(pipeline, mapping)
+        assert scope is not None
+        self.scope = scope
+        self.path = snapshot_path(store, scope, run_id)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._tmp = self.path.with_suffix(".tmp")
+        self._sink = pa.OSFile(str(self._tmp), "wb")
+        self._writer = pa.ipc.new_file(self._sink, SNAPSHOT_SCHEMA)
+        self._p = _pending()
+        self.rows = 0
+        self.source: Snapshot | None = None
+        """The snapshot this run read (the rows of UnchangedBlocks come from it)."""
+        self._carried: list[npt.NDArray[np.int64]] = []
+        self._carried_rows = 0
+
+    def add(
+        self,
+        digest: tuple[int, int],
+        key: str,
+        match_by: str | None,
+        match_value: Any,
+        record_id: int,
+    ) -> None:
+        p = self._p
+        p.d0.append(digest[0])
+        p.d1.append(digest[1])
+        p.key.append(key)
+        p.match_by.append(match_by)
+        p.match_value.append(None if match_value is None else str(match_value))
+        p.record_id.append(record_id)
+        if len(p.d0) >= FLUSH_ROWS:
+            self._flush()
+
+    def add_from_block(self, block: UnchangedBlock) -> None:
+        """The rows of a block found unchanged: carried over from the last snapshot."""
+        if self.source is None:
+            raise ValueError("an UnchangedBlock without the snapshot it came from")
+        self._carried.append(np.asarray(block.snapshot_rows, dtype=np.int64))
+        self._carried_rows += len(block)
+        if self._carried_rows >= FLUSH_ROWS:
+            self._flush_carried()
+
+    def _flush_carried(self) -> None:
+        if self._carried and self.source is not None:
+            idx = np.concatenate(self._carried)
+            for batch in self.source.table.take(pa.array(idx)).to_batches():
+                self._writer.write_batch(batch)
+            self.rows += len(idx)
+        self._carried, self._carried_rows = [], 0
+
+    def _flush(self) -> None:
+        p = self._p
+        if not p.d0:
+            return
+        batch = pa.record_batch(
+            [
+                pa.array(p.d0, pa.uint64()),
+                pa.array(p.d1, pa.uint64()),
+                pa.array(p.key, pa.string()),
+                pa.array(p.match_by, pa.string()),
+                pa.array(p.match_value, pa.string()),
+                pa.array(p.record_id, pa.int64()),
+            ],
+            schema=SNAPSHOT_SCHEMA,
+        )
+        self._writer.write_batch(batch)
+        self.rows += len(p.d0)
+        self._p = _pending()
+
+    def commit(self, fp: bytes) -> None:
+        """Close the file and register it as the scope's snapshot."""
+        self._flush()
+        self._flush_carried()
+        self._writer.close()
+        self._sink.close()
+        with self.store.transaction() as conn:
+            drop_all(conn, snapshot_dir(self.store), [self.scope])
+            self._tmp.replace(self.path)
+            conn.execute(
+                "INSERT INTO snapshots (scope_id, run_id, fingerprint, file, row_count,"
+                " written_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.scope, self.run_id, fp, self.path.name, self.rows, utc_now()),
+            )
+
+    def discard(self) -> None:
+        if not self._sink.closed:
+            with contextlib.suppress(Exception):
+                self._writer.close()
+            self._sink.close()
+        with contextlib.suppress(OSError):
+            self._tmp.unlink()
