@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 JSON = Any
 BatchInput = dict[str, JSON]
@@ -33,18 +33,77 @@ class RowStatus(StrEnum):
     IN_DOUBT = "in_doubt"  # sent, no answer, resending is not safe: held for review
 
 
-@dataclass(slots=True)
+class RowValues(Protocol):
+    """Where a :class:`SourceRow` made without its values dict gets it: the batch the row was
+    read in (:class:`recordsync.read.batch.BatchValues`)."""
+
+    def values_of(self, source_row: int) -> dict[str, Any]:
+        """The original values of row ``source_row`` (a new dict)."""
+        ...
+
+
 class SourceRow:
     """One row of a source file.
 
     ``source_row`` is the 1-based line number in the file where the row starts for CSV (the
     header is line 1, so the first data row is usually line 2), and the 1-based row number
     for Parquet. ``values`` holds the original columns as read (strings for CSV).
+
+    ``SourceRow(file, row, values)`` holds the dict it is given. ``prepare_step`` makes its
+    rows with ``origin`` (the batch they were read in) instead: only failing rows and a few
+    readers ever look at the original cells, so the dict is made on first access of
+    ``values`` — then kept, and the batch let go. Until then the row keeps its batch alive.
+    Otherwise a plain record: equality compares file, row and values (as the dataclass this
+    was did); copies and pickles carry the values dict, never the batch.
     """
 
-    source_file: str
-    source_row: int
-    values: dict[str, Any]
+    __slots__ = ("_origin", "_values", "source_file", "source_row")
+    __match_args__ = ("source_file", "source_row", "values")
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable, like an eq dataclass
+
+    def __init__(
+        self,
+        source_file: str,
+        source_row: int,
+        values: dict[str, Any] | None = None,
+        origin: RowValues | None = None,
+    ) -> None:
+        self.source_file = source_file
+        self.source_row = source_row
+        self._values = values
+        self._origin = origin if values is None else None
+
+    @property
+    def values(self) -> dict[str, Any]:
+        v = self._values
+        if v is None:
+            origin = self._origin
+            v = origin.values_of(self.source_row) if origin is not None else {}
+            self._values, self._origin = v, None
+        return v
+
+    @values.setter
+    def values(self, values: dict[str, Any]) -> None:
+        self._values, self._origin = values, None
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, SourceRow)
+        return (self.source_file, self.source_row, self.values) == (
+            other.source_file,
+            other.source_row,
+            other.values,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"SourceRow(source_file={self.source_file!r}, source_row={self.source_row!r}, "
+            f"values={self.values!r})"
+        )
+
+    def __reduce__(self) -> tuple[type[SourceRow], tuple[str, int, dict[str, Any]]]:
+        return (SourceRow, (self.source_file, self.source_row, self.values))
 
 
 @dataclass(slots=True)

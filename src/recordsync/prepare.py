@@ -22,10 +22,9 @@ from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC, gc_paused
-from recordsync.map.rows import row_dicts
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
-from recordsync.validate.distinct import pylist
+from recordsync.read.batch import BatchValues
 from recordsync.validate.schema import Schema
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
@@ -109,8 +108,7 @@ def _build_rows(
     sb: SourceBatch, mapper: BatchMapper, dups: Duplicates | None, fidx: int, policy: str
 ) -> Iterator[PreparedRow]:
     columns = sb.batch.schema.names
-    cells = [pylist(c) for c in sb.batch.columns]
-    mb = mapper.map_batch(sb.batch, dict(zip(columns, cells, strict=True)))
+    mb = mapper.map_batch(sb.batch)
     rows = sb.rows.tolist()
     dup_of: dict[int, str] = {}
     if dups is not None and dups.groups:
@@ -128,7 +126,8 @@ def _build_rows(
                     f"duplicate key {mb.keys[i]}: {dups.where(group[-1], fidx)}"
                     " has the same key and wins (duplicates: last)"
                 )
-    originals = row_dicts(columns, cells, len(rows))
+    # the original values: made per row only when asked for (failing rows, a few readers)
+    origin = BatchValues(sb.batch, sb.rows)
     valid, invalid, duplicate = RowStatus.VALID, RowStatus.INVALID, RowStatus.DUPLICATE
     errors = mb.errors
     hints = mb.hints
@@ -137,7 +136,7 @@ def _build_rows(
     bad = sb.bad
     if not bad and not dup_of:  # the common case: built column-wise (map calls in C)
         n = len(rows)
-        sources = map(SourceRow, repeat(file, n), rows, originals)
+        sources = map(SourceRow, repeat(file, n), rows, repeat(None, n), repeat(origin, n))
         statuses = [valid if err is None else invalid for err in errors]
         suggestions = [hints.get(i) or {} for i in range(n)] if hints else [{} for _ in rows]
         lists = (mb.payloads, mb.match_by, mb.match_value, mb.keys, errors, owners, suggestions)
@@ -157,7 +156,7 @@ def _build_rows(
         else:
             status = valid if error is None else invalid
         yield PreparedRow(
-            SourceRow(file, line, originals[i]),
+            SourceRow(file, line, None, origin),
             status,
             mb.payloads[i],
             mb.match_by[i],

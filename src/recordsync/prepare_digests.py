@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from recordsync.config.models import MappingConfig
 from recordsync.errors import SourceError
@@ -37,16 +38,23 @@ from recordsync.validate.schema import Schema
 Item = PreparedRow | UnchangedBlock
 
 
+KEEP_ROWS = 100_000
+"""Rows not found in the snapshot that the first pass keeps (as Arrow sub-batches) so that
+the second pass need not read the source again; above this, it reads it again."""
+
+
 @dataclass(slots=True)
 class _Seen:
     """What the first pass learnt about one batch."""
 
     file: str
-    rows: int
+    rows: npt.NDArray[np.int64]
     digests: npt.NDArray[np.uint64] | None
     ok: npt.NDArray[np.bool_] | None
     found: npt.NDArray[np.int64]
-    """Snapshot row per batch row, -1 where none (or demoted)."""
+    """Snapshot row per batch row, -1 where none."""
+    kept: SourceBatch | None = None
+    """The batch's rows not found in the snapshot (and its malformed lines), if kept."""
 
 
 def _key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -75,7 +83,7 @@ def _groups(
 
 
 def _ledger_keys(
-    mapping: MappingConfig, sb: SourceBatch, keys: list[str | None]
+    mapping: MappingConfig, batch: pa.RecordBatch, keys: list[str | None]
 ) -> list[str | None]:
     """The rows' keys after a declared ``ledger_key`` (blank: the match key stays)."""
     spec = mapping.ledger_key
@@ -83,7 +91,7 @@ def _ledger_keys(
         return keys
     norm = NORMALIZERS[spec.normalize]
     out = list(keys)
-    for i, v in enumerate(sb.batch.column(spec.column).to_pylist()):
+    for i, v in enumerate(batch.column(spec.column).to_pylist()):
         text = cell_text(v)
         k = norm(text) if text is not None else None
         if k is not None:
@@ -92,7 +100,8 @@ def _ledger_keys(
 
 
 class _Scan:
-    """The first pass."""
+    """The first pass: digests, snapshot matches, the keys of the rows not matched, and
+    which matched rows share a key with another row (demoted: prepared in full)."""
 
     def __init__(
         self,
@@ -103,84 +112,100 @@ class _Scan:
         fp: bytes,
     ) -> None:
         self.seen: list[_Seen] = []
+        self.reread = False
         files: dict[str, int] = {}
-        match_h: list[npt.NDArray[np.int64]] = []
-        match_ids: list[npt.NDArray[np.int64]] = []
-        final_h: list[npt.NDArray[np.int64]] = []
+        slow_h: list[npt.NDArray[np.int64]] = []  # match-key hashes of unmatched rows
+        slow_ids: list[npt.NDArray[np.int64]] = []
+        final_h: list[npt.NDArray[np.int64]] = []  # their ledger keys (ledger_key only)
         final_ids: list[npt.NDArray[np.int64]] = []
-        fast_ids: list[npt.NDArray[np.int64]] = []
+        owner = np.full(len(snapshot) if snapshot is not None else 0, -1, dtype=np.int64)
         columns = mapper.columns_used
+        budget = KEEP_ROWS
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             n = sb.batch.num_rows
-            got = (
-                row_digests(sb.batch, columns, fp) if supported(sb.batch.schema, columns) else None
-            )
+            digested = supported(sb.batch.schema, columns)
+            got = row_digests(sb.batch, columns, fp) if digested else None
             digests, ok = got if got is not None else (None, None)
             found = np.full(n, -1, dtype=np.int64)
             if snapshot is not None and digests is not None and ok is not None and not sb.bad:
                 found = snapshot.match(digests, ok)
-            self.seen.append(_Seen(sb.file, n, digests, ok, found))
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
-            fast_ids.append(ids[fast])
-            if not mapping.match_by and mapping.ledger_key is None:
+            owner[found[fast]] = ids[fast]  # the source row that matched each snapshot row
+            slow = np.flatnonzero(~fast)
+            sub = sb if len(slow) == n else _take(sb, slow)
+            seen = _Seen(sb.file, sb.rows, digests, ok, found)
+            if not self.reread:
+                if len(slow) <= budget:
+                    seen.kept = sub
+                    budget -= len(slow)
+                else:  # too many to keep: read the source again in the second pass
+                    self.reread = True
+                    for s in self.seen:
+                        s.kept = None
+            self.seen.append(seen)
+            if not len(slow) or (not mapping.match_by and mapping.ledger_key is None):
                 continue
             with gc_paused():
-                keys, final = self._keys(mapper, mapping, sb, found, fast, snapshot)
-            if mapping.match_by:
-                h, has = _key_hashes(keys)
-                match_h.append(h)
-                match_ids.append(ids[has])
-            if mapping.ledger_key is not None:
-                h, has = _key_hashes(final)
-                final_h.append(h)
-                final_ids.append(ids[has])
+                keys: list[str | None] = (
+                    mapper.keys_only(sub.batch) if mapping.match_by else [None] * len(slow)
+                )
+                sub_ids = ids[slow]
+                if mapping.match_by:
+                    h, has = _key_hashes(keys)
+                    slow_h.append(h)
+                    slow_ids.append(sub_ids[has])
+                if mapping.ledger_key is not None and snapshot is not None:
+                    h, has = _key_hashes(_ledger_keys(mapping, sub.batch, keys))
+                    final_h.append(h)
+                    final_ids.append(sub_ids[has])
         self.files = list(files)
-        groups = _groups(match_h, match_ids)
+        groups = _groups(slow_h, slow_ids)
+        demoted: list[int] = []
+        if snapshot is not None and slow_h:
+            _clashes(groups, slow_h, slow_ids, snapshot.match_key_hashes(), owner, demoted)
+        if snapshot is not None and final_h:
+            _clashes({}, final_h, final_ids, snapshot.key_hashes(), owner, demoted)
         self.dups = Duplicates(groups, self.files) if mapping.match_by else None
-        clashing = [g for g in groups.values()]
-        clashing += _groups(final_h, final_ids).values()
-        self.demoted = np.array(sorted({rid for g in clashing for rid in g}), dtype=np.int64)
-        self.fast_rows = int(sum(len(a) for a in fast_ids))
+        self.demoted = np.unique(np.array(demoted, dtype=np.int64))
+        if len(self.demoted) and not self.reread:  # demoted rows were not kept: read again
+            self.reread = True
+            for s in self.seen:
+                s.kept = None
 
-    @staticmethod
-    def _keys(
-        mapper: BatchMapper,
-        mapping: MappingConfig,
-        sb: SourceBatch,
-        found: npt.NDArray[np.int64],
-        fast: npt.NDArray[np.bool_],
-        snapshot: Snapshot | None,
-    ) -> tuple[list[str | None], list[str | None]]:
-        """Match keys and final (ledger) keys of every row of the batch."""
-        n = sb.batch.num_rows
-        keys: list[str | None] = [None] * n
-        final: list[str | None] = [None] * n
-        slow = np.flatnonzero(~fast)
-        if len(slow) == n:
-            keys = mapper.keys_only(sb.batch) if mapping.match_by else keys
-            return keys, _ledger_keys(mapping, sb, keys)
-        if len(slow):
-            import pyarrow as pa
 
-            sub = SourceBatch(sb.file, sb.batch.take(pa.array(slow)), sb.rows[slow], [])
-            sub_keys: list[str | None] = (
-                mapper.keys_only(sub.batch) if mapping.match_by else [None] * len(slow)
-            )
-            sub_final = _ledger_keys(mapping, sub, sub_keys)
-            for i, k, f in zip(slow.tolist(), sub_keys, sub_final, strict=True):
-                keys[i], final[i] = k, f
-        assert snapshot is not None
-        pos = np.flatnonzero(fast)
-        at = found[fast]
-        bys = snapshot.column("match_by", at)
-        mvs = snapshot.column("match_value", at)
-        finals = snapshot.column("key", at)
-        for i, by, mv, f in zip(pos.tolist(), bys, mvs, finals, strict=True):
-            keys[i] = f"{by}:{mv}" if by is not None and mv is not None else None
-            final[i] = f
-        return keys, final
+def _take(sb: SourceBatch, positions: npt.NDArray[np.int64]) -> SourceBatch:
+    return SourceBatch(sb.file, sb.batch.take(pa.array(positions)), sb.rows[positions], [])
+
+
+def _clashes(
+    groups: dict[int, list[int]],
+    hashes: list[npt.NDArray[np.int64]],
+    ids: list[npt.NDArray[np.int64]],
+    snap: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+    owner: npt.NDArray[np.int64],
+    demoted: list[int],
+) -> None:
+    """Unmatched rows whose key hash is that of a snapshot row some row of this source
+    matched: that row is demoted, and joins the duplicate group of the key (``groups``)."""
+    sorted_h, order = snap
+    if not len(sorted_h):
+        return
+    h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
+    pos = np.minimum(np.searchsorted(sorted_h, h_all), len(sorted_h) - 1)
+    hit = sorted_h[pos] == h_all
+    for hv, rid, j in zip(
+        h_all[hit].tolist(), id_all[hit].tolist(), pos[hit].tolist(), strict=True
+    ):
+        other = int(owner[order[j]])
+        if other < 0:
+            continue
+        demoted.append(other)
+        group = groups.setdefault(hv, [rid])
+        if other not in group:
+            group.append(other)
+            group.sort()
 
 
 def prepare_digested(
@@ -227,30 +252,13 @@ def _stream(
     scan: _Scan,
     snapshot: Snapshot | None,
 ) -> Iterator[Item]:
-    import pyarrow as pa
-
-    files: dict[str, int] = {}
+    files = {f: i for i, f in enumerate(scan.files)}
     gcb = BatchGC()
     policy = mapping.duplicates
     dups = scan.dups
-    b = 0
     try:
-        for sb in iter_source(mapping.source, base_dir):
-            if (
-                b >= len(scan.seen)
-                or scan.seen[b].file != sb.file
-                or scan.seen[b].rows != sb.batch.num_rows
-            ):
-                raise SourceError(
-                    f"{sb.file} changed while it was being read (its rows differ between the"
-                    " two passes over it)",
-                    file=mapping.label,
-                    key="source.path",
-                    hint="run again once the export is complete",
-                )
-            seen = scan.seen[b]
-            b += 1
-            fidx = files.setdefault(sb.file, len(files))
+        for seen, sb in zip(scan.seen, _second_pass(mapping, base_dir, scan), strict=True):
+            fidx = files[seen.file]
             missing = [c for c in mapper.columns_used if c not in sb.batch.schema.names]
             if missing and sb.batch.num_columns:
                 raise SourceError(
@@ -260,27 +268,59 @@ def _stream(
                     key="source.path",
                     hint="every file of a directory or glob source needs the mapped columns",
                 )
-            n = sb.batch.num_rows
             found = seen.found
             fast = found >= 0
             if fast.any() and len(scan.demoted):
-                ids = (np.int64(fidx) << ROW_BITS) | sb.rows
+                ids = (np.int64(fidx) << ROW_BITS) | seen.rows
                 fast &= ~np.isin(ids, scan.demoted)
-            line_of = sb.rows.tolist()
-            if not fast.any() or snapshot is None:
-                rows = _rows_of(sb, mapper, dups, fidx, policy, gcb)
-                yield from _with_digests(rows, seen, np.arange(n, dtype=np.int64), line_of)
-                continue
+            line_of = seen.rows.tolist()
             slow = np.flatnonzero(~fast)
+            if len(slow) == len(fast) or snapshot is None:  # nothing found unchanged
+                rows = _rows_of(sb, mapper, dups, fidx, policy, gcb)
+                yield from _with_digests(rows, seen, slow, line_of)
+                continue
             slow_rows: list[PreparedRow] = []
             if len(slow):
-                sub = SourceBatch(sb.file, sb.batch.take(pa.array(slow)), sb.rows[slow], [])
-                slow_rows = _with_digests(
-                    _rows_of(sub, mapper, dups, fidx, policy, gcb), seen, slow, line_of
-                )
+                # read again: the whole batch; kept: just the unmatched rows (never demoted ones)
+                sub = _take(sb, slow) if scan.reread else sb
+                rows = _rows_of(sub, mapper, dups, fidx, policy, gcb)
+                slow_rows = _with_digests(rows, seen, slow, line_of)
             yield from _interleave(sb.file, fast, found, line_of, slow_rows, snapshot)
     finally:
         gcb.release()
+
+
+def _second_pass(mapping: MappingConfig, base_dir: Path, scan: _Scan) -> Iterator[SourceBatch]:
+    """Per batch of the first pass: the batch read again, or the rows the first pass kept
+    (rows not found in the snapshot; a batch whose rows were all found has none)."""
+    if not scan.reread:
+        for seen in scan.seen:
+            assert seen.kept is not None
+            yield seen.kept
+        return
+    b = 0
+    for sb in iter_source(mapping.source, base_dir):
+        if (
+            b >= len(scan.seen)
+            or scan.seen[b].file != sb.file
+            or not np.array_equal(scan.seen[b].rows, sb.rows)
+        ):
+            raise SourceError(
+                f"{sb.file} changed while it was being read (its rows differ between the"
+                " two passes over it)",
+                file=mapping.label,
+                key="source.path",
+                hint="run again once the export is complete",
+            )
+        b += 1
+        yield sb
+    if b != len(scan.seen):
+        raise SourceError(
+            f"{mapping.source.path}: the source ended early on the second pass over it",
+            file=mapping.label,
+            key="source.path",
+            hint="run again once the export is complete",
+        )
 
 
 def _interleave(

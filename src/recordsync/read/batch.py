@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +28,36 @@ class SourceBatch:
     batch: pa.RecordBatch
     rows: npt.NDArray[np.int64]
     bad: list[BadLine] = field(default_factory=list)
+
+
+class BatchValues:
+    """The original values of a batch's rows, made into dicts only for the rows asked for
+    (the ``origin`` of lazily made :class:`recordsync.model.SourceRow` s).
+
+    The first rows asked for are read one at a time; once more than ``num_rows // 16 + 16``
+    have been, the whole batch is turned into Python lists at once (cheaper per row) and the
+    rest are read from those. A row's dict is what ``dict(zip(names, cells))`` gives."""
+
+    __slots__ = ("_batch", "_left", "_lists", "_rows")
+
+    def __init__(self, batch: pa.RecordBatch, rows: npt.NDArray[np.int64]) -> None:
+        self._batch = batch
+        self._rows = rows  # row numbers, ascending (as SourceBatch.rows)
+        self._lists: list[list[Any]] | None = None
+        self._left = batch.num_rows // 16 + 16  # rows still read one at a time
+
+    def values_of(self, source_row: int) -> dict[str, Any]:
+        i = int(np.searchsorted(self._rows, source_row))
+        if i >= len(self._rows) or self._rows[i] != source_row:
+            raise KeyError(f"row {source_row} is not in this batch")
+        names = self._batch.schema.names
+        lists = self._lists
+        if lists is None:
+            if self._left > 0:
+                self._left -= 1
+                return dict(zip(names, [c[i].as_py() for c in self._batch.columns], strict=True))
+            lists = self._lists = [c.to_pylist() for c in self._batch.columns]
+        return dict(zip(names, [c[i] for c in lists], strict=True))
 
 
 def may_contain(arr: pa.Array, char: str) -> bool:

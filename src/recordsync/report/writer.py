@@ -41,6 +41,14 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _plain(text: str) -> bool:
+    """No character that csv.writer (excel dialect, minimal quoting) would quote."""
+    return not any(c in text for c in _QUOTED_CHARS)
+
+
+_QUOTED_CHARS = (",", '"', "\r", "\n")
+
+
 def _add_suggestions(tally: StepTally, suggestions: dict[str, Any]) -> None:
     """``{"field": "stage", "value_map": {"Custmer": "customer"}}`` → under "stage /
     value_map": ``Custmer: customer``, counted over rows."""
@@ -119,20 +127,35 @@ class ReportWriter:
     def record_block(self, tally: StepTally, block: UnchangedBlock) -> None:
         """Write rows found unchanged from their digests (:class:`UnchangedBlock`)."""
         n = len(block)
-        step, file = tally.step, block.source_file
-        self._results.writerows(
-            zip(
-                repeat(step, n),
-                repeat(file, n),
-                block.source_rows,
-                [b or "" for b in block.match_by],
-                [_cell(v) for v in block.match_value],
-                repeat(RowStatus.UNCHANGED.value, n),
-                [_cell(r) for r in block.record_ids],
-                repeat("", n),
-                strict=False,
+        bys = ["" if b is None else b for b in block.match_by]
+        mvs = ["" if v is None else v for v in block.match_value]
+        rids = ["" if r is None else r for r in block.record_ids]
+        head = f"{tally.step}\x00{block.source_file}"
+        if _plain(head) and _plain("\x00".join(bys)) and _plain("\x00".join(mvs)):
+            # nothing to quote (the common case): the lines csv.writer would write, built here
+            prefix = f"{tally.step},{block.source_file},"
+            self._results_file.write(
+                "".join(
+                    [
+                        f"{prefix}{row},{by},{mv},unchanged,{rid},\r\n"
+                        for row, by, mv, rid in zip(block.source_rows, bys, mvs, rids, strict=True)
+                    ]
+                )
             )
-        )
+        else:
+            self._results.writerows(
+                zip(
+                    repeat(tally.step, n),
+                    repeat(block.source_file, n),
+                    block.source_rows,
+                    bys,
+                    mvs,
+                    repeat(RowStatus.UNCHANGED.value, n),
+                    rids,
+                    repeat("", n),
+                    strict=False,
+                )
+            )
         self.lines_written += n
         tally.outcomes[RowStatus.UNCHANGED] += n
 

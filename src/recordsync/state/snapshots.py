@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from recordsync.model import UnchangedBlock
 from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
@@ -59,6 +60,8 @@ class Snapshot:
                 bad[1:] |= same
                 bad[:-1] |= same
                 self._order[bad] = -1
+        self._match_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+        self._key_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
 
     def __len__(self) -> int:
         return int(self.table.num_rows)
@@ -73,10 +76,33 @@ class Snapshot:
         hit = ok & (self._d0[pos] == digests[:, 0]) & (self._d1[pos] == digests[:, 1])
         return np.where(hit, self._order[pos], -1)
 
+    def match_key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Python hashes of the rows' match keys (``by:value``, as the mapping stage makes
+        them), sorted, and the snapshot row of each."""
+        if self._match_h is None:
+            keys = pc.binary_join_element_wise(
+                self.table.column("match_by"), self.table.column("match_value"), ":"
+            )
+            self._match_h = _sorted_hashes(keys.to_pylist())
+        return self._match_h
+
+    def key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """The same for the ledger keys."""
+        if self._key_h is None:
+            self._key_h = _sorted_hashes(self.table.column("key").to_pylist())
+        return self._key_h
+
     def column(self, name: str, idx: npt.NDArray[np.int64]) -> list[Any]:
         """Values of one column at snapshot rows ``idx``."""
         values: list[Any] = self.table.column(name).take(pa.array(idx)).to_pylist()
         return values
+
+
+def _sorted_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    rows = np.array([i for i, k in enumerate(keys) if k is not None], dtype=np.int64)
+    h = np.fromiter((hash(k) for k in keys if k is not None), dtype=np.int64, count=len(rows))
+    order = np.argsort(h, kind="stable")
+    return h[order], rows[order]
 
 
 def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Snapshot | None:
