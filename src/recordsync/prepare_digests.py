@@ -15,7 +15,7 @@ that are not found unchanged. Memory: 25 bytes a row (digest, snapshot row, flag
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,8 @@ from recordsync.errors import SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC, gc_paused
 from recordsync.model import PreparedRow, UnchangedBlock
-from recordsync.prepare import ROW_BITS, Duplicates, _rows_of, check_source
-from recordsync.read import SourceBatch, iter_source
+from recordsync.prepare import ROW_BITS, Duplicates, _bad_row, _rows_of, check_source
+from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.state.snapshots import Snapshot
@@ -53,8 +53,10 @@ class _Seen:
     ok: npt.NDArray[np.bool_] | None
     found: npt.NDArray[np.int64]
     """Snapshot row per batch row, -1 where none."""
+    bad: list[BadLine] = field(default_factory=list)
+    """The batch's malformed lines."""
     kept: SourceBatch | None = None
-    """The batch's rows not found in the snapshot (and its malformed lines), if kept."""
+    """The batch's rows not found in the snapshot, if kept (all of them: with ``bad``)."""
 
 
 def _key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -128,14 +130,14 @@ class _Scan:
             got = row_digests(sb.batch, columns, fp) if digested else None
             digests, ok = got if got is not None else (None, None)
             found = np.full(n, -1, dtype=np.int64)
-            if snapshot is not None and digests is not None and ok is not None and not sb.bad:
+            if snapshot is not None and digests is not None and ok is not None:
                 found = snapshot.match(digests, ok)
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
             owner[found[fast]] = ids[fast]  # the source row that matched each snapshot row
             slow = np.flatnonzero(~fast)
             sub = sb if len(slow) == n else _take(sb, slow)
-            seen = _Seen(sb.file, sb.rows, digests, ok, found)
+            seen = _Seen(sb.file, sb.rows, digests, ok, found, sb.bad)
             if not self.reread:
                 if len(slow) <= budget:
                     seen.kept = sub
@@ -285,7 +287,9 @@ def _stream(
                 sub = _take(sb, slow) if scan.reread else sb
                 rows = _rows_of(sub, mapper, dups, fidx, policy, gcb)
                 slow_rows = _with_digests(rows, seen, slow, line_of)
-            yield from _interleave(sb.file, fast, found, line_of, slow_rows, snapshot)
+            columns = sb.batch.schema.names
+            bad = [_bad_row(bl, sb.file, columns) for bl in seen.bad]
+            yield from _interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot)
     finally:
         gcb.release()
 
@@ -329,21 +333,32 @@ def _interleave(
     found: npt.NDArray[np.int64],
     line_of: list[int],
     slow_rows: list[PreparedRow],
+    bad_rows: list[PreparedRow],
     snapshot: Snapshot,
 ) -> Iterator[Item]:
-    """The batch's rows in order: runs of fast rows as blocks, the others one by one."""
+    """The batch's rows in line order: runs of fast rows as blocks, the others one by one,
+    the malformed lines (``bad_rows``) where they fall."""
     at = found[fast]
     keys = snapshot.column("key", at)
     bys = snapshot.column("match_by", at)
     mvs = snapshot.column("match_value", at)
     rids = snapshot.column("record_id", at)
-    # boundaries of the runs of equal ``fast``
-    edges = np.flatnonzero(np.diff(fast.astype(np.int8))) + 1
-    starts = [0, *edges.tolist()]
-    ends = [*edges.tolist(), len(fast)]
+    n = len(fast)
+    # runs of equal ``fast``, also cut where a malformed line falls between two rows
+    cuts = set((np.flatnonzero(np.diff(fast.astype(np.int8))) + 1).tolist())
+    bad_lines = [r.source.source_row for r in bad_rows]
+    if bad_lines:
+        at_pos = np.searchsorted(np.asarray(line_of), np.asarray(bad_lines)).tolist()
+        cuts.update(i for i in at_pos if 0 < i < n)
+    starts = [0, *sorted(cuts)]
+    ends = [*sorted(cuts), n]
     k = 0  # next fast row (index into at/keys/...)
     s = 0  # next slow row
+    b = 0  # next malformed line
     for a, z in zip(starts, ends, strict=True):
+        while b < len(bad_rows) and bad_lines[b] < line_of[a]:
+            yield bad_rows[b]
+            b += 1
         if fast[a]:
             m = z - a
             yield UnchangedBlock(
@@ -359,3 +374,4 @@ def _interleave(
         else:
             yield from slow_rows[s : s + (z - a)]
             s += z - a
+    yield from bad_rows[b:]

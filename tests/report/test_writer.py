@@ -6,7 +6,11 @@ import csv
 import json
 from pathlib import Path
 
-from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, SourceRow
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, SourceRow, UnchangedBlock
 from recordsync.report.tally import StepTally, reason_group
 from recordsync.report.writer import ReportWriter
 
@@ -116,3 +120,55 @@ def test_reason_groups_merge_messages_that_differ_only_in_values() -> None:
     b = reason_group("Validation failed: company_id: no companies record 7")
     assert a == b
     assert reason_group("x: 'Won' is not an option") == reason_group("x: 'Lost' is not an option")
+
+
+_text = st.text(alphabet=st.sampled_from(list('ab ,"\r\né;x@.=')), max_size=6)
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.sampled_from(["email", "name", "id"])),
+            st.one_of(st.none(), _text),
+            st.one_of(st.none(), st.integers(1, 10**12)),
+        ),
+        min_size=1,
+        max_size=8,
+    ),
+    st.sampled_from(["contacts", "deals, won"]),
+)
+def test_unchanged_blocks_are_written_as_csv_writer_writes_rows(
+    tmp_path_factory: pytest.TempPathFactory,
+    rows: list[tuple[str | None, str | None, int | None]],
+    step: str,
+) -> None:
+    """The quick path of ``record_block`` (no cell to quote) and the csv.writer path give the
+    same lines as one ``record`` per row."""
+    root = tmp_path_factory.mktemp("blocks")
+    lines = list(range(2, 2 + len(rows)))
+    block = UnchangedBlock(
+        "src/a.csv",
+        lines,
+        None,
+        [f"k{i}" for i in lines],
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [r[2] for r in rows],
+    )
+    fast = ReportWriter(root / "fast", dry_run=False)
+    tally = StepTally(step, "m", "contacts")
+    fast.start_step(tally)
+    fast.record_block(tally, block)
+    fast.finish({})
+    slow = ReportWriter(root / "slow", dry_run=False)
+    tally2 = StepTally(step, "m", "contacts")
+    slow.start_step(tally2)
+    for line, (by, value, rid) in zip(lines, rows, strict=True):
+        row = PreparedRow(SourceRow("src/a.csv", line, {}), RowStatus.UNCHANGED, None, by, value)
+        slow.record(tally2, row, RowStatus.UNCHANGED, rid)
+    slow.finish({})
+    assert (root / "fast" / "results.csv").read_bytes() == (
+        root / "slow" / "results.csv"
+    ).read_bytes()
+    assert tally.outcomes == tally2.outcomes

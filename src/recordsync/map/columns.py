@@ -1,9 +1,5 @@
 """What mapping one batch produces: per-field columns of row values, the match keys, and
-the batch result.
-
-Also the one shortcut that spares new strings: a text field whose transforms changed no
-value reuses the very ``str`` objects of the row's original cells.
-"""
+the batch result."""
 
 from __future__ import annotations
 
@@ -12,13 +8,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from recordsync.config.models import FieldSpec
-from recordsync.validate.checked import Checked
-from recordsync.validate.schema import FieldDef
-from recordsync.validate.values import is_plain_text
 
 
 @dataclass(slots=True)
@@ -62,30 +53,6 @@ def label_of(key: str, spec: FieldSpec) -> str:
     if spec.template is not None:
         return f"template '{spec.template}' → {target}"
     return f"value → {target}"
-
-
-def same_text(
-    spec: FieldSpec,
-    kind: str,
-    fdef: FieldDef | None,
-    batch: pa.RecordBatch,
-    values: pa.Array,
-    cells: dict[str, list[Any]] | None,
-) -> Checked | None:
-    """A text column's values as the very ``str`` objects of ``cells`` (blanks → None), when
-    the transforms changed no value; else None (then check_array makes new strings)."""
-    if cells is None or spec.column is None or spec.column not in cells:
-        return None
-    if not is_plain_text(kind, fdef):
-        return None
-    raw = batch.column(spec.column)
-    if not pa.types.is_string(raw.type) or not pc.all(pc.equal(values, raw)).as_py():
-        return None
-    out = np.array(cells[spec.column], dtype=object)
-    if len(out.shape) != 1 or len(out) != len(values):
-        return None
-    out[~pc.is_valid(values).to_numpy(zero_copy_only=False)] = None
-    return Checked(out.tolist())
 
 
 def match_keys(

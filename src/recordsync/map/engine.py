@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.config.models import FieldSpec, MappingConfig, MatchRule
-from recordsync.map.columns import Column, MappedBatch, label_of, match_keys, same_text
+from recordsync.map.columns import Column, MappedBatch, label_of, match_keys
 from recordsync.map.fields import extract
 from recordsync.map.rows import payload_dicts
 from recordsync.read.batch import may_contain
@@ -78,15 +78,8 @@ class BatchMapper:
                 return system
         return kind_of(spec, fdef)
 
-    def column(
-        self,
-        key: str,
-        spec: FieldSpec,
-        batch: pa.RecordBatch,
-        cells: dict[str, list[Any]] | None = None,
-    ) -> Column:
-        """One output value per row. ``cells``: the batch's columns as Python lists, whose
-        strings are reused for text values that the transforms left unchanged."""
+    def column(self, key: str, spec: FieldSpec, batch: pa.RecordBatch) -> Column:
+        """One output value per row."""
         fdef = self._fdef(key) if key not in ("name", "profile_image_url") else None
         kind = self._kind(key, spec, fdef)
         multi = bool(fdef and fdef.allow_multiple) or spec.split is not None
@@ -95,9 +88,7 @@ class BatchMapper:
         label = label_of(key, spec)
         if multi:
             return self._multi_column(key, label, spec, fdef, kind, ex.values, ex.explicit_null)
-        chk = same_text(spec, kind, fdef, batch, ex.values, cells) or check_array(
-            ex.values, kind, fdef, spec, self.user_ids, self._memo(key)
-        )
+        chk = check_array(ex.values, kind, fdef, spec, self.user_ids, self._memo(key))
         present = pc.is_valid(ex.values).to_numpy(zero_copy_only=False) | ex.explicit_null
         col = Column(key, label, chk.values, present, chk.reasons, chk.hints)
         if chk.reasons is not None:
@@ -205,15 +196,13 @@ class BatchMapper:
                 break
         return keys
 
-    def map_batch(
-        self, batch: pa.RecordBatch, cells: dict[str, list[Any]] | None = None
-    ) -> MappedBatch:
-        """Map one batch; ``cells``: its columns as Python lists, if already made."""
+    def map_batch(self, batch: pa.RecordBatch) -> MappedBatch:
+        """Map one batch."""
         n = batch.num_rows
         m = self.mapping
-        name = self.column("name", m.name, batch, cells)
+        name = self.column("name", m.name, batch)
         # a field with ``ref`` is filled from another mapping's ledger when the row is sent
-        fields = [self.column(k, s, batch, cells) for k, s in m.fields.items() if s.ref is None]
+        fields = [self.column(k, s, batch) for k, s in m.fields.items() if s.ref is None]
         cols = {"name": name.values, **{c.key: c.values for c in fields}}
         image = (
             self.column("profile_image_url", m.profile_image_url, batch)

@@ -80,6 +80,8 @@ def _as_text(arr: pa.Array) -> pa.Array | None:
     t = arr.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return arr
+    if pa.types.is_null(t):
+        return pa.nulls(len(arr), pa.string())
     if pa.types.is_dictionary(t):
         return _as_text(arr.dictionary_decode())
     if (

@@ -177,15 +177,6 @@ def check_array(
     return check_text(arr)
 
 
-def is_plain_text(ftype: str, fdef: FieldDef | None) -> bool:
-    """Whether :func:`check_array` sends this type's strings as they are (check_text)."""
-    if ftype in ("email", "url", "boolean", "date", "datetime", "relationship", "user"):
-        return False
-    if ftype in NUMERIC_TYPES:
-        return False
-    return not (ftype == "select" and fdef is not None and fdef.options)
-
-
 def kind_of(spec: FieldSpec, fdef: FieldDef | None) -> str:
     """The field type to check against: the schema's, else what the options imply."""
     if fdef is not None:

@@ -1,0 +1,196 @@
+"""The nightly fast path (source-row digests and snapshots) decides exactly as the full path.
+
+The sample nightly pipeline runs once; then its contacts export is edited in the ways a real
+export changes (a changed cell, a new row, a removed row, a changed row taking the e-mail of
+an unchanged one before and after it, a row turned invalid, a malformed line). The same
+second run is made twice from copies of the same sandbox and state: once with the snapshot
+the first run left (fast path), once with the snapshot dropped (every row mapped). Their
+results.csv and totals must be identical, and the fast one must have mapped only the rows
+that changed (and the ones that share a key with them).
+"""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import recordsync.prepare_digests as prepare_digests
+from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.send.retry import RetryPolicy
+from recordsync.state import StateStore
+
+from .support import REPO, served, target
+
+
+def _copy_project(root: Path) -> Path:
+    for d in ("pipelines", "configs", "sample_data"):
+        shutil.copytree(REPO / d, root / d)
+    return root / "pipelines" / "nightly.yaml"
+
+
+def _request(pipeline: Path, work: Path, **kw: Any) -> RunRequest:
+    return RunRequest(
+        pipeline,
+        report_dir=work / "reports",
+        state_db=work / "state" / "state.db",
+        retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
+        **kw,
+    )
+
+
+def _backup(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    with sqlite3.connect(src) as a, sqlite3.connect(dst) as b:
+        a.backup(b)
+    a.close()
+    b.close()
+
+
+def _clone(work: Path, to: Path) -> None:
+    _backup(work / "sandbox.db", to / "sandbox.db")
+    _backup(work / "state" / "state.db", to / "state" / "state.db")
+    if (work / "state" / "snapshots").is_dir():
+        shutil.copytree(work / "state" / "snapshots", to / "state" / "snapshots")
+
+
+def _edit_contacts(path: Path) -> None:
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    header, data = rows[0], rows[1:]
+    col = {name: i for i, name in enumerate(header)}
+    data[1][col["Title"]] = "Chief Financial Officer"  # line 3: a changed cell
+    data[8][col["Email"]] = data[18][col["Email"]]  # line 10 takes line 20's e-mail
+    data[28][col["Email"]] = data[23][col["Email"]]  # line 30 takes line 25's e-mail
+    data[38][col["Score"]] = "not a number"  # line 40: now invalid
+    del data[4]  # line 6 leaves the export
+    new = list(data[0])
+    new[col["Email"]] = "brand.new@example.org"
+    new[col["First Name"]] = "Brand"
+    data.append(new)
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(data[:200])
+        f.write("too,few,cells\n")  # a malformed line: its batch is prepared in full
+        w.writerows(data[200:])
+
+
+def _results(report_dir: Path) -> list[dict[str, str]]:
+    with open(report_dir / "results.csv", newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def _run_counting(
+    monkeypatch: pytest.MonkeyPatch, pipeline: Path, work: Path
+) -> tuple[Any, dict[str, int]]:
+    mapped: dict[str, int] = {}
+    real = prepare_digests._rows_of
+
+    def counting(sb: Any, *args: Any) -> Any:
+        rows = real(sb, *args)
+        name = Path(sb.file).name
+        mapped[name] = mapped.get(name, 0) + len(rows)
+        return rows
+
+    monkeypatch.setattr(prepare_digests, "_rows_of", counting)
+    with served(work / "sandbox.db") as url:
+        result = run_pipeline(_request(pipeline, work), target=target(url))
+    monkeypatch.setattr(prepare_digests, "_rows_of", real)
+    return result, mapped
+
+
+def test_the_fast_path_reports_exactly_what_the_full_path_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = _copy_project(tmp_path / "project")
+    first = tmp_path / "first"
+    with served(first / "sandbox.db") as url:
+        run1 = run_pipeline(_request(pipeline, first), target=target(url))
+    assert run1.summary["accounting_ok"]
+    store = StateStore(first / "state" / "state.db")
+    try:
+        registered = dict(
+            store._conn.execute(
+                "SELECT s.mapping, n.row_count FROM snapshots n JOIN scopes s USING (scope_id)"
+            ).fetchall()
+        )
+    finally:
+        store.close()
+    # deals fill company_id from the companies ledger (a ref): no snapshot for them
+    assert set(registered) == {"companies", "contacts"}
+    contacts1 = run1.summary["steps"][1]
+    assert registered["contacts"] == contacts1["created"] + contacts1["updated"]
+
+    _edit_contacts(tmp_path / "project" / "sample_data" / "contacts.csv")
+    fast_dir, full_dir = tmp_path / "fast", tmp_path / "full"
+    _clone(first, fast_dir)
+    _clone(first, full_dir)
+    shutil.rmtree(full_dir / "state" / "snapshots")  # the full path: no snapshot to use
+
+    fast, fast_mapped = _run_counting(monkeypatch, pipeline, fast_dir)
+    full, full_mapped = _run_counting(monkeypatch, pipeline, full_dir)
+
+    assert _results(fast.report_dir) == _results(full.report_dir)
+    assert fast.summary["totals"] == full.summary["totals"]
+    assert fast.summary["accounting_ok"] and full.summary["accounting_ok"]
+    statuses = {r["status"] for r in _results(fast.report_dir) if r["step"] == "contacts"}
+    assert {"unchanged", "updated", "created", "duplicate", "invalid"} <= statuses
+    # the full path mapped every contacts row; the fast one only the rows that did not end
+    # created/updated last time (10), the 5 edited or new rows and the 2 whose e-mail an
+    # edited row took (demoted)
+    assert full_mapped["contacts.csv"] == full.summary["steps"][1]["rows_read"]
+    c1 = run1.summary["steps"][1]
+    assert fast_mapped["contacts.csv"] == c1["rows_read"] - c1["created"] - c1["updated"] + 5 + 2
+    # the companies export did not change: only its rows that did not end created/updated
+    companies1 = run1.summary["steps"][0]
+    left = companies1["rows_read"] - companies1["created"] - companies1["updated"]
+    assert fast_mapped.get("companies.csv", 0) == left
+    assert full_mapped["companies.csv"] == companies1["rows_read"]
+
+
+def test_a_second_unchanged_run_maps_nothing_and_sends_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = _copy_project(tmp_path / "project")
+    work = tmp_path / "work"
+    with served(work / "sandbox.db") as url:
+        run1 = run_pipeline(_request(pipeline, work), target=target(url))
+    run2, mapped = _run_counting(monkeypatch, pipeline, work)
+    assert run2.summary["totals"]["rows_sent"] == run2.summary["totals"]["not_sent"] == 0
+    companies1 = run1.summary["steps"][0]
+    left = companies1["rows_read"] - companies1["created"] - companies1["updated"]
+    assert mapped.get("companies.csv", 0) == left
+    # contacts: only the rows that did not end created/updated last time (invalid,
+    # duplicate) are prepared again, to be reported again
+    c1 = run1.summary["steps"][1]
+    assert mapped["contacts.csv"] == c1["rows_read"] - c1["created"] - c1["updated"]
+    r1 = {(r["step"], r["source_row"]): r for r in _results(run1.report_dir)}
+    for r in _results(run2.report_dir):
+        before = r1[(r["step"], r["source_row"])]
+        if before["status"] in ("created", "updated"):
+            assert r["status"] == "unchanged" and r["record_id"] == before["record_id"]
+            assert (r["match_by"], r["match_value"]) == (before["match_by"], before["match_value"])
+        else:
+            assert r["status"] == before["status"]
+
+
+def test_full_refresh_and_a_retry_leave_the_next_run_on_the_full_path(tmp_path: Path) -> None:
+    pipeline = _copy_project(tmp_path / "project")
+    work = tmp_path / "work"
+    with served(work / "sandbox.db") as url:
+        run_pipeline(_request(pipeline, work), target=target(url))
+        refreshed = run_pipeline(_request(pipeline, work, full_refresh=True), target=target(url))
+    assert refreshed.summary["totals"]["rows_unchanged"] == 0
+    store = StateStore(work / "state" / "state.db")
+    try:  # a full refresh that completes writes a new snapshot
+        assert store._conn.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 2
+        store.forget("nightly")
+        assert store._conn.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
+    finally:
+        store.close()
+    assert not any((work / "state" / "snapshots").iterdir())
