@@ -111,3 +111,28 @@ def test_batch_once_never_raises_on_transport_errors() -> None:
 
     attempt = fake_client(handler).batch_once("contacts", [{"name": "x"}])
     assert attempt.verdict.kind == "retriable" and attempt.verdict.maybe_applied
+
+
+def test_a_pre_encoded_batch_body_is_sent_as_httpx_would_encode_it() -> None:
+    from recordsync.send.client import encode_batch
+
+    objects = [{"name": "Zoë", "fields": {"n": 1.5, "tags": ["a", "b"], "x": None}}]
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(
+            200,
+            json={
+                "results": [{"status": "created", "id": 1}],
+                "summary": {"total": 1, "created": 1, "updated": 0, "failed": 0},
+            },
+        )
+
+    client = fake_client(handler)
+    client.batch_once("contacts", objects)
+    client.batch_once("contacts", objects, encode_batch(objects))
+    plain, pre = seen
+    assert pre.content == plain.content
+    assert pre.headers["content-type"] == plain.headers["content-type"] == "application/json"
+    assert pre.headers["content-length"] == plain.headers["content-length"]

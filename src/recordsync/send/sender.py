@@ -67,14 +67,30 @@ class ChunkSender:
         self.object_type = object_type
         self.names = NameTracker()
 
-    def send(self, chunk_id: str, first_source_row: int, entries: list[BatchInput]) -> ChunkReport:
+    def send(
+        self,
+        chunk_id: str,
+        first_source_row: int,
+        entries: list[BatchInput],
+        body: bytes | None = None,
+    ) -> ChunkReport:
+        """Send one chunk (retrying as the policy says). ``body``: the entries already
+        encoded as a batch request (:func:`recordsync.send.client.encode_batch`), used for
+        the first try."""
         report = ChunkReport(chunk_id, first_source_row, len(entries))
         for entry in entries:
             self.names.add(entry.get("name"))
-        interferes = chunk_interferes(self.object_type, entries)
+        memo: list[bool] = []
+
+        def interferes() -> bool:
+            """Whether entries may touch each other's records: only worked out when a
+            resend is considered (an answer was lost), never on the common path."""
+            if not memo:
+                memo.append(chunk_interferes(self.object_type, entries))
+            return memo[0]
 
         def safe(entry: BatchInput) -> bool:
-            if interferes:
+            if interferes():
                 return entry.get("match_by") == "id" and entry.get("match_value") is not None
             return resend_as_is_safe(self.object_type, entry)
 
@@ -89,8 +105,11 @@ class ChunkSender:
                 return EntryResult(RowStatus.IN_DOUBT, None, f"in doubt: {reason}")
             return EntryResult(RowStatus.FAILED, None, reason)
 
+        first = body
         while pending:
-            attempt = self.client.batch_once(self.object_type, [current[i] for i in pending])
+            objects = [current[i] for i in pending]
+            attempt = self.client.batch_once(self.object_type, objects, first)
+            first = None  # a later try sends what is pending then, encoded anew
             verdict = attempt.verdict
             report.attempts += 1
             if verdict.kind == "ok":
@@ -108,7 +127,7 @@ class ChunkSender:
                 return report
             if verdict.maybe_applied:
                 pending = self._keep_safe(
-                    report, verdict, pending, current, outcome, maybe_applied, safe, interferes
+                    report, verdict, pending, current, outcome, maybe_applied, safe, interferes()
                 )
             wait = budget.next_wait(verdict)
             if wait is None:

@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from recordsync.errors import RecordsyncError
-from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
+from recordsync.model import BatchInput, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.chunks import check_chunk_size
+from recordsync.send.client import encode_batch
 from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
 
 FLUSH_ROWS = 5_000
@@ -231,6 +232,8 @@ class StepRunner:
             [r for r in buffer if type(r) is PreparedRow and r.status is RowStatus.VALID],
         )
         sending = bool(chunk.to_send) and sender is not None and pool is not None
+        if sending:  # encoded here, while the previous chunk is in flight
+            chunk.body = _encoded([r.payload or {} for r in chunk.to_send])
         self._unsent = buffer  # reported as not sent if the run stops before it is sent
         if sending and self.hook is not None and self._plan is not None:
             # journaled while the previous chunk is still in flight
@@ -252,7 +255,9 @@ class StepRunner:
             if sending:
                 assert sender is not None and pool is not None
                 payloads = [r.payload or {} for r in chunk.to_send]
-                chunk.future = pool.submit(sender.send, chunk.chunk_id, chunk.first, payloads)
+                chunk.future = pool.submit(
+                    sender.send, chunk.chunk_id, chunk.first, payloads, chunk.body
+                )
                 self._begun = None
         # the settled chunk is acknowledged and reported while this one is in flight
         self._flush_ack()
@@ -349,6 +354,16 @@ class _Chunk:
     chunk_no: int = 0
     first: int = 0
     future: Future[ChunkReport] | None = None
+    body: bytes | None = None
+
+
+def _encoded(payloads: list[BatchInput]) -> bytes | None:
+    """The chunk's request body, or None to let the sender encode it (and fail the chunk
+    there, as for any request that cannot be sent)."""
+    try:
+        return encode_batch(payloads)
+    except (TypeError, ValueError):
+        return None
 
 
 def _checked(row: PreparedRow) -> PreparedRow:
