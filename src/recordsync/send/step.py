@@ -11,6 +11,7 @@ unknown object type — the rest of the step's rows are still read and reported:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -114,6 +115,8 @@ class StepRunner:
         self._to_ack: tuple[_Chunk, list[EntryResult]] | None = None
         self._begun: _Chunk | None = None
         self._plan: StepPlan | None = None
+        self._stopped = False
+        """Set on the worker thread when a chunk stops the step: queued chunks are not sent."""
 
     def run(self, plan: StepPlan) -> StepTally:
         """Run one step; a stop (RecordsyncError) is raised after the step's rows are reported.
@@ -127,6 +130,7 @@ class StepRunner:
         self.progress.step_started(plan)
         sender = self.make_sender(plan.object_type) if self.make_sender is not None else None
         self._plan = plan
+        self._stopped = False
         rows: Iterator[Item]
         if self.hook is not None:
             rows = iter(self.hook.classify(plan, self.hook.source(plan)))
@@ -245,8 +249,6 @@ class StepRunner:
                 self._settle(tally, in_flight)
                 raise
             self._begun = chunk
-        settled = self._collect(tally, in_flight)
-        self._unsent = []
         if chunk.to_send and buffer:
             tally.chunks += 1
             tally.sent += len(chunk.to_send)
@@ -254,16 +256,62 @@ class StepRunner:
             chunk.first = chunk.to_send[0].source.source_row
             if sending:
                 assert sender is not None and pool is not None
+                # queued behind the chunk in flight: the worker sends it the moment that
+                # one's answer is in and the breakers passed (or never, after a stop)
                 payloads = [r.payload or {} for r in chunk.to_send]
-                chunk.future = pool.submit(
-                    sender.send, chunk.chunk_id, chunk.first, payloads, chunk.body
-                )
-                self._begun = None
+                chunk.future = pool.submit(self._send, sender, chunk, payloads)
+        try:
+            settled = self._collect(tally, in_flight)
+        except BaseException:
+            self._retract(tally, chunk)
+            raise
+        self._unsent = []
+        self._begun = None
         # the settled chunk is acknowledged and reported while this one is in flight
         self._flush_ack()
         if settled is not None:
             self._report(tally, *settled)
         return chunk if buffer else None
+
+    def _send(
+        self, sender: ChunkSender, chunk: _Chunk, payloads: list[BatchInput]
+    ) -> tuple[ChunkReport, RecordsyncError | None]:
+        """On the worker thread: send one chunk unless an earlier one stopped the step, then
+        check the breakers (a trip stops the chunks queued behind this one)."""
+        if self._stopped:
+            raise _NotSent
+        try:
+            report = sender.send(chunk.chunk_id, chunk.first, payloads, chunk.body)
+        except ChunkAborted:
+            self._stopped = True
+            raise
+        self.breaker.observe(report.results)
+        try:
+            self.breaker.check(f"chunk {chunk.chunk_id}, source row {chunk.first}")
+        except RecordsyncError as tripped:
+            self._stopped = True
+            return report, tripped
+        return report, None
+
+    def _retract(self, tally: StepTally, chunk: _Chunk) -> None:
+        """The chunk before ``chunk`` stopped the step: ``chunk`` was queued but not sent
+        (uncount it; it stays journaled-not-sent, and its rows are reported as not sent). If
+        it was sent after all, settle it: its outcomes are reported and acknowledged."""
+        if chunk.future is None:
+            return
+        try:
+            chunk.future.result()
+        except _NotSent:
+            tally.chunks -= 1
+            tally.sent -= len(chunk.to_send)
+            chunk.future = None
+            return
+        except BaseException:
+            pass
+        self._begun = None
+        self._unsent = []
+        with contextlib.suppress(RecordsyncError):  # the stop being raised says why
+            self._settle(tally, chunk)
 
     def _ack_unsent(self, stop: RecordsyncError) -> None:
         """A chunk journaled but never sent (the run stopped first): acknowledge it as such."""
@@ -297,7 +345,7 @@ class StepRunner:
         stop: RecordsyncError | None = None
         if chunk.future is not None:
             try:
-                report = chunk.future.result()
+                report, stop = chunk.future.result()
             except ChunkAborted as aborted:
                 report, stop = aborted.report, aborted.error
             results = report.results
@@ -307,12 +355,6 @@ class StepRunner:
             self.progress.chunk_done(tally.step, report)
             if chunk.chunk_no:
                 self._to_ack = (chunk, results)
-            if stop is None:
-                self.breaker.observe(results)
-                try:
-                    self.breaker.check(f"chunk {chunk.chunk_id}, source row {chunk.first}")
-                except RecordsyncError as tripped:
-                    stop = tripped
         elif chunk.to_send:  # dry run
             results = [EntryResult(RowStatus.VALID)] * len(chunk.to_send)
         if stop is not None:
@@ -346,6 +388,10 @@ class StepRunner:
         self.progress.rows_done(count)
 
 
+class _NotSent(Exception):
+    """A chunk queued behind one that stopped the step: it was never sent."""
+
+
 @dataclass(slots=True)
 class _Chunk:
     rows: list[Item]
@@ -353,7 +399,7 @@ class _Chunk:
     chunk_id: str = ""
     chunk_no: int = 0
     first: int = 0
-    future: Future[ChunkReport] | None = None
+    future: Future[tuple[ChunkReport, RecordsyncError | None]] | None = None
     body: bytes | None = None
 
 
