@@ -30,20 +30,13 @@ from recordsync.validate.schema import Schema
 ROW_BITS = 40  # row identity = file index << 40 | row number
 
 
-def _hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """64-bit hashes of the keys that are there (Python's own string hash: SipHash, stable
-    within the process, which is all that both passes need), and which rows have a key."""
-    present = [k for k in keys if k is not None]
-    has = np.fromiter((k is not None for k in keys), bool, len(keys))
-    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
-
-
 class Duplicates:
     """Rows sharing a key hash: hash → row identities in source order."""
 
     def __init__(self, groups: dict[int, list[int]], files: list[str] | None = None) -> None:
         self.groups = groups
         self.files = files or []
+        self._members: tuple[npt.NDArray[np.int64], list[list[int]]] | None = None
 
     def where(self, rid: int, fidx: int) -> str:
         """'row N', plus the file's name when it is another file of the source."""
@@ -53,6 +46,21 @@ class Duplicates:
             return f"{row} of {Path(self.files[other]).name}"
         return row
 
+    def groups_of(self, ids: npt.NDArray[np.int64]) -> Iterator[tuple[int, list[int]]]:
+        """``(i, group)`` for each row identity ``ids[i]`` that is in a group, found by its
+        identity (the first pass already hashed its key: the second pass does not again)."""
+        if self._members is None:  # every grouped identity, sorted, and its group
+            pairs = sorted((rid, g) for g in self.groups.values() for rid in g)
+            members = np.fromiter((rid for rid, _ in pairs), np.int64, len(pairs))
+            self._members = (members, [g for _, g in pairs])
+        members, owners = self._members
+        if not len(members) or not len(ids):
+            return
+        at = np.minimum(np.searchsorted(members, ids), len(members) - 1)
+        hit = members[at] == ids
+        for i, k in zip(np.flatnonzero(hit).tolist(), at[hit].tolist(), strict=True):
+            yield i, owners[k]
+
     @classmethod
     def scan(cls, mapper: BatchMapper, mapping: MappingConfig, base_dir: Path) -> Duplicates:
         files: dict[str, int] = {}
@@ -61,8 +69,8 @@ class Duplicates:
         for sb in iter_source(mapping.source, base_dir, mapping.key_columns()):
             fidx = files.setdefault(sb.file, len(files))
             with gc_paused():
-                h, has = _hashes(mapper.keys_only(sb.batch))
-            hashes.append(h)
+                h, has = mapper.key_hashes(sb.batch)
+            hashes.append(h[has])
             ids.append((np.int64(fidx) << ROW_BITS) | sb.rows[has])
         if not hashes:
             return cls({}, list(files))
@@ -101,21 +109,19 @@ def _rows_of(
     gcb: BatchGC,
 ) -> list[PreparedRow]:
     with gcb.building():
-        return list(_build_rows(sb, mapper, dups, fidx, policy))
+        return _build_rows(sb, mapper, dups, fidx, policy)
 
 
 def _build_rows(
     sb: SourceBatch, mapper: BatchMapper, dups: Duplicates | None, fidx: int, policy: str
-) -> Iterator[PreparedRow]:
+) -> list[PreparedRow]:
     columns = sb.batch.schema.names
     mb = mapper.map_batch(sb.batch)
     rows = sb.rows.tolist()
     dup_of: dict[int, str] = {}
     if dups is not None and dups.groups:
-        h, has = _hashes(mb.keys)
-        for i, hv in zip(np.flatnonzero(has).tolist(), h.tolist(), strict=True):
-            group = dups.groups.get(hv)
-            if group is None:
+        for i, group in dups.groups_of((np.int64(fidx) << ROW_BITS) | sb.rows):
+            if mb.keys[i] is None:  # cannot be: the first pass found its key
                 continue
             me = (fidx << ROW_BITS) | rows[i]
             if policy == "fail":
@@ -143,31 +149,33 @@ def _build_rows(
         for col in lists:
             if len(col) != n:
                 raise ValueError(f"mapped batch column of {len(col)} rows, expected {n}")
-        yield from list(map(PreparedRow, sources, statuses, *lists))
-        return
+        return list(map(PreparedRow, sources, statuses, *lists))
+    out: list[PreparedRow] = []
     b = 0
     for i, line in enumerate(rows):
         while b < len(bad) and bad[b].line < line:
-            yield _bad_row(bad[b], file, columns)
+            out.append(_bad_row(bad[b], file, columns))
             b += 1
         error = errors[i]
         if i in dup_of:
             status, error = duplicate, dup_of[i]
         else:
             status = valid if error is None else invalid
-        yield PreparedRow(
-            SourceRow(file, line, None, origin),
-            status,
-            mb.payloads[i],
-            mb.match_by[i],
-            mb.match_value[i],
-            mb.keys[i],
-            error,
-            owners[i],
-            hints.get(i) or {},
+        out.append(
+            PreparedRow(
+                SourceRow(file, line, None, origin),
+                status,
+                mb.payloads[i],
+                mb.match_by[i],
+                mb.match_value[i],
+                mb.keys[i],
+                error,
+                owners[i],
+                hints.get(i) or {},
+            )
         )
-    for bl in bad[b:]:
-        yield _bad_row(bl, file, columns)
+    out.extend(_bad_row(bl, file, columns) for bl in bad[b:])
+    return out
 
 
 def _near_miss(column: str, header: list[str]) -> str | None:

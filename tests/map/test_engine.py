@@ -55,6 +55,25 @@ def test_first_pass_keys_equal_mapped_keys(tmp_path: Path, rows: list[dict[str, 
     assert m.keys_only(batch) == m.map_batch(batch).keys
 
 
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=rows_st)
+def test_key_hashes_are_equal_exactly_when_keys_are(
+    tmp_path: Path, rows: list[dict[str, str]]
+) -> None:
+    m = mapper(tmp_path)
+    batch = pa.RecordBatch.from_pylist(rows)
+    keys = m.keys_only(batch)
+    hashes, has = m.key_hashes(batch)
+    assert has.tolist() == [k is not None for k in keys]
+    assert not hashes[~has].any()
+    by_key = {k: h for k, h in zip(keys, hashes.tolist(), strict=True) if k is not None}
+    assert len(set(by_key.values())) == len(by_key)  # distinct keys, distinct hashes
+    for k, h in zip(keys, hashes.tolist(), strict=True):
+        assert k is None or by_key[k] == h
+
+
 def test_memo_keeps_outcomes_across_batches_without_changing_them(tmp_path: Path) -> None:
     m = mapper(tmp_path)
     one = pa.RecordBatch.from_pylist(

@@ -1,4 +1,4 @@
-"""Compiled per-row dict builders: the same dicts as dict(zip(...)), one per row."""
+"""Compiled per-row batch inputs: the same dicts as the plain construction, one per row."""
 
 from __future__ import annotations
 
@@ -8,17 +8,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordsync.map.rows import payload_dicts, row_dicts
+from recordsync.map.rows import payload_dicts
 
 KEYS = st.lists(st.text(max_size=6), max_size=8)
 CELL = st.one_of(st.none(), st.text(max_size=4), st.integers(), st.lists(st.text(max_size=2)))
 
 
 @given(keys=KEYS, data=st.data())
-def test_row_dicts_equal_dict_zip(keys: list[str], data: st.DataObject) -> None:
+def test_fields_equal_dict_zip(keys: list[str], data: st.DataObject) -> None:
     n = data.draw(st.integers(0, 5))
     cols = [data.draw(st.lists(CELL, min_size=n, max_size=n)) for _ in keys]
-    got = row_dicts(keys, cols, n)
+    names = [f"r{i}" for i in range(n)]
+    got = [p["fields"] for p in payload_dicts(names, ["name"] * n, names, keys, cols)]
     want = (
         [dict(zip(keys, cells, strict=True)) for cells in zip(*cols, strict=True)]
         if keys
@@ -31,15 +32,17 @@ def test_row_dicts_equal_dict_zip(keys: list[str], data: st.DataObject) -> None:
 
 def test_keys_are_data_not_code() -> None:
     keys = ["a}; import os #", "{x}", "lambda: 1", ""]
-    rows = row_dicts(keys, [[1], [2], [3], [4]], 1)
-    assert rows == [{"a}; import os #": 1, "{x}": 2, "lambda: 1": 3, "": 4}]
+    rows = payload_dicts(["n"], [None], [None], keys, [[1], [2], [3], [4]])
+    assert rows == [
+        {"name": "n", "fields": {"a}; import os #": 1, "{x}": 2, "lambda: 1": 3, "": 4}}
+    ]
 
 
-def test_row_dicts_rejects_ragged_columns() -> None:
+def test_payload_dicts_rejects_ragged_columns() -> None:
     with pytest.raises(ValueError, match="expected 2"):
-        row_dicts(["a", "b"], [[1, 2], [3]], 2)
+        payload_dicts(["a", "b"], [None, None], [None, None], ["a", "b"], [[1, 2], [3]])
     with pytest.raises(ValueError, match="2 keys but 1 columns"):
-        row_dicts(["a", "b"], [[1, 2]], 2)
+        payload_dicts(["a", "b"], [None, None], [None, None], ["a", "b"], [[1, 2]])
 
 
 def test_payload_dicts_with_and_without_match_rule() -> None:

@@ -144,7 +144,10 @@ def test_drop_before_apply_over_loopback(tmp_path: Path) -> None:
     app = create_app(tmp_path / "s.db", api_key=KEY, faults=["drop:every=2:path=/batch"])
     with run_in_thread(app) as url, httpx.Client(base_url=url, headers=H) as client:
         client.post(BATCH, json={"objects": [{"name": "A", "fields": {"stage": "won"}}]})
-        with pytest.raises(httpx.RemoteProtocolError):
+        # a dropped connection: "disconnected without a response", or, depending on timing,
+        # a reset while the request is still being written or the answer read
+        dropped = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+        with pytest.raises(dropped):
             client.post(BATCH, json={"objects": [{"name": "B", "fields": {"stage": "won"}}]})
         total = client.get("/api/objects/deals").json()["pagination"]["total"]
     app.state.store.close()

@@ -4,6 +4,8 @@ the batch result."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from itertools import repeat
+from operator import add
 from typing import Any
 
 import numpy as np
@@ -65,13 +67,13 @@ def match_keys(
     holes: list[int] | None = None  # rows without a key yet (None: all of them)
     for by, values in rules:  # None and "" are no value (ids are never 0)
         if holes is None:
+            if all(values):  # every row has a value: the common case, with calls in C
+                keys = list(map(add, repeat(f"{by}:"), map(str, values)))
+                return keys, [by] * n, list(values)
             keys = [f"{by}:{v}" if v else None for v in values]
             holes = [i for i, k in enumerate(keys) if k is None]
-            if holes:
-                bys = [by if v else None for v in values]
-                vals = [v if v else None for v in values]
-            else:  # every row has a value: the common case
-                bys, vals = [by] * n, list(values)
+            bys = [by if v else None for v in values]
+            vals = [v if v else None for v in values]
             continue
         for i in holes:
             v = values[i]

@@ -7,6 +7,8 @@ only then build one Python dict per row.
 
 from __future__ import annotations
 
+from itertools import compress, repeat
+from operator import is_not
 from pathlib import Path
 from typing import Any
 
@@ -196,6 +198,31 @@ class BatchMapper:
                 break
         return keys
 
+    def key_hashes(
+        self, batch: pa.RecordBatch
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """A 64-bit hash of each row's :meth:`keys_only` key, and which rows have one (the
+        hash of rows without is 0). Equal keys have equal hashes within the process; the key
+        strings are never made (Python's hash of the match value, mixed with the hash of the
+        rule's ``by``: SipHash for strings)."""
+        n = batch.num_rows
+        hashes = np.zeros(n, dtype=np.int64)
+        has = np.zeros(n, dtype=bool)
+        todo: npt.NDArray[np.intp] | None = None  # rows without a key yet (None: all)
+        for rule in self.mapping.match_by:
+            sub = batch if todo is None else batch.take(pa.array(todo, pa.int64()))
+            values = self._rule_values(rule, sub, None)
+            mask = list(map(bool, values))  # as ``if v``
+            got = np.array(mask, dtype=bool)
+            at = np.flatnonzero(got) if todo is None else todo[got]
+            hashes[at] = np.fromiter(map(hash, compress(values, mask)), np.int64, len(at))
+            hashes[at] ^= hash(rule.by)
+            has[at] = True
+            todo = np.flatnonzero(~got) if todo is None else todo[~got]
+            if not len(todo):
+                break
+        return hashes, has
+
     def map_batch(self, batch: pa.RecordBatch) -> MappedBatch:
         """Map one batch."""
         n = batch.num_rows
@@ -216,7 +243,8 @@ class BatchMapper:
         if self.owner is not None and m.owner is not None:
             ex = extract(FieldSpec(column=m.owner.column), batch)
             owner_ids, owner_how, reasons, hints = self.owner.resolve_rows(ex.values)
-            present = np.fromiter((v is not None for v in owner_ids), bool, len(owner_ids))
+            n_ids = len(owner_ids)
+            present = np.fromiter(map(is_not, owner_ids, repeat(None)), bool, n_ids)
             owner_col = Column(
                 "owned_by_user_id",
                 f"column '{m.owner.column}' → owner",

@@ -1,4 +1,4 @@
-"""Build one dict per row from column lists, fast.
+"""Build one batch input dict per row from column lists, fast.
 
 ``[dict(zip(keys, cells)) for cells in zip(*columns)]`` grows every dict one key at a time
 and goes through a tuple and a zip per row. A dict display (``{k0: v0, k1: v1, ...}``) in a
@@ -16,18 +16,6 @@ from functools import lru_cache
 from typing import Any
 
 RowDicts = Callable[..., list[dict[str, Any]]]
-
-
-@lru_cache(maxsize=64)
-def _compiled(keys: tuple[str, ...]) -> RowDicts:
-    n = len(keys)
-    cols = ", ".join(f"c{i}" for i in range(n))
-    cells = ", ".join(f"v{i}" for i in range(n))
-    display = ", ".join(f"k{i}: v{i}" for i in range(n))
-    src = f"lambda {cols}: [{{{display}}} for {cells}{',' if n == 1 else ''} in zip({cols})]"
-    namespace: dict[str, Any] = {f"k{i}": key for i, key in enumerate(keys)}
-    fn: RowDicts = eval(src, namespace)  # generated identifiers only (see above)
-    return fn
 
 
 @lru_cache(maxsize=64)
@@ -53,8 +41,9 @@ def payload_dicts(
     keys: Sequence[str],
     columns: Sequence[list[Any]],
 ) -> list[dict[str, Any]]:
-    """One batch input per row: ``{"name", "match_by", "match_value", "fields"}``, the
-    fields dict built as :func:`row_dicts` does; rows without a match rule get
+    """One batch input per row: ``{"name", "match_by", "match_value", "fields"}``, with
+    ``fields`` ``{keys[0]: columns[0][i], keys[1]: columns[1][i], ...}`` (with duplicated
+    keys the last column wins, as with ``dict(zip(...))``); rows without a match rule get
     ``{"name", "fields"}`` only."""
     n = len(names)
     if len(keys) != len(columns):
@@ -65,24 +54,9 @@ def payload_dicts(
     out: list[dict[str, Any]] = _compiled_payloads(tuple(keys))(
         names, match_by, match_values, *columns
     )
-    for i, by in enumerate(match_by):
-        if by is None:
-            p = out[i]
-            out[i] = {"name": p["name"], "fields": p["fields"]}
+    if None in match_by:
+        for i, by in enumerate(match_by):
+            if by is None:
+                p = out[i]
+                out[i] = {"name": p["name"], "fields": p["fields"]}
     return out
-
-
-def row_dicts(keys: Sequence[str], columns: Sequence[list[Any]], n: int) -> list[dict[str, Any]]:
-    """``[{keys[0]: columns[0][i], keys[1]: columns[1][i], ...} for i in range(n)]``.
-
-    Every row gets its own dict. Columns must all have ``n`` items. With duplicated keys the
-    last column wins, as with ``dict(zip(...))``.
-    """
-    if len(keys) != len(columns):
-        raise ValueError(f"{len(keys)} keys but {len(columns)} columns")
-    for col in columns:
-        if len(col) != n:
-            raise ValueError(f"column of {len(col)} items, expected {n}")
-    if not keys:
-        return [{} for _ in range(n)]
-    return _compiled(tuple(keys))(*columns)

@@ -13,16 +13,18 @@ from recordsync.config.models import SourceConfig
 from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
 from recordsync.read.parquet_reader import iter_parquet, parquet_columns
+from recordsync.read.prefetch import read_ahead
 
 
 def iter_source(
     source: SourceConfig, base_dir: Path, columns: list[str] | None = None
 ) -> Iterator[SourceBatch]:
     """Stream ``source`` (path relative to ``base_dir``). ``columns`` may narrow a Parquet
-    read; CSV always parses every column (line numbering needs every cell)."""
+    read; CSV always parses every column (line numbering needs every cell). The next batch
+    is read in a background thread while the current one is used (:mod:`.prefetch`)."""
     if source.kind == "parquet":
-        return iter_parquet(source, base_dir, columns)
-    return iter_csv(source, base_dir)
+        return read_ahead(iter_parquet(source, base_dir, columns))
+    return read_ahead(iter_csv(source, base_dir))
 
 
 def source_columns(source: SourceConfig, base_dir: Path) -> list[str]:

@@ -57,7 +57,7 @@ class BatchValues:
                 self._left -= 1
                 return dict(zip(names, [c[i].as_py() for c in self._batch.columns], strict=True))
             lists = self._lists = [c.to_pylist() for c in self._batch.columns]
-        return dict(zip(names, [c[i - 1] for c in lists], strict=True))
+        return dict(zip(names, [c[i] for c in lists], strict=True))
 
 
 def may_contain(arr: pa.Array, char: str) -> bool:

@@ -99,11 +99,11 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
 
     if fmt is None:
         return Checked(*map_distinct(arr, strict, memo))
-    # Vectorised parse. pyarrow's strptime normalises an impossible day (31/02 → 03/03) instead
-    # of failing, so results that land on day 1-3 and all parse failures are re-checked
-    # strictly in Python, once per distinct value.
+    # Vectorised parse. pyarrow's strptime normalises an impossible day or a leap second
+    # instead of failing, so the results it may have rolled over (see _suspects) and all parse
+    # failures are re-checked strictly in Python, once per distinct value.
     ts = pc.strptime(arr, format=fmt, unit="s", error_is_null=True)
-    suspect = pc.fill_null(pc.less_equal(pc.day(ts), 3), True)
+    suspect = _suspects(ts, fmt)
     # of those, a value that formats back to itself is fine (strftime only on the few)
     idx = pc.indices_nonzero(suspect)
     if len(idx):
@@ -125,6 +125,33 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
     out = np.array(fast.to_pylist(), dtype=object)
     out[mask] = np.array(values, dtype=object)[mask]
     return Checked(out.tolist(), reasons)
+
+
+SECONDS_DIRECTIVES = ("%S", "%T", "%r", "%c", "%X")
+"""strptime directives that read seconds (then :60 and :61 may have been read)."""
+ROLLED_TO_DAY_1 = (5, 7, 10, 12)
+"""Months whose 1st an impossible 31st of the month before (30 days) rolls over to."""
+
+
+def _suspects(ts: pa.Array, fmt: str) -> pa.Array:
+    """Rows whose timestamp pyarrow's ``strptime`` may have rolled over instead of failing
+    (or that did not parse): an impossible day becomes a day of the next month (Feb 29-31 →
+    Mar 1-3, Apr/Jun/Sep/Nov 31 → May/Jul/Oct/Dec 1), a leap second the next minute
+    (``:60`` → ``:00``, ``:61`` → ``:01``). With ``%z`` the day is UTC's, not the written
+    one, and days 1-3 of every month are checked (an offset that moves a rolled-over day
+    out of them still goes unnoticed)."""
+    day = pc.day(ts)
+    if ts.type.tz is None:
+        month = pc.month(ts)
+        rolled = pc.or_(
+            pc.and_(pc.equal(month, 3), pc.less_equal(day, 3)),
+            pc.and_(pc.equal(day, 1), pc.is_in(month, pa.array(ROLLED_TO_DAY_1, pa.int64()))),
+        )
+    else:
+        rolled = pc.less_equal(day, 3)
+    if any(d in fmt for d in SECONDS_DIRECTIVES):
+        rolled = pc.or_(rolled, pc.less_equal(pc.second(ts), 1))
+    return pc.fill_null(rolled, True)
 
 
 def iso_utc(ts: pa.Array) -> pa.Array:

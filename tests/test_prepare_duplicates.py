@@ -1,0 +1,75 @@
+"""Duplicate keys: the first pass groups rows by key hash, the second finds a row's group by
+the row's identity."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from recordsync.config import load_mapping
+from recordsync.model import RowStatus
+from recordsync.prepare import ROW_BITS, Duplicates, prepare_step
+
+
+def rid(fidx: int, row: int) -> int:
+    return (fidx << ROW_BITS) | row
+
+
+def test_groups_of_finds_each_grouped_identity_and_only_those() -> None:
+    a, b = [rid(0, 2), rid(0, 9), rid(1, 3)], [rid(0, 5), rid(1, 7)]
+    dups = Duplicates({111: a, -222: b}, ["x.csv", "y.csv"])
+    ids = np.array([rid(0, 1), rid(0, 2), rid(0, 5), rid(0, 9), rid(1, 3), rid(1, 9)])
+    assert list(dups.groups_of(ids)) == [(1, a), (2, b), (3, a), (4, a)]
+    assert list(dups.groups_of(np.array([rid(1, 7), rid(2, 7)], dtype=np.int64))) == [(0, b)]
+    assert list(dups.groups_of(np.zeros(0, dtype=np.int64))) == []
+    assert list(Duplicates({}).groups_of(ids)) == []
+    assert dups.where(rid(1, 3), 0) == "row 3 of y.csv" and dups.where(rid(0, 9), 0) == "row 9"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])  # Parquet: batches of 3 rows
+@pytest.mark.parametrize("policy", ["last", "fail"])
+def test_duplicates_across_batches_and_rules(tmp_path: Path, policy: str, fmt: str) -> None:
+    names = [f"N{i % 35}" for i in range(40)]
+    # every 10th e-mail repeats; rows 30-39 have no e-mail: their key is the name
+    emails = [f"e{i % 10}@x.example" if i < 30 else "" for i in range(40)]
+    if fmt == "csv":
+        lines = ["Name,Email", *(f"{n},{e}" for n, e in zip(names, emails, strict=True))]
+        (tmp_path / "c.csv").write_text("\n".join(lines) + "\n")
+        first = 2
+    else:
+        pq.write_table(pa.table({"Name": names, "Email": emails}), tmp_path / "c.parquet")
+        first = 1
+    (tmp_path / "c.yaml").write_text(
+        f"object_type: contacts\nsource: {{path: c.{fmt}, batch_size: 3}}\nname: Name\n"
+        f"match_by: [email, name]\nduplicates: {policy}\nfields:\n  email: Email\n"
+    )
+    rows = list(
+        prepare_step(load_mapping(tmp_path / "c.yaml"), base_dir=tmp_path, schema=None, users=None)
+    )
+    assert [r.source.source_row for r in rows] == list(range(first, first + 40))
+    by_key: dict[str, list[int]] = {}
+    for r in rows:
+        assert r.key is not None
+        by_key.setdefault(r.key, []).append(r.source.source_row)
+    assert by_key["name:N31"] == [first + 31]
+    assert by_key["email:e3@x.example"] == [first + 3, first + 13, first + 23]
+    for r in rows:
+        same = by_key[r.key or ""]
+        others = [n for n in same if n != r.source.source_row]
+        if policy == "fail":
+            want = RowStatus.DUPLICATE if others else RowStatus.VALID
+            if others:
+                listed = ", ".join(f"row {n}" for n in others)
+                assert r.error == f"duplicate key {r.key}: also on {listed} (duplicates: fail)"
+        else:
+            want = RowStatus.DUPLICATE if same[-1] != r.source.source_row else RowStatus.VALID
+            if want is RowStatus.DUPLICATE:
+                assert r.error == (
+                    f"duplicate key {r.key}: row {same[-1]} has the same key and wins "
+                    "(duplicates: last)"
+                )
+        assert r.status is want, r
