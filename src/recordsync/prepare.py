@@ -72,20 +72,26 @@ class Duplicates:
                 h, has = mapper.key_hashes(sb.batch)
             hashes.append(h[has])
             ids.append((np.int64(fidx) << ROW_BITS) | sb.rows[has])
-        if not hashes:
-            return cls({}, list(files))
-        h_all = np.concatenate(hashes)
-        id_all = np.concatenate(ids)
-        order = np.argsort(h_all, kind="stable")
-        hs = h_all[order]
-        dup = np.zeros(len(hs), dtype=bool)
-        same = hs[1:] == hs[:-1]
-        dup[1:] |= same
-        dup[:-1] |= same
-        groups: dict[int, list[int]] = {}
-        for hv, rid in zip(hs[dup].tolist(), id_all[order][dup].tolist(), strict=True):
-            groups.setdefault(hv, []).append(rid)
-        return cls(groups, list(files))
+        return cls(shared_hashes(hashes, ids), list(files))
+
+
+def shared_hashes(
+    hashes: list[npt.NDArray[np.int64]], ids: list[npt.NDArray[np.int64]]
+) -> dict[int, list[int]]:
+    """hash → row identities, in source order, of every hash that two rows or more share."""
+    if not hashes:
+        return {}
+    h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
+    order = np.lexsort((id_all, h_all))
+    hs = h_all[order]
+    dup = np.zeros(len(hs), dtype=bool)
+    same = hs[1:] == hs[:-1]
+    dup[1:] |= same
+    dup[:-1] |= same
+    groups: dict[int, list[int]] = {}
+    for hv, rid in zip(hs[dup].tolist(), id_all[order][dup].tolist(), strict=True):
+        groups.setdefault(hv, []).append(rid)
+    return groups
 
 
 def _bad_row(bl: BadLine, file: str, columns: list[str]) -> PreparedRow:
@@ -246,6 +252,18 @@ def prepare_step(
     return _stream(mapping, base_dir, mapper, dups)
 
 
+def check_batch_columns(sb: SourceBatch, mapper: BatchMapper, mapping: MappingConfig) -> None:
+    """A file of a directory or glob source must have every column the mapping uses."""
+    missing = [c for c in mapper.columns_used if c not in sb.batch.schema.names]
+    if missing and sb.batch.num_columns:
+        raise SourceError(
+            f"{sb.file} lacks column(s) {', '.join(map(repr, missing))} that the mapping uses",
+            file=mapping.label,
+            key="source.path",
+            hint="every file of a directory or glob source needs the mapped columns",
+        )
+
+
 def _stream(
     mapping: MappingConfig, base_dir: Path, mapper: BatchMapper, dups: Duplicates | None
 ) -> Iterator[PreparedRow]:
@@ -254,15 +272,7 @@ def _stream(
     try:
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
-            missing = [c for c in mapper.columns_used if c not in sb.batch.schema.names]
-            if missing and sb.batch.num_columns:
-                raise SourceError(
-                    f"{sb.file} lacks column(s) {', '.join(map(repr, missing))} "
-                    "that the mapping uses",
-                    file=mapping.label,
-                    key="source.path",
-                    hint="every file of a directory or glob source needs the mapped columns",
-                )
+            check_batch_columns(sb, mapper, mapping)
             yield from _rows_of(sb, mapper, dups, fidx, mapping.duplicates, gcb)
     finally:
         gcb.release()

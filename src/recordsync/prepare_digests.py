@@ -28,7 +28,15 @@ from recordsync.errors import SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC, gc_paused
 from recordsync.model import PreparedRow, UnchangedBlock
-from recordsync.prepare import ROW_BITS, Duplicates, _bad_row, _rows_of, check_source
+from recordsync.prepare import (
+    ROW_BITS,
+    Duplicates,
+    _bad_row,
+    _rows_of,
+    check_batch_columns,
+    check_source,
+    shared_hashes,
+)
 from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.keys import NORMALIZERS, cell_text
@@ -63,25 +71,6 @@ def _key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDAr
     has = np.fromiter((k is not None for k in keys), bool, len(keys))
     present = [k for k in keys if k is not None]
     return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
-
-
-def _groups(
-    hashes: list[npt.NDArray[np.int64]], ids: list[npt.NDArray[np.int64]]
-) -> dict[int, list[int]]:
-    """hash → row ids (source order) for every hash shared by two rows or more."""
-    if not hashes:
-        return {}
-    h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
-    order = np.lexsort((id_all, h_all))
-    hs = h_all[order]
-    dup = np.zeros(len(hs), dtype=bool)
-    same = hs[1:] == hs[:-1]
-    dup[1:] |= same
-    dup[:-1] |= same
-    groups: dict[int, list[int]] = {}
-    for hv, rid in zip(hs[dup].tolist(), id_all[order][dup].tolist(), strict=True):
-        groups.setdefault(hv, []).append(rid)
-    return groups
 
 
 def _ledger_keys(
@@ -163,7 +152,7 @@ class _Scan:
                     final_h.append(h)
                     final_ids.append(sub_ids[has])
         self.files = list(files)
-        groups = _groups(slow_h, slow_ids)
+        groups = shared_hashes(slow_h, slow_ids)
         demoted: list[int] = []
         if snapshot is not None and slow_h:
             _clashes(groups, slow_h, slow_ids, snapshot.match_key_hashes(), owner, demoted)
@@ -261,15 +250,7 @@ def _stream(
     try:
         for seen, sb in zip(scan.seen, _second_pass(mapping, base_dir, scan), strict=True):
             fidx = files[seen.file]
-            missing = [c for c in mapper.columns_used if c not in sb.batch.schema.names]
-            if missing and sb.batch.num_columns:
-                raise SourceError(
-                    f"{sb.file} lacks column(s) {', '.join(map(repr, missing))} "
-                    "that the mapping uses",
-                    file=mapping.label,
-                    key="source.path",
-                    hint="every file of a directory or glob source needs the mapped columns",
-                )
+            check_batch_columns(sb, mapper, mapping)
             found = seen.found
             fast = found >= 0
             if fast.any() and len(scan.demoted):

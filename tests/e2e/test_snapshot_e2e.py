@@ -85,6 +85,20 @@ def _results(report_dir: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+def _first_run(tmp_path: Path) -> tuple[Path, Path, Any]:
+    """The sample project copied, and its nightly pipeline run once into a fresh sandbox."""
+    pipeline = _copy_project(tmp_path / "project")
+    work = tmp_path / "work"
+    with served(work / "sandbox.db") as url:
+        return pipeline, work, run_pipeline(_request(pipeline, work), target=target(url))
+
+
+def _not_ok(run: Any, step: int) -> int:
+    """Rows of a step that did not end created or updated (prepared again next run)."""
+    s = run.summary["steps"][step]
+    return int(s["rows_read"] - s["created"] - s["updated"])
+
+
 def _run_counting(
     monkeypatch: pytest.MonkeyPatch, pipeline: Path, work: Path
 ) -> tuple[Any, dict[str, int]]:
@@ -107,10 +121,7 @@ def _run_counting(
 def test_the_fast_path_reports_exactly_what_the_full_path_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pipeline = _copy_project(tmp_path / "project")
-    first = tmp_path / "first"
-    with served(first / "sandbox.db") as url:
-        run1 = run_pipeline(_request(pipeline, first), target=target(url))
+    pipeline, first, run1 = _first_run(tmp_path)
     assert run1.summary["accounting_ok"]
     store = StateStore(first / "state" / "state.db")
     try:
@@ -144,31 +155,22 @@ def test_the_fast_path_reports_exactly_what_the_full_path_does(
     # created/updated last time (10), the 5 edited or new rows and the 2 whose e-mail an
     # edited row took (demoted)
     assert full_mapped["contacts.csv"] == full.summary["steps"][1]["rows_read"]
-    c1 = run1.summary["steps"][1]
-    assert fast_mapped["contacts.csv"] == c1["rows_read"] - c1["created"] - c1["updated"] + 5 + 2
+    assert fast_mapped["contacts.csv"] == _not_ok(run1, 1) + 5 + 2
     # the companies export did not change: only its rows that did not end created/updated
-    companies1 = run1.summary["steps"][0]
-    left = companies1["rows_read"] - companies1["created"] - companies1["updated"]
-    assert fast_mapped.get("companies.csv", 0) == left
-    assert full_mapped["companies.csv"] == companies1["rows_read"]
+    assert fast_mapped.get("companies.csv", 0) == _not_ok(run1, 0)
+    assert full_mapped["companies.csv"] == run1.summary["steps"][0]["rows_read"]
 
 
 def test_a_second_unchanged_run_maps_nothing_and_sends_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pipeline = _copy_project(tmp_path / "project")
-    work = tmp_path / "work"
-    with served(work / "sandbox.db") as url:
-        run1 = run_pipeline(_request(pipeline, work), target=target(url))
+    pipeline, work, run1 = _first_run(tmp_path)
     run2, mapped = _run_counting(monkeypatch, pipeline, work)
     assert run2.summary["totals"]["rows_sent"] == run2.summary["totals"]["not_sent"] == 0
-    companies1 = run1.summary["steps"][0]
-    left = companies1["rows_read"] - companies1["created"] - companies1["updated"]
-    assert mapped.get("companies.csv", 0) == left
+    assert mapped.get("companies.csv", 0) == _not_ok(run1, 0)
     # contacts: only the rows that did not end created/updated last time (invalid,
     # duplicate) are prepared again, to be reported again
-    c1 = run1.summary["steps"][1]
-    assert mapped["contacts.csv"] == c1["rows_read"] - c1["created"] - c1["updated"]
+    assert mapped["contacts.csv"] == _not_ok(run1, 1)
     r1 = {(r["step"], r["source_row"]): r for r in _results(run1.report_dir)}
     for r in _results(run2.report_dir):
         before = r1[(r["step"], r["source_row"])]
