@@ -150,3 +150,16 @@ def test_a_discarded_writer_leaves_nothing(tmp_path: Path) -> None:
         assert not any((tmp_path / "snapshots").iterdir())
     finally:
         store.close()
+
+
+def test_a_snapshot_left_half_written_by_a_dead_run_is_removed(tmp_path: Path) -> None:
+    store = StateStore(tmp_path / "state.db")
+    try:
+        dead = SnapshotWriter(store, "p", "contacts", "r1")
+        dead.add((1, 2), "k", None, None, 5)  # the process "dies" here: no commit, no discard
+        left = dead._tmp
+        assert left.exists()
+        SnapshotWriter(store, "p", "contacts", "r2").discard()
+        assert not left.exists()
+    finally:
+        store.close()

@@ -168,6 +168,9 @@ class SnapshotWriter:
         self.scope = scope
         self.path = snapshot_path(store, scope, run_id)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        for stale in self.path.parent.glob(f"scope{scope}-*.tmp"):  # left by a run that died
+            with contextlib.suppress(OSError):
+                stale.unlink()
         self._tmp = self.path.with_suffix(".tmp")
         self._sink = pa.OSFile(str(self._tmp), "wb")
         self._writer = pa.ipc.new_file(self._sink, SNAPSHOT_SCHEMA)
