@@ -15,9 +15,7 @@ import contextlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 from recordsync.errors import RecordsyncError
 from recordsync.model import BatchInput, PreparedRow, RowStatus, UnchangedBlock
@@ -25,72 +23,27 @@ from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
 from recordsync.send.breaker import CircuitBreaker
-from recordsync.send.chunks import check_chunk_size
 from recordsync.send.client import encode_batch
+from recordsync.send.plan import (
+    DECIDED,
+    FLUSH_ROWS,
+    ChunkHook,
+    Item,
+    Progress,
+    SendOptions,
+    StepPlan,
+)
 from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
 
-FLUSH_ROWS = 5_000
-Item = PreparedRow | UnchangedBlock
-"""What a step's row stream yields: prepared rows, and blocks of rows found unchanged."""
-_DECIDED = frozenset({RowStatus.CREATED, RowStatus.UPDATED, RowStatus.FAILED, RowStatus.IN_DOUBT})
-"""Rows that arrive with an outcome: sent by an earlier attempt of this run, or held."""
-
-
-@dataclass(frozen=True, slots=True)
-class StepPlan:
-    """One step to run: its rows are produced lazily, when the step starts."""
-
-    name: str
-    mapping: str
-    object_type: str
-    rows: Callable[[], Iterable[PreparedRow]]
-    estimate: Callable[[], int | None] | None = None
-    digested: Callable[[Any, bytes], Iterable[Item]] | None = None
-    """``digested(snapshot, fingerprint)``: the rows with source-row digests, rows found in
-    the snapshot as UnchangedBlocks (:mod:`recordsync.prepare_digests`); None: not offered."""
-    fingerprint: Callable[[], bytes | None] | None = None
-    """What the rows' batch inputs depend on besides their cells (None: no digests)."""
-
-
-@dataclass(frozen=True, slots=True)
-class SendOptions:
-    chunk_size: int = 100
-    canary_size: int | None = None
-    dry_run: bool = False
-
-    def __post_init__(self) -> None:
-        check_chunk_size(self.chunk_size)
-        if self.canary_size is not None:
-            check_chunk_size(self.canary_size, key="canary_size")
-
-
-class Progress(Protocol):
-    def step_started(self, plan: StepPlan) -> None: ...
-    def rows_done(self, count: int) -> None: ...
-    def chunk_done(self, step: str, report: ChunkReport) -> None: ...
-    def step_finished(self, tally: StepTally) -> None: ...
-
-
-class ChunkHook(Protocol):
-    """Seam for the state store (:mod:`recordsync.send.state_hook`): classify rows as they
-    stream (unchanged / held), journal each chunk before it is sent and acknowledge it after."""
-
-    def source(self, plan: StepPlan) -> Iterable[Item]:
-        """The step's rows: ``plan.rows()``, or ``plan.digested(...)`` when the state store
-        keeps a snapshot of source-row digests for the step."""
-        ...
-
-    def classify(self, plan: StepPlan, rows: Iterable[Item]) -> Iterable[Item]: ...
-    def record_id_of(self, row: PreparedRow) -> int | None: ...
-    def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None: ...
-    def ack(
-        self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow], results: list[EntryResult]
-    ) -> None: ...
-    def step_done(self, plan: StepPlan, tally: StepTally) -> None:
-        """Every row of the step was reported and every chunk acknowledged (mirror deletes)."""
-
-    def atomic(self) -> AbstractContextManager[object]:
-        """One state transaction (around a chunk's journal entry)."""
+__all__ = [
+    "FLUSH_ROWS",
+    "ChunkHook",
+    "Item",
+    "Progress",
+    "SendOptions",
+    "StepPlan",
+    "StepRunner",
+]
 
 
 class StepRunner:
@@ -207,7 +160,7 @@ class StepRunner:
             if row.status is RowStatus.VALID:
                 tally.sent += 1
                 self.writer.record(tally, row, RowStatus.FAILED, None, reason)
-            elif row.status in _DECIDED:
+            elif row.status in DECIDED:
                 tally.sent += 1
                 rid = self.hook.record_id_of(row) if self.hook is not None else None
                 self.writer.record(tally, row, row.status, rid, row.error)
@@ -377,7 +330,7 @@ class StepRunner:
             if row.status is RowStatus.VALID:
                 r = next(outcome)
                 record(tally, row, r.status, r.record_id, r.error)
-            elif row.status in _DECIDED:  # held (retry, state store) or journaled (resume)
+            elif row.status in DECIDED:  # held (retry, state store) or journaled (resume)
                 tally.sent += 1
                 rid = self.hook.record_id_of(row) if self.hook is not None else None
                 record(tally, row, row.status, rid, row.error)
