@@ -158,12 +158,52 @@ class _Scan:
             _clashes(groups, slow_h, slow_ids, snapshot.match_key_hashes(), owner, demoted)
         if snapshot is not None and final_h:
             _clashes({}, final_h, final_ids, snapshot.key_hashes(), owner, demoted)
+        if snapshot is not None:
+            _found_twice(self.seen, files, snapshot, groups, demoted)
         self.dups = Duplicates(groups, self.files) if mapping.match_by else None
         self.demoted = np.unique(np.array(demoted, dtype=np.int64))
         if len(self.demoted) and not self.reread:  # demoted rows were not kept: read again
             self.reread = True
             for s in self.seen:
                 s.kept = None
+
+
+def _found_twice(
+    seen: list[_Seen],
+    files: dict[str, int],
+    snapshot: Snapshot,
+    groups: dict[int, list[int]],
+    demoted: list[int],
+) -> None:
+    """Rows that match the same snapshot row (the same cells exported twice) share its key:
+    all of them are demoted, and grouped under that key for the duplicate rules."""
+    found = [s.found[s.found >= 0] for s in seen]
+    ids = [(np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in seen]
+    if not found:
+        return
+    f_all, id_all = np.concatenate(found), np.concatenate(ids)
+    order = np.lexsort((id_all, f_all))
+    fs = f_all[order]
+    twice = np.zeros(len(fs), dtype=bool)
+    same = fs[1:] == fs[:-1]
+    twice[1:] |= same
+    twice[:-1] |= same
+    if not twice.any():
+        return
+    rows, rids = fs[twice], id_all[order][twice]
+    keys = [
+        f"{by}:{mv}" if by is not None and mv is not None else None
+        for by, mv in zip(
+            snapshot.column("match_by", rows), snapshot.column("match_value", rows), strict=True
+        )
+    ]
+    for key, rid in zip(keys, rids.tolist(), strict=True):
+        demoted.append(rid)
+        if key is not None:
+            group = groups.setdefault(hash(key), [])
+            if rid not in group:
+                group.append(rid)
+                group.sort()
 
 
 def _take(sb: SourceBatch, positions: npt.NDArray[np.int64]) -> SourceBatch:

@@ -2,7 +2,8 @@
 
 The sample nightly pipeline runs once; then its contacts export is edited in the ways a real
 export changes (a changed cell, a new row, a removed row, a changed row taking the e-mail of
-an unchanged one before and after it, a row turned invalid, a malformed line). The same
+an unchanged one before and after it, a row turned invalid, an unchanged row exported twice,
+a malformed line). The same
 second run is made twice from copies of the same sandbox and state: once with the snapshot
 the first run left (fast path), once with the snapshot dropped (every row mapped). Their
 results.csv and totals must be identical, and the fast one must have mapped only the rows
@@ -72,6 +73,7 @@ def _edit_contacts(path: Path) -> None:
     new[col["Email"]] = "brand.new@example.org"
     new[col["First Name"]] = "Brand"
     data.append(new)
+    data.append(list(data[60]))  # an unchanged row exported twice: the copy is a duplicate
     with open(path, "w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(header)
@@ -152,10 +154,10 @@ def test_the_fast_path_reports_exactly_what_the_full_path_does(
     statuses = {r["status"] for r in _results(fast.report_dir) if r["step"] == "contacts"}
     assert {"unchanged", "updated", "created", "duplicate", "invalid"} <= statuses
     # the full path mapped every contacts row; the fast one only the rows that did not end
-    # created/updated last time (10), the 5 edited or new rows and the 2 whose e-mail an
-    # edited row took (demoted)
+    # created/updated last time (10), the 5 edited or new rows, the 2 whose e-mail an edited
+    # row took, and the unchanged row exported twice with its copy (demoted: 2 + 2)
     assert full_mapped["contacts.csv"] == full.summary["steps"][1]["rows_read"]
-    assert fast_mapped["contacts.csv"] == _not_ok(run1, 1) + 5 + 2
+    assert fast_mapped["contacts.csv"] == _not_ok(run1, 1) + 5 + 2 + 2
     # the companies export did not change: only its rows that did not end created/updated
     assert fast_mapped.get("companies.csv", 0) == _not_ok(run1, 0)
     assert full_mapped["companies.csv"] == run1.summary["steps"][0]["rows_read"]
