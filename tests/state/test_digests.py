@@ -163,3 +163,23 @@ def test_a_snapshot_left_half_written_by_a_dead_run_is_removed(tmp_path: Path) -
         assert not left.exists()
     finally:
         store.close()
+
+
+def test_a_step_fingerprint_changes_with_the_users_even_without_an_owner_column() -> None:
+    """User-id fields are checked against the users list: a user who left makes rows
+    invalid, so the list is part of every step's fingerprint."""
+    from recordsync.config.loader import load_mapping
+    from recordsync.send.pipeline import step_fingerprint
+
+    repo = Path(__file__).resolve().parents[2]
+    config = load_mapping(repo / "configs" / "companies.yaml").model_copy(update={"owner": None})
+    assert config.owner is None
+    base = repo / "configs"
+    schema = [{"slug": "companies", "fields": []}]
+    one = step_fingerprint(config, base, schema, [{"id": "u1", "email": "a@x.io"}])
+    two = step_fingerprint(config, base, schema, [{"id": "u2", "email": "a@x.io"}])
+    assert one is not None and two is not None and one != two
+    other_schema = [{"slug": "companies", "fields": [{"key": "x"}]}]
+    assert step_fingerprint(config, base, other_schema, [{"id": "u1", "email": "a@x.io"}]) != one
+    deals = load_mapping(repo / "configs" / "deals.yaml")  # a ref field: never digested
+    assert step_fingerprint(deals, base, schema, []) is None

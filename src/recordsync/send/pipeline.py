@@ -143,11 +143,8 @@ def step_fingerprint(
         return None
     owner = config.owner
     owners_file = base_dir / owner.owners_file if owner is not None and owner.owners_file else None
-    return fingerprint(
-        f"{__version__}\n{config.model_dump_json()}",
-        {"schema": schema_json},
-        users if owner is not None else None,
-        owners_file,
+    return fingerprint(  # users always: user-id fields are checked against them too
+        f"{__version__}\n{config.model_dump_json()}", {"schema": schema_json}, users, owners_file
     )
 
 

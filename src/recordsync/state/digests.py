@@ -3,8 +3,9 @@
 A nightly re-run of a large, mostly unchanged export would otherwise map, validate and hash
 every row only to find it unchanged. Instead, each source row gets a 128-bit digest of its raw
 cells (the columns the mapping reads), salted with the mapping's *fingerprint*: everything
-else its batch input depends on (the mapping config, the object type's schema, the users
-list and owners file when owners are resolved, the source columns' types). Equal digest and
+else its batch input depends on (the mapping config, the service's schema, the users list —
+owners and user-id fields are checked against it —, the owners file, the source columns'
+names and types). Equal digest and
 equal fingerprint imply the same batch input, so a row whose digest is in the *snapshot* of
 the last run (rows that ended ``created``, ``updated`` or ``unchanged``) is unchanged, and
 is reported from the snapshot (key, match value, record id) without being mapped.
@@ -50,7 +51,7 @@ def fingerprint(
     owners_file: Path | None,
 ) -> bytes:
     """16 bytes naming everything besides the row's cells that its batch input depends on.
-    ``users`` / ``owners_file`` only when the mapping resolves owners."""
+    ``owners_file``: the mapping's owners file, if it has one."""
     h = blake2b(FORMAT_TAG, digest_size=16)
     h.update(mapping_json.encode("utf-8"))
     h.update(b"\x00schema\x00")
