@@ -179,31 +179,19 @@ def _found_twice(
     all of them are demoted, and grouped under that key for the duplicate rules."""
     found = [s.found[s.found >= 0] for s in seen]
     ids = [(np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in seen]
-    if not found:
+    shared = shared_hashes(found, ids)  # snapshot row → the source rows that matched it
+    if not shared:
         return
-    f_all, id_all = np.concatenate(found), np.concatenate(ids)
-    order = np.lexsort((id_all, f_all))
-    fs = f_all[order]
-    twice = np.zeros(len(fs), dtype=bool)
-    same = fs[1:] == fs[:-1]
-    twice[1:] |= same
-    twice[:-1] |= same
-    if not twice.any():
-        return
-    rows, rids = fs[twice], id_all[order][twice]
-    keys = [
-        f"{by}:{mv}" if by is not None and mv is not None else None
-        for by, mv in zip(
-            snapshot.column("match_by", rows), snapshot.column("match_value", rows), strict=True
-        )
-    ]
-    for key, rid in zip(keys, rids.tolist(), strict=True):
-        demoted.append(rid)
-        if key is not None:
-            group = groups.setdefault(hash(key), [])
-            if rid not in group:
-                group.append(rid)
-                group.sort()
+    rows = np.fromiter(shared, dtype=np.int64, count=len(shared))
+    bys = snapshot.column("match_by", rows)
+    mvs = snapshot.column("match_value", rows)
+    for rids, by, mv in zip(shared.values(), bys, mvs, strict=True):
+        demoted.extend(rids)
+        if by is None or mv is None:
+            continue
+        group = groups.setdefault(hash(f"{by}:{mv}"), [])
+        group.extend(r for r in rids if r not in group)
+        group.sort()
 
 
 def _take(sb: SourceBatch, positions: npt.NDArray[np.int64]) -> SourceBatch:
