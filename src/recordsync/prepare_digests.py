@@ -40,7 +40,7 @@ from recordsync.prepare import (
 from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.keys import NORMALIZERS, cell_text
-from recordsync.state.snapshots import Snapshot
+from recordsync.state.snapshots import Snapshot, key_hashes
 from recordsync.validate.schema import Schema
 
 Item = PreparedRow | UnchangedBlock
@@ -65,12 +65,6 @@ class _Seen:
     """The batch's malformed lines."""
     kept: SourceBatch | None = None
     """The batch's rows not found in the snapshot, if kept (all of them: with ``bad``)."""
-
-
-def _key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    has = np.fromiter((k is not None for k in keys), bool, len(keys))
-    present = [k for k in keys if k is not None]
-    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
 
 
 def _ledger_keys(
@@ -144,11 +138,11 @@ class _Scan:
                 )
                 sub_ids = ids[slow]
                 if mapping.match_by:
-                    h, has = _key_hashes(keys)
+                    h, has = key_hashes(keys)
                     slow_h.append(h)
                     slow_ids.append(sub_ids[has])
                 if mapping.ledger_key is not None and snapshot is not None:
-                    h, has = _key_hashes(_ledger_keys(mapping, sub.batch, keys))
+                    h, has = key_hashes(_ledger_keys(mapping, sub.batch, keys))
                     final_h.append(h)
                     final_ids.append(sub_ids[has])
         self.files = list(files)

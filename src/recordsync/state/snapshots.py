@@ -98,11 +98,17 @@ class Snapshot:
         return values
 
 
+def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Python hashes of the keys that are there (within one process), and which are."""
+    has = np.fromiter((k is not None for k in keys), bool, len(keys))
+    present = [k for k in keys if k is not None]
+    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
+
+
 def _sorted_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    rows = np.array([i for i, k in enumerate(keys) if k is not None], dtype=np.int64)
-    h = np.fromiter((hash(k) for k in keys if k is not None), dtype=np.int64, count=len(rows))
+    h, has = key_hashes(keys)
     order = np.argsort(h, kind="stable")
-    return h[order], rows[order]
+    return h[order], np.flatnonzero(has).astype(np.int64)[order]
 
 
 def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Snapshot | None:
