@@ -165,3 +165,47 @@ def test_a_run_that_died_is_resumed_under_its_own_id(tmp_path: Path) -> None:
         assert Journal(store, "p").chunk_counts("dead")
     finally:
         store.close()
+
+
+def test_a_stop_raised_on_the_main_thread_still_accounts_for_the_queued_chunk(
+    tmp_path: Path,
+) -> None:
+    """A stop that is not the sender's (here the progress display fails after the first
+    answer): the chunk queued behind it was either never sent (reported as not sent) or
+    already sent by the worker (reported with its outcomes); nothing is left in flight."""
+    from recordsync.errors import RunAborted
+    from recordsync.runner import NullProgress
+
+    class Failing(NullProgress):
+        def chunk_done(self, step: str, report: Any) -> None:
+            raise RunAborted("the display failed")
+
+    rows = deals(40)
+    with (
+        served(tmp_path / "s.db") as url,
+        loopback_client(url) as client,
+        open_state("p", tmp_path / "state.db", "r1") as st,
+    ):
+        result = run_plans(
+            [StepPlan("deals", "deals.yaml", "deals", lambda: iter(rows))],
+            pipeline="p",
+            report_root=tmp_path / "reports",
+            options=SendOptions(10, None),
+            client=client,
+            target=target(url),
+            hook=st,
+            run_id="r1",
+            progress=Failing(),
+        )
+        st.finish("aborted")
+        held = all_records(url, "deals")
+    assert result.exit_code == 3, result.error
+    assert result.summary["accounting_ok"], result.summary["accounting_errors"]
+    totals = result.summary["totals"]
+    assert totals["created"] == len(held) and totals["created"] in (10, 20)
+    assert totals["not_sent"] == 40 - totals["created"]
+    store = StateStore(tmp_path / "state.db")
+    try:
+        assert Journal(store, "p").pending_chunks("r1") == []
+    finally:
+        store.close()

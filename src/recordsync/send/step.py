@@ -247,11 +247,13 @@ class StepRunner:
         return report, None
 
     def _retract(self, tally: StepTally, chunk: _Chunk) -> None:
-        """The chunk before ``chunk`` stopped the step: ``chunk`` was queued but not sent
-        (uncount it; it stays journaled-not-sent, and its rows are reported as not sent). If
-        it was sent after all, settle it: its outcomes are reported and acknowledged."""
+        """The step stopped while settling the chunk before ``chunk``: ``chunk`` was queued
+        but not sent (uncount it; it stays journaled-not-sent, and its rows are reported as
+        not sent). If it was sent after all — the worker had taken it before a stop raised on
+        the main thread — settle it: its outcomes are reported and acknowledged."""
         if chunk.future is None:
             return
+        self._stopped = True  # a stop raised on this side: the queued chunk must not go either
         try:
             chunk.future.result()
         except _NotSent:
@@ -263,6 +265,7 @@ class StepRunner:
             pass
         self._begun = None
         self._unsent = []
+        self._flush_ack()  # the chunk that stopped us first: one acknowledgement pending at a time
         with contextlib.suppress(RecordsyncError):  # the stop being raised says why
             self._settle(tally, chunk)
 
@@ -305,9 +308,12 @@ class StepRunner:
             tally.resent_by_name += report.resent_by_name
             tally.resent_after_lost_answer += report.resent_after_lost_answer
             tally.unreconciled_chunks += report.unreconciled is not None
-            self.progress.chunk_done(tally.step, report)
             if chunk.chunk_no:
                 self._to_ack = (chunk, results)
+            try:
+                self.progress.chunk_done(tally.step, report)
+            except RecordsyncError as failed:  # the answer is in: report it, then stop
+                stop = stop or failed
         elif chunk.to_send:  # dry run
             results = [EntryResult(RowStatus.VALID)] * len(chunk.to_send)
         if stop is not None:
