@@ -46,7 +46,7 @@ class Snapshot:
     """A loaded snapshot: digests sorted for matching, the rest read on demand."""
 
     def __init__(self, table: pa.Table) -> None:
-        self.table = table.combine_chunks()
+        self.table = table  # memory-mapped batches, as written: never copied whole
         n = self.table.num_rows
         d0 = self.table.column("d0").to_numpy()
         d1 = self.table.column("d1").to_numpy()
