@@ -154,8 +154,8 @@ def sandbox(db: Path, mode: str) -> Iterator[str]:
 
 def warm_imports() -> None:
     """Import what a run imports lazily (see the module docstring)."""
-    import recordsync.prepare_digests  # noqa: F401
-    import recordsync.state.snapshots  # noqa: F401
+    import recordsync.prepare_digests
+    import recordsync.state.snapshots
     import recordsync.validate.pipeline_check  # noqa: F401
 
 
