@@ -189,3 +189,23 @@ def test_journal_survives_kill_9_between_begin_and_ack(tmp_path: Path) -> None:
         assert store.get("nightly", "contacts", "k102") is None
         held = j.settle_in_flight("run-1")
         assert len(held) == 50 and all(h.source_row % 2 == 1 for h in held)
+
+
+def test_outcomes_for_finds_rows_in_any_chunk_also_acknowledged_later(store: StateStore) -> None:
+    j = Journal(store, "p")
+    j.start_run("r1")
+    for n in range(1, 4):
+        rows = _rows(10 * n, 3)
+        j.begin_chunk("r1", "s", n, 10 * n, rows)
+        j.ack_chunk("r1", "s", n, _created(rows))
+    got = j.outcomes_for("r1", "s", [10, 32, 31, 99])
+    assert {k: (o.chunk_no, o.record_id) for k, o in got.items()} == {
+        10: (1, 1010),
+        31: (3, 1031),
+        32: (3, 1032),
+    }
+    j.begin_chunk("r1", "s", 4, 40, _rows(40, 2))
+    assert j.outcomes_for("r1", "s", [40, 11]).keys() == {11}  # 40 is in flight: no outcome
+    j.ack_chunk("r1", "s", 4, _created(_rows(40, 2)))
+    assert j.outcomes_for("r1", "s", [40, 41])[41].record_id == 1041
+    assert j.outcomes_for("r1", "other", [10]) == {}

@@ -42,7 +42,8 @@ def _play(
     for n, chunk in enumerate(chunks, start=1):
         rows, results = [], []
         for key, status, rid, error in chunk:
-            rows.append(JournalRow(source_row, None if key == 0 else f"k{key}", f"h{source_row}"))
+            name = {0: None, 11: "k\x00eleven"}.get(key, f"k{key}")  # a NUL: the Python fold
+            rows.append(JournalRow(source_row, name, f"h{source_row}"))
             results.append(ChunkResult(source_row, status, rid, error))
             source_row += 1
         j.begin_chunk("r1", "s", n, rows[0].source_row, rows, mapping="m")
@@ -61,9 +62,14 @@ def test_folded_ledger_equals_per_chunk_writes(
     with (
         StateStore(base / "a.db", durable=False) as a,
         StateStore(base / "b.db", durable=False) as b,
+        StateStore(base / "c.db", durable=False) as c,
     ):
+        c._json_each = False  # an SQLite without JSON functions: every fold in Python
         ja = _play(a, chunks, defer=False)
         jb = _play(b, chunks, defer=True)
+        jc = _play(c, chunks, defer=True)
+        jc.fold()
+        assert _ledger(c) == _ledger(a)
         # the journal holds exactly the acknowledged results (bulk JSON update or per row)
         given_results = [(status, rid, err) for chunk in chunks for _, status, rid, err in chunk]
         assert [(o.status, o.record_id, o.error) for o in jb.outcomes("r1")] == given_results

@@ -9,7 +9,12 @@ folded into the ledger from the journal in bulk later: :meth:`Journal.fold`). Af
 acknowledged into the ledger, settles the chunks that were in flight
 (:meth:`Journal.settle_in_flight`), skips the rows whose outcome is already journaled
 (:meth:`Journal.done_rows`) and builds the report of sent rows from :meth:`Journal.outcomes`.
-A unique index guarantees that a source row has at most one final outcome per run and step.
+A source row has at most one final outcome per run and step: :meth:`Journal.begin_chunk`
+refuses a row already journaled (kept in a bitmap per step, seeded from the journal).
+
+Storage (state schema version 3): one ``chunk_log`` record a chunk, its rows as JSON when
+it is begun and its outcomes as JSON when it is acknowledged: one insert and one update a
+chunk, not one a row.
 
 Row states in the journal: ``pending`` (begun, no answer yet), ``created`` / ``updated`` /
 ``failed`` / ``in_doubt`` (final), ``retry`` (was in flight, safe to resend: a later chunk
@@ -18,6 +23,7 @@ of the resumed run carries its final outcome).
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,6 +38,7 @@ from recordsync.state.journal_read import (
     JournalRow,
     Outcome,
     PendingChunk,
+    RowMarks,
     RunInfo,
     SourceRowSet,
 )
@@ -40,11 +47,15 @@ from recordsync.state.store import StateStore, utc_now, write_acknowledged
 _FOLD = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
     " last_run_id, updated_at)"
-    " SELECT ?1, source_key, CASE WHEN status IN ('created', 'updated') THEN record_id END,"
-    " CASE WHEN status IN ('created', 'updated') THEN input_hash END, status, run_id, ?2"
-    " FROM chunk_rows WHERE run_id = ?3 AND step = ?4 AND chunk_no BETWEEN ?5 AND ?6"
-    " AND source_key IS NOT NULL AND status IN ('created', 'updated', 'failed', 'in_doubt')"
-    " ORDER BY source_key, chunk_no, source_row"
+    " SELECT ?1, key, CASE WHEN status IN ('created', 'updated') THEN record_id END,"
+    " CASE WHEN status IN ('created', 'updated') THEN input_hash END, status, ?3, ?2"
+    " FROM (SELECT l.chunk_no, json_extract(j.value, '$[0]') AS source_row,"
+    " json_extract(j.value, '$[1]') AS key, json_extract(j.value, '$[2]') AS input_hash,"
+    " json_extract(j.value, '$[3]') AS status, json_extract(j.value, '$[4]') AS record_id"
+    " FROM chunk_log l, json_each(l.outcomes) j WHERE l.run_id = ?3 AND l.step = ?4"
+    " AND l.chunk_no BETWEEN ?5 AND ?6 AND l.outcomes IS NOT NULL)"
+    " WHERE key IS NOT NULL AND status IN ('created', 'updated', 'failed', 'in_doubt')"
+    " ORDER BY key, chunk_no, source_row"
     " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
     " record_id = CASE WHEN excluded.last_status IN ('created', 'updated')"
     " THEN coalesce(excluded.record_id, ledger.record_id) ELSE ledger.record_id END,"
@@ -54,7 +65,10 @@ _FOLD = (
     " updated_at = excluded.updated_at"
 )
 """The ledger update rules of :func:`write_acknowledged`, from the journal in bulk: in key
-order (neighbouring keys share pages) and, for a key journaled twice, in journal order."""
+order (neighbouring keys share pages) and, for a key journaled twice, in journal order. Read
+with SQLite's JSON functions; a range with a chunk that is not ``plain`` (a key or hash with
+a NUL character, where SQLite's JSON strings end) and an SQLite built without them take
+:meth:`Journal._fold_in_python`, with the same rules and order."""
 
 _Journaled = dict[int, tuple[str | None, str | None]]
 """source row → (source key, input hash) of a begun chunk."""
@@ -84,6 +98,7 @@ class Journal(JournalReader):
     def __init__(self, store: StateStore, pipeline: str, *, defer_ledger: bool = False) -> None:
         super().__init__(store, pipeline)
         self._running: set[str] = set()
+        self._marks: dict[tuple[str, str], RowMarks] = {}
         self._begun: dict[tuple[str, str, int], tuple[str, _Journaled]] = {}
         self.defer_ledger = defer_ledger
         """``True``: :meth:`ack_chunk` stores the outcomes in the journal only, and the ledger
@@ -142,7 +157,8 @@ class Journal(JournalReader):
                 (state, utc_now(), run_id),
             )
             if not keep_rows:
-                conn.execute("DELETE FROM chunk_rows WHERE run_id = ?", (run_id,))
+                conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
+        self._marks = {k: v for k, v in self._marks.items() if k[0] != run_id}
         # Fold the run's write-ahead log into the database now, so that the next run does not
         # pay for it on its first commit; and keep the -wal file small between runs.
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -160,12 +176,22 @@ class Journal(JournalReader):
     ) -> None:
         """Journal a chunk before it is sent (committed and, with a durable store, fsynced).
         ``mapping`` (default: ``step``) is the ledger the acknowledgement updates."""
-        now = utc_now()
-        journal_rows = [JournalRow(*r) for r in rows]
+        journal_rows = [r if type(r) is JournalRow else JournalRow(*r) for r in rows]
+        numbers = [r.source_row for r in journal_rows]
+        if run_id not in self._running:
+            self._require_running(run_id)
+        marks = self._marks_of(run_id, step)
+        again = [n for n in numbers if n in marks]
+        if again or len(set(numbers)) != len(numbers):
+            twice = again or sorted(n for n in set(numbers) if numbers.count(n) > 1)
+            raise AccountingError(
+                f"run {run_id}, step '{step}', chunk {chunk_no}: source rows {twice[:5]} are"
+                " already journaled in this run (or twice in this chunk)",
+                hint="skip the rows in Journal.done_rows() and settle in-flight chunks first",
+            )
+        text = json.dumps([list(r) for r in journal_rows], separators=(",", ":"))
         try:
             with self.store.transaction() as conn:
-                if run_id not in self._running:
-                    self._require_running(run_id)
                 conn.execute(
                     "INSERT INTO chunks (run_id, step, chunk_no, mapping, first_source_row,"
                     " row_count, state, begun_at) VALUES (?, ?, ?, ?, ?, ?, 'begun', ?)",
@@ -176,35 +202,50 @@ class Journal(JournalReader):
                         mapping or step,
                         first_source_row,
                         len(journal_rows),
-                        now,
+                        utc_now(),
                     ),
                 )
-                conn.executemany(
-                    "INSERT INTO chunk_rows (run_id, step, chunk_no, source_row, source_key,"
-                    " input_hash, resend_safe, status) VALUES (?, ?, ?, ?, ?, ?, ?, 'pending')",
-                    [
-                        (
-                            run_id,
-                            step,
-                            chunk_no,
-                            r.source_row,
-                            r.key,
-                            r.input_hash,
-                            int(r.resend_safe),
-                        )
-                        for r in journal_rows
-                    ],
+                conn.execute(
+                    "INSERT INTO chunk_log (run_id, step, chunk_no, first_row, last_row, plain,"
+                    " rows) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        run_id,
+                        step,
+                        chunk_no,
+                        min(numbers, default=0),
+                        max(numbers, default=0),
+                        int("\\u0000" not in text),
+                        text,
+                    ),
                 )
-            self._begun[(run_id, step, chunk_no)] = (
-                mapping or step,
-                {r.source_row: (r.key, r.input_hash) for r in journal_rows},
-            )
         except sqlite3.IntegrityError as exc:
             raise AccountingError(
-                f"run {run_id}, step '{step}', chunk {chunk_no}: the chunk number, or one of"
-                f" its source rows, is already journaled in this run ({exc})",
-                hint="skip the rows in Journal.done_rows() and settle in-flight chunks first",
+                f"run {run_id}, step '{step}', chunk {chunk_no}: the chunk number is already"
+                f" journaled in this run ({exc})",
+                hint="number a step's chunks from Journal.next_chunk_no()",
             ) from exc
+        marks.update(numbers)
+        self._begun[(run_id, step, chunk_no)] = (
+            mapping or step,
+            {r.source_row: (r.key, r.input_hash) for r in journal_rows},
+        )
+
+    def _marks_of(self, run_id: str, step: str) -> RowMarks:
+        """The source rows of ``step`` journaled in this run and not to be sent again: read
+        from the journal once per step, then kept up to date by this object."""
+        marks = self._marks.get((run_id, step))
+        if marks is None:
+            marks = RowMarks()
+            for text, done in self._conn.execute(
+                "SELECT rows, outcomes FROM chunk_log WHERE run_id = ? AND step = ?",
+                (run_id, step),
+            ):
+                if done is None:
+                    marks.update(r[0] for r in json.loads(text))
+                else:
+                    marks.update(r[0] for r in json.loads(done) if r[3] != RETRY)
+            self._marks[(run_id, step)] = marks
+        return marks
 
     def ack_chunk(
         self,
@@ -215,21 +256,18 @@ class Journal(JournalReader):
     ) -> None:
         """Store the outcome of every row of a begun chunk and update the ledger, in one
         transaction. Every row of the chunk needs exactly one result."""
-        outcomes = [ChunkResult(*r) for r in results]
+        outcomes = [r if type(r) is ChunkResult else ChunkResult(*r) for r in results]
         with self.store.transaction() as conn:
             begun = self._begun.get((run_id, step, chunk_no))
             if begun is not None:  # begun by this process: state, mapping and rows known
                 mapping, journaled = begun
             else:
                 mapping = self._chunk_mapping(run_id, step, chunk_no, expect_state="begun")
-                journaled = {
-                    row[0]: (row[1], row[2])
-                    for row in conn.execute(
-                        "SELECT source_row, source_key, input_hash FROM chunk_rows"
-                        " WHERE run_id = ? AND step = ? AND chunk_no = ?",
-                        (run_id, step, chunk_no),
-                    )
-                }
+                row = conn.execute(
+                    "SELECT rows FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no = ?",
+                    (run_id, step, chunk_no),
+                ).fetchone()
+                journaled = {r[0]: (r[1], r[2]) for r in json.loads(row[0])}
             given = [o.source_row for o in outcomes]
             if len(given) != len(journaled) or set(given) != journaled.keys():
                 missing = sorted(set(journaled) - set(given))[:5]
@@ -264,13 +302,18 @@ class Journal(JournalReader):
         *,
         defer: bool = False,
     ) -> None:
-        conn.executemany(
-            "UPDATE chunk_rows SET status = ?, record_id = ?, error = ? WHERE run_id = ?"
-            " AND step = ? AND chunk_no = ? AND source_row = ?",
+        """The chunk's outcomes, every row of it: final ones and (settling) ``retry``."""
+        text = json.dumps(
             [
-                (str(o.status), o.record_id, o.error, run_id, step, chunk_no, o.source_row)
+                (o.source_row, *journaled[o.source_row], str(o.status), o.record_id, o.error)
                 for o in outcomes
             ],
+            separators=(",", ":"),
+        )
+        conn.execute(
+            "UPDATE chunk_log SET rows = NULL, outcomes = ? WHERE run_id = ? AND step = ?"
+            " AND chunk_no = ?",
+            (text, run_id, step, chunk_no),
         )
         conn.execute(
             "UPDATE chunks SET state = ?, acked_at = ? WHERE run_id = ? AND step = ?"
@@ -330,7 +373,32 @@ class Journal(JournalReader):
         self, conn: sqlite3.Connection, run_id: str, step: str, mapping: str, first: int, last: int
     ) -> int:
         scope = self.store.scope_id(self.pipeline, mapping)
-        return conn.execute(_FOLD, (scope, utc_now(), run_id, step, first, last)).rowcount
+        assert scope is not None
+        odd = conn.execute(
+            "SELECT 1 FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no BETWEEN ? AND ?"
+            " AND plain = 0 LIMIT 1",
+            (run_id, step, first, last),
+        ).fetchone()
+        if odd is None and self.store.json_functions:
+            return int(conn.execute(_FOLD, (scope, utc_now(), run_id, step, first, last)).rowcount)
+        return self._fold_in_python(conn, scope, run_id, step, first, last)
+
+    def _fold_in_python(
+        self, conn: sqlite3.Connection, scope: int, run_id: str, step: str, first: int, last: int
+    ) -> int:
+        """:data:`_FOLD` without SQLite's JSON functions: the same rows in the same order."""
+        rows: list[tuple[str, int, int, int | None, str | None, str]] = []
+        cur = conn.execute(
+            "SELECT chunk_no, outcomes FROM chunk_log WHERE run_id = ? AND step = ?"
+            " AND chunk_no BETWEEN ? AND ? AND outcomes IS NOT NULL",
+            (run_id, step, first, last),
+        )
+        for chunk_no, text in cur.fetchall():
+            for sr, key, input_hash, status, rid, _error in json.loads(text):
+                if key is not None and status in FINAL_STATUSES:
+                    rows.append((key, chunk_no, sr, rid, input_hash, status))
+        rows.sort(key=lambda r: (r[0], r[1], r[2]))
+        return write_acknowledged(conn, scope, run_id, ((r[0], r[3], r[4], r[5]) for r in rows))
 
     def fold_run(self, run_id: str) -> int:
         """Fold every acknowledged outcome of ``run_id`` into the ledger again (idempotent:
@@ -357,27 +425,24 @@ class Journal(JournalReader):
                     f" {chunk.chunk_no}); not resent because it could create a second record:"
                     " check the record service, then send it again"
                 )
-                retry = [r.source_row for r in chunk.rows if r.resend_safe]
-                doubt = [
-                    ChunkResult(r.source_row, "in_doubt", None, reason)
+                settled = [
+                    ChunkResult(r.source_row, RETRY)
+                    if r.resend_safe
+                    else ChunkResult(r.source_row, "in_doubt", None, reason)
                     for r in chunk.rows
-                    if not r.resend_safe
                 ]
-                conn.executemany(
-                    "UPDATE chunk_rows SET status = 'retry' WHERE run_id = ? AND step = ?"
-                    " AND chunk_no = ? AND source_row = ?",
-                    [(run_id, chunk.step, chunk.chunk_no, s) for s in retry],
-                )
+                doubt = [o for o in settled if o.status != RETRY]
                 self._store_outcomes(
                     conn,
                     run_id,
                     chunk.step,
                     chunk.chunk_no,
                     chunk.mapping,
-                    doubt,
+                    settled,
                     journaled,
                     chunk_state="settled",
                 )
+                self._marks.pop((run_id, chunk.step), None)  # the retry rows may go again
                 held.extend(
                     Outcome(
                         chunk.step,

@@ -6,6 +6,7 @@ The types shared by the journal's reader and writer live here too (see
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from array import array
 from bisect import bisect_left
@@ -74,6 +75,13 @@ class SourceRowSet:
     def __init__(self, rows: Iterable[int]) -> None:
         self._rows = array("q", sorted(rows))
 
+    @classmethod
+    def of_sorted(cls, rows: array[int]) -> SourceRowSet:
+        """A set over ``rows``, already sorted (not copied)."""
+        made = cls(())
+        made._rows = rows
+        return made
+
     def __contains__(self, source_row: object) -> bool:
         if not isinstance(source_row, int):
             return False
@@ -84,12 +92,40 @@ class SourceRowSet:
         return len(self._rows)
 
 
+class RowMarks:
+    """A set of source row numbers as a bitmap (a bit a row up to the highest one seen; a
+    plain set for negative numbers): which rows of a step are journaled, for 1M rows 125 KB."""
+
+    def __init__(self) -> None:
+        self._bits = bytearray()
+        self._other: set[int] = set()
+
+    def __contains__(self, n: int) -> bool:
+        if n < 0:
+            return n in self._other
+        i = n >> 3
+        return i < len(self._bits) and bool(self._bits[i] >> (n & 7) & 1)
+
+    def update(self, numbers: Iterable[int]) -> None:
+        bits = self._bits
+        for n in numbers:
+            if n < 0:
+                self._other.add(n)
+                continue
+            i = n >> 3
+            if i >= len(bits):
+                bits.extend(bytes(max(i + 1 - len(bits), len(bits) // 2)))
+            bits[i] |= 1 << (n & 7)
+
+
 class JournalReader:
     """Read access to the run journal of one pipeline."""
 
     def __init__(self, store: StateStore, pipeline: str) -> None:
         self.store = store
         self.pipeline = pipeline
+        self._indexes: dict[tuple[str, str], tuple[array[int], array[int]]] = {}
+        """(run, step) → :meth:`_done_index`, for :meth:`outcomes_for` (one step's)."""
 
     @property
     def _conn(self) -> sqlite3.Connection:
@@ -126,8 +162,10 @@ class JournalReader:
         """Chunks begun and never acknowledged, of ``run_id`` or of every run of the
         pipeline still marked running."""
         sql = (
-            "SELECT c.run_id, c.step, c.chunk_no, c.mapping, c.first_source_row FROM chunks c"
-            " JOIN runs r ON r.run_id = c.run_id WHERE r.pipeline = ? AND c.state = 'begun'"
+            "SELECT c.run_id, c.step, c.chunk_no, c.mapping, c.first_source_row, l.rows"
+            " FROM chunks c JOIN runs r ON r.run_id = c.run_id"
+            " JOIN chunk_log l ON l.run_id = c.run_id AND l.step = c.step"
+            " AND l.chunk_no = c.chunk_no WHERE r.pipeline = ? AND c.state = 'begun'"
         )
         params: tuple[object, ...] = (self.pipeline,)
         if run_id is not None:
@@ -137,61 +175,82 @@ class JournalReader:
             sql += " AND r.state = 'running'"
         chunks = self._conn.execute(sql + " ORDER BY c.run_id, c.step, c.chunk_no", params)
         out: list[PendingChunk] = []
-        for run, step, chunk_no, mapping, first in chunks.fetchall():
-            rows = [
-                JournalRow(r[0], r[1], r[2], bool(r[3]))
-                for r in self._conn.execute(
-                    "SELECT source_row, source_key, input_hash, resend_safe FROM chunk_rows"
-                    " WHERE run_id = ? AND step = ? AND chunk_no = ? ORDER BY source_row",
-                    (run, step, chunk_no),
-                )
-            ]
+        for run, step, chunk_no, mapping, first, text in chunks.fetchall():
+            rows = sorted(JournalRow(r[0], r[1], r[2], bool(r[3])) for r in json.loads(text))
             out.append(PendingChunk(run, step, chunk_no, mapping, first, rows))
         return out
 
     # -- reading back ----------------------------------------------------------------
-    def done_rows(self, run_id: str, step: str) -> SourceRowSet:
-        """Source rows of ``step`` with a final outcome in this run: skip them on resume."""
-        cur = self._conn.execute(
-            "SELECT source_row FROM chunk_rows WHERE run_id = ? AND step = ? AND status IN"
-            " ('created', 'updated', 'failed', 'in_doubt')",
-            (run_id, step),
-        )
-        return SourceRowSet(r[0] for r in cur)
-
-    def outcomes(self, run_id: str, step: str | None = None) -> Iterator[Outcome]:
-        """Final outcomes of sent rows, in step and source-row order (for the report)."""
-        sql = (
-            "SELECT step, chunk_no, source_row, source_key, status, record_id, error"
-            " FROM chunk_rows WHERE run_id = ? AND status IN"
-            " ('created', 'updated', 'failed', 'in_doubt')"
-        )
+    def _journaled(
+        self, run_id: str, step: str | None = None, chunks: Iterable[int] | None = None
+    ) -> Iterator[Outcome]:
+        """Every row of the acknowledged and settled chunks of ``run_id`` (of ``step``; of
+        the chunks numbered ``chunks`` only), ``retry`` rows included, in no set order."""
+        sql = "SELECT step, chunk_no, outcomes FROM chunk_log WHERE run_id = ?"
         params: tuple[object, ...] = (run_id,)
         if step is not None:
             sql += " AND step = ?"
             params += (step,)
-        cur = self._conn.execute(sql + " ORDER BY step, source_row", params)
-        while batch := cur.fetchmany(2000):
-            yield from map(Outcome._make, batch)
+        if chunks is not None:
+            numbers = sorted(set(chunks))
+            sql += f" AND chunk_no IN ({','.join('?' * len(numbers))})"
+            params += tuple(numbers)
+        cur = self._conn.execute(sql + " AND outcomes IS NOT NULL", params)
+        while batch := cur.fetchmany(200):
+            for step_name, chunk_no, text in batch:
+                for sr, key, _hash, status, rid, error in json.loads(text):
+                    yield Outcome(step_name, chunk_no, sr, key, status, rid, error)
+
+    def done_rows(self, run_id: str, step: str) -> SourceRowSet:
+        """Source rows of ``step`` with a final outcome in this run: skip them on resume."""
+        index = self._done_index(run_id, step)
+        return SourceRowSet.of_sorted(index[0])
+
+    def _done_index(self, run_id: str, step: str) -> tuple[array[int], array[int]]:
+        """(sorted source rows, their chunk numbers) of the rows of ``step`` with a final
+        outcome: 16 bytes a row, where to find the outcome of a row without a dict of them."""
+        pairs = sorted(
+            (o.source_row, o.chunk_no)
+            for o in self._journaled(run_id, step)
+            if o.status in FINAL_STATUSES
+        )
+        return array("q", (p[0] for p in pairs)), array("q", (p[1] for p in pairs))
+
+    def outcomes(self, run_id: str, step: str | None = None) -> Iterator[Outcome]:
+        """Final outcomes of sent rows, in step and source-row order (for the report)."""
+        final = [o for o in self._journaled(run_id, step) if o.status in FINAL_STATUSES]
+        final.sort(key=lambda o: (o.step, o.source_row))
+        yield from final
 
     def outcomes_for(
         self, run_id: str, step: str, source_rows: Iterable[int]
     ) -> dict[int, Outcome]:
-        """Final outcomes of the given source rows (one bulk query per 500 rows)."""
-        wanted = list(source_rows)
-        out: dict[int, Outcome] = {}
-        for start in range(0, len(wanted), 500):
-            part = wanted[start : start + 500]
-            marks = ",".join("?" * len(part))
-            cur = self._conn.execute(
-                "SELECT step, chunk_no, source_row, source_key, status, record_id, error"
-                " FROM chunk_rows WHERE run_id = ? AND step = ? AND status IN"
-                f" ('created', 'updated', 'failed', 'in_doubt') AND source_row IN ({marks})",
-                (run_id, step, *part),
-            )
-            for row in cur:
-                out[row[2]] = Outcome._make(row)
-        return out
+        """Final outcomes of the given source rows (rows without one are absent): the
+        chunks that hold them are found in an index of the step's final rows, made on first
+        use and again when a row is not in it."""
+        wanted = set(source_rows)
+        key = (run_id, step)
+        for fresh in (False, True):
+            if fresh or key not in self._indexes:
+                self._indexes = {key: self._done_index(run_id, step)}
+            rows, chunk_nos = self._indexes[key]
+            chunks: set[int] = set()
+            missing = False
+            for s in wanted:
+                i = bisect_left(rows, s)
+                if i < len(rows) and rows[i] == s:
+                    chunks.add(chunk_nos[i])
+                else:
+                    missing = True
+            if not missing or fresh:
+                break
+        if not chunks:
+            return {}
+        return {
+            o.source_row: o
+            for o in self._journaled(run_id, step, chunks)
+            if o.source_row in wanted and o.status in FINAL_STATUSES
+        }
 
     def next_chunk_no(self, run_id: str, step: str) -> int:
         """1 + the highest chunk number journaled for ``step`` (1 for a fresh step)."""

@@ -5,21 +5,27 @@
                 updated_at                                  the identity ledger
     runs        run_id → pipeline, state, started_at, finished_at, attempts
     chunks      (run_id, step, chunk_no) → mapping, first_source_row, row_count, state
-    chunk_rows  (run_id, step, chunk_no, source_row) → source_key, input_hash, resend_safe,
-                status, record_id, error                    the per-row journal
     snapshots   scope_id → run_id, fingerprint, file, row_count   (version 2) the source-row
                 digests of the scope's last complete run (recordsync.state.snapshots)
+    chunk_log   (run_id, step, chunk_no) → first_row, last_row, plain, rows, outcomes
+                (version 3) the per-row journal, one record a chunk: ``rows`` (JSON, written
+                when the chunk is begun: source row, key, input hash, resend-safe) until its
+                ``outcomes`` (JSON: source row, key, input hash, status, record id, error) are
+                written when it is acknowledged or settled. Version 1 and 2 kept one row a
+                source row (``chunk_rows``); the upgrade copies it over.
 
 A database written by a newer recordsync (higher version) is refused, not guessed at.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
+from collections.abc import Callable
 
 from recordsync.errors import ConfigError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -86,7 +92,70 @@ CREATE TABLE IF NOT EXISTS snapshots (
     written_at TEXT NOT NULL
 );
 """
-_STEPS = ((1, _V1), (2, _V2))
+_V3 = """
+CREATE TABLE IF NOT EXISTS chunk_log (
+    run_id TEXT NOT NULL,
+    step TEXT NOT NULL,
+    chunk_no INTEGER NOT NULL,
+    first_row INTEGER NOT NULL,
+    last_row INTEGER NOT NULL,
+    plain INTEGER NOT NULL,
+    rows TEXT,
+    outcomes TEXT,
+    PRIMARY KEY (run_id, step, chunk_no)
+);
+"""
+
+
+def _v3_copy(conn: sqlite3.Connection) -> None:
+    """The per-row journal of version 1 and 2 (``chunk_rows``) into ``chunk_log``: a begun
+    chunk's rows (all ``pending``) as ``rows``, an acknowledged or settled one's as
+    ``outcomes``; then the old table goes."""
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'chunk_rows'").fetchone() is None:
+        return
+    cur = conn.execute(
+        "SELECT run_id, step, chunk_no, source_row, source_key, input_hash, resend_safe,"
+        " status, record_id, error FROM chunk_rows ORDER BY run_id, step, chunk_no, source_row"
+    )
+    current: tuple[str, str, int] | None = None
+    rows: list[tuple[object, ...]] = []
+
+    def flush() -> None:
+        if current is None or not rows:
+            return
+        pending = all(r[7] == "pending" for r in rows)
+        begun = [[r[3], r[4], r[5], bool(r[6])] for r in rows] if pending else None
+        done = None if pending else [[r[3], r[4], r[5], r[7], r[8], r[9]] for r in rows]
+        plain = not any("\x00" in str(r[4] or "") + str(r[5] or "") for r in rows)
+        conn.execute(
+            "INSERT INTO chunk_log (run_id, step, chunk_no, first_row, last_row, plain, rows,"
+            " outcomes) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                *current,
+                min(r[3] for r in rows),  # type: ignore[type-var]
+                max(r[3] for r in rows),  # type: ignore[type-var]
+                int(plain),
+                None if begun is None else json.dumps(begun),
+                None if done is None else json.dumps(done),
+            ),
+        )
+
+    for row in cur:
+        key = (row[0], row[1], row[2])
+        if key != current:
+            flush()
+            current, rows = key, []
+        rows.append(row)
+    flush()
+    conn.execute("DROP INDEX IF EXISTS chunk_rows_once")
+    conn.execute("DROP TABLE chunk_rows")
+
+
+_STEPS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None] | None], ...] = (
+    (1, _V1, None),
+    (2, _V2, None),
+    (3, _V3, _v3_copy),
+)
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> None:
@@ -103,11 +172,13 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for target, script in _STEPS:
+        for target, script, then in _STEPS:
             if version < target:
                 for statement in script.split(";"):
                     if statement.strip():
                         conn.execute(statement)
+                if then is not None:
+                    then(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except BaseException:
         conn.execute("ROLLBACK")

@@ -106,6 +106,11 @@ class StateStore:
         return self._conn
 
     @property
+    def json_functions(self) -> bool:
+        """Whether this SQLite has its JSON functions (``json_each``, ``json_extract``)."""
+        return self._json_each
+
+    @property
     def schema_version(self) -> int:
         return SCHEMA_VERSION
 
@@ -260,7 +265,7 @@ class StateStore:
                     for r in conn.execute("SELECT run_id FROM runs WHERE pipeline = ?", (pipeline,))
                 ]
                 for run_id in runs:
-                    conn.execute("DELETE FROM chunk_rows WHERE run_id = ?", (run_id,))
+                    conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
                     conn.execute("DELETE FROM chunks WHERE run_id = ?", (run_id,))
                 conn.execute("DELETE FROM runs WHERE pipeline = ?", (pipeline,))
             else:
