@@ -27,6 +27,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 
 from recordsync.errors import AccountingError, RecordsyncError
 from recordsync.state.journal_read import (
@@ -70,6 +71,14 @@ with SQLite's JSON functions; a range with a chunk that is not ``plain`` (a key 
 a NUL character, where SQLite's JSON strings end) and an SQLite built without them take
 :meth:`Journal._fold_in_python`, with the same rules and order."""
 
+_first = itemgetter(0)
+_third = itemgetter(2)
+_fold_order = itemgetter(0, 1, 2)
+"""Ledger rows to fold, (key, chunk, source row, record id, hash, status), in journal order:
+by key, then chunk, then source row (a key journaled twice ends with its last outcome)."""
+
+_ToFold = list[tuple[str, int, int, int | None, str | None, str]]
+
 _Journaled = dict[int, tuple[str | None, str | None]]
 """source row → (source key, input hash) of a begun chunk."""
 
@@ -108,6 +117,10 @@ class Journal(JournalReader):
         ledger write per row per chunk: far fewer pages written per commit."""
         self._unfolded: dict[tuple[str, str, str], tuple[int, int]] = {}
         """(run, step, mapping) → (first, last) chunk number acknowledged but not folded."""
+        self._to_fold: dict[tuple[str, str, str], tuple[_ToFold, bool]] = {}
+        """(run, step, mapping) → the ledger rows of those chunks, kept from the
+        acknowledgements (so a fold does not read back what was just written), and whether
+        they were acknowledged in chunk order."""
         self.unfolded_rows = 0
 
     # -- runs ------------------------------------------------------------------------
@@ -322,9 +335,19 @@ class Journal(JournalReader):
         )
         if defer:
             key = (run_id, step, mapping)
-            first, _ = self._unfolded.get(key, (chunk_no, chunk_no))
-            self._unfolded[key] = (min(first, chunk_no), chunk_no)
+            first, last = self._unfolded.get(key, (chunk_no, chunk_no - 1))
+            self._unfolded[key] = (min(first, chunk_no), max(last, chunk_no))
             self.unfolded_rows += len(outcomes)
+            rows, in_order = self._to_fold.get(key, ([], True))
+            kept = [
+                (k, chunk_no, o.source_row, o.record_id, h, str(o.status))
+                for o in outcomes
+                for k, h in (journaled[o.source_row],)
+                if k is not None
+            ]
+            kept.sort(key=_third)  # source-row order within the chunk
+            rows.extend(kept)
+            self._to_fold[key] = (rows, in_order and chunk_no > last)
             return
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
@@ -350,21 +373,36 @@ class Journal(JournalReader):
     @contextmanager
     def _restored_on_failure(self) -> Iterator[None]:
         """If the transaction that folds does not commit, the outcomes stay to be folded."""
-        unfolded, rows = dict(self._unfolded), self.unfolded_rows
+        unfolded, rows, held = dict(self._unfolded), self.unfolded_rows, dict(self._to_fold)
         try:
             yield
         except BaseException:
-            self._unfolded, self.unfolded_rows = unfolded, rows
+            self._unfolded, self.unfolded_rows, self._to_fold = unfolded, rows, held
             raise
 
     def _fold(self, conn: sqlite3.Connection, run_id: str | None = None) -> int:
+        """Fold what this object acknowledged and deferred, from the rows it kept (the same
+        rows, order and rules as :meth:`_fold_range` reading the journal back)."""
         pending = [k for k in self._unfolded if run_id is None or k[0] == run_id]
         folded = 0
         for key in pending:
-            first, last = self._unfolded[key]
-            folded += self._fold_range(conn, *key, first, last)
+            held = self._to_fold.get(key)
+            if held is None:  # not kept (cannot happen: both are filled by _store_outcomes)
+                first, last = self._unfolded[key]
+                folded += self._fold_range(conn, *key, first, last)
+                continue
+            scope = self.store.scope_id(self.pipeline, key[2])
+            assert scope is not None
+            rows, in_order = held
+            # in journal order already (chunks acknowledged in order, rows sorted within a
+            # chunk): a stable sort on the key alone gives (key, chunk, source row) order
+            order = sorted(rows, key=_first) if in_order else sorted(rows, key=_fold_order)
+            folded += write_acknowledged(
+                conn, scope, key[0], ((r[0], r[3], r[4], r[5]) for r in order)
+            )
         for key in pending:
             del self._unfolded[key]
+            self._to_fold.pop(key, None)
         if not self._unfolded:
             self.unfolded_rows = 0
         return folded
@@ -397,7 +435,7 @@ class Journal(JournalReader):
             for sr, key, input_hash, status, rid, _error in json.loads(text):
                 if key is not None and status in FINAL_STATUSES:
                     rows.append((key, chunk_no, sr, rid, input_hash, status))
-        rows.sort(key=lambda r: (r[0], r[1], r[2]))
+        rows.sort(key=_fold_order)
         return write_acknowledged(conn, scope, run_id, ((r[0], r[3], r[4], r[5]) for r in rows))
 
     def fold_run(self, run_id: str) -> int:
