@@ -253,3 +253,59 @@ def test_answers_that_do_not_add_up_leave_rows_in_doubt_and_exit_1(tmp_path: Pat
     assert result.exit_code == 1 and result.error is None
     md = (result.report_dir / "report.md").read_text()
     assert "2 chunk(s) unreconciled" in md
+
+
+def test_each_chunk_is_on_the_wire_before_the_previous_one_is_reported(tmp_path: Path) -> None:
+    """Over a socket, the runner reports (and journals) the answered chunk only once the next
+    chunk's request is written, so that its work overlaps the service's time and does not
+    hold up the sender thread; without trace events (the in-process client of the other
+    tests) it does not wait."""
+    import httpx
+
+    from recordsync.sandbox.server import run_in_thread
+
+    events: list[str] = []
+
+    class Traced(RecordServiceClient):
+        def batch_once(
+            self, object_type: str, objects: Any, body: Any = None, on_sent: Any = None
+        ) -> Any:
+            def sent() -> None:
+                events.append(f"on wire {objects[0]['name']}")
+                if on_sent is not None:
+                    on_sent()
+
+            return super().batch_once(object_type, objects, body, sent)
+
+    class Progress:
+        def step_started(self, plan: Any) -> None: ...
+        def chunk_done(self, step: str, report: Any) -> None: ...
+        def step_finished(self, tally: Any) -> None: ...
+        def rows_done(self, count: int) -> None:
+            events.append(f"reported {count}")
+
+    app = create_app(tmp_path / "s.db", api_key=KEY)
+    try:
+        with run_in_thread(app) as url, httpx.Client() as http:
+            client = Traced(http, url, Secret(KEY), retry=RetryPolicy(sleep=lambda s: None))
+            rows = contacts(40)
+            result = run(
+                tmp_path,
+                [plan("contacts", "contacts", rows)],
+                client,
+                options=SendOptions(10, 10),
+                progress=Progress(),
+            )
+    finally:
+        app.state.store.close()
+    assert result.summary["totals"]["created"] == 40 and result.summary["accounting_ok"]
+    assert events == [
+        "on wire Person 0",
+        "on wire Person 10",
+        "reported 10",
+        "on wire Person 20",
+        "reported 10",
+        "on wire Person 30",
+        "reported 10",
+        "reported 10",
+    ]

@@ -136,3 +136,27 @@ def test_a_pre_encoded_batch_body_is_sent_as_httpx_would_encode_it() -> None:
     assert pre.content == plain.content
     assert pre.headers["content-type"] == plain.headers["content-type"] == "application/json"
     assert pre.headers["content-length"] == plain.headers["content-length"]
+
+
+def test_on_sent_is_called_when_the_request_is_written_over_a_socket(tmp_path: Path) -> None:
+    """httpx's own transport reports (trace events) when the request is on the wire and the
+    answer is awaited; the runner waits for that before its own work competes with the
+    sender thread. Transports without trace events never call it."""
+    from recordsync.sandbox import create_app
+    from recordsync.sandbox.server import run_in_thread
+    from recordsync.secret import Secret
+    from recordsync.send.client import RecordServiceClient
+
+    app = create_app(tmp_path / "s.db", api_key=KEY)
+    calls: list[str] = []
+    entry = {"name": "Ada", "fields": {"email": "ada@x.example"}}
+    try:
+        with run_in_thread(app) as url, httpx.Client() as http:
+            client = RecordServiceClient(http, url, Secret(KEY))
+            attempt = client.batch_once("contacts", [entry], on_sent=lambda: calls.append("on"))
+            assert attempt.verdict.kind == "ok" and calls == ["on"]
+    finally:
+        app.state.store.close()
+    mocked = fake_client(lambda r: httpx.Response(200, json={"results": [], "summary": {}}))
+    mocked.batch_once("contacts", [entry], on_sent=lambda: calls.append("mock"))
+    assert calls == ["on"]

@@ -8,8 +8,7 @@ accepted. Unknown extra keys (in the body, the results or the summary) are ignor
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from recordsync.model import RowStatus
 
@@ -20,9 +19,9 @@ class Unreconciled(Exception):
     """The batch answer does not match what was sent."""
 
 
-@dataclass(frozen=True, slots=True)
-class EntryResult:
-    """The outcome of one entry of a batch."""
+class EntryResult(NamedTuple):
+    """The outcome of one entry of a batch (a named tuple: a hundred are made per answer,
+    on the sender's side of every chunk)."""
 
     status: RowStatus
     record_id: int | None = None
@@ -57,29 +56,28 @@ def reconcile_batch(sent: int, body: Any) -> list[EntryResult]:
     if len(results) != sent:
         raise Unreconciled(f"{len(results)} results for {sent} entries sent")
     out: list[EntryResult] = []
+    append = out.append
+    counted = {"total": sent, "created": 0, "updated": 0, "failed": 0}
     for i, item in enumerate(results):
         if not isinstance(item, dict):
             raise Unreconciled(f"result {i} is not an object")
-        status = _STATUSES.get(str(item.get("status")))
+        raw = item.get("status")
+        status = _STATUSES.get(raw) if isinstance(raw, str) else None
         if status is None:
-            raise Unreconciled(f"result {i} has unknown status {item.get('status')!r}")
-        record_id = _record_id(item.get("id"))
+            raise Unreconciled(f"result {i} has unknown status {raw!r}")
+        counted[status.value] += 1
         if status is RowStatus.FAILED:
             err = item.get("error")
-            out.append(EntryResult(status, None, str(err) if err else "failed (no error given)"))
-        else:
-            if record_id is None:
-                raise Unreconciled(f"result {i} is {status.value} but has no record id")
-            out.append(EntryResult(status, record_id))
+            append(EntryResult(status, None, str(err) if err else "failed (no error given)"))
+            continue
+        rid = item.get("id")
+        record_id = rid if type(rid) is int else _record_id(rid)
+        if record_id is None:
+            raise Unreconciled(f"result {i} is {status.value} but has no record id")
+        append(EntryResult(status, record_id))
     summary = body.get("summary")
     if not isinstance(summary, dict):
         raise Unreconciled("answer has no 'summary' object")
-    counted = {
-        "total": len(out),
-        "created": sum(r.status is RowStatus.CREATED for r in out),
-        "updated": sum(r.status is RowStatus.UPDATED for r in out),
-        "failed": sum(r.status is RowStatus.FAILED for r in out),
-    }
     wrong = [
         f"{key}={_count(summary, key)!r} but the results count {value}"
         for key, value in counted.items()

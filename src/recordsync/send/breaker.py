@@ -27,12 +27,10 @@ class CircuitBreaker:
     created: int = 0
 
     def observe(self, results: list[EntryResult]) -> None:
-        for r in results:
-            self.sent += 1
-            if r.status in (RowStatus.FAILED, RowStatus.IN_DOUBT):
-                self.failed += 1
-            elif r.status is RowStatus.CREATED:
-                self.created += 1
+        statuses = [r.status for r in results]
+        self.sent += len(statuses)
+        self.failed += statuses.count(RowStatus.FAILED) + statuses.count(RowStatus.IN_DOUBT)
+        self.created += statuses.count(RowStatus.CREATED)
 
     def check(self, where: str) -> None:
         """Raise RunAborted when a limit is passed; ``where`` names the chunk."""

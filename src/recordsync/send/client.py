@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json as _json
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -85,9 +85,12 @@ class RecordServiceClient:
         json: Any = None,
         params: Mapping[str, Any] | None = None,
         body: bytes | None = None,
+        on_sent: Callable[[], object] | None = None,
     ) -> Attempt:
         """Send one request; never raises for HTTP or transport failures. ``body``: the JSON
-        request body already encoded (instead of ``json``)."""
+        request body already encoded (instead of ``json``). ``on_sent``: called once the
+        request is written and its answer is being waited for (from the transport's trace
+        events: httpx's own transports have them; others never call it)."""
         self.requests_sent += 1
         headers = {"x-api-key": self._api_key.reveal()}
         if body is not None:
@@ -101,6 +104,7 @@ class RecordServiceClient:
                 params=params,
                 headers=headers,
                 follow_redirects=False,
+                extensions=None if on_sent is None else {"trace": _on_body_sent(on_sent)},
             )
         except httpx.HTTPError as exc:
             verdict = classify_exception(method, path, exc)
@@ -181,14 +185,19 @@ class RecordServiceClient:
         return list(data) if isinstance(data, list) else []
 
     def batch_once(
-        self, object_type: str, objects: list[BatchInput], body: bytes | None = None
+        self,
+        object_type: str,
+        objects: list[BatchInput],
+        body: bytes | None = None,
+        on_sent: Callable[[], object] | None = None,
     ) -> Attempt:
         """One try of ``POST /api/objects/{type}/batch`` (at most 100 entries); ``body``:
-        ``{"objects": objects}`` already encoded (:func:`encode_batch`), if at hand."""
+        ``{"objects": objects}`` already encoded (:func:`encode_batch`), if at hand;
+        ``on_sent`` as for :meth:`attempt`."""
         path = self.object_path(object_type) + "/batch"
         if body is not None:
-            return self.attempt("POST", path, body=body)
-        return self.attempt("POST", path, json={"objects": objects})
+            return self.attempt("POST", path, body=body, on_sent=on_sent)
+        return self.attempt("POST", path, json={"objects": objects}, on_sent=on_sent)
 
     def list_records(
         self, object_type: str, *, page_size: int = 200, **params: Any
@@ -209,6 +218,17 @@ class RecordServiceClient:
         """Soft-delete a record; any 2xx (200 with a body, or 204 without) is success."""
         body = self.request("DELETE", self.object_path(object_type), json={"id": record_id})
         return not (isinstance(body, dict) and body.get("success") is False)
+
+
+def _on_body_sent(callback: Callable[[], object]) -> Callable[[str, Any], None]:
+    """An httpcore ``trace`` extension that calls ``callback`` when the request is written
+    and the wait for the answer begins (HTTP/1.1 or HTTP/2)."""
+
+    def trace(event: str, info: Any) -> None:
+        if event.endswith("receive_response_headers.started"):
+            callback()
+
+    return trace
 
 
 def encode_batch(objects: list[BatchInput]) -> bytes:

@@ -67,19 +67,32 @@ class ChunkSender:
         self.object_type = object_type
         self.names = NameTracker()
 
+    def note(self, entries: list[BatchInput]) -> None:
+        """Count the names of a chunk about to be sent (for resends by name: a name is
+        resent as a match only if it is unique among the chunks noted so far). The runner
+        notes a chunk when it queues it, off the sender's thread."""
+        add = self.names.add
+        for entry in entries:
+            add(entry.get("name"))
+
     def send(
         self,
         chunk_id: str,
         first_source_row: int,
         entries: list[BatchInput],
         body: bytes | None = None,
+        on_sent: Callable[[], object] | None = None,
+        *,
+        noted: bool = False,
     ) -> ChunkReport:
         """Send one chunk (retrying as the policy says). ``body``: the entries already
         encoded as a batch request (:func:`recordsync.send.client.encode_batch`), used for
-        the first try."""
+        the first try. ``on_sent``: called when a try's request is written (see
+        :meth:`RecordServiceClient.attempt`). ``noted``: the entries' names were already
+        given to :meth:`note`."""
         report = ChunkReport(chunk_id, first_source_row, len(entries))
-        for entry in entries:
-            self.names.add(entry.get("name"))
+        if not noted:
+            self.note(entries)
         memo: list[bool] = []
 
         def interferes() -> bool:
@@ -108,7 +121,7 @@ class ChunkSender:
         first = body
         while pending:
             objects = [current[i] for i in pending]
-            attempt = self.client.batch_once(self.object_type, objects, first)
+            attempt = self.client.batch_once(self.object_type, objects, first, on_sent)
             first = None  # a later try sends what is pending then, encoded anew
             verdict = attempt.verdict
             report.attempts += 1
