@@ -98,6 +98,11 @@ class _Scan:
     ) -> None:
         self.seen: list[_Seen] = []
         self.reread = False
+        self.fp = fp
+        self.columns = mapper.columns_used
+        self.later = snapshot is None
+        """No snapshot to match: the digests (for the next snapshot only) are made in the
+        second pass, batch by batch, not before the first row can be sent."""
         files: dict[str, int] = {}
         slow_h: list[npt.NDArray[np.int64]] = []  # match-key hashes of unmatched rows
         slow_ids: list[npt.NDArray[np.int64]] = []
@@ -109,7 +114,7 @@ class _Scan:
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             n = sb.batch.num_rows
-            digested = supported(sb.batch.schema, columns)
+            digested = supported(sb.batch.schema, columns) and not self.later
             got = row_digests(sb.batch, columns, fp) if digested else None
             digests, ok = got if got is not None else (None, None)
             found = np.full(n, -1, dtype=np.int64)
@@ -281,8 +286,15 @@ def _stream(
             line_of = seen.rows.tolist()
             slow = np.flatnonzero(~fast)
             if len(slow) == len(fast) or snapshot is None:  # nothing found unchanged
+                got = None
+                if scan.later and supported(sb.batch.schema, scan.columns):
+                    got = row_digests(sb.batch, scan.columns, scan.fp)
+                if got is not None:
+                    seen.digests, seen.ok = got
                 rows = _rows_of(sb, mapper, dups, fidx, policy, gcb)
                 yield from _with_digests(rows, seen, slow, line_of)
+                if scan.later:
+                    seen.digests = seen.ok = None  # copied onto the rows
                 continue
             slow_rows: list[PreparedRow] = []
             if len(slow):
