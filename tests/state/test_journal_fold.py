@@ -144,7 +144,7 @@ def test_a_fold_that_fails_keeps_the_outcomes_to_fold(
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(j, "_fold_range", broken)  # from the journal
-    monkeypatch.setattr(journal_module, "write_acknowledged", broken)  # from kept rows
+    monkeypatch.setattr(journal_module, "LEDGER_UPSERT", "INSERT INTO gone VALUES (?)")  # kept
     with pytest.raises(sqlite3.OperationalError):
         j.fold()
     with pytest.raises(sqlite3.OperationalError):
@@ -154,3 +154,17 @@ def test_a_fold_that_fails_keeps_the_outcomes_to_fold(
     j.finish_run("r1")
     entry = store.get("p", "m", "k2")
     assert entry is not None and entry.record_id == 5
+
+
+def test_chunks_acknowledged_out_of_order_are_folded_from_the_journal(store: StateStore) -> None:
+    j = Journal(store, "p", defer_ledger=True)
+    j.start_run("r1")
+    for n in (1, 2):
+        j.begin_chunk("r1", "s", n, n + 1, [JournalRow(n + 1, f"k{n}", f"h{n}")], mapping="m")
+    j.ack_chunk("r1", "s", 2, [ChunkResult(3, "created", 30)])
+    j.ack_chunk("r1", "s", 1, [ChunkResult(2, "updated", 20)])
+    assert j.fold() == 2
+    assert [(e.source_key, e.record_id, e.last_status) for e in store.entries("p", "m")] == [
+        ("k1", 20, "updated"),
+        ("k2", 30, "created"),
+    ]

@@ -43,7 +43,14 @@ from recordsync.state.journal_read import (
     RunInfo,
     SourceRowSet,
 )
-from recordsync.state.store import StateStore, utc_now, write_acknowledged
+from recordsync.state.store import (
+    ACKED_FAILED,
+    ACKED_SENT,
+    LEDGER_UPSERT,
+    StateStore,
+    utc_now,
+    write_acknowledged,
+)
 
 _FOLD = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
@@ -71,13 +78,15 @@ with SQLite's JSON functions; a range with a chunk that is not ``plain`` (a key 
 a NUL character, where SQLite's JSON strings end) and an SQLite built without them take
 :meth:`Journal._fold_in_python`, with the same rules and order."""
 
-_first = itemgetter(0)
-_third = itemgetter(2)
 _fold_order = itemgetter(0, 1, 2)
-"""Ledger rows to fold, (key, chunk, source row, record id, hash, status), in journal order:
+"""Ledger rows read back from the journal, (key, chunk, source row, ...), in journal order:
 by key, then chunk, then source row (a key journaled twice ends with its last outcome)."""
+_by_key = itemgetter(1)
+_by_row = itemgetter(0)
 
-_ToFold = list[tuple[str, int, int, int | None, str | None, str]]
+_ToFold = list[tuple[int, str, int | None, str | None, str, str, str]]
+"""Ledger upserts (:data:`recordsync.state.store.LEDGER_UPSERT` parameters) kept from the
+acknowledgements, in journal order."""
 
 _Journaled = dict[int, tuple[str | None, str | None]]
 """source row → (source key, input hash) of a begun chunk."""
@@ -339,14 +348,18 @@ class Journal(JournalReader):
             self._unfolded[key] = (min(first, chunk_no), max(last, chunk_no))
             self.unfolded_rows += len(outcomes)
             rows, in_order = self._to_fold.get(key, ([], True))
-            kept = [
-                (k, chunk_no, o.source_row, o.record_id, h, str(o.status))
-                for o in outcomes
-                for k, h in (journaled[o.source_row],)
-                if k is not None
-            ]
-            kept.sort(key=_third)  # source-row order within the chunk
-            rows.extend(kept)
+            scope = self.store.scope_id(self.pipeline, mapping)
+            assert scope is not None
+            now = utc_now()  # the ledger's updated_at: when the outcome was acknowledged
+            for o in sorted(outcomes, key=_by_row):  # source-row order within the chunk
+                k, h = journaled[o.source_row]
+                if k is None:
+                    continue
+                status = str(o.status)
+                if status in ACKED_SENT:
+                    rows.append((scope, k, o.record_id, h, status, run_id, now))
+                elif status in ACKED_FAILED:
+                    rows.append((scope, k, None, None, status, run_id, now))
             self._to_fold[key] = (rows, in_order and chunk_no > last)
             return
         scope = self.store.scope_id(self.pipeline, mapping)
@@ -386,20 +399,16 @@ class Journal(JournalReader):
         pending = [k for k in self._unfolded if run_id is None or k[0] == run_id]
         folded = 0
         for key in pending:
-            held = self._to_fold.get(key)
-            if held is None:  # not kept (cannot happen: both are filled by _store_outcomes)
+            rows, in_order = self._to_fold.get(key, ([], False))
+            if not in_order:  # acknowledged out of chunk order (or not kept): as on resume
                 first, last = self._unfolded[key]
                 folded += self._fold_range(conn, *key, first, last)
                 continue
-            scope = self.store.scope_id(self.pipeline, key[2])
-            assert scope is not None
-            rows, in_order = held
-            # in journal order already (chunks acknowledged in order, rows sorted within a
-            # chunk): a stable sort on the key alone gives (key, chunk, source row) order
-            order = sorted(rows, key=_first) if in_order else sorted(rows, key=_fold_order)
-            folded += write_acknowledged(
-                conn, scope, key[0], ((r[0], r[3], r[4], r[5]) for r in order)
-            )
+            # chunks acknowledged in order, rows in order within each: a stable sort on the
+            # key alone gives the journal's (key, chunk, source row) order
+            rows.sort(key=_by_key)
+            conn.executemany(LEDGER_UPSERT, rows)
+            folded += len(rows)
         for key in pending:
             del self._unfolded[key]
             self._to_fold.pop(key, None)

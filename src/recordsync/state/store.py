@@ -283,7 +283,7 @@ class StateStore:
         return removed
 
 
-_UPSERT = (
+LEDGER_UPSERT = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
     " last_run_id, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
     " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
@@ -318,5 +318,5 @@ def write_acknowledged(
         elif status in ACKED_FAILED:
             params.append((scope, key, None, None, status, run_id, now))
     if params:
-        conn.executemany(_UPSERT, params)
+        conn.executemany(LEDGER_UPSERT, params)
     return len(params)
