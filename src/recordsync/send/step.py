@@ -12,8 +12,8 @@ unknown object type — the rest of the step's rows are still read and reported:
 from __future__ import annotations
 
 import contextlib
-import itertools
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -36,7 +36,12 @@ from recordsync.send.plan import (
 )
 from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
 
+AHEAD = 3
+"""Chunks a step keeps unsettled: the one in flight and two journaled and queued behind it,
+so that a slow moment on this side does not leave the service waiting for the next chunk."""
+
 __all__ = [
+    "AHEAD",
     "FLUSH_ROWS",
     "ChunkHook",
     "Item",
@@ -65,9 +70,11 @@ class StepRunner:
         self.progress = progress
         self.make_sender = make_sender
         self.hook = hook
-        self._unsent: list[Item] = []
+        self._queue: deque[_Chunk] = deque()
+        """Chunks journaled and queued (or answered) but not yet settled, oldest first."""
+        self._loose: list[Item] = []
+        """Rows read into a chunk that is not queued yet."""
         self._to_ack: tuple[_Chunk, list[EntryResult]] | None = None
-        self._begun: _Chunk | None = None
         self._plan: StepPlan | None = None
         self._stopped = False
         """Set on the worker thread when a chunk stops the step: queued chunks are not sent."""
@@ -77,9 +84,10 @@ class StepRunner:
     def run(self, plan: StepPlan) -> StepTally:
         """Run one step; a stop (RecordsyncError) is raised after the step's rows are reported.
 
-        While a chunk is in flight (one request at a time, on a worker thread), the next chunk
-        is read and prepared here; a chunk's outcome is settled (reported, breakers checked)
-        before the next chunk is sent.
+        One request at a time, on a worker thread: while a chunk is in flight, the next ones
+        (up to :data:`AHEAD` chunks in all) are read, prepared, journaled and queued here, and
+        answered chunks are reported; the worker sends a queued chunk the moment the one
+        before it is answered and the breakers have passed.
         """
         tally = StepTally(plan.name, plan.mapping, plan.object_type)
         self.writer.start_step(tally)
@@ -95,7 +103,6 @@ class StepRunner:
         limit = self.options.canary_size or self.options.chunk_size
         buffer: list[Item] = []
         valid = buffered = 0
-        in_flight: _Chunk | None = None
         pool = ThreadPoolExecutor(1, "recordsync-send") if sender is not None else None
         try:
             for row in rows:
@@ -110,23 +117,26 @@ class StepRunner:
                     buffer.append(_checked(row))
                     valid += row.status is RowStatus.VALID
                 if valid >= limit or buffered >= FLUSH_ROWS:
-                    in_flight = self._advance(tally, sender, pool, buffer, in_flight)
+                    self._advance(tally, sender, pool, buffer)
                     if valid:
                         limit = self.options.chunk_size
                     buffer, valid, buffered = [], 0, 0
-            in_flight = self._advance(tally, sender, pool, buffer, in_flight)
-            self._settle(tally, in_flight)
+            self._advance(tally, sender, pool, buffer)
+            while self._queue:
+                self._settle_oldest(tally)
             self._flush_ack()
             if self.hook is not None and sender is not None:
                 self.hook.step_done(plan, tally)
         except RecordsyncError as stop:
             tally.aborted = str(stop.message)
             self._flush_ack()
-            self._ack_unsent(stop)
-            self._drain(tally, itertools.chain(self._unsent, rows), stop)
+            self._retract_queue(tally, stop)
+            self._drain(tally, rows, stop)
             raise
         finally:
-            self._unsent = []
+            self._stopped = True  # whatever is still queued (an unexpected error) stays unsent
+            self._queue.clear()
+            self._loose = []
             self._flush_ack()
             if pool is not None:
                 pool.shutdown(wait=True)
@@ -144,20 +154,26 @@ class StepRunner:
         self.progress.step_finished(tally)
         return tally
 
-    def _drain(self, tally: StepTally, rows: Iterable[Item], stop: RecordsyncError) -> None:
-        """Report ``rows`` without sending: the unsent rows already read (counted), then the
-        rest of the source (counted here)."""
+    def _drain(
+        self,
+        tally: StepTally,
+        rows: Iterable[Item],
+        stop: RecordsyncError,
+        *,
+        counted: bool = False,
+    ) -> None:
+        """Report ``rows`` without sending; ``counted``: they were read (and counted) before
+        the stop, else they are the rest of the source, counted here."""
         reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
-        already = {id(r) for r in self._unsent}
         for row in rows:
             if type(row) is UnchangedBlock:
-                if id(row) not in already:
+                if not counted:
                     tally.read += len(row)
                 self.writer.record_block(tally, row)
                 self.progress.rows_done(len(row))
                 continue
             assert isinstance(row, PreparedRow)
-            if id(row) not in already:
+            if not counted:
                 tally.read += 1
             row = _checked(row)
             if row.status is RowStatus.VALID:
@@ -177,34 +193,32 @@ class StepRunner:
         sender: ChunkSender | None,
         pool: ThreadPoolExecutor | None,
         buffer: list[Item],
-        in_flight: _Chunk | None,
-    ) -> _Chunk | None:
-        """Journal ``buffer``'s chunk, settle the chunk in flight, send ``buffer``'s chunk,
-        then acknowledge and report the settled one.
+    ) -> None:
+        """Journal and queue ``buffer``'s chunk, then settle the oldest chunks until at most
+        :data:`AHEAD` are unsettled.
 
-        Only waiting for the answer separates two sends: the next chunk is journaled while
-        the previous one is in flight, and the previous one is acknowledged and reported while
-        the next one is. If settling stops the run, ``buffer``'s chunk was journaled but never
-        sent: it is acknowledged as not sent and its rows are reported so.
+        Only waiting for the answer separates two sends: chunks are journaled and queued while
+        the one before them is in flight, and an answered chunk is acknowledged and reported
+        once the next one is on the wire. If journaling fails, the chunks already queued are
+        settled first; ``buffer``'s rows are then reported as not sent.
         """
         chunk = _Chunk(
             buffer,
             [r for r in buffer if type(r) is PreparedRow and r.status is RowStatus.VALID],
         )
         sending = bool(chunk.to_send) and sender is not None and pool is not None
-        if sending:  # encoded here, while the previous chunk is in flight
+        if sending:  # encoded here, while an earlier chunk is in flight
             chunk.body = _encoded([r.payload or {} for r in chunk.to_send])
-        self._unsent = buffer  # reported as not sent if the run stops before it is sent
+        self._loose = buffer  # reported as not sent if the run stops before it is queued
         if sending and self.hook is not None and self._plan is not None:
-            # journaled while the previous chunk is still in flight
-            chunk.chunk_no = tally.chunks + 1  # the chunk in flight is already counted
+            chunk.chunk_no = tally.chunks + 1  # the chunks queued before it are counted
             try:
                 with self.hook.atomic():
                     self.hook.begin(self._plan, chunk.chunk_no, chunk.to_send)
             except BaseException:
-                self._settle(tally, in_flight)
+                while self._queue:
+                    self._settle_oldest(tally)
                 raise
-            self._begun = chunk
         if chunk.to_send and buffer:
             tally.chunks += 1
             tally.sent += len(chunk.to_send)
@@ -212,27 +226,31 @@ class StepRunner:
             chunk.first = chunk.to_send[0].source.source_row
             if sending:
                 assert sender is not None and pool is not None
-                # queued behind the chunk in flight: the worker sends it the moment that
-                # one's answer is in and the breakers passed (or never, after a stop)
+                # queued: the worker sends it the moment the chunk before it is answered and
+                # the breakers passed (or never, after a stop)
                 payloads = [r.payload or {} for r in chunk.to_send]
                 sender.note(payloads)
                 chunk.future = pool.submit(self._send, sender, chunk, payloads)
-        try:
-            settled = self._collect(tally, in_flight)
-        except BaseException:
-            self._retract(tally, chunk)
-            raise
-        if chunk.future is not None and self._traced is not False:
-            # Let the worker put this chunk on the wire before the work below competes with
+        if buffer:
+            self._queue.append(chunk)
+        self._loose = []
+        ahead = AHEAD if sending else 1
+        while len(self._queue) > ahead:
+            self._settle_oldest(tally)
+
+    def _settle_oldest(self, tally: StepTally) -> None:
+        """Collect the oldest queued chunk (raise a stop after reporting it), let the worker
+        put the next one on the wire, then acknowledge and report the collected chunk."""
+        chunk = self._queue.popleft()
+        settled = self._collect(tally, chunk)
+        following = next((c for c in self._queue if c.future is not None), None)
+        if following is not None and self._traced is not False:
+            # Let the worker put that chunk on the wire before the work below competes with
             # it for the interpreter lock: that work then overlaps the service's time only.
-            chunk.sent.wait()
-        self._unsent = []
-        self._begun = None
-        # the settled chunk is acknowledged and reported while this one is in flight
+            following.sent.wait()
         self._flush_ack()
         if settled is not None:
             self._report(tally, *settled)
-        return chunk if buffer else None
 
     def _send(
         self, sender: ChunkSender, chunk: _Chunk, payloads: list[BatchInput]
@@ -273,33 +291,38 @@ class StepRunner:
 
         return sent
 
-    def _retract(self, tally: StepTally, chunk: _Chunk) -> None:
-        """The step stopped while settling the chunk before ``chunk``: ``chunk`` was queued
-        but not sent (uncount it; it stays journaled-not-sent, and its rows are reported as
-        not sent). If it was sent after all — the worker had taken it before a stop raised on
-        the main thread — settle it: its outcomes are reported and acknowledged."""
-        if chunk.future is None:
-            return
-        self._stopped = True  # a stop raised on this side: the queued chunk must not go either
-        try:
-            chunk.future.result()
-        except _NotSent:
-            tally.chunks -= 1
-            tally.sent -= len(chunk.to_send)
-            chunk.future = None
-            return
-        except BaseException:
-            pass
-        self._begun = None
-        self._unsent = []
-        self._flush_ack()  # the chunk that stopped us first: one acknowledgement pending at a time
-        with contextlib.suppress(RecordsyncError):  # the stop being raised says why
-            self._settle(tally, chunk)
+    def _retract_queue(self, tally: StepTally, stop: RecordsyncError) -> None:
+        """The step stopped: the chunks still queued, in order. One the worker never sent is
+        uncounted, acknowledged in the journal as not sent and its rows reported so; one it
+        sent after all (a stop raised on this side while the worker had taken it) is settled:
+        its outcome is reported and acknowledged. Then the rows read but not yet queued."""
+        self._stopped = True  # a stop raised on this side: queued chunks must not go either
+        while self._queue:
+            chunk = self._queue.popleft()
+            if chunk.future is not None:
+                try:
+                    chunk.future.result()
+                except _NotSent:
+                    chunk.future = None
+                except BaseException:
+                    pass
+            if chunk.future is not None:  # sent: its outcome is known
+                self._flush_ack()  # one acknowledgement pending at a time
+                with contextlib.suppress(RecordsyncError):  # the stop being raised says why
+                    self._settle(tally, chunk)
+                self._flush_ack()
+                continue
+            if chunk.to_send:
+                tally.chunks -= 1
+                tally.sent -= len(chunk.to_send)
+                self._ack_not_sent(chunk, stop)
+            self._drain(tally, chunk.rows, stop, counted=True)
+        loose, self._loose = self._loose, []
+        self._drain(tally, loose, stop, counted=True)
 
-    def _ack_unsent(self, stop: RecordsyncError) -> None:
+    def _ack_not_sent(self, chunk: _Chunk, stop: RecordsyncError) -> None:
         """A chunk journaled but never sent (the run stopped first): acknowledge it as such."""
-        chunk, self._begun = self._begun, None
-        if chunk is not None and self.hook is not None and self._plan is not None:
+        if chunk.chunk_no and self.hook is not None and self._plan is not None:
             reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
             results = [EntryResult(RowStatus.FAILED, None, reason) for _ in chunk.to_send]
             self.hook.ack(self._plan, chunk.chunk_no, chunk.to_send, results)
@@ -310,20 +333,16 @@ class StepRunner:
             chunk, results = pending
             self.hook.ack(self._plan, chunk.chunk_no, chunk.to_send, results)
 
-    def _settle(self, tally: StepTally, chunk: _Chunk | None) -> None:
+    def _settle(self, tally: StepTally, chunk: _Chunk) -> None:
         """Report every row of ``chunk`` with its outcome; raise a stop after reporting."""
         settled = self._collect(tally, chunk)
         if settled is not None:
             self._report(tally, *settled)
 
-    def _collect(
-        self, tally: StepTally, chunk: _Chunk | None
-    ) -> tuple[_Chunk, list[EntryResult]] | None:
+    def _collect(self, tally: StepTally, chunk: _Chunk) -> tuple[_Chunk, list[EntryResult]] | None:
         """Wait for ``chunk``'s outcome and check the breakers. A stop (the chunk aborted, a
         breaker tripped) is raised after the chunk's rows are reported; otherwise the rows
         are left for :meth:`_report`, so that the next chunk can be sent first."""
-        if chunk is None:
-            return None
         results: list[EntryResult] = []
         stop: RecordsyncError | None = None
         if chunk.future is not None:
