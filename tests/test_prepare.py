@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recordsync.config import load_mapping, load_pipeline
 from recordsync.errors import ConfigError
@@ -302,3 +304,41 @@ def test_a_header_differing_only_in_spaces_or_case_is_named_first_not_matched(
     assert "the header has 'Lead Score ' (trailing space)" in first
     assert "column 'Company' not found; the header has 'company' (different case)" in first
     assert "column(s) not in the source's header: 'Lead Score', 'Company', 'Phone'" in first
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    lines=st.lists(st.integers(2, 400), min_size=1, max_size=80, unique=True),
+    bad_share=st.integers(0, 3),
+    size=st.integers(1, 9),
+)
+def test_a_batch_prepared_in_slices_keeps_every_row_and_malformed_line_in_line_order(
+    lines: list[int], bad_share: int, size: int
+) -> None:
+    """The slices of a read batch hold its rows in order, and each malformed line goes with
+    the slice it falls in: prepared slice by slice, lines come out as from one batch."""
+    import numpy as np
+    import pyarrow as pa
+
+    from recordsync.prepare import _slices
+    from recordsync.read import BadLine, SourceBatch
+
+    lines.sort()
+    bad_lines = [n for i, n in enumerate(lines) if bad_share and i % 4 < bad_share]
+    good = [n for n in lines if n not in bad_lines] or [1]
+    batch = pa.RecordBatch.from_pydict({"line": good})
+    sb = SourceBatch(
+        "f.csv", batch, np.array(good, dtype=np.int64), [BadLine(n, "x", "bad") for n in bad_lines]
+    )
+    order: list[int] = []
+    for part in _slices(sb, size):
+        assert part.batch.column(0).to_pylist() == part.rows.tolist()
+        rows, bad = part.rows.tolist(), [b.line for b in part.bad]
+        b = 0
+        for line in rows:  # the interleaving of prepare._build_rows
+            while b < len(bad) and bad[b] < line:
+                order.append(bad[b])
+                b += 1
+            order.append(line)
+        order.extend(bad[b:])
+    assert order == sorted([*good, *bad_lines])

@@ -106,6 +106,12 @@ def _bad_row(bl: BadLine, file: str, columns: list[str]) -> PreparedRow:
     )
 
 
+SLICE_ROWS = 2048
+"""Rows mapped and validated at a time: a read batch is prepared in slices, so that a run's
+main thread returns to its chunks (acknowledging, reporting, queueing the next) between
+slices instead of leaving the service waiting for a whole batch."""
+
+
 def _rows_of(
     sb: SourceBatch,
     mapper: BatchMapper,
@@ -113,9 +119,29 @@ def _rows_of(
     fidx: int,
     policy: str,
     gcb: BatchGC,
-) -> list[PreparedRow]:
-    with gcb.building():
-        return _build_rows(sb, mapper, dups, fidx, policy)
+) -> Iterator[PreparedRow]:
+    for part in _slices(sb, SLICE_ROWS):
+        with gcb.building():
+            rows = _build_rows(part, mapper, dups, fidx, policy)
+        yield from rows
+
+
+def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:
+    """``sb`` in slices of ``size`` rows (no copy); each malformed line goes with the slice
+    whose rows it falls among (before the next slice's first row), as in one batch."""
+    n = len(sb.rows)
+    if n <= size:
+        yield sb
+        return
+    bad, b = sb.bad, 0
+    for start in range(0, n, size):
+        end = min(start + size, n)
+        mine: list[BadLine] = []
+        limit = int(sb.rows[end]) if end < n else None
+        while b < len(bad) and (limit is None or bad[b].line < limit):
+            mine.append(bad[b])
+            b += 1
+        yield SourceBatch(sb.file, sb.batch.slice(start, end - start), sb.rows[start:end], mine)
 
 
 def _build_rows(

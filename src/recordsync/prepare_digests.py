@@ -14,7 +14,7 @@ that are not found unchanged. Memory: 25 bytes a row (digest, snapshot row, flag
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -245,13 +245,17 @@ def prepare_digested(
 
 
 def _with_digests(
-    rows: list[PreparedRow], seen: _Seen, positions: npt.NDArray[np.int64], line_of: list[int]
-) -> list[PreparedRow]:
-    """Set ``digest`` on the prepared rows of batch rows ``positions`` (bad lines among them
-    have none)."""
+    rows: Iterable[PreparedRow],
+    seen: _Seen,
+    positions: npt.NDArray[np.int64],
+    line_of: list[int],
+) -> Iterator[PreparedRow]:
+    """The prepared rows of batch rows ``positions``, with ``digest`` set (bad lines among
+    them have none)."""
     d, ok = seen.digests, seen.ok
     if d is None or ok is None:
-        return rows
+        yield from rows
+        return
     j = 0
     pos = positions.tolist()
     for r in rows:
@@ -260,7 +264,7 @@ def _with_digests(
             j += 1
             if ok[i]:
                 r.digest = (int(d[i, 0]), int(d[i, 1]))
-    return rows
+        yield r
 
 
 def _stream(
@@ -301,7 +305,7 @@ def _stream(
                 # read again: the whole batch; kept: just the unmatched rows (never demoted ones)
                 sub = _take(sb, slow) if scan.reread else sb
                 rows = _rows_of(sub, mapper, dups, fidx, policy, gcb)
-                slow_rows = _with_digests(rows, seen, slow, line_of)
+                slow_rows = list(_with_digests(rows, seen, slow, line_of))
             columns = sb.batch.schema.names
             bad = [_bad_row(bl, sb.file, columns) for bl in seen.bad]
             yield from _interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot)

@@ -108,7 +108,7 @@ def _run_counting(
     real = prepare_digests._rows_of
 
     def counting(sb: Any, *args: Any) -> Any:
-        rows = real(sb, *args)
+        rows = list(real(sb, *args))
         name = Path(sb.file).name
         mapped[name] = mapped.get(name, 0) + len(rows)
         return rows
