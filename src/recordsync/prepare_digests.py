@@ -234,14 +234,15 @@ def prepare_digested(
     users: list[dict[str, Any]] | None,
     snapshot: Snapshot | None,
     fp: bytes,
+    slice_rows: int | None = None,
 ) -> Iterator[Item]:
     """Yield, in source order, PreparedRows (with ``digest`` set where the row has one) and
     UnchangedBlocks of rows found in ``snapshot``. Config errors are raised before the
-    first row, as in ``prepare_step``."""
+    first row, as in ``prepare_step`` (and ``slice_rows`` as there)."""
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
     scan = _Scan(mapper, mapping, base_dir, snapshot, fp)
-    return _stream(mapping, base_dir, mapper, scan, snapshot)
+    return _stream(mapping, base_dir, mapper, scan, snapshot, slice_rows)
 
 
 def _with_digests(
@@ -273,6 +274,7 @@ def _stream(
     mapper: BatchMapper,
     scan: _Scan,
     snapshot: Snapshot | None,
+    slice_rows: int | None,
 ) -> Iterator[Item]:
     files = {f: i for i, f in enumerate(scan.files)}
     gcb = BatchGC()
@@ -295,7 +297,7 @@ def _stream(
                     got = row_digests(sb.batch, scan.columns, scan.fp)
                 if got is not None:
                     seen.digests, seen.ok = got
-                rows = _rows_of(sb, mapper, dups, fidx, policy, gcb)
+                rows = _rows_of(sb, mapper, dups, fidx, policy, gcb, slice_rows)
                 yield from _with_digests(rows, seen, slow, line_of)
                 if scan.later:
                     seen.digests = seen.ok = None  # copied onto the rows
@@ -304,7 +306,7 @@ def _stream(
             if len(slow):
                 # read again: the whole batch; kept: just the unmatched rows (never demoted ones)
                 sub = _take(sb, slow) if scan.reread else sb
-                rows = _rows_of(sub, mapper, dups, fidx, policy, gcb)
+                rows = _rows_of(sub, mapper, dups, fidx, policy, gcb, slice_rows)
                 slow_rows = list(_with_digests(rows, seen, slow, line_of))
             columns = sb.batch.schema.names
             bad = [_bad_row(bl, sb.file, columns) for bl in seen.bad]

@@ -154,8 +154,10 @@ def build_plans(
     users: list[dict[str, Any]] | None,
     wrap: PlanWrapper | None = None,
     steps: set[str] | None = None,
+    slice_rows: int | None = None,
 ) -> list[StepPlan]:
-    """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily."""
+    """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily, read
+    batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``)."""
     from recordsync.prepare import prepare_step
     from recordsync.validate.pipeline_check import check_step
     from recordsync.validate.schema import Schema
@@ -172,7 +174,13 @@ def build_plans(
             continue
 
         def rows(step: Any = step) -> Iterator[PreparedRow]:
-            return prepare_step(step.config, base_dir=step.base_dir, schema=schema, users=users)
+            return prepare_step(
+                step.config,
+                base_dir=step.base_dir,
+                schema=schema,
+                users=users,
+                slice_rows=slice_rows,
+            )
 
         def estimate(step: Any = step) -> int | None:
             return estimate_rows(step.config.source, step.base_dir)
@@ -187,6 +195,7 @@ def build_plans(
                 users=users,
                 snapshot=snapshot,
                 fp=fp,
+                slice_rows=slice_rows,
             )
 
         def fingerprint(step: Any = step) -> bytes | None:
@@ -344,7 +353,10 @@ def _run(
             users = client.users()
         except AuthError as exc:
             raise exc.with_hint(target.auth_hint()) from None
-        plans = build_plans(pipeline, schema_json, users, wrap, steps)
+        from recordsync.prepare import SLICE_ROWS
+
+        slices = None if options.dry_run else SLICE_ROWS  # a dry run has no chunks to wait
+        plans = build_plans(pipeline, schema_json, users, wrap, steps, slices)
         run_id = new_run_id(name)
 
         def go(hook: ChunkHook | None) -> RunResult:
