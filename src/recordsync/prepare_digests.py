@@ -259,12 +259,13 @@ def _with_digests(
         return
     j = 0
     pos = positions.tolist()
+    pairs, has = d.tolist(), ok.tolist()  # Python ints, once per batch
     for r in rows:
         if j < len(pos) and r.source.source_row == line_of[pos[j]]:
             i = pos[j]
             j += 1
-            if ok[i]:
-                r.digest = (int(d[i, 0]), int(d[i, 1]))
+            if has[i]:
+                r.digest = (pairs[i][0], pairs[i][1])
         yield r
 
 

@@ -18,7 +18,6 @@ an entry is safe only when a second application cannot create a second record:
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from recordsync.model import BatchInput
@@ -123,22 +122,22 @@ def resend_as_is_safe(object_type: str, entry: BatchInput, *, dedup_trusted: boo
 
 
 class NameTracker:
-    """Counts the names of entries sent in one step, to know which names are unique so far."""
+    """Counts the names of entries sent in one step, to know which names are unique so far.
+
+    Names are kept as their (per-process) hashes: two different names with the same hash
+    count as one name sent twice, so a collision can only make a name look not unique, and
+    its entry held in doubt rather than resent by name: the safe side."""
 
     __slots__ = ("_multi", "_seen")
 
     def __init__(self) -> None:
-        self._seen: set[bytes] = set()
-        self._multi: set[bytes] = set()
-
-    @staticmethod
-    def _digest(name: str) -> bytes:
-        return hashlib.blake2b(name.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        self._seen: set[int] = set()
+        self._multi: set[int] = set()
 
     def add(self, name: Any) -> None:
         if not isinstance(name, str):
             return
-        d = self._digest(name)
+        d = hash(name)
         if d in self._seen:
             self._multi.add(d)
         else:
@@ -148,7 +147,7 @@ class NameTracker:
         """True when ``name`` was sent exactly once in this step."""
         if not isinstance(name, str) or not name:
             return False
-        d = self._digest(name)
+        d = hash(name)
         return d in self._seen and d not in self._multi
 
 
