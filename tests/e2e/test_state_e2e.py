@@ -175,8 +175,9 @@ def test_a_stop_raised_on_the_main_thread_still_accounts_for_the_queued_chunk(
     tmp_path: Path,
 ) -> None:
     """A stop that is not the sender's (here the progress display fails after the first
-    answer): the chunk queued behind it was either never sent (reported as not sent) or
-    already sent by the worker (reported with its outcomes); nothing is left in flight."""
+    answer): each chunk queued behind it was either never sent (reported as not sent) or
+    already sent by the worker (reported with its outcomes); nothing is left in flight. (The
+    worker usually has the second chunk on the wire by then; rarely a third.)"""
     from recordsync.errors import RunAborted
     from recordsync.runner import NullProgress
 
@@ -206,7 +207,7 @@ def test_a_stop_raised_on_the_main_thread_still_accounts_for_the_queued_chunk(
     assert result.exit_code == 3, result.error
     assert result.summary["accounting_ok"], result.summary["accounting_errors"]
     totals = result.summary["totals"]
-    assert totals["created"] == len(held) and totals["created"] in (10, 20)
+    assert totals["created"] == len(held) and totals["created"] in (10, 20, 30, 40)
     assert totals["not_sent"] == 40 - totals["created"]
     store = StateStore(tmp_path / "state.db")
     try:

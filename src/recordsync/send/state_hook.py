@@ -217,17 +217,21 @@ class StateHook:
     def ack(
         self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow], results: list[EntryResult]
     ) -> None:
-        outcomes = [
-            (r.source.source_row, res.status.value, res.record_id, res.error)
-            for r, res in zip(rows, results, strict=True)
-        ]
-        for r in rows:
-            self._hash.pop(id(r), None)
+        from recordsync.state import ChunkResult
+
+        if len(rows) != len(results):  # before any change: nothing half-acknowledged
+            raise ValueError(f"{len(results)} results for a chunk of {len(rows)} rows")
+        outcomes: list[ChunkResult] = []
+        add = outcomes.append
+        forget = self._hash.pop
         snap = self._snap
-        if snap is not None:
-            for r, res in zip(rows, results, strict=True):
-                if res.status in (RowStatus.CREATED, RowStatus.UPDATED):
-                    _keep(snap, r, res.record_id)
+        kept = (RowStatus.CREATED, RowStatus.UPDATED)
+        for r, res in zip(rows, results, strict=True):
+            status = res.status
+            add(ChunkResult(r.source.source_row, status.value, res.record_id, res.error))
+            forget(id(r), None)
+            if snap is not None and status in kept:
+                _keep(snap, r, res.record_id)
         self.journal.ack_chunk(
             self.run_id, plan.name, chunk_no + self._offset.get(plan.name, 0), outcomes
         )

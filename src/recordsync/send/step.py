@@ -363,6 +363,7 @@ class StepRunner:
         elif chunk.to_send:  # dry run
             results = [EntryResult(RowStatus.VALID)] * len(chunk.to_send)
         if stop is not None:
+            self._stopped = True  # at once: the worker must not take a queued chunk now
             self._report(tally, chunk, results)
             raise stop
         return chunk, results
