@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.state import ChunkResult, Journal, JournalRow, StateStore
-from recordsync.state import journal as journal_module
+from recordsync.state import ChunkResult, Journal, JournalRow, StateStore, journal_fold
 
 _STATUSES = ("created", "updated", "failed", "in_doubt")
 
@@ -144,7 +143,7 @@ def test_a_fold_that_fails_keeps_the_outcomes_to_fold(
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(j, "_fold_range", broken)  # from the journal
-    monkeypatch.setattr(journal_module, "LEDGER_UPSERT", "INSERT INTO gone VALUES (?)")  # kept
+    monkeypatch.setattr(journal_fold, "LEDGER_UPSERT", "INSERT INTO gone VALUES (?)")  # kept
     with pytest.raises(sqlite3.OperationalError):
         j.fold()
     with pytest.raises(sqlite3.OperationalError):

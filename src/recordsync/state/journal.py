@@ -25,17 +25,15 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from operator import itemgetter
+from collections.abc import Iterable, Sequence
 
 from recordsync.errors import AccountingError, RecordsyncError
+from recordsync.state.journal_fold import LedgerFold
 from recordsync.state.journal_read import (
     FINAL_STATUSES,
     PENDING,
     RETRY,
     ChunkResult,
-    JournalReader,
     JournalRow,
     Outcome,
     PendingChunk,
@@ -44,49 +42,10 @@ from recordsync.state.journal_read import (
     SourceRowSet,
 )
 from recordsync.state.store import (
-    ACKED_FAILED,
-    ACKED_SENT,
-    LEDGER_UPSERT,
     StateStore,
     utc_now,
     write_acknowledged,
 )
-
-_FOLD = (
-    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run_id, updated_at)"
-    " SELECT ?1, key, CASE WHEN status IN ('created', 'updated') THEN record_id END,"
-    " CASE WHEN status IN ('created', 'updated') THEN input_hash END, status, ?3, ?2"
-    " FROM (SELECT l.chunk_no, json_extract(j.value, '$[0]') AS source_row,"
-    " json_extract(j.value, '$[1]') AS key, json_extract(j.value, '$[2]') AS input_hash,"
-    " json_extract(j.value, '$[3]') AS status, json_extract(j.value, '$[4]') AS record_id"
-    " FROM chunk_log l, json_each(l.outcomes) j WHERE l.run_id = ?3 AND l.step = ?4"
-    " AND l.chunk_no BETWEEN ?5 AND ?6 AND l.outcomes IS NOT NULL)"
-    " WHERE key IS NOT NULL AND status IN ('created', 'updated', 'failed', 'in_doubt')"
-    " ORDER BY key, chunk_no, source_row"
-    " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
-    " record_id = CASE WHEN excluded.last_status IN ('created', 'updated')"
-    " THEN coalesce(excluded.record_id, ledger.record_id) ELSE ledger.record_id END,"
-    " input_hash = CASE WHEN excluded.last_status IN ('created', 'updated')"
-    " THEN excluded.input_hash ELSE ledger.input_hash END,"
-    " last_status = excluded.last_status, last_run_id = excluded.last_run_id,"
-    " updated_at = excluded.updated_at"
-)
-"""The ledger update rules of :func:`write_acknowledged`, from the journal in bulk: in key
-order (neighbouring keys share pages) and, for a key journaled twice, in journal order. Read
-with SQLite's JSON functions; a range with a chunk that is not ``plain`` (a key or hash with
-a NUL character, where SQLite's JSON strings end) and an SQLite built without them take
-:meth:`Journal._fold_in_python`, with the same rules and order."""
-
-_fold_order = itemgetter(0, 1, 2)
-"""Ledger rows read back from the journal, (key, chunk, source row, ...), in journal order:
-by key, then chunk, then source row (a key journaled twice ends with its last outcome)."""
-_by_key = itemgetter(1)
-_by_row = itemgetter(0)
-
-_ToFold = list[tuple[int, str, int | None, str | None, str, str, str]]
-"""Ledger upserts (:data:`recordsync.state.store.LEDGER_UPSERT` parameters) kept from the
-acknowledgements, in journal order."""
 
 _Journaled = dict[int, tuple[str | None, str | None]]
 """source row → (source key, input hash) of a begun chunk."""
@@ -105,7 +64,7 @@ __all__ = [
 ]
 
 
-class Journal(JournalReader):
+class Journal(LedgerFold):
     """The run journal of one pipeline, stored in the state database: reading (inherited)
     and writing.
 
@@ -124,13 +83,6 @@ class Journal(JournalReader):
         between chunks, at the end of each step and in :meth:`finish_run`; a resumed run folds
         what the dead attempt acknowledged). One sorted bulk upsert instead of one random
         ledger write per row per chunk: far fewer pages written per commit."""
-        self._unfolded: dict[tuple[str, str, str], tuple[int, int]] = {}
-        """(run, step, mapping) → (first, last) chunk number acknowledged but not folded."""
-        self._to_fold: dict[tuple[str, str, str], tuple[_ToFold, bool]] = {}
-        """(run, step, mapping) → the ledger rows of those chunks, kept from the
-        acknowledgements (so a fold does not read back what was just written), and whether
-        they were acknowledged in chunk order."""
-        self.unfolded_rows = 0
 
     # -- runs ------------------------------------------------------------------------
     def start_run(self, run_id: str) -> RunInfo:
@@ -343,24 +295,7 @@ class Journal(JournalReader):
             (chunk_state, utc_now(), run_id, step, chunk_no),
         )
         if defer:
-            key = (run_id, step, mapping)
-            first, last = self._unfolded.get(key, (chunk_no, chunk_no - 1))
-            self._unfolded[key] = (min(first, chunk_no), max(last, chunk_no))
-            self.unfolded_rows += len(outcomes)
-            rows, in_order = self._to_fold.get(key, ([], True))
-            scope = self.store.scope_id(self.pipeline, mapping)
-            assert scope is not None
-            now = utc_now()  # the ledger's updated_at: when the outcome was acknowledged
-            for o in sorted(outcomes, key=_by_row):  # source-row order within the chunk
-                k, h = journaled[o.source_row]
-                if k is None:
-                    continue
-                status = str(o.status)
-                if status in ACKED_SENT:
-                    rows.append((scope, k, o.record_id, h, status, run_id, now))
-                elif status in ACKED_FAILED:
-                    rows.append((scope, k, None, None, status, run_id, now))
-            self._to_fold[key] = (rows, in_order and chunk_no > last)
+            self._keep_to_fold(run_id, step, mapping, chunk_no, outcomes, journaled)
             return
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
@@ -373,91 +308,6 @@ class Journal(JournalReader):
                 for o in outcomes
             ),
         )
-
-    # -- the ledger from the journal ------------------------------------------------------
-    def fold(self) -> int:
-        """Write the outcomes that :meth:`ack_chunk` deferred (``defer_ledger``) to the
-        ledger, in one transaction (or the caller's). Returns the number of rows folded."""
-        if not self._unfolded:
-            return 0
-        with self._restored_on_failure(), self.store.transaction() as conn:
-            return self._fold(conn)
-
-    @contextmanager
-    def _restored_on_failure(self) -> Iterator[None]:
-        """If the transaction that folds does not commit, the outcomes stay to be folded."""
-        unfolded, rows, held = dict(self._unfolded), self.unfolded_rows, dict(self._to_fold)
-        try:
-            yield
-        except BaseException:
-            self._unfolded, self.unfolded_rows, self._to_fold = unfolded, rows, held
-            raise
-
-    def _fold(self, conn: sqlite3.Connection, run_id: str | None = None) -> int:
-        """Fold what this object acknowledged and deferred, from the rows it kept (the same
-        rows, order and rules as :meth:`_fold_range` reading the journal back)."""
-        pending = [k for k in self._unfolded if run_id is None or k[0] == run_id]
-        folded = 0
-        for key in pending:
-            rows, in_order = self._to_fold.get(key, ([], False))
-            if not in_order:  # acknowledged out of chunk order (or not kept): as on resume
-                first, last = self._unfolded[key]
-                folded += self._fold_range(conn, *key, first, last)
-                continue
-            # chunks acknowledged in order, rows in order within each: a stable sort on the
-            # key alone gives the journal's (key, chunk, source row) order
-            rows.sort(key=_by_key)
-            conn.executemany(LEDGER_UPSERT, rows)
-            folded += len(rows)
-        for key in pending:
-            del self._unfolded[key]
-            self._to_fold.pop(key, None)
-        if not self._unfolded:
-            self.unfolded_rows = 0
-        return folded
-
-    def _fold_range(
-        self, conn: sqlite3.Connection, run_id: str, step: str, mapping: str, first: int, last: int
-    ) -> int:
-        scope = self.store.scope_id(self.pipeline, mapping)
-        assert scope is not None
-        odd = conn.execute(
-            "SELECT 1 FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no BETWEEN ? AND ?"
-            " AND plain = 0 LIMIT 1",
-            (run_id, step, first, last),
-        ).fetchone()
-        if odd is None and self.store.json_functions:
-            return int(conn.execute(_FOLD, (scope, utc_now(), run_id, step, first, last)).rowcount)
-        return self._fold_in_python(conn, scope, run_id, step, first, last)
-
-    def _fold_in_python(
-        self, conn: sqlite3.Connection, scope: int, run_id: str, step: str, first: int, last: int
-    ) -> int:
-        """:data:`_FOLD` without SQLite's JSON functions: the same rows in the same order."""
-        rows: list[tuple[str, int, int, int | None, str | None, str]] = []
-        cur = conn.execute(
-            "SELECT chunk_no, outcomes FROM chunk_log WHERE run_id = ? AND step = ?"
-            " AND chunk_no BETWEEN ? AND ? AND outcomes IS NOT NULL",
-            (run_id, step, first, last),
-        )
-        for chunk_no, text in cur.fetchall():
-            for sr, key, input_hash, status, rid, _error in json.loads(text):
-                if key is not None and status in FINAL_STATUSES:
-                    rows.append((key, chunk_no, sr, rid, input_hash, status))
-        rows.sort(key=_fold_order)
-        return write_acknowledged(conn, scope, run_id, ((r[0], r[3], r[4], r[5]) for r in rows))
-
-    def fold_run(self, run_id: str) -> int:
-        """Fold every acknowledged outcome of ``run_id`` into the ledger again (idempotent:
-        the same values, in chunk order). A resumed run calls it for what the attempt that
-        died acknowledged but may not have folded."""
-        with self.store.transaction() as conn:
-            ranges = conn.execute(
-                "SELECT step, mapping, min(chunk_no), max(chunk_no) FROM chunks"
-                " WHERE run_id = ? AND state = 'acked' GROUP BY step, mapping",
-                (run_id,),
-            ).fetchall()
-            return sum(self._fold_range(conn, run_id, *r) for r in ranges)
 
     def settle_in_flight(self, run_id: str) -> list[Outcome]:
         """Settle the chunks of ``run_id`` that were begun but never acknowledged: their
