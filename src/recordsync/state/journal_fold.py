@@ -15,6 +15,7 @@ from recordsync.state.journal_read import FINAL_STATUSES, ChunkResult, JournalRe
 from recordsync.state.store import (
     ACKED_FAILED,
     ACKED_SENT,
+    LEDGER_ON_CONFLICT,
     LEDGER_UPSERT,
     StateStore,
     utc_now,
@@ -32,14 +33,7 @@ _FOLD = (
     " FROM chunk_log l, json_each(l.outcomes) j WHERE l.run_id = ?3 AND l.step = ?4"
     " AND l.chunk_no BETWEEN ?5 AND ?6 AND l.outcomes IS NOT NULL)"
     " WHERE key IS NOT NULL AND status IN ('created', 'updated', 'failed', 'in_doubt')"
-    " ORDER BY key, chunk_no, source_row"
-    " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
-    " record_id = CASE WHEN excluded.last_status IN ('created', 'updated')"
-    " THEN coalesce(excluded.record_id, ledger.record_id) ELSE ledger.record_id END,"
-    " input_hash = CASE WHEN excluded.last_status IN ('created', 'updated')"
-    " THEN excluded.input_hash ELSE ledger.input_hash END,"
-    " last_status = excluded.last_status, last_run_id = excluded.last_run_id,"
-    " updated_at = excluded.updated_at"
+    " ORDER BY key, chunk_no, source_row" + LEDGER_ON_CONFLICT
 )
 """The ledger update rules of :func:`write_acknowledged`, from the journal in bulk: in key
 order (neighbouring keys share pages) and, for a key journaled twice, in journal order. Read

@@ -283,9 +283,7 @@ class StateStore:
         return removed
 
 
-LEDGER_UPSERT = (
-    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run_id, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+LEDGER_ON_CONFLICT = (
     " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
     " record_id = CASE WHEN excluded.last_status IN ('created', 'updated')"
     " THEN coalesce(excluded.record_id, ledger.record_id) ELSE ledger.record_id END,"
@@ -293,6 +291,13 @@ LEDGER_UPSERT = (
     " THEN excluded.input_hash ELSE ledger.input_hash END,"
     " last_status = excluded.last_status, last_run_id = excluded.last_run_id,"
     " updated_at = excluded.updated_at"
+)
+"""The ledger update rules, for an insert of ledger rows (one at a time here, or in bulk from
+the journal: ``recordsync.state.journal_fold``)."""
+
+LEDGER_UPSERT = (
+    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
+    " last_run_id, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)" + LEDGER_ON_CONFLICT
 )
 """The ledger update rules, one row at a time: created / updated write the record id (kept
 when none is given) and the hash; failed / in_doubt only the status and run (a new key gets
