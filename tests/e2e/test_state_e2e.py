@@ -28,7 +28,16 @@ def deals(n: int) -> list[PreparedRow]:
     ]
 
 
-def run(tmp: Path, url: str, run_id: str, rows: list[PreparedRow], **retry: Any) -> Any:
+def run(
+    tmp: Path,
+    url: str,
+    run_id: str,
+    rows: list[PreparedRow],
+    run_kw: dict[str, Any] | None = None,
+    **retry: Any,
+) -> Any:
+    """One run of a deals step in chunks of 10 (``run_kw``: more run_plans arguments); the
+    run is finished, or aborted if it stopped."""
     with loopback_client(url, **retry) as client, open_state("p", tmp / "state.db", run_id) as st:
         result = run_plans(
             [StepPlan("deals", "deals.yaml", "deals", lambda: iter(rows))],
@@ -39,8 +48,9 @@ def run(tmp: Path, url: str, run_id: str, rows: list[PreparedRow], **retry: Any)
             target=target(url),
             hook=st,
             run_id=st.run_id,
+            **(run_kw or {}),
         )
-        st.finish("finished")
+        st.finish("aborted" if result.error is not None else "finished")
     return result
 
 
@@ -102,23 +112,9 @@ def test_a_breaker_stop_leaves_no_chunk_in_flight_in_the_journal(tmp_path: Path)
     for r in bad:
         assert r.payload is not None
         r.payload["fields"]["stage"] = "nope"  # the service fails every row
-    with (
-        served(tmp_path / "s.db") as url,
-        loopback_client(url) as client,
-        open_state("p", tmp_path / "state.db", "r1") as st,
-    ):
-        result = run_plans(
-            [StepPlan("deals", "deals.yaml", "deals", lambda: iter(bad))],
-            pipeline="p",
-            report_root=tmp_path / "reports",
-            options=SendOptions(10, None),
-            client=client,
-            target=target(url),
-            hook=st,
-            run_id="r1",
-            limits=RunLimits(max_failure_rate=0.5, breaker_min_rows=10),
-        )
-        st.finish("aborted")
+    with served(tmp_path / "s.db") as url:
+        limits = RunLimits(max_failure_rate=0.5, breaker_min_rows=10)
+        result = run(tmp_path, url, "r1", bad, {"limits": limits})
     assert result.exit_code == 3 and result.summary["totals"]["not_sent"] == 30
     store = StateStore(tmp_path / "state.db")
     try:
@@ -186,23 +182,8 @@ def test_a_stop_raised_on_the_main_thread_still_accounts_for_the_queued_chunk(
             raise RunAborted("the display failed")
 
     rows = deals(40)
-    with (
-        served(tmp_path / "s.db") as url,
-        loopback_client(url) as client,
-        open_state("p", tmp_path / "state.db", "r1") as st,
-    ):
-        result = run_plans(
-            [StepPlan("deals", "deals.yaml", "deals", lambda: iter(rows))],
-            pipeline="p",
-            report_root=tmp_path / "reports",
-            options=SendOptions(10, None),
-            client=client,
-            target=target(url),
-            hook=st,
-            run_id="r1",
-            progress=Failing(),
-        )
-        st.finish("aborted")
+    with served(tmp_path / "s.db") as url:
+        result = run(tmp_path, url, "r1", rows, {"progress": Failing()})
         held = all_records(url, "deals")
     assert result.exit_code == 3, result.error
     assert result.summary["accounting_ok"], result.summary["accounting_errors"]
