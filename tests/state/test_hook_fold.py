@@ -1,5 +1,6 @@
-"""The runner's hook folds acknowledged outcomes into the ledger: every FOLD_ROWS rows while a
-step streams, at the step's end, and at the run's end; a later step sees an earlier one's."""
+"""The runner's hook folds acknowledged outcomes into the ledger: a slice with each
+acknowledgement, every FOLD_ROWS rows while a step streams, at the step's end, and at the
+run's end; a later step sees an earlier one's."""
 
 from __future__ import annotations
 
@@ -22,9 +23,12 @@ def _plan(name: str) -> StepPlan:
     return StepPlan(name, name, "deals", lambda: [])
 
 
-def _send_all(hook: StateHook, plan: StepPlan, rows: list[PreparedRow], size: int) -> list[int]:
-    """Drive the hook as the step runner does: ack N and begin N+1 in one transaction.
-    Returns the ledger size seen before each chunk is begun."""
+def _send_all(
+    hook: StateHook, plan: StepPlan, rows: list[PreparedRow], size: int, *, runner: bool = False
+) -> list[int]:
+    """Drive the hook: ack N and begin N+1 in one transaction, or (``runner``) as the step
+    runner does, each in a transaction of its own. Returns the ledger size seen before each
+    chunk is begun."""
     seen: list[int] = []
     stream = iter(hook.classify(plan, rows))
     previous: tuple[int, list[PreparedRow]] | None = None
@@ -32,6 +36,10 @@ def _send_all(hook: StateHook, plan: StepPlan, rows: list[PreparedRow], size: in
     while True:
         chunk = [r for _, r in zip(range(size), stream, strict=False)]
         seen.append(len(list(hook.store.entries(hook.pipeline, plan.name))))
+        if runner and previous is not None:
+            n, sent = previous
+            hook.ack(plan, n, sent, [EntryResult(RowStatus.CREATED, 100 + n) for _ in sent])
+            previous = None
         with hook.atomic():
             if previous is not None:
                 n, sent = previous
@@ -66,6 +74,22 @@ def test_outcomes_are_folded_while_streaming_and_at_step_end(
     with StateStore(db) as store:
         entry = store.get("p", "deals", "k5")
         assert entry is not None and (entry.record_id, entry.last_status) == (107, "created")
+
+
+def test_each_acknowledgement_writes_a_slice_of_the_ledger(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state_hook, "FOLD_FROM", 4)
+    monkeypatch.setattr(state_hook, "FOLD_SLICE", 3)
+    monkeypatch.setattr(state_hook, "CLASSIFY_ROWS", 2)  # FOLD_ROWS (bulk) is never reached
+    rows = [prepared(i + 2, f"k{i}", {"stage": "won"}) for i in range(12)]
+    with open_state("p", tmp_path / "state.db", "r1") as hook:
+        seen = _send_all(hook, _plan("deals"), rows, 2, runner=True)
+        # chunks 1-2 acknowledged: 4 rows wait, 3 written with the second acknowledgement
+        assert seen[:4] == [0, 0, 0, 3] and seen == sorted(seen) and seen[-1] < 12
+        hook.step_done(_plan("deals"), StepTally("deals", "deals", "deals"))
+        assert len(list(hook.store.entries("p", "deals"))) == 12
+        hook.finish("finished")
 
 
 def test_finish_folds_a_step_that_never_reached_its_end(tmp_path: Path) -> None:

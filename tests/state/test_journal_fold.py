@@ -38,8 +38,10 @@ def _play(
     chunks: list[list[tuple[int, str, int | None, str | None]]],
     defer: bool,
     fold_every: int = 3,
+    slices: tuple[int, int] | None = None,
 ) -> Journal:
     j = Journal(store, "p", defer_ledger=defer)
+    j.slices = slices
     j.start_run("r1")
     source_row = 2
     for n, chunk in enumerate(chunks, start=1):
@@ -57,9 +59,16 @@ def _play(
 
 
 @settings(max_examples=25, deadline=None)
-@given(chunks=st.lists(_chunk, min_size=1, max_size=6))
+@given(
+    chunks=st.lists(_chunk, min_size=1, max_size=6),
+    slices=st.tuples(st.integers(0, 12), st.integers(1, 5)),
+    fold_every=st.sampled_from([0, 2, 3]),
+)
 def test_folded_ledger_equals_per_chunk_writes(
-    tmp_path_factory: object, chunks: list[list[tuple[int, str, int | None, str | None]]]
+    tmp_path_factory: object,
+    chunks: list[list[tuple[int, str, int | None, str | None]]],
+    slices: tuple[int, int],
+    fold_every: int,
 ) -> None:
     base = Path(tmp_path_factory.mktemp("fold"))  # type: ignore[attr-defined]
     with (
@@ -67,9 +76,14 @@ def test_folded_ledger_equals_per_chunk_writes(
         StateStore(base / "b.db", durable=False) as b,
         StateStore(base / "c.db", durable=False) as c,
         StateStore(base / "d.db", durable=False) as d,
+        StateStore(base / "e.db", durable=False) as e,
     ):
         ja = _play(a, chunks, defer=False)
         jb = _play(b, chunks, defer=True)
+        # written a slice with each acknowledgement (and folds between some of them)
+        je = _play(e, chunks, defer=True, fold_every=fold_every, slices=slices)
+        je.finish_run("r1")
+        assert je.unfolded_rows == 0 and _ledger(e) == _ledger(a)
         # folded only from the journal (as a resumed run does): with SQLite's JSON functions,
         # and without them
         c._json_each = False
@@ -166,4 +180,64 @@ def test_chunks_acknowledged_out_of_order_are_folded_from_the_journal(store: Sta
     assert [(e.source_key, e.record_id, e.last_status) for e in store.entries("p", "m")] == [
         ("k1", 20, "updated"),
         ("k2", 30, "created"),
+    ]
+
+
+def test_acknowledgements_write_the_ledger_in_key_sorted_slices(store: StateStore) -> None:
+    j = Journal(store, "p", defer_ledger=True)
+    j.slices = (4, 3)  # a sorted batch once 4 rows wait, 3 rows written per acknowledgement
+    j.start_run("r1")
+    keys = ["k7", "k2", "k9", "k1", "k5", "k3"]
+    seen: list[list[str]] = []
+    for n, (first, second) in enumerate(zip(keys[::2], keys[1::2], strict=True), start=1):
+        rows = [JournalRow(2 * n, first, "h"), JournalRow(2 * n + 1, second, "h")]
+        j.begin_chunk("r1", "s", n, 2 * n, rows, mapping="m")
+        j.ack_chunk("r1", "s", n, [ChunkResult(r.source_row, "created", n) for r in rows])
+        seen.append([e.source_key for e in store.entries("p", "m")])
+    # chunk 1: 2 rows wait; chunk 2: 4 wait, sorted (k1 k2 k7 k9), 3 written; chunk 3: the
+    # batch's last row; the chunk's own rows wait for the next batch or the fold
+    assert seen == [[], ["k1", "k2", "k7"], ["k1", "k2", "k7", "k9"]]
+    assert j.unfolded_rows == 2
+    assert j.fold() == 2 and sorted(e.source_key for e in store.entries("p", "m")) == sorted(keys)
+
+
+def test_a_slice_whose_acknowledgement_rolls_back_is_written_again(
+    store: StateStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = Journal(store, "p", defer_ledger=True)
+    j.slices = (1, 1)
+    j.start_run("r1")
+    for n in (1, 2):
+        j.begin_chunk("r1", "s", n, n + 1, [JournalRow(n + 1, f"k{n}", f"h{n}")], mapping="m")
+    monkeypatch.setattr(journal_fold, "LEDGER_UPSERT", "INSERT INTO gone VALUES (?)")
+    with pytest.raises(sqlite3.OperationalError):  # the slice fails: the ack rolls back too
+        j.ack_chunk("r1", "s", 1, [ChunkResult(2, "created", 20)])
+    assert j.unfolded_rows == 0 and list(j.outcomes("r1")) == []
+    monkeypatch.undo()
+    j.ack_chunk("r1", "s", 1, [ChunkResult(2, "created", 20)])
+    j.ack_chunk("r1", "s", 2, [ChunkResult(3, "updated", 30)])
+    assert [(e.source_key, e.record_id) for e in store.entries("p", "m")] == [
+        ("k1", 20),
+        ("k2", 30),
+    ]
+    assert j.unfolded_rows == 0 and j.fold() == 0
+
+
+def test_a_chunk_acknowledged_after_a_later_one_was_written_is_refolded(
+    store: StateStore,
+) -> None:
+    j = Journal(store, "p", defer_ledger=True)
+    j.slices = (1, 10)
+    j.start_run("r1")
+    for n in (1, 2, 3):  # the same key in chunks 1 and 3: chunk 3's outcome is the last
+        key = "k2" if n == 2 else "k1"
+        j.begin_chunk("r1", "s", n, n + 1, [JournalRow(n + 1, key, f"h{n}")], mapping="m")
+    j.ack_chunk("r1", "s", 3, [ChunkResult(4, "updated", 30)])
+    assert [e.record_id for e in store.entries("p", "m")] == [30]  # written by the slice
+    j.ack_chunk("r1", "s", 1, [ChunkResult(2, "created", 10)])
+    j.ack_chunk("r1", "s", 2, [ChunkResult(3, "created", 20)])
+    j.fold()
+    assert [(e.source_key, e.record_id) for e in store.entries("p", "m")] == [
+        ("k1", 30),
+        ("k2", 20),
     ]

@@ -11,8 +11,9 @@
   ledger keys, ``ref`` fields resolved from earlier steps' ledgers, and with
   ``match_by_ledger_id`` rows the ledger knows are sent with ``match_by: id``;
 - every chunk is journaled before it is sent and acknowledged after; the acknowledged
-  outcomes reach the ledger from the journal in key-sorted bulk writes (:data:`FOLD_ROWS`,
-  each step's end, the run's end; a resumed run folds its dead attempt's);
+  outcomes reach the ledger from the journal in key-sorted batches, written a slice with
+  each acknowledgement (:data:`FOLD_FROM`) and the rest at each step's end and the run's
+  end (a resumed run folds its dead attempt's);
 - when a step's rows are all acknowledged, its mirror deletes run (:meth:`step_done`);
 - a run that died (``running`` in the journal) is resumed: its run id is reused, its
   in-flight chunks are settled (safe rows are sent again, the others held ``in_doubt``),
@@ -46,9 +47,14 @@ Deleter = Callable[[str, int], object]
 
 log = logging.getLogger(__name__)
 CLASSIFY_ROWS = 500
+FOLD_FROM = 20_000
+FOLD_SLICE = 500
+"""The ledger is written while a step runs, :data:`FOLD_SLICE` rows with each acknowledged
+chunk, from key-sorted batches of what was acknowledged, a batch once :data:`FOLD_FROM` rows
+wait (:attr:`Journal.slices`): at the step's end at most about that many are left to write."""
 FOLD_ROWS = 100_000
-"""Acknowledged rows the journal collects before they are folded into the ledger in one sorted
-bulk write (:meth:`Journal.fold`), between chunks while a request is in flight."""
+"""Acknowledged rows that are folded into the ledger in one sorted bulk write
+(:meth:`Journal.fold`) between chunks, should the slices above not keep up."""
 
 
 class StateHook:
@@ -307,6 +313,7 @@ def open_state(
     try:
         with PipelineLock(store.path.parent, pipeline):
             journal = Journal(store, pipeline, defer_ledger=True)
+            journal.slices = (FOLD_FROM, FOLD_SLICE)
             info, resumed = journal.resume_or_start(run_id)
             if resumed:
                 held = journal.settle_in_flight(info.run_id)

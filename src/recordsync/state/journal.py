@@ -231,7 +231,10 @@ class Journal(LedgerFold):
         """Store the outcome of every row of a begun chunk and update the ledger, in one
         transaction. Every row of the chunk needs exactly one result."""
         outcomes = [r if type(r) is ChunkResult else ChunkResult(*r) for r in results]
-        with self.store.transaction() as conn:
+        # a slice of the ledger fold rides along, only in a transaction of its own: a caller's
+        # transaction may still roll back once this returns, and the slice with it
+        own = not self._conn.in_transaction
+        with self._restored_on_failure(), self.store.transaction() as conn:
             begun = self._begun.get((run_id, step, chunk_no))
             if begun is not None:  # begun by this process: state, mapping and rows known
                 mapping, journaled = begun
@@ -261,6 +264,8 @@ class Journal(LedgerFold):
             self._store_outcomes(
                 conn, run_id, step, chunk_no, mapping, outcomes, journaled, defer=self.defer_ledger
             )
+            if own and self.defer_ledger:
+                self._slice(conn)
         self._begun.pop((run_id, step, chunk_no), None)
 
     def _store_outcomes(

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from operator import itemgetter
 
 from recordsync.state.journal_read import FINAL_STATUSES, ChunkResult, JournalReader
@@ -50,6 +52,18 @@ _by_row = itemgetter(0)
 ToFold = list[tuple[int, str, int | None, str | None, str, str, str]]
 """Ledger upserts (:data:`recordsync.state.store.LEDGER_UPSERT` parameters) kept from the
 acknowledgements, in journal order."""
+_Key = tuple[str, str, str]
+"""(run, step, mapping)"""
+
+
+@dataclass(slots=True)
+class _Sorted:
+    """Kept ledger rows of chunks acknowledged in order, sorted by key, being written a slice
+    at a time (:meth:`LedgerFold.slices`)."""
+
+    key: _Key
+    rows: ToFold
+    done: int = 0
 
 
 class LedgerFold(JournalReader):
@@ -58,13 +72,22 @@ class LedgerFold(JournalReader):
 
     def __init__(self, store: StateStore, pipeline: str) -> None:
         super().__init__(store, pipeline)
-        self._unfolded: dict[tuple[str, str, str], tuple[int, int]] = {}
+        self._unfolded: dict[_Key, tuple[int, int]] = {}
         """(run, step, mapping) → (first, last) chunk number acknowledged but not folded."""
-        self._to_fold: dict[tuple[str, str, str], tuple[ToFold, bool]] = {}
+        self._to_fold: dict[_Key, tuple[ToFold, bool]] = {}
         """(run, step, mapping) → the ledger rows of those chunks, kept from the
         acknowledgements (so a fold does not read back what was just written), and whether
         they were acknowledged in chunk order."""
+        self._high: dict[_Key, int] = {}
+        """(run, step, mapping) → the highest chunk number acknowledged, folded or not."""
+        self._sorted: deque[_Sorted] = deque()
+        """Earlier acknowledgements' rows, sorted, partly written: written before the rest."""
+        self.slices: tuple[int, int] | None = None
+        """``(start_at, rows)``: write the ledger a slice of ``rows`` rows with each
+        acknowledgement, from key-sorted batches of everything kept once ``start_at`` rows
+        wait (:meth:`slices`); None: only :meth:`fold` writes the ledger."""
         self.unfolded_rows = 0
+        """Ledger rows acknowledged and not yet written (kept, or sorted and not written)."""
 
     def _keep_to_fold(
         self,
@@ -77,10 +100,14 @@ class LedgerFold(JournalReader):
     ) -> None:
         """Keep an acknowledged chunk's ledger rows, ready to fold."""
         key = (run_id, step, mapping)
+        high = self._high.get(key, 0)
         first, last = self._unfolded.get(key, (chunk_no, chunk_no - 1))
-        self._unfolded[key] = (min(first, chunk_no), max(last, chunk_no))
-        self.unfolded_rows += len(outcomes)
+        # acknowledged after a later chunk (folded or not): from the journal, in journal
+        # order, this chunk and every later one (folding them again is idempotent)
+        self._unfolded[key] = (min(first, chunk_no), max(last, high, chunk_no))
+        self._high[key] = max(high, chunk_no)
         rows, in_order = self._to_fold.get(key, ([], True))
+        before = len(rows)
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
         now = utc_now()  # the ledger's updated_at: when the outcome was acknowledged
@@ -93,32 +120,78 @@ class LedgerFold(JournalReader):
                 rows.append((scope, k, o.record_id, h, status, run_id, now))
             elif status in ACKED_FAILED:
                 rows.append((scope, k, None, None, status, run_id, now))
-        self._to_fold[key] = (rows, in_order and chunk_no > last)
+        self.unfolded_rows += len(rows) - before
+        self._to_fold[key] = (rows, in_order and chunk_no > high)
+
+    def _slice(self, conn: sqlite3.Connection) -> int:
+        """With :attr:`slices` set, in an acknowledgement's transaction: write the next slice
+        of the oldest sorted batch; first sort everything kept (acknowledged in order) into
+        new batches if none is left and enough rows wait. Key-sorted batches written in
+        slices dirty the same ledger pages as one bulk write of the batch: each slice is a
+        key range. Returns the number of rows written."""
+        if self.slices is None:
+            return 0
+        start_at, size = self.slices
+        if not self._sorted and self.unfolded_rows >= start_at:
+            for key, (rows, in_order) in list(self._to_fold.items()):
+                if in_order:  # else folded from the journal by fold()
+                    # stable: journal order within a key; a copy, so that a rollback of this
+                    # transaction can take the acknowledgement's rows off the kept list
+                    self._sorted.append(_Sorted(key, sorted(rows, key=_by_key)))
+                    del self._to_fold[key], self._unfolded[key]
+        if not self._sorted:
+            return 0
+        batch = self._sorted[0]
+        part = batch.rows[batch.done : batch.done + size]
+        conn.executemany(LEDGER_UPSERT, part)
+        batch.done += len(part)
+        self.unfolded_rows -= len(part)
+        if batch.done >= len(batch.rows):
+            self._sorted.popleft()
+        return len(part)
 
     # -- the ledger from the journal ------------------------------------------------------
     def fold(self) -> int:
         """Write the outcomes that :meth:`ack_chunk` deferred (``defer_ledger``) to the
         ledger, in one transaction (or the caller's). Returns the number of rows folded."""
-        if not self._unfolded:
+        if not self._unfolded and not self._sorted:
             return 0
         with self._restored_on_failure(), self.store.transaction() as conn:
             return self._fold(conn)
 
     @contextmanager
     def _restored_on_failure(self) -> Iterator[None]:
-        """If the transaction that folds does not commit, the outcomes stay to be folded."""
-        unfolded, rows, held = dict(self._unfolded), self.unfolded_rows, dict(self._to_fold)
+        """If a transaction that acknowledges or folds does not commit, what was kept to fold
+        is as before it: rows kept since are dropped again, rows written are kept again."""
+        unfolded, count, high = dict(self._unfolded), self.unfolded_rows, dict(self._high)
+        held = {k: (rows, in_order, len(rows)) for k, (rows, in_order) in self._to_fold.items()}
+        batches = [(b, b.done) for b in self._sorted]
         try:
             yield
         except BaseException:
-            self._unfolded, self.unfolded_rows, self._to_fold = unfolded, rows, held
+            self._unfolded, self.unfolded_rows, self._high = unfolded, count, high
+            for rows, _, n in held.values():
+                del rows[n:]  # appended to in place; a fold sorts them in place (harmless)
+            self._to_fold = {k: (rows, in_order) for k, (rows, in_order, _) in held.items()}
+            self._sorted = deque(b for b, _ in batches)
+            for b, done in batches:
+                b.done = done
             raise
 
     def _fold(self, conn: sqlite3.Connection, run_id: str | None = None) -> int:
         """Fold what this object acknowledged and deferred, from the rows it kept (the same
         rows, order and rules as :meth:`_fold_range` reading the journal back)."""
-        pending = [k for k in self._unfolded if run_id is None or k[0] == run_id]
         folded = 0
+        later: deque[_Sorted] = deque()
+        for batch in self._sorted:  # acknowledged before what is kept below: first
+            if run_id is None or batch.key[0] == run_id:
+                conn.executemany(LEDGER_UPSERT, batch.rows[batch.done :])
+                folded += len(batch.rows) - batch.done
+                batch.done = len(batch.rows)
+            else:
+                later.append(batch)
+        self._sorted = later
+        pending = [k for k in self._unfolded if run_id is None or k[0] == run_id]
         for key in pending:
             rows, in_order = self._to_fold.get(key, ([], False))
             if not in_order:  # acknowledged out of chunk order (or not kept): as on resume
@@ -133,8 +206,9 @@ class LedgerFold(JournalReader):
         for key in pending:
             del self._unfolded[key]
             self._to_fold.pop(key, None)
-        if not self._unfolded:
-            self.unfolded_rows = 0
+        self.unfolded_rows = sum(len(r) for r, _ in self._to_fold.values()) + sum(
+            len(b.rows) - b.done for b in self._sorted
+        )
         return folded
 
     def _fold_range(
