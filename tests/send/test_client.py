@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import ssl
 from pathlib import Path
 
 import httpx
@@ -160,3 +161,25 @@ def test_on_sent_is_called_when_the_request_is_written_over_a_socket(tmp_path: P
     mocked = fake_client(lambda r: httpx.Response(200, json={"results": [], "summary": {}}))
     mocked.batch_once("contacts", [entry], on_sent=lambda: calls.append("mock"))
     assert calls == ["on"]
+
+
+def test_a_client_for_a_plain_http_target_has_no_tls_and_refuses_https(tmp_path: Path) -> None:
+    """``make_http_client(base_url=http://…)`` skips loading the CA bundle; it then must never
+    talk TLS (it could not check a certificate): an https URL fails before connecting."""
+    from recordsync.sandbox import create_app
+    from recordsync.sandbox.server import run_in_thread
+    from recordsync.secret import Secret
+    from recordsync.send.client import RecordServiceClient, make_http_client
+
+    app = create_app(tmp_path / "s.db", api_key=KEY)
+    try:
+        with run_in_thread(app) as url, make_http_client(base_url=url) as http:
+            assert RecordServiceClient(http, url, Secret(KEY)).users()
+            with pytest.raises(httpx.UnsupportedProtocol, match="plain-http target"):
+                http.get("https://127.0.0.1:9/api/meta/users")
+    finally:
+        app.state.store.close()
+    for url in ("https://crm.example", None):  # certificates checked (httpx internals)
+        with make_http_client(base_url=url) as http:
+            context = http._transport._pool._ssl_context  # type: ignore[attr-defined]
+            assert context.verify_mode == ssl.CERT_REQUIRED and not http._mounts

@@ -343,7 +343,7 @@ def _run(
     partial: bool,
 ) -> RunResult:
     own = http is None
-    http_client = http if http is not None else make_http_client()
+    http_client = http if http is not None else make_http_client(base_url=target.base_url)
     try:
         client = RecordServiceClient(
             http_client, target.base_url, target.api_key, retry=request.retry
