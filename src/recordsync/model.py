@@ -129,6 +129,9 @@ class PreparedRow:
     digest: tuple[int, int] | None = None
     """The source row's digest (:mod:`recordsync.state.digests`), when the run keeps a
     snapshot for change detection."""
+    encoded: bytes | None = None
+    """``payload`` as JSON, when change detection made it with the input hash
+    (:func:`recordsync.state.hashing.encode_input`): the request body is joined from these."""
 
 
 @dataclass(slots=True)

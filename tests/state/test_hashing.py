@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recordsync.state import input_hash
-from recordsync.state.hashing import FORMAT_TAG, canonical_input
+from recordsync.state.hashing import FORMAT_TAG, canonical_input, encode_input
 
 scalars = st.one_of(
     st.none(),
@@ -103,3 +103,71 @@ def test_non_json_values_hash_as_their_text() -> None:
     assert input_hash({"name": "n", "fields": {"d": day}}) == input_hash(
         {"name": "n", "fields": {"d": "2026-11-22"}}
     )
+
+
+# what encode_input meets: every JSON value (floats with NaN and infinities, integers beyond 64
+# bits, control characters, lone surrogates), dates, nesting, match keys, keys of any kind
+_odd_text = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
+_any_scalar = st.one_of(
+    scalars,
+    st.floats(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    _odd_text,
+    st.dates(),
+)
+_any_value = st.recursive(
+    _any_scalar,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(_odd_text, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_any_payload = st.fixed_dictionaries(
+    {
+        "name": st.one_of(st.text(max_size=30), _odd_text, st.none()),
+        "fields": st.one_of(
+            st.dictionaries(st.text(min_size=1, max_size=12), _any_value, max_size=8),
+            st.dictionaries(st.integers(), st.text(), max_size=2),  # not string keys
+        ),
+    },
+    optional={
+        "profile_image_url": st.one_of(st.text(max_size=30), st.none()),
+        "match_by": st.sampled_from(["id", "email", "name"]),
+        "match_value": st.one_of(st.integers(), _odd_text),
+        "extra": st.integers(),
+    },
+)
+
+
+def _has_float(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_float(v) for v in value)
+    return isinstance(value, float)
+
+
+@given(_any_payload)
+def test_encode_input_gives_the_hash_and_the_payload_as_json(payload: dict[str, Any]) -> None:
+    """One encoding for the hash and the request body: the hash is always input_hash's; the
+    JSON, when made, decodes to the payload; floats (written differently by orjson) never
+    take that path, and neither does anything json.dumps would write by str()."""
+    digest, encoded = encode_input(payload)
+    assert digest == input_hash(payload)
+    if encoded is not None:
+        assert json.loads(encoded) == payload
+        assert not _has_float(payload) and "extra" not in payload
+
+
+def test_encode_input_takes_the_fast_path_for_plain_payloads() -> None:
+    payload = {
+        "name": 'Zoë "Z" \u2028\x01',
+        "match_by": "email",
+        "match_value": "z@x.example",
+        "fields": {"email": "z@x.example", "score": 2**63, "tags": ["a", "b"], "ok": None},
+    }
+    digest, encoded = encode_input(payload)
+    assert digest == input_hash(payload) and encoded is not None
+    assert json.loads(encoded) == payload
+    for odd in (1.5, "\ud800", 2**64, datetime.date(2026, 1, 1), {"deep": {"er": 1}}):
+        assert encode_input({**payload, "fields": {"x": odd}})[1] is None

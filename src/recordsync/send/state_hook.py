@@ -182,6 +182,7 @@ class StateHook:
                     _keep(snap, u.row, u.entry.record_id)
             for t in c.to_send:
                 t.row.payload = t.payload
+                t.row.encoded = t.encoded
                 self._hash[id(t.row)] = t.input_hash
                 if (
                     t.was_in_doubt

@@ -208,7 +208,7 @@ class StepRunner:
         )
         sending = bool(chunk.to_send) and sender is not None and pool is not None
         if sending:  # encoded here, while an earlier chunk is in flight
-            chunk.body = _encoded([r.payload or {} for r in chunk.to_send])
+            chunk.body = _encoded(chunk.to_send)
         self._loose = buffer  # reported as not sent if the run stops before it is queued
         if sending and self.hook is not None and self._plan is not None:
             chunk.chunk_no = tally.chunks + 1  # the chunks queued before it are counted
@@ -411,11 +411,15 @@ class _Chunk:
     """Set when the chunk's request is written, or its sending ended (or never began)."""
 
 
-def _encoded(payloads: list[BatchInput]) -> bytes | None:
-    """The chunk's request body, or None to let the sender encode it (and fail the chunk
-    there, as for any request that cannot be sent)."""
+def _encoded(rows: list[PreparedRow]) -> bytes | None:
+    """The chunk's request body: joined from the rows' JSON where change detection made it
+    (:attr:`PreparedRow.encoded`), else encoded here; None to let the sender encode it (and
+    fail the chunk there, as for any request that cannot be sent)."""
+    parts = [e for r in rows if (e := r.encoded) is not None]
+    if len(parts) == len(rows):
+        return b'{"objects":[' + b",".join(parts) + b"]}"
     try:
-        return encode_batch(payloads)
+        return encode_batch([r.payload or {} for r in rows])
     except (TypeError, ValueError):
         return None
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from recordsync.model import BatchInput, PreparedRow, RowStatus
-from recordsync.state.hashing import input_hash
+from recordsync.state.hashing import encode_input
 from recordsync.state.store import ACKED_FAILED, DELETED, Entry, StateStore
 
 
@@ -52,6 +52,8 @@ class ToSend:
     input_hash: str
     reason: SendReason
     entry: Entry | None
+    encoded: bytes | None = None
+    """``payload`` as JSON, when :func:`encode_input` could make it (else None)."""
 
     @property
     def was_in_doubt(self) -> bool:
@@ -127,15 +129,19 @@ class ChangeDetector:
         ledger = self.store.lookup_many(self.pipeline, self.mapping, keys) if keys else {}
         for row in valid:
             assert row.payload is not None
-            digest = input_hash(row.payload)
+            digest, encoded = encode_input(row.payload)
             entry = ledger.get(row.key) if row.key is not None else None
             reason = self._reason(row, entry, digest)
             if reason is None:
                 assert entry is not None
                 result.unchanged.append(Unchanged(row, entry))
                 continue
-            payload = ledger_match(row.payload, entry) if self.match_by_ledger_id else row.payload
-            result.to_send.append(ToSend(row, payload, digest, reason, entry))
+            payload = row.payload
+            if self.match_by_ledger_id:
+                payload = ledger_match(payload, entry)
+                if payload is not row.payload:  # the same hash: match keys are not hashed
+                    encoded = encode_input(payload)[1]
+            result.to_send.append(ToSend(row, payload, digest, reason, entry, encoded))
         self.counts.update(t.reason.value for t in result.to_send)
         self.counts["unchanged"] += len(result.unchanged)
         self.counts["skipped"] += len(result.skipped)

@@ -15,6 +15,11 @@ Canonical form: ``json.dumps`` with sorted keys at every depth, compact separato
   stage would have serialised them;
 - the format tag is part of the hashed bytes: if the canonical form ever changes, the tag
   changes and every row is sent once more, never silently skipped.
+
+:func:`encode_input` makes the same hash and, from the same encoding of the fields, the
+batch input's JSON for the request body: with orjson, for values it writes byte for byte
+as ``json.dumps`` does (strings, booleans, null, 64-bit integers, lists and objects of
+them); any other value (a float, a date, a lone surrogate) takes the ``json.dumps`` path.
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from collections.abc import Callable, Mapping
 from hashlib import blake2b
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
+
+import orjson
 
 HASHED_KEYS = ("name", "fields", "profile_image_url")
 """The batch-input keys that make up the hash (never ``match_by`` / ``match_value``)."""
@@ -52,3 +59,61 @@ def canonical_input(payload: Mapping[str, Any]) -> bytes:
 def input_hash(payload: Mapping[str, Any]) -> str:
     """32 hex characters identifying the content of a batch input."""
     return blake2b(canonical_input(payload), digest_size=16).hexdigest()
+
+
+_KNOWN = frozenset({*HASHED_KEYS, "match_by", "match_value"})
+"""The batch-input keys :func:`encode_input` writes itself (any other: the json.dumps path)."""
+_OPTIONS = (  # what orjson would write in its own way (dates, subclasses) makes it raise
+    orjson.OPT_SORT_KEYS
+    | orjson.OPT_PASSTHROUGH_DATETIME
+    | orjson.OPT_PASSTHROUGH_DATACLASS
+    | orjson.OPT_PASSTHROUGH_SUBCLASS
+)
+_SCALARS = frozenset({str, int, bool, type(None)})
+_SCALARS_OR_LIST = _SCALARS | {list}
+
+
+def _plain(value: Any) -> bool:
+    """True if orjson writes ``value`` exactly as the canonical ``json.dumps`` does: strings,
+    booleans, null, integers, and lists and objects of those (one level deep: the fields'
+    values); never floats, whose exponents the two write differently. orjson raises for
+    what it cannot write the same way (integers beyond 64 bits, a lone surrogate, a key
+    that is not a string)."""
+    t = type(value)
+    if t in _SCALARS:
+        return True
+    if t is dict:
+        values: Any = value.values()
+    elif t is list:
+        values = value
+    else:
+        return False
+    types = set(map(type, values))
+    if types <= _SCALARS:
+        return True
+    if not types <= _SCALARS_OR_LIST:
+        return False
+    return all(type(v) is not list or set(map(type, v)) <= _SCALARS for v in values)
+
+
+def encode_input(payload: Mapping[str, Any]) -> tuple[str, bytes | None]:
+    """``(input_hash(payload), the payload as compact JSON)``, both from one encoding of what
+    the hash covers; ``(input_hash(payload), None)`` for a payload that only ``json.dumps``
+    writes canonically (see the module docstring), to be encoded as usual."""
+    if payload.keys() <= _KNOWN and all(map(_plain, payload.values())):
+        try:
+            hashed = orjson.dumps(
+                {k: payload[k] for k in HASHED_KEYS if k in payload}, option=_OPTIONS
+            )
+            parts = [
+                f'"{k}":'.encode() + orjson.dumps(payload[k])
+                for k in ("match_by", "match_value")
+                if k in payload
+            ]
+        except orjson.JSONEncodeError:
+            return input_hash(payload), None
+        digest = blake2b(FORMAT_TAG + hashed, digest_size=16).hexdigest()
+        if len(hashed) > 2:  # not "{}"
+            parts.append(hashed[1:-1])
+        return digest, b"{" + b",".join(parts) + b"}"
+    return input_hash(payload), None
