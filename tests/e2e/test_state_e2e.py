@@ -4,6 +4,7 @@ every chunk is journaled and acknowledged."""
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 from typing import Any
 
@@ -193,5 +194,110 @@ def test_a_stop_raised_on_the_main_thread_still_accounts_for_the_queued_chunk(
     store = StateStore(tmp_path / "state.db")
     try:
         assert Journal(store, "p").pending_chunks("r1") == []
+    finally:
+        store.close()
+
+
+def _watched(hook: Any, events: list[tuple[str, int]], fail_begin: int = 0) -> None:
+    """Record the hook's transactions, acknowledgements and begins (and fail one begin)."""
+    atomic, ack, begin = hook.atomic, hook.ack, hook.begin
+
+    class Watched:
+        def __enter__(self) -> None:
+            self.inner = atomic()
+            self.inner.__enter__()
+            events.append(("commit-start", 0))
+
+        def __exit__(self, *exc: Any) -> Any:
+            events.append(("commit-end" if exc[0] is None else "rollback", 0))
+            return self.inner.__exit__(*exc)
+
+    def watched_begin(plan: Any, chunk_no: int, rows: Any) -> None:
+        if chunk_no == fail_begin:
+            raise OSError("disk full")
+        begin(plan, chunk_no, rows)
+        events.append(("begin", chunk_no))
+
+    hook.atomic = Watched
+    hook.ack = lambda plan, n, *a: (ack(plan, n, *a), events.append(("ack", n)))
+    hook.begin = watched_begin
+
+
+def test_an_answer_is_acknowledged_in_the_commit_of_the_next_chunk(tmp_path: Path) -> None:
+    events: list[tuple[str, int]] = []
+    with (
+        served(tmp_path / "s.db") as url,
+        loopback_client(url) as client,
+        open_state("p", tmp_path / "state.db", "r1") as st,
+    ):
+        _watched(st, events)
+        result = run_plans(
+            [StepPlan("deals", "deals.yaml", "deals", lambda: iter(deals(95)))],
+            pipeline="p",
+            report_root=tmp_path / "reports",
+            options=SendOptions(10, None),
+            client=client,
+            target=target(url),
+            hook=st,
+            run_id=st.run_id,
+        )
+        st.finish("finished")
+    assert result.summary["totals"]["created"] == 95
+    commits = " ".join(e if e.startswith("commit") else f"{e}{n}" for e, n in events)
+    # chunk 1 alone; from then on each begin shares its commit with the last answer (while
+    # one is waiting); the answers after the last begin are acknowledged one by one
+    assert commits.startswith("commit-start begin1 commit-end commit-start begin2 commit-end")
+    inside = re.findall(r"commit-start ack(\d+) begin(\d+) commit-end", commits)
+    assert len(inside) >= 5 and all(int(b) > int(a) for a, b in inside)
+    assert sorted(n for e, n in events if e == "ack") == list(range(1, 11))
+    assert sorted(n for e, n in events if e == "begin") == list(range(1, 11))
+
+
+def test_an_answer_whose_commit_failed_with_the_next_begin_is_acknowledged(
+    tmp_path: Path,
+) -> None:
+    events: list[tuple[str, int]] = []
+    with (
+        served(tmp_path / "s.db") as url,
+        loopback_client(url) as client,
+        open_state("p", tmp_path / "state.db", "r1") as st,
+    ):
+        _watched(st, events, fail_begin=6)
+        try:
+            run_plans(
+                [StepPlan("deals", "deals.yaml", "deals", lambda: iter(deals(95)))],
+                pipeline="p",
+                report_root=tmp_path / "reports",
+                options=SendOptions(10, None),
+                client=client,
+                target=target(url),
+                hook=st,
+                run_id=st.run_id,
+            )
+        except OSError:
+            pass
+        else:
+            raise AssertionError("the failed begin must stop the run")
+        st.finish("aborted")
+        held = all_records(url, "deals")
+    committed: list[int] = []
+    block: list[int] | None = None
+    for e, n in events:
+        if e == "commit-start":
+            block = []
+        elif e in ("commit-end", "rollback"):
+            committed += block if e == "commit-end" and block is not None else []
+            block = None
+        elif e == "ack":
+            (block if block is not None else committed).append(n)
+    # the answer that shared the failed commit was acknowledged again, on its own
+    assert ("rollback", 0) in events
+    assert sorted(committed) == [1, 2, 3, 4, 5]
+    store = StateStore(tmp_path / "state.db")
+    try:  # every sent chunk acknowledged: its rows are in the ledger with their record ids
+        assert Journal(store, "p").pending_chunks("r1") == []
+        entries = list(store.entries("p", "deals"))
+        assert len(entries) == len(held) == 50
+        assert {e.record_id for e in entries} == {r["id"] for r in held}
     finally:
         store.close()

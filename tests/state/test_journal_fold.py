@@ -241,3 +241,27 @@ def test_a_chunk_acknowledged_after_a_later_one_was_written_is_refolded(
         ("k1", 30),
         ("k2", 20),
     ]
+
+
+def test_a_slice_is_written_in_the_journals_own_transactions_only(store: StateStore) -> None:
+    """An acknowledgement inside :meth:`Journal.transaction` writes its slice, and a rollback
+    of that transaction restores what was kept; inside a bare store transaction it does not
+    (what was kept could not be restored if that one rolled back)."""
+    j = Journal(store, "p", defer_ledger=True)
+    j.slices = (1, 10)
+    j.start_run("r1")
+    for n in (1, 2, 3):
+        j.begin_chunk("r1", "s", n, n + 1, [JournalRow(n + 1, f"k{n}", f"h{n}")], mapping="m")
+    with store.transaction():
+        j.ack_chunk("r1", "s", 1, [ChunkResult(2, "created", 10)])
+    assert list(store.entries("p", "m")) == [] and j.unfolded_rows == 1
+    with pytest.raises(RuntimeError), j.transaction():
+        j.ack_chunk("r1", "s", 2, [ChunkResult(3, "created", 20)])
+        assert len(list(store.entries("p", "m"))) == 2  # the slice, in this transaction
+        raise RuntimeError("the chunk begun with it failed")
+    assert list(store.entries("p", "m")) == [] and j.unfolded_rows == 1
+    with j.transaction():
+        j.ack_chunk("r1", "s", 2, [ChunkResult(3, "created", 20)])
+        j.ack_chunk("r1", "s", 3, [ChunkResult(4, "created", 30)])
+    assert [e.record_id for e in store.entries("p", "m")] == [10, 20, 30]
+    assert j.unfolded_rows == 0

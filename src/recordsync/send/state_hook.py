@@ -281,7 +281,7 @@ class StateHook:
             )
 
     def atomic(self) -> AbstractContextManager[object]:
-        return self.store.transaction()
+        return self.journal.transaction()
 
     def finish(self, state: str) -> None:
         self._discard_snapshot()

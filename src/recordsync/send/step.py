@@ -212,10 +212,14 @@ class StepRunner:
         self._loose = buffer  # reported as not sent if the run stops before it is queued
         if sending and self.hook is not None and self._plan is not None:
             chunk.chunk_no = tally.chunks + 1  # the chunks queued before it are counted
+            pending = self._to_ack
             try:
-                with self.hook.atomic():
+                with self.hook.atomic():  # one commit: the last answer's and this chunk's
+                    self._flush_ack()
                     self.hook.begin(self._plan, chunk.chunk_no, chunk.to_send)
             except BaseException:
+                if pending is not None:  # rolled back with the begin: acknowledged later
+                    self._to_ack = pending
                 while self._queue:
                     self._settle_oldest(tally)
                 raise
@@ -240,7 +244,8 @@ class StepRunner:
 
     def _settle_oldest(self, tally: StepTally) -> None:
         """Collect the oldest queued chunk (raise a stop after reporting it), let the worker
-        put the next one on the wire, then acknowledge and report the collected chunk."""
+        put the next one on the wire, then report the collected chunk. Its acknowledgement
+        is committed with the next chunk's begin (or on its own, whichever comes first)."""
         chunk = self._queue.popleft()
         settled = self._collect(tally, chunk)
         following = next((c for c in self._queue if c.future is not None), None)
@@ -248,7 +253,6 @@ class StepRunner:
             # Let the worker put that chunk on the wire before the work below competes with
             # it for the interpreter lock: that work then overlaps the service's time only.
             following.sent.wait()
-        self._flush_ack()
         if settled is not None:
             self._report(tally, *settled)
 
@@ -355,6 +359,7 @@ class StepRunner:
             tally.resent_after_lost_answer += report.resent_after_lost_answer
             tally.unreconciled_chunks += report.unreconciled is not None
             if chunk.chunk_no:
+                self._flush_ack()  # one acknowledgement pending at a time
                 self._to_ack = (chunk, results)
             try:
                 self.progress.chunk_done(tally.step, report)

@@ -231,10 +231,11 @@ class Journal(LedgerFold):
         """Store the outcome of every row of a begun chunk and update the ledger, in one
         transaction. Every row of the chunk needs exactly one result."""
         outcomes = [r if type(r) is ChunkResult else ChunkResult(*r) for r in results]
-        # a slice of the ledger fold rides along, only in a transaction of its own: a caller's
-        # transaction may still roll back once this returns, and the slice with it
-        own = not self._conn.in_transaction
-        with self._restored_on_failure(), self.store.transaction() as conn:
+        # a slice of the ledger fold rides along, only in a transaction of this object: the
+        # store's, opened by a caller, may still roll back once this returns, and the slice
+        # with it, while what was kept to fold would not be restored
+        slice_here = self._guarded or not self._conn.in_transaction
+        with self.transaction() as conn:
             begun = self._begun.get((run_id, step, chunk_no))
             if begun is not None:  # begun by this process: state, mapping and rows known
                 mapping, journaled = begun
@@ -264,7 +265,7 @@ class Journal(LedgerFold):
             self._store_outcomes(
                 conn, run_id, step, chunk_no, mapping, outcomes, journaled, defer=self.defer_ledger
             )
-            if own and self.defer_ledger:
+            if slice_here and self.defer_ledger:
                 self._slice(conn)
         self._begun.pop((run_id, step, chunk_no), None)
 

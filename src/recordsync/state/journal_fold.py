@@ -88,6 +88,8 @@ class LedgerFold(JournalReader):
         wait (:meth:`slices`); None: only :meth:`fold` writes the ledger."""
         self.unfolded_rows = 0
         """Ledger rows acknowledged and not yet written (kept, or sorted and not written)."""
+        self._guarded = False
+        """In a :meth:`transaction` of this object (a failure restores what was kept)."""
 
     def _keep_to_fold(
         self,
@@ -158,6 +160,21 @@ class LedgerFold(JournalReader):
             return 0
         with self._restored_on_failure(), self.store.transaction() as conn:
             return self._fold(conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (nested use joins the outer one) after which, if it does not
+        commit, what was kept to fold is as before it (:meth:`_restored_on_failure`): the
+        acknowledgements made in it write their slice of the ledger (:meth:`_slice`)."""
+        if self._conn.in_transaction:
+            yield self._conn
+            return
+        with self._restored_on_failure(), self.store.transaction() as conn:
+            self._guarded = True
+            try:
+                yield conn
+            finally:
+                self._guarded = False
 
     @contextmanager
     def _restored_on_failure(self) -> Iterator[None]:
