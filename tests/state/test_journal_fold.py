@@ -265,3 +265,21 @@ def test_a_slice_is_written_in_the_journals_own_transactions_only(store: StateSt
         j.ack_chunk("r1", "s", 3, [ChunkResult(4, "created", 30)])
     assert [e.record_id for e in store.entries("p", "m")] == [10, 20, 30]
     assert j.unfolded_rows == 0
+
+
+def test_rows_orjson_refuses_are_journaled_and_folded_all_the_same(store: StateStore) -> None:
+    """An error text with a lone surrogate: the journal's JSON falls back to json.dumps for
+    that chunk, and it reads back and folds as any other."""
+    j = Journal(store, "p", defer_ledger=True)
+    j.start_run("r1")
+    rows = [JournalRow(2, "k2", "h2"), JournalRow(3, "k3", "h3")]
+    j.begin_chunk("r1", "s", 1, 2, rows, mapping="m")
+    j.ack_chunk(
+        "r1", "s", 1, [ChunkResult(2, "created", 7), ChunkResult(3, "failed", None, "\ud800")]
+    )
+    assert [(o.source_row, o.error) for o in j.outcomes("r1")] == [(2, None), (3, "\ud800")]
+    j.finish_run("r1", keep_rows=True)
+    assert [(e.source_key, e.record_id, e.last_status) for e in store.entries("p", "m")] == [
+        ("k2", 7, "created"),
+        ("k3", None, "failed"),
+    ]

@@ -71,6 +71,9 @@ _OPTIONS = (  # what orjson would write in its own way (dates, subclasses) makes
 )
 _SCALARS = frozenset({str, int, bool, type(None)})
 _SCALARS_OR_LIST = _SCALARS | {list}
+_SCALARS_OR_CONTAINER = _SCALARS_OR_LIST | {dict}
+_MATCH_KEYS = ("match_by", "match_value")
+_ABSENT = object()
 
 
 def _plain(value: Any) -> bool:
@@ -100,20 +103,29 @@ def encode_input(payload: Mapping[str, Any]) -> tuple[str, bytes | None]:
     """``(input_hash(payload), the payload as compact JSON)``, both from one encoding of what
     the hash covers; ``(input_hash(payload), None)`` for a payload that only ``json.dumps``
     writes canonically (see the module docstring), to be encoded as usual."""
-    if payload.keys() <= _KNOWN and all(map(_plain, payload.values())):
+    types = set(map(type, payload.values()))
+    if (
+        payload.keys() <= _KNOWN
+        and types <= _SCALARS_OR_CONTAINER
+        and (types <= _SCALARS or all(_plain(v) for v in payload.values()))
+    ):
         try:
             hashed = orjson.dumps(
-                {k: payload[k] for k in HASHED_KEYS if k in payload}, option=_OPTIONS
+                {k: v for k, v in payload.items() if k not in _MATCH_KEYS}, option=_OPTIONS
             )
-            parts = [
-                f'"{k}":'.encode() + orjson.dumps(payload[k])
-                for k in ("match_by", "match_value")
-                if k in payload
-            ]
+            by, value = payload.get("match_by", _ABSENT), payload.get("match_value", _ABSENT)
+            if by is not _ABSENT and value is not _ABSENT:
+                head = b'{"match_by":' + orjson.dumps(by) + b',"match_value":' + orjson.dumps(value)
+            else:
+                head = b"{" + b",".join(
+                    f'"{k}":'.encode() + orjson.dumps(payload[k])
+                    for k in _MATCH_KEYS
+                    if k in payload
+                )
         except orjson.JSONEncodeError:
             return input_hash(payload), None
         digest = blake2b(FORMAT_TAG + hashed, digest_size=16).hexdigest()
-        if len(hashed) > 2:  # not "{}"
-            parts.append(hashed[1:-1])
-        return digest, b"{" + b",".join(parts) + b"}"
+        if len(hashed) == 2:  # "{}": only match keys
+            return digest, head + b"}"
+        return digest, (head + b"," if len(head) > 1 else head) + hashed[1:]
     return input_hash(payload), None

@@ -27,6 +27,8 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 
+import orjson
+
 from recordsync.errors import AccountingError, RecordsyncError
 from recordsync.state.journal_fold import LedgerFold
 from recordsync.state.journal_read import (
@@ -46,6 +48,17 @@ from recordsync.state.store import (
     utc_now,
     write_acknowledged,
 )
+
+
+def _json_text(rows: list[tuple[object, ...]]) -> str:
+    """A chunk's rows or outcomes as compact JSON text (never bytes: SQLite would store a
+    BLOB): orjson, or ``json.dumps`` for what orjson refuses (a lone surrogate, an integer
+    beyond 64 bits). Both read back alike, with ``json.loads`` and SQLite's JSON functions."""
+    try:
+        return orjson.dumps(rows).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(rows, separators=(",", ":"))
+
 
 _Journaled = dict[int, tuple[str | None, str | None]]
 """source row → (source key, input hash) of a begun chunk."""
@@ -163,7 +176,7 @@ class Journal(LedgerFold):
                 " already journaled in this run (or twice in this chunk)",
                 hint="skip the rows in Journal.done_rows() and settle in-flight chunks first",
             )
-        text = json.dumps([list(r) for r in journal_rows], separators=(",", ":"))
+        text = _json_text([tuple(r) for r in journal_rows])
         try:
             with self.store.transaction() as conn:
                 conn.execute(
@@ -283,12 +296,11 @@ class Journal(LedgerFold):
         defer: bool = False,
     ) -> None:
         """The chunk's outcomes, every row of it: final ones and (settling) ``retry``."""
-        text = json.dumps(
+        text = _json_text(
             [
                 (o.source_row, *journaled[o.source_row], str(o.status), o.record_id, o.error)
                 for o in outcomes
-            ],
-            separators=(",", ":"),
+            ]
         )
         conn.execute(
             "UPDATE chunk_log SET rows = NULL, outcomes = ? WHERE run_id = ? AND step = ?"
