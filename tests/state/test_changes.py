@@ -107,8 +107,23 @@ def test_ledger_match_needs_a_live_record_id() -> None:
 
 def test_one_bulk_lookup_per_chunk(store: StateStore) -> None:
     rows = [prepared(i, f"k{i}") for i in range(300)]
+    _ack(store, "r0", [("k0", 1, "old", "created")])
     det = ChangeDetector(store, "p", "contacts")
     with patch.object(store, "lookup_many", wraps=store.lookup_many) as spy:
-        det.classify(rows[:150])
+        first = det.classify(rows[:150])
         det.classify(rows[150:])
     assert spy.call_count == 2
+    assert first.to_send[0].reason is SendReason.CHANGED and first.to_send[0].entry is not None
+
+
+def test_a_ledger_empty_when_the_step_starts_is_never_looked_up(store: StateStore) -> None:
+    """A first run: nothing to look up; what the run itself acknowledges meanwhile (keys it
+    classified already) is not looked up either, however far the ledger was folded."""
+    rows = [prepared(i, f"k{i}") for i in range(2, 12)]
+    det = ChangeDetector(store, "p", "contacts")
+    _ack(store, "r1", [("k2", 7, "h", "created")])  # the run's own first chunk, folded
+    with patch.object(store, "lookup_many", wraps=store.lookup_many) as spy:
+        result = det.classify(rows)
+    assert spy.call_count == 0
+    assert {t.reason for t in result.to_send} == {SendReason.NEW}
+    assert ChangeDetector(store, "p", "contacts").classify(rows[:1]).to_send[0].entry

@@ -112,6 +112,10 @@ class ChangeDetector:
         self.counts: Counter[str] = Counter()
         """Running totals over every :meth:`classify` call: send reasons, ``unchanged``,
         ``skipped``."""
+        self.ledger_was_empty = not store.has_entries(pipeline, mapping)
+        """The mapping's ledger held nothing when this detector was made (a first run): it is
+        not looked up. What the run writes to it meanwhile (acknowledged rows, folded as the
+        step goes) is of keys classified already: a step sends a key once."""
 
     def classify(self, rows: Iterable[PreparedRow]) -> Classification:
         """Split one chunk of prepared rows (any size; 100–5000 is a good chunk)."""
@@ -125,7 +129,7 @@ class ChangeDetector:
                 valid.append(row)
             else:
                 result.skipped.append(row)
-        keys = [r.key for r in valid if r.key is not None]
+        keys = [] if self.ledger_was_empty else [r.key for r in valid if r.key is not None]
         ledger = self.store.lookup_many(self.pipeline, self.mapping, keys) if keys else {}
         for row in valid:
             assert row.payload is not None

@@ -190,6 +190,16 @@ class StateStore:
         make = Entry._make
         out.update({row[0]: make(row) for row in self._conn.execute(sql, params).fetchall()})
 
+    def has_entries(self, pipeline: str, mapping: str) -> bool:
+        """Whether the ledger of (pipeline, mapping) holds any entry."""
+        scope = self.scope_id(pipeline, mapping, create=False)
+        if scope is None:
+            return False
+        row = self._conn.execute(
+            "SELECT 1 FROM ledger WHERE scope_id = ? LIMIT 1", (scope,)
+        ).fetchone()
+        return row is not None
+
     def get(self, pipeline: str, mapping: str, key: str) -> Entry | None:
         return self.lookup_many(pipeline, mapping, (key,)).get(key)
 
