@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recordsync.model import RowStatus
+from recordsync.reconcile import batch
 from recordsync.reconcile.batch import Unreconciled, reconcile_batch
 
 
@@ -62,3 +66,50 @@ def test_mismatches_are_unreconciled(answer: Any, sent: int, reason: str) -> Non
 def test_failed_result_without_error_gets_one() -> None:
     got = reconcile_batch(1, body([{"id": None, "status": "failed"}]))
     assert got[0].error == "failed (no error given)"
+
+
+_result = st.fixed_dictionaries(
+    {"status": st.sampled_from(["created", "updated", "created", "failed", "merged"])},
+    optional={
+        "id": st.one_of(st.integers(1, 10**12), st.just(True), st.just("42"), st.none()),
+        "error": st.just("boom"),
+        "extra": st.integers(),
+    },
+)
+
+
+@settings(max_examples=300)
+@given(
+    results=st.lists(st.one_of(_result, _result, st.just("not an object")), max_size=6),
+    skew=st.sampled_from([None, "total", "created", "updated", "failed"]),
+    sent_delta=st.sampled_from([0, 0, 0, 1]),
+)
+def test_the_quick_check_of_common_answers_agrees_with_the_full_one(
+    results: list[Any], skew: str | None, sent_delta: int
+) -> None:
+    """Answers where every entry was applied take a quicker path: for any answer it gives
+    what the result-by-result check gives, or defers to it."""
+    statuses = [r.get("status") for r in results if isinstance(r, dict)]
+    summary: dict[str, Any] = {"total": len(results)}
+    summary.update({s: statuses.count(s) for s in ("created", "updated", "failed")})
+    if skew is not None:
+        summary[skew] += 1
+    body = {"results": results, "summary": summary}
+
+    def outcome() -> Any:
+        try:
+            return reconcile_batch(len(results) + sent_delta, body)
+        except Unreconciled as exc:
+            return str(exc)
+
+    quick = outcome()
+    with patch.object(batch, "_all_applied", lambda *a: None):
+        assert outcome() == quick
+
+
+def test_an_answer_where_every_entry_was_applied_takes_the_quick_check() -> None:
+    results = [{"status": "created", "id": 7}, {"status": "updated", "id": 8, "x": 1}]
+    summary = {"total": 2, "created": 1, "updated": 1, "failed": 0, "extra": "ignored"}
+    quick = batch._all_applied(results, summary)
+    assert quick == [(RowStatus.CREATED, 7, None), (RowStatus.UPDATED, 8, None)]
+    assert reconcile_batch(2, {"results": results, "summary": summary}) == quick

@@ -183,3 +183,17 @@ def test_a_client_for_a_plain_http_target_has_no_tls_and_refuses_https(tmp_path:
         with make_http_client(base_url=url) as http:
             context = http._transport._pool._ssl_context  # type: ignore[attr-defined]
             assert context.verify_mode == ssl.CERT_REQUIRED and not http._mounts
+
+
+def test_answers_are_read_as_the_standard_library_reads_them() -> None:
+    """parse_json: orjson first; what orjson refuses and json.loads reads is read all the same;
+    neither reading it is a ValueError (the chunk's answer is then 'not JSON')."""
+    import json
+
+    from recordsync.send.client import parse_json
+
+    for text in ('{"a": [1, "é", null]}', '{"n": NaN, "big": 123456789012345678901234567890}'):
+        assert parse_json(text.encode()) == json.loads(text)
+    assert parse_json('{"a": 1}'.encode("utf-16")) == {"a": 1}
+    with pytest.raises(ValueError):
+        parse_json(b"<html>proxy error</html>")

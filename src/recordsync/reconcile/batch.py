@@ -45,6 +45,24 @@ def _count(summary: dict[str, Any], key: str) -> int | None:
     return value
 
 
+def _all_applied(results: list[Any], summary: Any) -> list[EntryResult] | None:
+    """The common answer, checked in a few passes over the results: every entry created or
+    updated with an integer record id, the summary counting exactly those. None for any
+    other answer (which :func:`reconcile_batch` then checks result by result)."""
+    if not isinstance(summary, dict) or set(map(type, results)) != {dict}:
+        return None
+    statuses = [r.get("status") for r in results]
+    ids = [r.get("id") for r in results]
+    created = statuses.count("created")
+    if created + statuses.count("updated") != len(results) or set(map(type, ids)) != {int}:
+        return None
+    expected = {"total": len(results), "created": created, "updated": len(results) - created}
+    expected["failed"] = 0
+    if any(_count(summary, k) != v for k, v in expected.items()):
+        return None
+    return list(map(EntryResult, map(_STATUSES.__getitem__, statuses), ids))
+
+
 def reconcile_batch(sent: int, body: Any) -> list[EntryResult]:
     """The per-entry results of a batch answer, in input order; raise Unreconciled if the
     answer does not account for exactly ``sent`` entries."""
@@ -55,6 +73,9 @@ def reconcile_batch(sent: int, body: Any) -> list[EntryResult]:
         raise Unreconciled("answer has no 'results' list")
     if len(results) != sent:
         raise Unreconciled(f"{len(results)} results for {sent} entries sent")
+    fast = _all_applied(results, body.get("summary"))
+    if fast is not None:
+        return fast
     out: list[EntryResult] = []
     append = out.append
     counted = {"total": sent, "created": 0, "updated": 0, "failed": 0}

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
+import orjson
 
 from recordsync.errors import ApiError, RetriableApiError
 from recordsync.model import BatchInput
@@ -140,7 +141,7 @@ class RecordServiceClient:
         if not response.content:  # e.g. 204 on DELETE
             return Attempt(verdict, body=None)
         try:
-            return Attempt(verdict, body=response.json())
+            return Attempt(verdict, body=parse_json(response.content))
         except ValueError as exc:
             return Attempt(verdict, body_error=f"answer is not JSON ({type(exc).__name__})")
 
@@ -249,6 +250,16 @@ def _on_body_sent(callback: Callable[[], object]) -> Callable[[str, Any], None]:
             callback()
 
     return trace
+
+
+def parse_json(content: bytes) -> Any:
+    """An answer's JSON: orjson (fast, on the sender's path between two requests), else
+    ``json.loads`` for what orjson refuses and the standard library reads (NaN, integers
+    beyond 64 bits, UTF-16); raises ValueError if neither reads it."""
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return _json.loads(content)
 
 
 def encode_batch(objects: list[BatchInput]) -> bytes:
