@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from recordsync.config.models import MappingConfig
@@ -35,6 +35,7 @@ def test_domain_key(text: str, key: str | None) -> None:
 
 @given(st.from_regex(r"[a-z0-9-]{1,20}\.[a-z]{2,6}", fullmatch=True))
 def test_every_spelling_of_a_domain_is_one_key(domain: str) -> None:
+    assume(domain.split(".")[0] != "www")  # a leading "www." is dropped: WWW.ACME.COM above
     for spelling in (domain, f"https://www.{domain}/", f"HTTP://{domain.upper()}/x", f"a@{domain}"):
         assert domain_key(spelling) == domain
 
