@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import cast
 
 from recordsync.errors import FatalApiError
 from recordsync.model import BatchInput, RowStatus
@@ -151,10 +152,13 @@ class ChunkSender:
             if pending:
                 budget.wait(wait)
         report.waited_s = budget.waited
-        report.results = [
-            r if r is not None else EntryResult(RowStatus.IN_DOUBT, None, "no outcome recorded")
-            for r in outcome
-        ]
+        if None in outcome:
+            report.results = [
+                r if r is not None else EntryResult(RowStatus.IN_DOUBT, None, "no outcome recorded")
+                for r in outcome
+            ]
+        else:
+            report.results = cast("list[EntryResult]", outcome)  # no None left
         return report
 
     def _keep_safe(
@@ -207,6 +211,9 @@ class ChunkSender:
             report.unreconciled = str(exc)
             for i in pending:
                 outcome[i] = EntryResult(RowStatus.IN_DOUBT, None, f"unreconciled chunk: {exc}")
+            return
+        if len(pending) == len(outcome):  # every entry answered in this try (the common case)
+            outcome[:] = results
             return
         for i, result in zip(pending, results, strict=True):
             outcome[i] = result
