@@ -5,9 +5,10 @@ Simulates what the runner does around the network, without the network:
     generate   build the prepared rows only (stands in for read + map; the floor)
     hash       generate + input_hash per row
     first run  classify (all new) + journal begin_chunk + ack_chunk per 100-row chunk
-               (the ledger folded from the journal every FOLD_ROWS rows as the runner does,
-               or with --per-chunk-ledger in every acknowledgement; fsync on every commit
-               unless --fast), then finish_run (folds the rest, drops the per-row journal)
+               (the ledger written from the journal as the runner does: a key-sorted slice
+               with each acknowledgement, or with --per-chunk-ledger in every
+               acknowledgement; fsync on every commit unless --fast), then finish_run
+               (folds the rest, drops the per-row journal)
     unchanged  classify every row again: all unchanged, nothing journaled
     1% changed classify; the 1% changed rows are journaled and acknowledged
 
@@ -31,7 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from recordsync.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
-from recordsync.send.state_hook import FOLD_ROWS
+from recordsync.send.state_hook import FOLD_FROM, FOLD_ROWS, FOLD_SLICE
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.hashing import input_hash
 
@@ -131,7 +132,7 @@ def main() -> None:
         "--per-chunk-ledger",
         action="store_true",
         help="write the ledger in every acknowledgement (the old way) instead of folding it"
-        " from the journal every FOLD_ROWS rows as the runner does",
+        " from the journal as the runner does",
     )
     args = parser.parse_args()
     n, chunk = args.rows, args.classify_chunk
@@ -159,6 +160,7 @@ def main() -> None:
 
     def first_run() -> None:
         journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
+        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (state_hook.open_state)
         journal.start_run("run-1")
         det = ChangeDetector(store, "bench", "contacts")
         counts["first_sent"] = send(store, det, journal, "run-1", rows(n, chunk=chunk))
@@ -172,6 +174,7 @@ def main() -> None:
 
     def one_percent() -> None:
         journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
+        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (state_hook.open_state)
         journal.start_run("run-3")
         det = ChangeDetector(store, "bench", "contacts")
         counts["changed_sent"] = send(
