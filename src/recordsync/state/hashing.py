@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from hashlib import blake2b
+from itertools import chain
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
@@ -71,7 +72,8 @@ _OPTIONS = (  # what orjson would write in its own way (dates, subclasses) makes
 )
 _SCALARS = frozenset({str, int, bool, type(None)})
 _SCALARS_OR_LIST = _SCALARS | {list}
-_SCALARS_OR_CONTAINER = _SCALARS_OR_LIST | {dict}
+_NESTED = frozenset({list, dict})
+_SCALARS_OR_CONTAINER = _SCALARS | _NESTED
 _MATCH_KEYS = ("match_by", "match_value")
 _ABSENT = object()
 
@@ -96,7 +98,8 @@ def _plain(value: Any) -> bool:
         return True
     if not types <= _SCALARS_OR_LIST:
         return False
-    return all(type(v) is not list or set(map(type, v)) <= _SCALARS for v in values)
+    lists = [v for v in values if type(v) is list]
+    return set(map(type, chain.from_iterable(lists))) <= _SCALARS
 
 
 def encode_input(payload: Mapping[str, Any]) -> tuple[str, bytes | None]:
@@ -107,7 +110,7 @@ def encode_input(payload: Mapping[str, Any]) -> tuple[str, bytes | None]:
     if (
         payload.keys() <= _KNOWN
         and types <= _SCALARS_OR_CONTAINER
-        and (types <= _SCALARS or all(_plain(v) for v in payload.values()))
+        and (types <= _SCALARS or all(_plain(v) for v in payload.values() if type(v) in _NESTED))
     ):
         try:
             hashed = orjson.dumps(
