@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.runner import run_plans
@@ -35,11 +38,15 @@ def run(
     run_id: str,
     rows: list[PreparedRow],
     run_kw: dict[str, Any] | None = None,
+    watch: Callable[[Any], None] | None = None,
     **retry: Any,
 ) -> Any:
-    """One run of a deals step in chunks of 10 (``run_kw``: more run_plans arguments); the
-    run is finished, or aborted if it stopped."""
+    """One run of a deals step in chunks of 10 (``run_kw``: more run_plans arguments;
+    ``watch``: called with the state hook first); the run is finished, or aborted if it
+    stopped (an exception leaves it running, as a crash would)."""
     with loopback_client(url, **retry) as client, open_state("p", tmp / "state.db", run_id) as st:
+        if watch is not None:
+            watch(st)
         result = run_plans(
             [StepPlan("deals", "deals.yaml", "deals", lambda: iter(rows))],
             pipeline="p",
@@ -225,23 +232,8 @@ def _watched(hook: Any, events: list[tuple[str, int]], fail_begin: int = 0) -> N
 
 def test_an_answer_is_acknowledged_in_the_commit_of_the_next_chunk(tmp_path: Path) -> None:
     events: list[tuple[str, int]] = []
-    with (
-        served(tmp_path / "s.db") as url,
-        loopback_client(url) as client,
-        open_state("p", tmp_path / "state.db", "r1") as st,
-    ):
-        _watched(st, events)
-        result = run_plans(
-            [StepPlan("deals", "deals.yaml", "deals", lambda: iter(deals(95)))],
-            pipeline="p",
-            report_root=tmp_path / "reports",
-            options=SendOptions(10, None),
-            client=client,
-            target=target(url),
-            hook=st,
-            run_id=st.run_id,
-        )
-        st.finish("finished")
+    with served(tmp_path / "s.db") as url:
+        result = run(tmp_path, url, "r1", deals(95), watch=lambda st: _watched(st, events))
     assert result.summary["totals"]["created"] == 95
     commits = " ".join(e if e.startswith("commit") else f"{e}{n}" for e, n in events)
     # chunk 1 alone; from then on each begin shares its commit with the last answer (while
@@ -257,28 +249,9 @@ def test_an_answer_whose_commit_failed_with_the_next_begin_is_acknowledged(
     tmp_path: Path,
 ) -> None:
     events: list[tuple[str, int]] = []
-    with (
-        served(tmp_path / "s.db") as url,
-        loopback_client(url) as client,
-        open_state("p", tmp_path / "state.db", "r1") as st,
-    ):
-        _watched(st, events, fail_begin=6)
-        try:
-            run_plans(
-                [StepPlan("deals", "deals.yaml", "deals", lambda: iter(deals(95)))],
-                pipeline="p",
-                report_root=tmp_path / "reports",
-                options=SendOptions(10, None),
-                client=client,
-                target=target(url),
-                hook=st,
-                run_id=st.run_id,
-            )
-        except OSError:
-            pass
-        else:
-            raise AssertionError("the failed begin must stop the run")
-        st.finish("aborted")
+    with served(tmp_path / "s.db") as url:
+        with pytest.raises(OSError, match="disk full"):  # the failed begin stops the run
+            run(tmp_path, url, "r1", deals(95), watch=lambda st: _watched(st, events, 6))
         held = all_records(url, "deals")
     committed: list[int] = []
     block: list[int] | None = None
@@ -294,10 +267,11 @@ def test_an_answer_whose_commit_failed_with_the_next_begin_is_acknowledged(
     assert ("rollback", 0) in events
     assert sorted(committed) == [1, 2, 3, 4, 5]
     store = StateStore(tmp_path / "state.db")
-    try:  # every sent chunk acknowledged: its rows are in the ledger with their record ids
-        assert Journal(store, "p").pending_chunks("r1") == []
-        entries = list(store.entries("p", "deals"))
-        assert len(entries) == len(held) == 50
-        assert {e.record_id for e in entries} == {r["id"] for r in held}
+    try:  # every sent chunk acknowledged, with the record ids the service holds
+        journal = Journal(store, "p")
+        assert journal.pending_chunks("r1") == []
+        outcomes = list(journal.outcomes("r1"))
+        assert len(outcomes) == len(held) == 50
+        assert {o.record_id for o in outcomes} == {r["id"] for r in held}
     finally:
         store.close()
