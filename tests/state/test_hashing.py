@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recordsync.state import input_hash
-from recordsync.state.hashing import FORMAT_TAG, canonical_input, encode_input
+from recordsync.state.hashing import FORMAT_TAG, canonical_input, encode_input, encode_inputs
 
 scalars = st.one_of(
     st.none(),
@@ -171,3 +171,24 @@ def test_encode_input_takes_the_fast_path_for_plain_payloads() -> None:
     assert json.loads(encoded) == payload
     for odd in (1.5, "\ud800", 2**64, datetime.date(2026, 1, 1), {"deep": {"er": 1}}):
         assert encode_input({**payload, "fields": {"x": odd}})[1] is None
+
+
+@given(st.lists(st.one_of(_any_payload, payloads), max_size=6))
+def test_encode_inputs_is_encode_input_of_each(group: list[dict[str, Any]]) -> None:
+    """A group checked at once gives each payload's hash and JSON as encode_input would."""
+    out = encode_inputs(group)
+    assert [digest for digest, _ in out] == [input_hash(p) for p in group]
+    for payload, (_, encoded) in zip(group, out, strict=True):
+        if encoded is not None:
+            assert json.loads(encoded) == payload
+            assert not _has_float(payload) and "extra" not in payload
+
+
+def test_one_odd_payload_leaves_the_rest_of_its_group_on_the_fast_path() -> None:
+    group = [
+        {"name": f"n{i}", "match_by": "email", "match_value": f"{i}@x", "fields": {"t": ["a"]}}
+        for i in range(3)
+    ]
+    assert all(encoded is not None for _, encoded in encode_inputs(group))
+    group[1]["fields"]["score"] = 0.5
+    assert [encoded is None for _, encoded in encode_inputs(group)] == [False, True, False]

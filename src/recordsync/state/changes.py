@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from recordsync.model import BatchInput, PreparedRow, RowStatus
-from recordsync.state.hashing import encode_input
+from recordsync.state.hashing import encode_input, encode_inputs
 from recordsync.state.store import ACKED_FAILED, DELETED, Entry, StateStore
 
 
@@ -121,19 +121,20 @@ class ChangeDetector:
         """Split one chunk of prepared rows (any size; 100–5000 is a good chunk)."""
         result = Classification()
         valid: list[PreparedRow] = []
+        payloads: list[BatchInput] = []
         done = self.done_rows
         for row in rows:
             if done is not None and row.source.source_row in done:
                 result.done.append(row)
             elif row.status is RowStatus.VALID and row.payload is not None:
                 valid.append(row)
+                payloads.append(row.payload)
             else:
                 result.skipped.append(row)
         keys = [] if self.ledger_was_empty else [r.key for r in valid if r.key is not None]
         ledger = self.store.lookup_many(self.pipeline, self.mapping, keys) if keys else {}
-        for row in valid:
+        for row, (digest, encoded) in zip(valid, encode_inputs(payloads), strict=True):
             assert row.payload is not None
-            digest, encoded = encode_input(row.payload)
             entry = ledger.get(row.key) if row.key is not None else None
             reason = self._reason(row, entry, digest)
             if reason is None:

@@ -25,7 +25,7 @@ them); any other value (a float, a date, a lone surrogate) takes the ``json.dump
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from hashlib import blake2b
 from itertools import chain
 from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
@@ -71,64 +71,65 @@ _OPTIONS = (  # what orjson would write in its own way (dates, subclasses) makes
     | orjson.OPT_PASSTHROUGH_SUBCLASS
 )
 _SCALARS = frozenset({str, int, bool, type(None)})
-_SCALARS_OR_LIST = _SCALARS | {list}
 _NESTED = frozenset({list, dict})
 _SCALARS_OR_CONTAINER = _SCALARS | _NESTED
 _MATCH_KEYS = ("match_by", "match_value")
 _ABSENT = object()
 
 
-def _plain(value: Any) -> bool:
-    """True if orjson writes ``value`` exactly as the canonical ``json.dumps`` does: strings,
-    booleans, null, integers, and lists and objects of those (one level deep: the fields'
-    values); never floats, whose exponents the two write differently. orjson raises for
-    what it cannot write the same way (integers beyond 64 bits, a lone surrogate, a key
-    that is not a string)."""
-    t = type(value)
-    if t in _SCALARS:
-        return True
-    if t is dict:
-        values: Any = value.values()
-    elif t is list:
-        values = value
-    else:
+def _plain(payloads: Sequence[Mapping[str, Any]]) -> bool:
+    """True if every payload is a dict of known keys whose values orjson writes exactly as the
+    canonical ``json.dumps`` does: strings, booleans, null, integers, and lists and objects of
+    those (one level deep: the fields' values); never floats, whose exponents the two write
+    differently. orjson raises for what it cannot write the same way (integers beyond 64 bits,
+    a lone surrogate, a key that is not a string). Checked for all of them at once, in a few
+    passes over their values."""
+    if set(map(type, payloads)) - {dict} or not set(chain.from_iterable(payloads)) <= _KNOWN:
         return False
-    types = set(map(type, values))
-    if types <= _SCALARS:
-        return True
-    if not types <= _SCALARS_OR_LIST:
-        return False
-    lists = [v for v in values if type(v) is list]
-    return set(map(type, chain.from_iterable(lists))) <= _SCALARS
+    values: list[Any] = list(chain.from_iterable(map(dict.values, payloads)))  # type: ignore[arg-type]
+    for depth in (1, 2, 3):  # payload values; the fields' values; their lists' items
+        types = set(map(type, values))
+        if types <= _SCALARS:
+            return True
+        if depth == 3 or not types <= _SCALARS_OR_CONTAINER:
+            return False
+        nested = [v for v in values if type(v) in _NESTED]
+        if depth == 2 and dict in types:  # an object inside the fields
+            return False
+        values = list(chain.from_iterable(v.values() if type(v) is dict else v for v in nested))
+    return False  # not reached
 
 
 def encode_input(payload: Mapping[str, Any]) -> tuple[str, bytes | None]:
     """``(input_hash(payload), the payload as compact JSON)``, both from one encoding of what
     the hash covers; ``(input_hash(payload), None)`` for a payload that only ``json.dumps``
     writes canonically (see the module docstring), to be encoded as usual."""
-    types = set(map(type, payload.values()))
-    if (
-        payload.keys() <= _KNOWN
-        and types <= _SCALARS_OR_CONTAINER
-        and (types <= _SCALARS or all(_plain(v) for v in payload.values() if type(v) in _NESTED))
-    ):
-        try:
-            hashed = orjson.dumps(
-                {k: v for k, v in payload.items() if k not in _MATCH_KEYS}, option=_OPTIONS
+    return _encode_plain(payload) if _plain((payload,)) else (input_hash(payload), None)
+
+
+def encode_inputs(payloads: Sequence[Mapping[str, Any]]) -> list[tuple[str, bytes | None]]:
+    """:func:`encode_input` of each payload, the values of all of them checked at once."""
+    if _plain(payloads):
+        return [_encode_plain(p) for p in payloads]
+    return [encode_input(p) for p in payloads]
+
+
+def _encode_plain(payload: Mapping[str, Any]) -> tuple[str, bytes | None]:
+    """:func:`encode_input` of a payload :func:`_plain` passed."""
+    try:
+        hashed = orjson.dumps(
+            {k: v for k, v in payload.items() if k not in _MATCH_KEYS}, option=_OPTIONS
+        )
+        by, value = payload.get("match_by", _ABSENT), payload.get("match_value", _ABSENT)
+        if by is not _ABSENT and value is not _ABSENT:
+            head = b'{"match_by":' + orjson.dumps(by) + b',"match_value":' + orjson.dumps(value)
+        else:
+            head = b"{" + b",".join(
+                f'"{k}":'.encode() + orjson.dumps(payload[k]) for k in _MATCH_KEYS if k in payload
             )
-            by, value = payload.get("match_by", _ABSENT), payload.get("match_value", _ABSENT)
-            if by is not _ABSENT and value is not _ABSENT:
-                head = b'{"match_by":' + orjson.dumps(by) + b',"match_value":' + orjson.dumps(value)
-            else:
-                head = b"{" + b",".join(
-                    f'"{k}":'.encode() + orjson.dumps(payload[k])
-                    for k in _MATCH_KEYS
-                    if k in payload
-                )
-        except orjson.JSONEncodeError:
-            return input_hash(payload), None
-        digest = blake2b(FORMAT_TAG + hashed, digest_size=16).hexdigest()
-        if len(hashed) == 2:  # "{}": only match keys
-            return digest, head + b"}"
-        return digest, (head + b"," if len(head) > 1 else head) + hashed[1:]
-    return input_hash(payload), None
+    except orjson.JSONEncodeError:
+        return input_hash(payload), None
+    digest = blake2b(FORMAT_TAG + hashed, digest_size=16).hexdigest()
+    if len(hashed) == 2:  # "{}": only match keys
+        return digest, head + b"}"
+    return digest, (head + b"," if len(head) > 1 else head) + hashed[1:]
