@@ -247,14 +247,8 @@ class StepRunner:
         put the next one on the wire, then report the collected chunk. Its acknowledgement
         is committed with the next chunk's begin (or on its own, whichever comes first)."""
         chunk = self._queue.popleft()
-        following = next((c for c in self._queue if c.future is not None), None)
-        if following is not None and self._traced:
-            # The worker writes the next request only after this chunk's outcome is set: wait
-            # for that write, not for the outcome. This thread is then woken once a chunk,
-            # after the request, and never between an answer and the next request (a wake-up
-            # costs the worker time there, more so on a virtual machine).
-            following.sent.wait()
         settled = self._collect(tally, chunk)
+        following = next((c for c in self._queue if c.future is not None), None)
         if following is not None and self._traced is not False:
             # Let the worker put that chunk on the wire before the work below competes with
             # it for the interpreter lock: that work then overlaps the service's time only.
