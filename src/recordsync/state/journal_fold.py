@@ -59,7 +59,7 @@ _Key = tuple[str, str, str]
 @dataclass(slots=True)
 class _Sorted:
     """Kept ledger rows of chunks acknowledged in order, sorted by key, being written a slice
-    at a time (:meth:`LedgerFold.slices`)."""
+    at a time (:meth:`LedgerFold._slice`)."""
 
     key: _Key
     rows: ToFold
@@ -73,7 +73,8 @@ class LedgerFold(JournalReader):
     def __init__(self, store: StateStore, pipeline: str) -> None:
         super().__init__(store, pipeline)
         self._unfolded: dict[_Key, tuple[int, int]] = {}
-        """(run, step, mapping) → (first, last) chunk number acknowledged but not folded."""
+        """(run, step, mapping) → (first, last): the chunks to fold, acknowledged and not
+        folded (after an acknowledgement out of chunk order, the later chunks again too)."""
         self._to_fold: dict[_Key, tuple[ToFold, bool]] = {}
         """(run, step, mapping) → the ledger rows of those chunks, kept from the
         acknowledgements (so a fold does not read back what was just written), and whether
@@ -85,7 +86,7 @@ class LedgerFold(JournalReader):
         self.slices: tuple[int, int] | None = None
         """``(start_at, rows)``: write the ledger a slice of ``rows`` rows with each
         acknowledgement, from key-sorted batches of everything kept once ``start_at`` rows
-        wait (:meth:`slices`); None: only :meth:`fold` writes the ledger."""
+        wait (:meth:`_slice`); None: only :meth:`fold` writes the ledger."""
         self.unfolded_rows = 0
         """Ledger rows acknowledged and not yet written (kept, or sorted and not written)."""
         self._guarded = False
