@@ -169,18 +169,13 @@ def build_plans(
             if problem is not None:
                 raise problem
     plans: list[StepPlan] = []
+    common: dict[str, Any] = {"schema": schema, "users": users, "slice_rows": slice_rows}
     for step in pipeline.steps:
         if steps is not None and step.step_name not in steps:
             continue
 
         def rows(step: Any = step) -> Iterator[PreparedRow]:
-            return prepare_step(
-                step.config,
-                base_dir=step.base_dir,
-                schema=schema,
-                users=users,
-                slice_rows=slice_rows,
-            )
+            return prepare_step(step.config, base_dir=step.base_dir, **common)
 
         def estimate(step: Any = step) -> int | None:
             return estimate_rows(step.config.source, step.base_dir)
@@ -189,13 +184,7 @@ def build_plans(
             from recordsync.prepare_digests import prepare_digested
 
             return prepare_digested(
-                step.config,
-                base_dir=step.base_dir,
-                schema=schema,
-                users=users,
-                snapshot=snapshot,
-                fp=fp,
-                slice_rows=slice_rows,
+                step.config, base_dir=step.base_dir, snapshot=snapshot, fp=fp, **common
             )
 
         def fingerprint(step: Any = step) -> bytes | None:
