@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -267,15 +268,18 @@ def test_each_chunk_is_on_the_wire_before_the_previous_one_is_reported(tmp_path:
     events: list[str] = []
 
     class Traced(RecordServiceClient):
-        def batch_once(
-            self, object_type: str, objects: Any, body: Any = None, on_sent: Any = None
-        ) -> Any:
+        """Notes when each chunk's request is written (the runner builds each chunk's first
+        request ahead, with the callback in it; a resend would go through batch_once)."""
+
+        def build_batch(self, object_type: str, body: bytes, on_sent: Any = None) -> Any:
+            name = json.loads(body)["objects"][0]["name"]
+
             def sent() -> None:
-                events.append(f"on wire {objects[0]['name']}")
+                events.append(f"on wire {name}")
                 if on_sent is not None:
                     on_sent()
 
-            return super().batch_once(object_type, objects, body, sent)
+            return super().build_batch(object_type, body, sent)
 
     class Progress:
         def step_started(self, plan: Any) -> None: ...

@@ -79,9 +79,11 @@ def test_bad_profile_files(tmp_path: Path, text: str, message: str) -> None:
     assert "sk_live_oops" not in str(info.value)
 
 
-@pytest.mark.parametrize("url", ["ftp://x", "crm.example", "https://user:pw@crm.example"])
+@pytest.mark.parametrize(
+    "url", ["ftp://x", "crm.example", "https://user:pw@crm.example", "http://[::1"]
+)
 def test_bad_urls(profiles: Path, url: str) -> None:
-    with pytest.raises(ConfigError):
+    with pytest.raises(ConfigError, match="base URL"):
         choose(profiles, base_url=url)
 
 

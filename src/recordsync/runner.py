@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import secrets
 from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.sender import ChunkReport, ChunkSender
 from recordsync.send.step import ChunkHook, Progress, SendOptions, StepPlan, StepRunner
+from recordsync.send.switching import prompt_switching
 from recordsync.settings import Target
 
 log = logging.getLogger(__name__)
@@ -150,7 +152,9 @@ def run_plans(
                 runner.drain(plan, stop)
                 continue
             try:
-                runner.run(plan)
+                # the sender thread takes the interpreter lock promptly when an answer arrives
+                with nullcontext() if options.dry_run else prompt_switching():
+                    runner.run(plan)
             except ObjectTypeNotFound as exc:
                 step_errors.append(exc)
                 log.error("step %s aborted: %s", plan.name, exc)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import yaml
 
 from recordsync.errors import AuthError, ConfigError
@@ -89,6 +90,13 @@ def _check_url(url: str, origin: str) -> str:
             f"base URL from {origin} carries credentials; give the key through an env var",
             hint=f"remove user:password@ from the URL and set {ENV_API_KEY}",
         )
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise ConfigError(
+            f"base URL {url!r} (from {origin}) is not a valid URL: {exc}",
+            hint="write it as http(s)://host[:port][/path]",
+        ) from None
     return url.rstrip("/")
 
 

@@ -133,10 +133,31 @@ def test_a_pre_encoded_batch_body_is_sent_as_httpx_would_encode_it() -> None:
     client = fake_client(handler)
     client.batch_once("contacts", objects)
     client.batch_once("contacts", objects, encode_batch(objects))
-    plain, pre = seen
-    assert pre.content == plain.content
-    assert pre.headers["content-type"] == plain.headers["content-type"] == "application/json"
-    assert pre.headers["content-length"] == plain.headers["content-length"]
+    built = client.build_batch("contacts", encode_batch(objects))
+    assert built is not None
+    attempt = client.batch_once("contacts", [{"name": "not sent"}], request=built)
+    assert attempt.verdict.kind == "ok" and attempt.body["summary"]["created"] == 1
+    plain, pre, ahead = seen
+    assert ahead is built
+    for request in (pre, ahead):
+        assert request.content == plain.content
+        assert request.url == plain.url and request.method == plain.method == "POST"
+        assert dict(request.headers) == dict(plain.headers)
+        assert request.extensions.get("timeout") == plain.extensions.get("timeout")
+    assert plain.headers["content-type"] == "application/json"
+    assert client.requests_sent == 3
+
+
+def test_a_batch_request_that_cannot_be_built_ahead_fails_when_sent() -> None:
+    """build_batch gives None (the runner then leaves building to the sender, which meets
+    the same error). Such a base URL never gets this far: settings refuse it (test_settings)."""
+    from recordsync.secret import Secret
+    from recordsync.send.client import RecordServiceClient
+
+    client = RecordServiceClient(httpx.Client(), "http://[::1", Secret(KEY))
+    assert client.build_batch("contacts", b'{"objects":[]}') is None
+    with pytest.raises(httpx.InvalidURL):
+        client.batch_once("contacts", [{"name": "x"}])
 
 
 def test_on_sent_is_called_when_the_request_is_written_over_a_socket(tmp_path: Path) -> None:

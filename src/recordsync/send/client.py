@@ -107,26 +107,19 @@ class RecordServiceClient:
         params: Mapping[str, Any] | None = None,
         body: bytes | None = None,
         on_sent: Callable[[], object] | None = None,
+        request: httpx.Request | None = None,
     ) -> Attempt:
         """Send one request; never raises for HTTP or transport failures. ``body``: the JSON
         request body already encoded (instead of ``json``). ``on_sent``: called once the
         request is written and its answer is being waited for (from the transport's trace
-        events: httpx's own transports have them; others never call it)."""
+        events: httpx's own transports have them; others never call it). ``request``: the
+        request already built by :meth:`build` for this ``method`` and ``path`` (then
+        ``json``, ``params``, ``body`` and ``on_sent`` are not used)."""
         self.requests_sent += 1
-        headers = {"x-api-key": self._api_key.reveal()}
-        if body is not None:
-            headers["content-type"] = "application/json"
         try:
-            response = self.http.request(
-                method,
-                self.base_url + path,
-                json=json,
-                content=body,
-                params=params,
-                headers=headers,
-                follow_redirects=False,
-                extensions=None if on_sent is None else {"trace": _on_body_sent(on_sent)},
-            )
+            if request is None:
+                request = self._build(method, path, json, params, body, on_sent)
+            response = self.http.send(request, follow_redirects=False)
         except httpx.HTTPError as exc:
             verdict = classify_exception(method, path, exc)
             if self._unreachable(verdict):  # name the host: "could not connect to h:p (...)"
@@ -144,6 +137,28 @@ class RecordServiceClient:
             return Attempt(verdict, body=parse_json(response.content))
         except ValueError as exc:
             return Attempt(verdict, body_error=f"answer is not JSON ({type(exc).__name__})")
+
+    def _build(
+        self,
+        method: str,
+        path: str,
+        json: Any,
+        params: Mapping[str, Any] | None,
+        body: bytes | None,
+        on_sent: Callable[[], object] | None,
+    ) -> httpx.Request:
+        headers = {"x-api-key": self._api_key.reveal()}
+        if body is not None:
+            headers["content-type"] = "application/json"
+        return self.http.build_request(
+            method,
+            self.base_url + path,
+            json=json,
+            content=body,
+            params=params,
+            headers=headers,
+            extensions=None if on_sent is None else {"trace": _on_body_sent(on_sent)},
+        )
 
     # -- retried requests ---------------------------------------------------------------
     def request(
@@ -211,14 +226,32 @@ class RecordServiceClient:
         objects: list[BatchInput],
         body: bytes | None = None,
         on_sent: Callable[[], object] | None = None,
+        *,
+        request: httpx.Request | None = None,
     ) -> Attempt:
         """One try of ``POST /api/objects/{type}/batch`` (at most 100 entries); ``body``:
         ``{"objects": objects}`` already encoded (:func:`encode_batch`), if at hand;
-        ``on_sent`` as for :meth:`attempt`."""
+        ``on_sent`` as for :meth:`attempt`; ``request``: that try's request, built ahead by
+        :meth:`build_batch` (then ``body`` and ``on_sent`` are not used)."""
         path = self.object_path(object_type) + "/batch"
+        if request is not None:
+            return self.attempt("POST", path, request=request)
         if body is not None:
             return self.attempt("POST", path, body=body, on_sent=on_sent)
         return self.attempt("POST", path, json={"objects": objects}, on_sent=on_sent)
+
+    def build_batch(
+        self, object_type: str, body: bytes, on_sent: Callable[[], object] | None = None
+    ) -> httpx.Request | None:
+        """The request :meth:`batch_once` would send for ``body``, built ahead: the runner
+        builds it while the previous chunk is in flight, so that the sender's thread only
+        writes it (building one takes about 0.1 ms of interpreter time). None if it cannot
+        be built: :meth:`batch_once` then builds it and reports the failure as usual."""
+        path = self.object_path(object_type) + "/batch"
+        try:
+            return self._build("POST", path, None, None, body, on_sent)
+        except (httpx.HTTPError, httpx.InvalidURL, ValueError, TypeError):
+            return None
 
     def list_records(
         self, object_type: str, *, page_size: int = 200, **params: Any

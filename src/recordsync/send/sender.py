@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import cast
 
+import httpx
+
 from recordsync.errors import FatalApiError
 from recordsync.model import BatchInput, RowStatus
 from recordsync.reconcile.batch import EntryResult, Unreconciled, reconcile_batch
@@ -85,12 +87,14 @@ class ChunkSender:
         on_sent: Callable[[], object] | None = None,
         *,
         noted: bool = False,
+        request: httpx.Request | None = None,
     ) -> ChunkReport:
         """Send one chunk (retrying as the policy says). ``body``: the entries already
         encoded as a batch request (:func:`recordsync.send.client.encode_batch`), used for
         the first try. ``on_sent``: called when a try's request is written (see
         :meth:`RecordServiceClient.attempt`). ``noted``: the entries' names were already
-        given to :meth:`note`."""
+        given to :meth:`note`. ``request``: the first try's request, built ahead from
+        ``body`` and ``on_sent`` (:meth:`RecordServiceClient.build_batch`)."""
         report = ChunkReport(chunk_id, first_source_row, len(entries))
         if not noted:
             self.note(entries)
@@ -119,11 +123,13 @@ class ChunkSender:
                 return EntryResult(RowStatus.IN_DOUBT, None, f"in doubt: {reason}")
             return EntryResult(RowStatus.FAILED, None, reason)
 
-        first = body
+        first, built = body, request
         while pending:
             objects = [current[i] for i in pending]
-            attempt = self.client.batch_once(self.object_type, objects, first, on_sent)
-            first = None  # a later try sends what is pending then, encoded anew
+            attempt = self.client.batch_once(
+                self.object_type, objects, first, on_sent, request=built
+            )
+            first = built = None  # a later try sends what is pending then, encoded anew
             verdict = attempt.verdict
             report.attempts += 1
             if verdict.kind == "ok":

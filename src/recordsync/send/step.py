@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+import httpx
+
 from recordsync.errors import RecordsyncError
 from recordsync.model import BatchInput, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
@@ -207,8 +209,13 @@ class StepRunner:
             [r for r in buffer if type(r) is PreparedRow and r.status is RowStatus.VALID],
         )
         sending = bool(chunk.to_send) and sender is not None and pool is not None
-        if sending:  # encoded here, while an earlier chunk is in flight
+        if sending:  # encoded and built here, while an earlier chunk is in flight
+            assert sender is not None
             chunk.body = _encoded(chunk.to_send)
+            if chunk.body is not None:
+                chunk.request = sender.client.build_batch(
+                    sender.object_type, chunk.body, self._on_sent(chunk)
+                )
         self._loose = buffer  # reported as not sent if the run stops before it is queued
         if sending and self.hook is not None and self._plan is not None:
             chunk.chunk_no = tally.chunks + 1  # the chunks queued before it are counted
@@ -272,6 +279,7 @@ class StepRunner:
                     chunk.body,
                     self._on_sent(chunk),
                     noted=True,
+                    request=chunk.request,
                 )
             except ChunkAborted:
                 self._stopped = True
@@ -412,6 +420,8 @@ class _Chunk:
     first: int = 0
     future: Future[tuple[ChunkReport, RecordsyncError | None]] | None = None
     body: bytes | None = None
+    request: httpx.Request | None = None
+    """The first try's request, built ahead (None: the sender builds it)."""
     sent: threading.Event = field(default_factory=threading.Event)
     """Set when the chunk's request is written, or its sending ended (or never began)."""
 
