@@ -37,6 +37,7 @@ from recordsync.report.tally import StepTally
 from recordsync.send.ledger_prep import StepPrep
 from recordsync.send.safety import resend_as_is_safe
 from recordsync.send.step import Item, StepPlan
+from recordsync.state.checkpoint import BackgroundCheckpoints
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
@@ -90,6 +91,9 @@ class StateHook:
         self._prep: dict[str, StepPrep] = {}
         self._snap: SnapshotWriter | None = None
         self._snap_fp = b""
+        self.background: BackgroundCheckpoints | None = None
+        """Checkpoints of the state database's log while the run writes (stopped before the
+        run's final checkpoint, :meth:`finish`)."""
 
     def source(self, plan: StepPlan) -> Iterable[Item]:
         """The step's rows. A complete, first-attempt run of a whole pipeline digests its
@@ -285,6 +289,8 @@ class StateHook:
 
     def finish(self, state: str) -> None:
         self._discard_snapshot()
+        if self.background is not None:
+            self.background.close()
         self.journal.finish_run(self.run_id, state)
 
 
@@ -325,7 +331,7 @@ def open_state(
                     info.attempts,
                     len(held),
                 )
-            yield StateHook(
+            hook = StateHook(
                 store,
                 journal,
                 info.run_id,
@@ -334,5 +340,10 @@ def open_state(
                 resend_in_doubt=resend_in_doubt,
                 resumed=resumed,
             )
+            hook.background = BackgroundCheckpoints(store.path)
+            try:
+                yield hook
+            finally:
+                hook.background.close()
     finally:
         store.close()
