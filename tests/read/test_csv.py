@@ -224,3 +224,41 @@ def test_batches_are_merged_up_to_batch_size(
     src = SourceConfig(path="m.csv", batch_size=300)
     sizes = [sb.batch.num_rows for sb in iter_source(src, tmp_path)]
     assert sum(sizes) == 1000 and len(sizes) < 10 and all(n >= 300 for n in sizes[:-1])
+
+
+def test_a_checked_header_is_not_parsed_again_until_the_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run checks each CSV source up to three times; the 4 MiB parse happens once per
+    content and settings. A rewrite with the same size and modification time is seen."""
+    import os
+
+    from recordsync.read import csv_reader
+
+    parsed: list[str] = []
+    parse = csv_reader._parse_header
+
+    def counted(src: SourceConfig, path: Path, quick: bool) -> list[str]:
+        parsed.append(f"{path.name}{' quick' if quick else ''}")
+        return parse(src, path, quick)
+
+    monkeypatch.setattr(csv_reader, "_parse_header", counted)
+    path = tmp_path / "c.csv"
+    path.write_text("id,name\n1,Ada\n", encoding="utf-8")
+    src = SourceConfig(path="c.csv")
+    assert source_columns(src, tmp_path) == ["id", "name"]
+    assert source_columns(src, tmp_path) == ["id", "name"]
+    assert [r[1] for r in read_all(src, tmp_path)[0]] == [{"id": "1", "name": "Ada"}]
+    assert parsed == ["c.csv"]  # the full check once; the reader's quick one skipped
+    stat = path.stat()
+    path.write_text("ID;nome\n1;Ada\n", encoding="utf-8")  # same size
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size
+    assert source_columns(src, tmp_path) == ["ID;nome"]
+    assert source_columns(SourceConfig(path="c.csv", delimiter=";"), tmp_path) == ["ID", "nome"]
+    assert parsed == ["c.csv", "c.csv", "c.csv"]
+    path.write_text("id,id\n1,2\n", encoding="utf-8")  # an error is never remembered
+    for _ in range(2):
+        with pytest.raises(SourceError, match="duplicate column names"):
+            source_columns(src, tmp_path)
+    assert len(parsed) == 5
