@@ -313,3 +313,61 @@ def test_each_chunk_is_on_the_wire_before_the_previous_one_is_reported(tmp_path:
         "reported 10",
         "reported 10",
     ]
+
+
+def test_the_hook_hears_when_the_source_is_read_while_the_last_chunks_are_out(
+    tmp_path: Path,
+) -> None:
+    """source_read comes once, after the last chunk is journaled and before the step ends
+    (the state store writes its ledger then); a dry run sends nothing and never calls it."""
+    from contextlib import nullcontext
+
+    events: list[str] = []
+
+    class Hook:
+        def source(self, plan: StepPlan) -> Any:
+            return plan.rows()
+
+        def classify(self, plan: StepPlan, rows: Any) -> Any:
+            return rows
+
+        def record_id_of(self, row: PreparedRow) -> None:
+            return None
+
+        def begin(self, plan: StepPlan, chunk_no: int, rows: Any) -> None:
+            events.append(f"begin {chunk_no}")
+
+        def ack(self, plan: StepPlan, chunk_no: int, rows: Any, results: Any) -> None:
+            events.append(f"ack {chunk_no}")
+
+        def source_read(self, plan: StepPlan) -> None:
+            events.append("source read")
+
+        def step_done(self, plan: StepPlan, tally: Any) -> None:
+            events.append("done")
+
+        def atomic(self) -> Any:
+            return nullcontext()
+
+    with sandbox(tmp_path) as (client, _rec):
+        result = run(
+            tmp_path,
+            [plan("contacts", "contacts", contacts(35))],
+            client,
+            options=SendOptions(10, 10),
+            hook=Hook(),
+        )
+    assert result.summary["accounting_ok"]
+    assert events.count("source read") == 1
+    at = events.index("source read")
+    assert events[at - 1] == "begin 4" and events[-1] == "done"
+    assert sorted(e for e in events if e.startswith("ack")) == [f"ack {n}" for n in range(1, 5)]
+    events.clear()
+    run(
+        tmp_path / "dry",
+        [plan("contacts", "contacts", contacts(5))],
+        None,
+        options=SendOptions(10, 10, True),
+        hook=Hook(),
+    )
+    assert "source read" not in events

@@ -101,3 +101,26 @@ def test_finish_folds_a_step_that_never_reached_its_end(tmp_path: Path) -> None:
         hook.finish("aborted")
     with StateStore(db) as store:
         assert len(list(store.entries("p", "deals"))) == 5
+
+
+def test_the_ledger_is_written_once_the_source_is_read_before_the_last_answers(
+    tmp_path: Path,
+) -> None:
+    """source_read (the runner's last chunks in flight) writes what was acknowledged so far;
+    the chunk acknowledged after it reaches the ledger at the step's end."""
+    rows = [prepared(i + 2, f"k{i}", {"stage": "won"}) for i in range(5)]
+    plan = _plan("deals")
+    with open_state("p", tmp_path / "state.db", "r1") as hook:
+        stream = list(hook.classify(plan, rows))
+        first, last = stream[:3], stream[3:]
+        hook.begin(plan, 1, first)
+        hook.ack(plan, 1, first, [EntryResult(RowStatus.CREATED, 100 + i) for i in range(3)])
+        hook.begin(plan, 2, last)
+        assert list(hook.store.entries("p", "deals")) == []  # below FOLD_FROM: kept
+        hook.source_read(plan)
+        assert sorted(e.source_key for e in hook.store.entries("p", "deals")) == ["k0", "k1", "k2"]
+        hook.ack(plan, 2, last, [EntryResult(RowStatus.UPDATED, 200 + i) for i in range(2)])
+        hook.step_done(plan, StepTally("deals", "deals", "deals"))
+        keys = {e.source_key: e.record_id for e in hook.store.entries("p", "deals")}
+        assert keys == {"k0": 100, "k1": 101, "k2": 102, "k3": 200, "k4": 201}
+        hook.finish("finished")

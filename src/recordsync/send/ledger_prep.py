@@ -198,6 +198,9 @@ class DryRunRefsHook:
     ) -> None:
         raise AssertionError("a dry run sends nothing")
 
+    def source_read(self, plan: StepPlan) -> None:
+        pass
+
     def step_done(self, plan: StepPlan, tally: StepTally) -> None:
         pass
 

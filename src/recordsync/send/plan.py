@@ -71,6 +71,10 @@ class ChunkHook(Protocol):
     def ack(
         self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow], results: list[EntryResult]
     ) -> None: ...
+    def source_read(self, plan: StepPlan) -> None:
+        """Every row of the step was read and its chunks queued; the last of them may still
+        be in flight (the state store writes the ledger meanwhile)."""
+
     def step_done(self, plan: StepPlan, tally: StepTally) -> None:
         """Every row of the step was reported and every chunk acknowledged (mirror deletes)."""
 

@@ -247,6 +247,12 @@ class StateHook:
             self.run_id, plan.name, chunk_no + self._offset.get(plan.name, 0), outcomes
         )
 
+    def source_read(self, plan: StepPlan) -> None:
+        """The step's last chunks are in flight: write what was acknowledged so far to the
+        ledger now, while the runner waits for them (about 0.1 s of a 100k-row step's end,
+        20,000 rows at most), rather than after the last answer (:meth:`step_done`)."""
+        self.journal.fold()
+
     def step_done(self, plan: StepPlan, tally: StepTally) -> None:
         """Every row of the step is reported and acknowledged: mirror deletes, if enabled."""
         from recordsync.state import apply_deletes, plan_deletes

@@ -124,6 +124,8 @@ class StepRunner:
                         limit = self.options.chunk_size
                     buffer, valid, buffered = [], 0, 0
             self._advance(tally, sender, pool, buffer)
+            if self.hook is not None and sender is not None:
+                self.hook.source_read(plan)
             while self._queue:
                 self._settle_oldest(tally)
             self._flush_ack()
