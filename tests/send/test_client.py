@@ -218,3 +218,26 @@ def test_answers_are_read_as_the_standard_library_reads_them() -> None:
     assert parse_json('{"a": 1}'.encode("utf-16")) == {"a": 1}
     with pytest.raises(ValueError):
         parse_json(b"<html>proxy error</html>")
+
+
+def test_the_client_keeps_no_cookies() -> None:
+    """An answer's Set-Cookie is read but never stored or sent back (the key authenticates
+    every request); a cookie cannot be set on the client either."""
+    from recordsync.send.client import make_http_client
+
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(200, json={"data": []}, headers={"set-cookie": "lb=node-7; Path=/"})
+
+    http = make_http_client(base_url="http://service.example")
+    http._transport = httpx.MockTransport(handler)  # the client's own settings, a fake wire
+    for _ in range(2):
+        assert http.get("http://service.example/api/meta/users").json() == {"data": []}
+    assert all("cookie" not in r.headers for r in seen)
+    assert len(http.cookies) == 0
+    with pytest.raises(ValueError, match="no cookies"):
+        http.cookies = {"lb": "node-7"}
+    http.cookies.set("x", "y")  # set by hand: this client's jar only, never shared
+    assert len(make_http_client(base_url="http://service.example").cookies) == 0

@@ -52,7 +52,7 @@ def make_http_client(
     about 60 ms of loading the CA bundle, and it refuses any https URL: it could not check a
     certificate. Otherwise (https, or no URL given) certificates are verified as usual."""
     plain = base_url is not None and urlsplit(base_url).scheme == "http"
-    return httpx.Client(
+    return _KeyOnlyClient(
         timeout=timeout,
         follow_redirects=False,
         limits=httpx.Limits(max_connections=4, max_keepalive_connections=4),
@@ -60,6 +60,33 @@ def make_http_client(
         verify=not plain,
         mounts={"https://": _RefuseTLS()} if plain else None,
     )
+
+
+class _NoCookies(httpx.Cookies):
+    """A cookie jar that keeps nothing: answers' ``Set-Cookie`` headers are ignored."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _KeyOnlyClient(httpx.Client):
+    """An ``httpx.Client`` without a cookie jar. The record service authenticates every
+    request by its key; a cookie (a load balancer's, say) is never sent back. Reading each
+    answer's ``Set-Cookie`` headers into a jar costs httpx about 0.25 ms of interpreter time
+    a request, between an answer and the next chunk's request (of about 1.7 ms in all)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._none = _NoCookies()
+        super().__init__(**kwargs)
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._none
+
+    @cookies.setter
+    def cookies(self, cookies: object) -> None:
+        if cookies:
+            raise ValueError("this client keeps no cookies (the service authenticates by key)")
 
 
 class _RefuseTLS(httpx.BaseTransport):
