@@ -10,6 +10,10 @@ import yaml
 
 from recordsync.errors import ConfigError
 
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+"""PyYAML's safe loader, with libyaml's parser when PyYAML was built with it (the wheels
+are): the same data, marks and errors, about ten times faster than the pure-Python parser."""
+
 
 def load_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
     """Parse ``path`` and return ``(data, node tree)``; YAML syntax errors name the line."""
@@ -25,8 +29,12 @@ def load_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"cannot read file: {exc}", file=str(path)) from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        loader = _Loader(text)
+        try:  # one parse: the data is constructed from the node tree
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = mark.line + 1 if mark is not None else None
