@@ -4,6 +4,7 @@ the row's identity."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -73,3 +74,33 @@ def test_duplicates_across_batches_and_rules(tmp_path: Path, policy: str, fmt: s
                     "(duplicates: last)"
                 )
         assert r.status is want, r
+
+
+@pytest.mark.parametrize("policy", ["last", "fail"])
+def test_a_first_digested_run_finds_the_same_duplicates(tmp_path: Path, policy: str) -> None:
+    """With no snapshot yet (a first run), the digested path's scan hashes the match keys as
+    prepare_step's does, without making the key strings: the same rows, statuses and errors,
+    across batches and rules."""
+    from recordsync.prepare_digests import prepare_digested
+
+    names = [f"N{i % 35}" for i in range(40)]
+    emails = [f"e{i % 10}@x.example" if i < 30 else "" for i in range(40)]
+    lines = ["Name,Email", *(f"{n},{e}" for n, e in zip(names, emails, strict=True))]
+    (tmp_path / "c.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "c.yaml").write_text(
+        "object_type: contacts\nsource: {path: c.csv, batch_size: 3}\nname: Name\n"
+        f"match_by: [email, name]\nduplicates: {policy}\nfields:\n  email: Email\n"
+    )
+    mapping = load_mapping(tmp_path / "c.yaml")
+    plain = list(prepare_step(mapping, base_dir=tmp_path, schema=None, users=None))
+    digested = list(
+        prepare_digested(
+            mapping, base_dir=tmp_path, schema=None, users=None, snapshot=None, fp=b"fp"
+        )
+    )
+
+    def seen(rows: list[Any]) -> list[tuple[int, str, str | None, str | None]]:
+        return [(r.source.source_row, r.status.value, r.key, r.error) for r in rows]
+
+    assert seen(digested) == seen(plain)
+    assert sum(r.status is RowStatus.DUPLICATE for r in plain) >= 10

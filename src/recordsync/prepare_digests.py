@@ -138,10 +138,18 @@ class _Scan:
             if not len(slow) or (not mapping.match_by and mapping.ledger_key is None):
                 continue
             with gc_paused():
+                sub_ids = ids[slow]
+                if snapshot is None and mapping.match_by:
+                    # only duplicates among the source's rows to find (no snapshot's keys to
+                    # compare with, and ledger keys only with a snapshot): the key strings
+                    # are never made, as in prepare.Duplicates.scan
+                    h, has = mapper.key_hashes(sub.batch)
+                    slow_h.append(h[has])
+                    slow_ids.append(sub_ids[has])
+                    continue
                 keys: list[str | None] = (
                     mapper.keys_only(sub.batch) if mapping.match_by else [None] * len(slow)
                 )
-                sub_ids = ids[slow]
                 if mapping.match_by:
                     h, has = key_hashes(keys)
                     slow_h.append(h)
