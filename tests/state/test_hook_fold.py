@@ -124,3 +124,32 @@ def test_the_ledger_is_written_once_the_source_is_read_before_the_last_answers(
         keys = {e.source_key: e.record_id for e in hook.store.entries("p", "deals")}
         assert keys == {"k0": 100, "k1": 101, "k2": 102, "k3": 200, "k4": 201}
         hook.finish("finished")
+
+
+def test_an_early_ledger_write_that_fails_is_left_to_the_step_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """source_read must not stop a step whose last chunks are in flight: a failed write is
+    rolled back (nothing lost from what was kept) and done again by step_done."""
+    import sqlite3
+
+    rows = [prepared(i + 2, f"k{i}", {"stage": "won"}) for i in range(3)]
+    plan = _plan("deals")
+    with open_state("p", tmp_path / "state.db", "r1") as hook:
+        stream = list(hook.classify(plan, rows))
+        hook.begin(plan, 1, stream)
+        hook.ack(plan, 1, stream, [EntryResult(RowStatus.CREATED, 100 + i) for i in range(3)])
+        real = hook.journal._fold
+
+        def failing(conn: sqlite3.Connection, run_id: str | None = None) -> int:
+            real(conn, run_id)  # written, then the transaction fails: rolled back
+            raise sqlite3.OperationalError("disk I/O error")
+
+        monkeypatch.setattr(hook.journal, "_fold", failing)
+        hook.source_read(plan)  # logged, not raised
+        assert "retried at its end" in caplog.text
+        assert list(hook.store.entries("p", "deals")) == []
+        monkeypatch.setattr(hook.journal, "_fold", real)
+        hook.step_done(plan, StepTally("deals", "deals", "deals"))
+        assert sorted(e.source_key for e in hook.store.entries("p", "deals")) == ["k0", "k1", "k2"]
+        hook.finish("finished")

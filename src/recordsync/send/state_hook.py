@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -250,8 +251,17 @@ class StateHook:
     def source_read(self, plan: StepPlan) -> None:
         """The step's last chunks are in flight: write what was acknowledged so far to the
         ledger now, while the runner waits for them (about 0.1 s of a 100k-row step's end,
-        20,000 rows at most), rather than after the last answer (:meth:`step_done`)."""
-        self.journal.fold()
+        20,000 rows at most), rather than after the last answer (:meth:`step_done`). If
+        that write fails, it is rolled back and left to :meth:`step_done`, once the chunks in
+        flight are settled and reported."""
+        try:
+            self.journal.fold()
+        except sqlite3.Error as exc:
+            log.warning(
+                "writing the ledger of step %s early failed (%s); retried at its end",
+                plan.name,
+                exc,
+            )
 
     def step_done(self, plan: StepPlan, tally: StepTally) -> None:
         """Every row of the step is reported and acknowledged: mirror deletes, if enabled."""
