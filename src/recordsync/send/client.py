@@ -140,7 +140,7 @@ class RecordServiceClient:
         request body already encoded (instead of ``json``). ``on_sent``: called once the
         request is written and its answer is being waited for (from the transport's trace
         events: httpx's own transports have them; others never call it). ``request``: the
-        request already built by :meth:`build` for this ``method`` and ``path`` (then
+        request already built (:meth:`build_batch`) for this ``method`` and ``path`` (then
         ``json``, ``params``, ``body`` and ``on_sent`` are not used)."""
         self.requests_sent += 1
         try:
