@@ -9,6 +9,11 @@ A fault is written as a short spec (``recordsync sandbox --fault SPEC``, repeata
     drop-after-apply:every=4           let the request apply, then drop the connection mid-body
     drop:every=3                       drop the connection before the request is applied
                                        (the client cannot tell the two drops apart)
+    status-after-apply:502:every=4     let the request apply, then answer 502 with {error}
+    html:502:every=3                   answer 502 with a proxy's HTML error page (not applied)
+    html-after-apply:504:every=3       let the request apply, then answer 504 with that page
+    timeout-after-apply:every=5        let the request apply, then never answer: the request
+                                       hangs until the client gives up and closes it
     ...:path=/batch                    only requests whose path contains "/batch" count
     ...:after=10                       let the first 10 matching requests through untouched
 
@@ -37,10 +42,15 @@ VALID_FORMS = (
     "status:<code>[:every=N] | <code>[:every=N][:retry_after=S]",
     "drop-after-apply[:every=N]",
     "drop[:every=N]",
+    "status-after-apply:<code> | html:<code> | html-after-apply:<code>",
+    "timeout-after-apply[:every=N]",
     "options on any form: every=N, after=N, path=<substring>, retry_after=<seconds>",
 )
 
-_KINDS = ("latency", "status", "drop-after-apply", "drop")
+_KINDS = ("latency", "status", "drop-after-apply", "drop", "timeout-after-apply")
+_AFTER_APPLY = ("status-after-apply", "html-after-apply", "timeout-after-apply")
+_CODED = ("status-after-apply", "html", "html-after-apply")
+"""Kinds that take a status code as their first argument."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +113,10 @@ def parse_fault_spec(text: str) -> FaultSpec:
         if not rest or "=" in rest[0]:
             raise _bad(text, "status needs a code, e.g. status:503")
         kind, status, rest = "status", _parse_status(text, rest[0]), rest[1:]
+    elif head in _CODED:
+        if not rest or "=" in rest[0]:
+            raise _bad(text, f"{head} needs a code, e.g. {head}:502")
+        kind, status, rest = head, _parse_status(text, rest[0]), rest[1:]
     elif head == "latency":
         if not rest or "=" in rest[0]:
             raise _bad(text, "latency needs a duration, e.g. latency:50ms")
@@ -124,7 +138,7 @@ def parse_fault_spec(text: str) -> FaultSpec:
     if unknown:
         raise _bad(text, f"unknown option(s) {', '.join(sorted(unknown))}")
     retry_after = options.get("retry_after")
-    if retry_after is not None and status is None:
+    if retry_after is not None and kind != "status":
         raise _bad(text, "retry_after only applies to a status fault")
     return FaultSpec(
         kind=kind,
@@ -152,6 +166,10 @@ class FaultMiddleware:
         self.app = app
         self.specs = specs
         self._counters = [_Counter() for _ in specs]
+        self._applying = asyncio.Lock()
+        """Held while a request of an after-apply fault is applied: a request that arrives
+        meanwhile (a client's read-back after a timeout) waits until the write is done."""
+        self._gated = any(s.kind in _AFTER_APPLY for s in specs)
 
     def __getattr__(self, name: str) -> Any:  # expose the wrapped app's ``state`` etc.
         if name == "app":  # not set yet: never recurse
@@ -185,6 +203,24 @@ class FaultMiddleware:
             elif spec.kind == "drop-after-apply":
                 await _apply_then_drop(self.app, scope, receive, send, spec)
                 return
+            elif spec.kind == "html":
+                await _send_html(send, spec)
+                return
+            elif spec.kind in ("status-after-apply", "html-after-apply"):
+                async with self._applying:
+                    await _apply(self.app, scope, receive)
+                await (_send_status if spec.kind == "status-after-apply" else _send_html)(
+                    send, spec
+                )
+                return
+            elif spec.kind == "timeout-after-apply":
+                async with self._applying:
+                    await _apply(self.app, scope, receive)
+                await _wait_for_disconnect(receive)
+                return
+        if self._gated:
+            async with self._applying:
+                pass
         await self.app(scope, receive, send)
 
 
@@ -196,6 +232,43 @@ async def _send_status(send: Send, spec: FaultSpec) -> None:
         headers.append((b"retry-after", spec.retry_after.encode()))
     await send({"type": "http.response.start", "status": spec.status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+HTML_PAGE = (
+    "<html>\r\n<head><title>{status} {reason}</title></head>\r\n<body>\r\n"
+    "<center><h1>{status} {reason}</h1></center>\r\n<hr><center>nginx</center>\r\n"
+    "</body>\r\n</html>\r\n"
+)
+"""A reverse proxy's error page (nginx's layout), as a hosted service's gateway sends it."""
+
+_REASONS = {500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
+_REASONS[504] = "Gateway Time-out"
+
+
+async def _send_html(send: Send, spec: FaultSpec) -> None:
+    assert spec.status is not None
+    reason = _REASONS.get(spec.status, "Error")
+    body = HTML_PAGE.format(status=spec.status, reason=reason).encode()
+    headers = [(b"content-type", b"text/html"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": spec.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+async def _apply(app: ASGIApp, scope: Scope, receive: Receive) -> None:
+    """Run the request to completion (so it is applied) and throw its answer away."""
+
+    async def discard(message: Message) -> None:
+        return None
+
+    await app(scope, receive, discard)
+
+
+async def _wait_for_disconnect(receive: Receive) -> None:
+    """Answer nothing: wait until the client closes the connection (or the server stops)."""
+    while True:
+        message = await receive()
+        if message.get("type") == "http.disconnect":
+            return
 
 
 async def _apply_then_drop(
