@@ -7,9 +7,12 @@ file that replaces the mapping's source; results are reported against the origin
 row (``_source_file``, ``_source_row``). The new report has ``retry_of`` = the old run id.
 
 In-doubt rows may already be in the target. One that is safe to resend
-(:func:`recordsync.send.safety.resend_as_is_safe`) goes as is; otherwise it is resent as
-``match_by: name`` when its name occurs once among the step's in-doubt rows, and held as
-``in_doubt`` again when it does not (unless ``resend_in_doubt=True``).
+(:func:`recordsync.send.safety.resend_as_is_safe`) goes as is. Each other one is read back
+(:class:`recordsync.send.settle.Settler`: records of its name written since the earlier run
+started, other than the records that run reported for its rows): absent, it is sent as it
+was; applied, it is sent ``match_by: id`` to the record found, its own; unknown, it is held
+``in_doubt`` again with what was found (unless ``resend_in_doubt=True``). It is never resent
+by name: a name may be another row's record.
 """
 
 from __future__ import annotations
@@ -19,19 +22,25 @@ import io
 import json
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from recordsync.errors import ConfigError
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.model import BatchInput, PreparedRow, RowStatus, SourceRow
 from recordsync.report.csvsafe import unneutralise
 from recordsync.report.writer import FAILURE_EXTRA
 from recordsync.runner import RunResult
+from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.pipeline import RunRequest, run_pipeline
-from recordsync.send.safety import as_name_match, resend_as_is_safe
+from recordsync.send.safety import resend_as_is_safe
+from recordsync.send.settle import Decision, Settler
 from recordsync.send.step import StepPlan
+from recordsync.settings import Target
 
 RETRY_STATUSES = frozenset({"failed", "in_doubt"})
 
@@ -113,35 +122,99 @@ def split_failures(report_dir: Path, out_dir: Path) -> dict[str, tuple[Path, dic
     return steps
 
 
-def _retry_plan(plan: StepPlan, origins: dict[int, Origin], resend_in_doubt: bool) -> StepPlan:
+@dataclass(slots=True)
+class ReadBack:
+    """What a retry needs to read in-doubt rows back: the target (known once the run has
+    opened it), the client's transport if injected, when the earlier run started (epoch)
+    and the record ids it reported for its rows."""
+
+    since: float | None
+    claimed: set[int]
+    http: httpx.Client | None = None
+    target: Target | None = None
+    retry: Any = None
+
+    def settle(self, object_type: str, payloads: list[BatchInput]) -> dict[int, Decision]:
+        """A decision per payload (by index); all ``unknown`` when it cannot be read."""
+        if self.target is None or self.since is None:
+            why = "the earlier run's start time is not known" if self.since is None else ""
+            why = why or "no target to read"
+            return {i: Decision("unknown", why=why) for i in range(len(payloads))}
+        own = self.http is None
+        http = self.http or make_http_client(base_url=self.target.base_url)
+        try:
+            client = RecordServiceClient(
+                http, self.target.base_url, self.target.api_key, retry=self.retry
+            )
+            settler = Settler(client, object_type, client.retry.clock)
+            return settler.settle(payloads, list(range(len(payloads))), self.since, self.claimed)
+        finally:
+            if own:
+                http.close()
+
+
+def _retry_plan(
+    plan: StepPlan, origins: dict[int, Origin], resend_in_doubt: bool, read_back: ReadBack
+) -> StepPlan:
+    def in_doubt(row: PreparedRow) -> bool:
+        origin = origins.get(row.source.source_row)
+        return bool(origin and origin.status == "in_doubt" and row.status is RowStatus.VALID)
+
     def rows() -> Iterator[PreparedRow]:
-        names: Counter[str] = Counter()
-        for row in plan.rows():  # first pass: names of in-doubt rows (small: the failures)
-            origin = origins.get(row.source.source_row)
-            if origin and origin.status == "in_doubt" and row.payload:
-                names[str(row.payload.get("name"))] += 1
+        unsafe: dict[int, BatchInput] = {}  # first pass: rows to read back (small: failures)
+        if not resend_in_doubt:
+            for row in plan.rows():
+                payload = row.payload or {}
+                if in_doubt(row) and not resend_as_is_safe(plan.object_type, payload):
+                    unsafe[row.source.source_row] = payload
+        lines = list(unsafe)
+        decided = read_back.settle(plan.object_type, list(unsafe.values())) if unsafe else {}
+        decisions = {lines[i]: d for i, d in decided.items()}
         for row in plan.rows():
-            origin = origins.get(row.source.source_row)
+            line = row.source.source_row
+            origin = origins.get(line)
             if origin is not None:
                 row.source = SourceRow(origin.source_file, origin.source_row, row.source.values)
-            if origin is None or origin.status != "in_doubt" or row.status is not RowStatus.VALID:
+            d = decisions.get(line)
+            if d is None or d.kind == "absent" or not in_doubt(row):
                 yield row
-                continue
-            payload = row.payload or {}
-            if resend_in_doubt or resend_as_is_safe(plan.object_type, payload):
-                yield row
-            elif names[str(payload.get("name"))] == 1:
-                row.payload = as_name_match(payload)
+            elif d.kind == "applied" and d.result is not None and d.result.record_id is not None:
+                row.payload = {
+                    **(row.payload or {}),
+                    "match_by": "id",
+                    "match_value": d.result.record_id,
+                }
                 yield row
             else:
                 row.status = RowStatus.IN_DOUBT
                 row.error = (
-                    "held in doubt: no dedup key and its name is not unique among the in-doubt "
-                    "rows; check the target, then retry with --resend-in-doubt"
+                    f"held in doubt: it may be in the target already and cannot be resent"
+                    f" without risking a duplicate or another row's record: {d.why}; check the"
+                    " target, then retry with --resend-in-doubt"
                 )
                 yield row
 
     return replace(plan, rows=rows)
+
+
+def _earlier_run(report_dir: Path, summary: dict[str, Any]) -> tuple[float | None, set[int]]:
+    """When the earlier run started (epoch) and the record ids its results.csv names."""
+    started = summary.get("started_at")
+    since: float | None = None
+    if isinstance(started, str):
+        try:
+            since = datetime.fromisoformat(started).timestamp()
+        except ValueError:
+            since = None
+    ids: set[int] = set()
+    path = report_dir / "results.csv"
+    if path.is_file():
+        with open(path, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                rid = unneutralise(row.get("record_id") or "").strip()
+                if rid.isdigit():
+                    ids.add(int(rid))
+    return since, ids
 
 
 def retry_report(
@@ -196,14 +269,23 @@ def retry_report(
         override = pipeline.model_copy(update={"steps": steps})
         base = request or RunRequest(Path(pipeline_file))
         base = replace(base, pipeline_path=Path(pipeline_file), resend_in_doubt=resend_in_doubt)
+        since, claimed = _earlier_run(report_dir, summary)
+        read_back = ReadBack(since, claimed, kwargs.get("http"), kwargs.get("target"), base.retry)
+        announce: Callable[[Target], None] | None = kwargs.pop("on_target", None)
+
+        def on_target(target: Target) -> None:
+            read_back.target = target
+            if announce is not None:
+                announce(target)
 
         def wrap(plan: StepPlan) -> StepPlan:
-            return _retry_plan(plan, origins[plan.name], resend_in_doubt)
+            return _retry_plan(plan, origins[plan.name], resend_in_doubt, read_back)
 
         return run_pipeline(
             base,
             pipeline_override=override,
             wrap=wrap,
             retry_of=str(summary.get("run_id")),
+            on_target=on_target,
             **kwargs,
         )

@@ -15,6 +15,7 @@ A fault is written as a short spec (``recordsync sandbox --fault SPEC``, repeata
     timeout-after-apply:every=5        let the request apply, then never answer: the request
                                        hangs until the client gives up and closes it
     ...:path=/batch                    only requests whose path contains "/batch" count
+    ...:method=GET                     only requests of that method count
     ...:after=10                       let the first 10 matching requests through untouched
 
 Every spec counts the requests it matches (its own counter, never random), so the Nth
@@ -44,7 +45,8 @@ VALID_FORMS = (
     "drop[:every=N]",
     "status-after-apply:<code> | html:<code> | html-after-apply:<code>",
     "timeout-after-apply[:every=N]",
-    "options on any form: every=N, after=N, path=<substring>, retry_after=<seconds>",
+    "options on any form: every=N, after=N, path=<substring>, method=<GET|POST|...>,"
+    " retry_after=<seconds>",
 )
 
 _KINDS = ("latency", "status", "drop-after-apply", "drop", "timeout-after-apply")
@@ -65,6 +67,7 @@ class FaultSpec:
     after: int = 0
     path: str | None = None
     retry_after: str | None = None
+    method: str | None = None
 
     def __str__(self) -> str:
         return self.text
@@ -134,7 +137,7 @@ def parse_fault_spec(text: str) -> FaultSpec:
         if key in options:
             raise _bad(text, f"option {key!r} given twice")
         options[key] = value.strip()
-    unknown = set(options) - {"every", "after", "path", "retry_after"}
+    unknown = set(options) - {"every", "after", "path", "retry_after", "method"}
     if unknown:
         raise _bad(text, f"unknown option(s) {', '.join(sorted(unknown))}")
     retry_after = options.get("retry_after")
@@ -149,6 +152,7 @@ def parse_fault_spec(text: str) -> FaultSpec:
         after=_parse_count(text, "after", options.get("after", "0"), 0),
         path=options.get("path"),
         retry_after=retry_after,
+        method=options["method"].upper() if "method" in options else None,
     )
 
 
@@ -176,8 +180,10 @@ class FaultMiddleware:
             raise AttributeError(name)
         return getattr(self.app, name)
 
-    def _fires(self, index: int, spec: FaultSpec, path: str) -> bool:
+    def _fires(self, index: int, spec: FaultSpec, path: str, method: str) -> bool:
         if spec.path is not None and spec.path not in path:
+            return False
+        if spec.method is not None and spec.method != method:
             return False
         counter = self._counters[index]
         counter.seen += 1
@@ -190,7 +196,8 @@ class FaultMiddleware:
             return
         path = str(scope.get("path", ""))
         # No await between counting and deciding: counters are exact on one event loop.
-        fired = [s for i, s in enumerate(self.specs) if self._fires(i, s, path)]
+        method = str(scope.get("method", ""))
+        fired = [s for i, s in enumerate(self.specs) if self._fires(i, s, path, method)]
         for spec in fired:
             if spec.kind == "latency":
                 await asyncio.sleep(spec.delay_s)

@@ -41,6 +41,8 @@ class Attempt:
     verdict: Verdict
     body: Any = None
     body_error: str | None = None
+    date: str | None = None
+    """The answer's ``Date`` header (GET requests only): the service's clock."""
 
 
 def make_http_client(
@@ -160,8 +162,9 @@ class RecordServiceClient:
             return Attempt(verdict)
         if not response.content:  # e.g. 204 on DELETE
             return Attempt(verdict, body=None)
+        date = response.headers.get("date") if method == "GET" else None
         try:
-            return Attempt(verdict, body=parse_json(response.content))
+            return Attempt(verdict, body=parse_json(response.content), date=date)
         except ValueError as exc:
             return Attempt(verdict, body_error=f"answer is not JSON ({type(exc).__name__})")
 

@@ -242,7 +242,6 @@ class StepRunner:
                 # queued: the worker sends it the moment the chunk before it is answered and
                 # the breakers passed (or never, after a stop)
                 payloads = [r.payload or {} for r in chunk.to_send]
-                sender.note(payloads)
                 chunk.future = pool.submit(self._send, sender, chunk, payloads)
         if buffer:
             self._queue.append(chunk)
@@ -280,7 +279,6 @@ class StepRunner:
                     payloads,
                     chunk.body,
                     self._on_sent(chunk),
-                    noted=True,
                     request=chunk.request,
                 )
             except ChunkAborted:
@@ -365,7 +363,6 @@ class StepRunner:
             except ChunkAborted as aborted:
                 report, stop = aborted.report, aborted.error
             results = report.results
-            tally.resent_by_name += report.resent_by_name
             tally.resent_after_lost_answer += report.resent_after_lost_answer
             tally.unreconciled_chunks += report.unreconciled is not None
             if chunk.chunk_no:

@@ -1,0 +1,291 @@
+"""Settle the entries of a batch whose answer was lost, by reading the service back.
+
+After a timeout, a dropped connection, a 5xx or an HTML error page *after* the request was
+written, the batch may or may not have been applied. An entry that is safe to resend as is
+(:func:`recordsync.send.safety.resend_as_is_safe`) simply goes again. Any other entry (a
+create with no key the service deduplicates by, a ``match_by: name`` that renames) is settled
+by reading, with only the reads of the seed and the contract: the list endpoint,
+``filter[name]=<name>`` (a case-insensitive substring match: names are compared exactly
+here), newest writes first (``sort_by=updated_at``, ``sort_order=desc``).
+
+    records named like the entry, written since     decision
+    the chunk's first try, not known to be
+    another row's
+    none                                            ``absent``: not applied, resend as is
+    exactly one, holding the entry's values, the    ``applied``: that record is the row's
+    name unique in the chunk
+    anything else                                   ``unknown``: held in doubt, with why
+
+"Holding the entry's values": every field the entry sets reads back equal (strings also
+case-insensitively, numbers as numbers, datetimes as instants), so a record someone else
+wrote under that name is not taken for the row's.
+
+"Written since" compares each record's ``updated_at`` with the time the chunk was first sent,
+moved to the service's clock with the ``Date`` header of the read's answer (whole seconds,
+taken when the answer is in: the estimate is never later than the true time, so it errs on
+the safe side, where more records count). Without a ``Date`` header every
+record of that name counts, so only ``absent`` can be decided. A target whose list endpoint
+answers 404 or 405, or a read that fails, leaves the entry ``unknown`` with that reason.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from recordsync.model import BatchInput, RowStatus
+from recordsync.reconcile.batch import EntryResult
+from recordsync.send.client import RecordServiceClient
+from recordsync.send.retry import RetryBudget
+
+PAGE = 200
+MAX_PAGES = 5
+"""Records of one name read back at most (``PAGE * MAX_PAGES``); more is ``unknown``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What reading back found for one entry."""
+
+    kind: Literal["applied", "absent", "unknown"]
+    result: EntryResult | None = None
+    why: str = ""
+
+
+class _Unreadable(Exception):
+    """The service could not be read back; the message says why."""
+
+
+class Settler:
+    """Reads back the entries of one step's chunks (one instance per sender)."""
+
+    def __init__(
+        self,
+        client: RecordServiceClient,
+        object_type: str,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.object_type = object_type
+        self.clock = clock
+
+    def settle(
+        self,
+        entries: list[BatchInput],
+        todo: list[int],
+        since: float,
+        claimed: set[int],
+    ) -> dict[int, Decision]:
+        """Decide each entry ``todo`` (indexes into the whole chunk ``entries``), first sent
+        at local time ``since``. ``claimed``: record ids that belong to other entries of the
+        chunk; an ``applied`` decision adds its record."""
+        names = Counter(e.get("name") for e in entries)
+        out: dict[int, Decision] = {}
+        for i in todo:
+            name = entries[i].get("name")
+            if not isinstance(name, str) or not name:
+                out[i] = Decision("unknown", why="the entry has no name to look it up by")
+                continue
+            old = _renamed_from(entries[i])
+            try:
+                found, server_since = self._written_since(name, since)
+                if old is not None:
+                    out[i] = self._rename(entries[i], old, found, server_since, claimed)
+                    continue
+            except _Unreadable as exc:
+                out[i] = Decision("unknown", why=f"it could not be read back: {exc}")
+                continue
+            found = [r for r in found if _id(r) not in claimed]
+            if not found:
+                out[i] = Decision("absent")
+            elif (
+                len(found) == 1
+                and names[name] == 1
+                and server_since is not None
+                and holds(found[0], entries[i])
+            ):
+                record = found[0]
+                rid = _id(record)
+                assert rid is not None
+                claimed.add(rid)
+                created = (_when(record.get("created_at")) or 0.0) >= server_since
+                out[i] = Decision("applied", EntryResult(_status(created), rid))
+            else:
+                if server_since is None:
+                    which = "the service's answers carry no Date header to tell when they were"
+                    which += " written"
+                elif names[name] > 1:
+                    which = f"{names[name]} entries of this chunk carry that name"
+                elif len(found) == 1:
+                    which = "it does not hold this row's values"
+                else:
+                    which = "another writer may have made them"
+                out[i] = Decision(
+                    "unknown",
+                    why=f"{len(found)} record(s) named {name!r} were written since the chunk"
+                    f" was sent and none is known to be another row's ({which})",
+                )
+        return out
+
+    def _rename(
+        self,
+        entry: BatchInput,
+        old: str,
+        found: list[dict[str, Any]],
+        server_since: float | None,
+        claimed: set[int],
+    ) -> Decision:
+        """A ``match_by: name`` entry that renames ``old``: the record it wrote may be one this
+        run knows (so ``claimed`` does not rule records out); applied iff a record with the
+        new name and the entry's values was written since and none named ``old`` is left."""
+        ours = [r for r in found if holds(r, entry)]
+        left, _ = self._written_since(old, None)
+        if not ours:
+            return Decision("absent")
+        if len(ours) == 1 and not left and server_since is not None:
+            record = ours[0]
+            rid = _id(record)
+            assert rid is not None
+            created = rid not in claimed  # a record known before is one it renamed
+            created = created and (_when(record.get("created_at")) or 0.0) >= server_since
+            claimed.add(rid)
+            return Decision("applied", EntryResult(_status(created), rid))
+        return Decision(
+            "unknown",
+            why=f"{len(ours)} record(s) named {entry.get('name')!r} with its values were written"
+            f" since the chunk was sent and {len(left)} named {old!r} are left",
+        )
+
+    def _written_since(
+        self, name: str, since: float | None
+    ) -> tuple[list[dict[str, Any]], float | None]:
+        """Records named exactly ``name`` written at or after local time ``since`` (None: any
+        time), and that time on the service's clock (None: unknown, then every record of the
+        name counts)."""
+        path = self.client.object_path(self.object_type)
+        params: dict[str, Any] = {
+            "filter[name]": name,
+            "sort_by": "updated_at",
+            "sort_order": "desc",
+            "limit": PAGE,
+        }
+        out: list[dict[str, Any]] = []
+        server_since: float | None = None
+        for page_no in range(MAX_PAGES):
+            params["offset"] = page_no * PAGE
+            body, date = self._read(path, params)
+            if page_no == 0 and date is not None and since is not None:
+                server_since = since + (date - self.clock())
+            page = body.get("data") if isinstance(body, dict) else None
+            if not isinstance(page, list):
+                raise _Unreadable(f"GET {path}: the answer has no 'data' list")
+            older = False
+            for record in page:
+                if not isinstance(record, dict) or record.get("name") != name:
+                    continue
+                written = _when(record.get("updated_at"))
+                if server_since is not None and written is not None and written < server_since:
+                    older = True
+                    continue
+                if _id(record) is not None:
+                    out.append(record)
+            more = (body.get("pagination") or {}).get("has_more")
+            if older or not page or not more:
+                return out, server_since
+        raise _Unreadable(f"more than {PAGE * MAX_PAGES} records are named like {name!r}")
+
+    def _read(self, path: str, params: dict[str, Any]) -> tuple[Any, float | None]:
+        """One GET with the client's retries; the body and the answer's ``Date`` (epoch)."""
+        budget = RetryBudget(self.client.retry)
+        while True:
+            attempt = self.client.attempt("GET", path, params=params)
+            verdict = attempt.verdict
+            if verdict.kind == "ok" and attempt.body_error is None:
+                return attempt.body, _http_date(attempt.date)
+            if verdict.kind == "ok":
+                raise _Unreadable(f"GET {path}: {attempt.body_error}")
+            if verdict.status in (404, 405):
+                raise _Unreadable(
+                    f"the target has no record list endpoint ({verdict.describe}), so this"
+                    " entry was neither resent by another key nor read back"
+                )
+            wait = budget.next_wait(verdict)
+            if verdict.kind not in ("retriable", "rate_limited") or wait is None:
+                raise _Unreadable(verdict.describe)
+            budget.wait(wait)
+
+
+def _status(created: bool) -> RowStatus:
+    return RowStatus.CREATED if created else RowStatus.UPDATED
+
+
+def _renamed_from(entry: BatchInput) -> str | None:
+    """The name a ``match_by: name`` entry looks for when that is not its own name."""
+    value = entry.get("match_value")
+    if entry.get("match_by") == "name" and isinstance(value, str) and value != entry.get("name"):
+        return value
+    return None
+
+
+def holds(record: dict[str, Any], entry: BatchInput) -> bool:
+    """True when ``record`` reads back with every value ``entry`` writes."""
+    fields = entry.get("fields")
+    wanted = dict(fields) if isinstance(fields, dict) else {}
+    for key in ("name", "profile_image_url"):
+        if key in entry:
+            wanted[key] = entry[key]
+    return all(_same(value, record.get(key)) for key, value in wanted.items())
+
+
+def _same(sent: Any, stored: Any) -> bool:
+    if sent == stored and type(sent) is type(stored):
+        return True
+    if isinstance(sent, bool) or isinstance(stored, bool):
+        return False
+    if isinstance(sent, int | float) and isinstance(stored, int | float):
+        return float(sent) == float(stored)
+    if isinstance(sent, str) and isinstance(stored, str):
+        if sent.strip().casefold() == stored.strip().casefold():
+            return True
+        a, b = _when(sent), _when(stored)
+        return a is not None and a == b
+    if isinstance(sent, list) and isinstance(stored, list):
+        return len(sent) == len(stored) and all(map(_same, sent, stored))
+    return False
+
+
+def _id(record: dict[str, Any]) -> int | None:
+    value = record.get("id")
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return None
+
+
+def _when(value: Any) -> float | None:
+    """An ISO 8601 timestamp (``Z`` or an offset) as epoch seconds; None if unreadable."""
+    if not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    return parsed.timestamp() if parsed.tzinfo is not None else None
+
+
+def _http_date(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return parsed.timestamp() if parsed.tzinfo is not None else None
