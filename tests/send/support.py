@@ -73,7 +73,8 @@ def loopback(tmp_path: Path, faults: list[str], **kw: Any) -> Iterator[RecordSer
     app = create_app(tmp_path / "sandbox.db", api_key=KEY, faults=faults)
     try:
         with run_in_thread(app) as url, httpx.Client(timeout=httpx.Timeout(10.0)) as http:
-            yield RecordServiceClient(http, url, Secret(KEY), retry=RetryPolicy(sleep=Sleeps(), **kw))
+            retry = RetryPolicy(sleep=Sleeps(), **kw)
+            yield RecordServiceClient(http, url, Secret(KEY), retry=retry)
     finally:
         app.state.store.close()
 

@@ -6,6 +6,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from recordsync.send.sender import ChunkSender
@@ -27,7 +28,9 @@ def deal(name: str, amount: int = 1) -> dict[str, Any]:
     return {"name": name, "fields": {"stage": "won", "amount": amount}}
 
 
-@pytest.mark.parametrize("fault", ["drop-after-apply", "status-after-apply:502", "html-after-apply:504"])
+@pytest.mark.parametrize(
+    "fault", ["drop-after-apply", "status-after-apply:502", "html-after-apply:504"]
+)
 def test_an_applied_chunk_is_read_back_not_resent(tmp_path: Path, fault: str) -> None:
     with loopback(tmp_path, [f"{fault}:{BATCH}"]) as client:
         report = ChunkSender(client, "deals").send("c", 2, [deal("A", 1), deal("B", 2)])
@@ -41,8 +44,7 @@ def test_an_applied_chunk_is_read_back_not_resent(tmp_path: Path, fault: str) ->
 
 @pytest.mark.parametrize("fault", ["drop", "html:502"])
 def test_a_chunk_never_applied_is_resent_as_it_was(tmp_path: Path, fault: str) -> None:
-    every = "every=2:" if fault == "drop" else "every=2:"
-    with loopback(tmp_path, [f"{fault}:{every}{BATCH}"]) as client:
+    with loopback(tmp_path, [f"{fault}:every=2:{BATCH}"]) as client:
         sender = ChunkSender(client, "deals")
         sender.send("c1", 2, [deal("Earlier")])
         report = sender.send("c2", 3, [deal("A"), deal("B")])
@@ -62,7 +64,8 @@ def test_html_error_page_is_named_in_the_reason(tmp_path: Path) -> None:
 
 def test_twins_of_one_applied_chunk_are_held_with_the_true_reason(tmp_path: Path) -> None:
     with loopback(tmp_path, [f"drop-after-apply:{BATCH}"]) as client:
-        report = ChunkSender(client, "deals").send("c", 2, [deal("Twin"), deal("Twin"), deal("Solo")])
+        chunk = [deal("Twin"), deal("Twin"), deal("Solo")]
+        report = ChunkSender(client, "deals").send("c", 2, chunk)
         held = records(client, "deals")
     assert statuses(report) == ["in_doubt", "in_doubt", "created"]
     assert "2 entries of this chunk carry that name" in (report.results[0].error or "")
@@ -98,7 +101,7 @@ def test_someone_elses_record_of_that_name_is_not_taken(tmp_path: Path) -> None:
 def test_timeout_after_apply_is_read_back(tmp_path: Path) -> None:
     # the server never answers the first batch, so the client's read timeout always fires
     with loopback(tmp_path, [f"timeout-after-apply:{BATCH}"], max_attempts=2) as client:
-        client.http.timeout = __import__("httpx").Timeout(10.0, read=0.3)
+        client.http.timeout = httpx.Timeout(10.0, read=0.3)
         report = ChunkSender(client, "deals").send("c", 2, [deal("Late")])
         held = records(client, "deals")
     assert statuses(report) == ["created"] and report.attempts == 1
@@ -109,7 +112,7 @@ def test_name_renames_are_read_back(tmp_path: Path) -> None:
     with loopback(tmp_path, [f"drop-after-apply:every=2:{BATCH}"]) as client:
         sender = ChunkSender(client, "deals")
         sender.send("c1", 2, [deal("Old")])
-        rename = {"name": "New", "match_by": "name", "match_value": "Old", "fields": {"stage": "won", "amount": 5}}
+        rename = {**deal("New", 5), "match_by": "name", "match_value": "Old"}
         report = sender.send("c2", 3, [rename])
         held = records(client, "deals")
     assert statuses(report) == ["updated"]
