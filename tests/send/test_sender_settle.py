@@ -133,3 +133,16 @@ def test_an_unreadable_target_holds_unsafe_entries_and_resends_safe_ones(tmp_pat
     assert statuses(report)[1] == "in_doubt"
     error = report.results[1].error or ""
     assert "no record list endpoint" in error and "405" in error
+
+
+def test_413_splits_the_chunk_and_fails_only_the_oversized_row(tmp_path: Path) -> None:
+    huge = {"name": "Huge", "fields": {"stage": "won", "notes": "x" * (5 * 1024 * 1024 + 10)}}
+    chunk = [deal("A"), huge, deal("B"), deal("C")]
+    with loopback(tmp_path, []) as client:
+        report = ChunkSender(client, "deals").send("c", 2, chunk)
+        held = records(client, "deals")
+    assert statuses(report) == ["created", "failed", "created", "created"]
+    error = report.results[1].error or ""
+    assert "HTTP 413" in error and "this row alone is larger than the service accepts" in error
+    assert report.split == 2  # the chunk, then the half holding the large row
+    assert names(held) == {"A": 1, "B": 1, "C": 1}
