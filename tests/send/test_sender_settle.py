@@ -68,8 +68,17 @@ def test_twins_of_one_applied_chunk_are_held_with_the_true_reason(tmp_path: Path
         report = ChunkSender(client, "deals").send("c", 2, chunk)
         held = records(client, "deals")
     assert statuses(report) == ["in_doubt", "in_doubt", "created"]
-    assert "2 entries of this chunk carry that name" in (report.results[0].error or "")
+    assert "2 hold this row's values" in (report.results[0].error or "")
     assert names(held) == {"Twin": 2, "Solo": 1}  # applied once by the lost try, never resent
+
+
+def test_twins_with_their_own_values_are_each_read_back(tmp_path: Path) -> None:
+    with loopback(tmp_path, [f"drop-after-apply:{BATCH}"]) as client:
+        report = ChunkSender(client, "deals").send("c", 2, [deal("Twin", 1), deal("Twin", 2)])
+        held = records(client, "deals")
+    assert statuses(report) == ["created", "created"]
+    amounts = {r["id"]: r["amount"] for r in held}
+    assert [amounts[r.record_id] for r in report.results] == [1, 2]
 
 
 def test_a_record_of_an_earlier_chunk_is_never_taken_for_a_later_row(tmp_path: Path) -> None:

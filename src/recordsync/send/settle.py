@@ -12,8 +12,8 @@ here), newest writes first (``sort_by=updated_at``, ``sort_order=desc``).
     the chunk's first try, not known to be
     another row's
     none                                            ``absent``: not applied, resend as is
-    exactly one, holding the entry's values, the    ``applied``: that record is the row's
-    name unique in the chunk
+    exactly one holding the entry's values, and     ``applied``: that record is the row's
+    no other entry of the chunk has those values
     anything else                                   ``unknown``: held in doubt, with why
 
 "Holding the entry's values": every field the entry sets reads back equal (strings also
@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import email.utils
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -84,7 +83,6 @@ class Settler:
         """Decide each entry ``todo`` (indexes into the whole chunk ``entries``), first sent
         at local time ``since``. ``claimed``: record ids that belong to other entries of the
         chunk; an ``applied`` decision adds its record."""
-        names = Counter(e.get("name") for e in entries)
         out: dict[int, Decision] = {}
         for i in todo:
             name = entries[i].get("name")
@@ -101,30 +99,30 @@ class Settler:
                 out[i] = Decision("unknown", why=f"it could not be read back: {exc}")
                 continue
             found = [r for r in found if _id(r) not in claimed]
+            mine = [r for r in found if holds(r, entries[i])]
+            twins = [e for e in entries if e.get("name") == name]  # this entry included
             if not found:
                 out[i] = Decision("absent")
             elif (
-                len(found) == 1
-                and names[name] == 1
-                and server_since is not None
-                and holds(found[0], entries[i])
+                server_since is not None
+                and len(mine) == 1
+                and sum(holds(mine[0], e) for e in twins) == 1
             ):
-                record = found[0]
-                rid = _id(record)
+                rid = _id(mine[0])
                 assert rid is not None
                 claimed.add(rid)
-                created = (_when(record.get("created_at")) or 0.0) >= server_since
+                created = (_when(mine[0].get("created_at")) or 0.0) >= server_since
                 out[i] = Decision("applied", EntryResult(_status(created), rid))
             else:
                 if server_since is None:
                     which = "the service's answers carry no Date header to tell when they were"
                     which += " written"
-                elif names[name] > 1:
-                    which = f"{names[name]} entries of this chunk carry that name"
-                elif len(found) == 1:
-                    which = "it does not hold this row's values"
+                elif not mine:
+                    which = "none holds this row's values"
+                elif len(mine) > 1:
+                    which = f"{len(mine)} hold this row's values"
                 else:
-                    which = "another writer may have made them"
+                    which = "another entry of this chunk has the same name and values"
                 out[i] = Decision(
                     "unknown",
                     why=f"{len(found)} record(s) named {name!r} were written since the chunk"
