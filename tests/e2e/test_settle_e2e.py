@@ -132,6 +132,8 @@ def test_lost_answer_then_retry_then_rerun(tmp_path: Path, shape: str, fault: st
         held = all_records(url, object_type)
     assert first.error is None, first.error
     check(first, shape, held)
+    if shape in ("ledger-only", "no key"):  # creates with no key: read back, not resent blind
+        assert first.summary["steps"][0]["settled_by_reading"] > 0
     with served(db) as url:
         retried = None
         if first.exit_code != 0:

@@ -364,6 +364,7 @@ class StepRunner:
                 report, stop = aborted.report, aborted.error
             results = report.results
             tally.resent_after_lost_answer += report.resent_after_lost_answer
+            tally.settled_by_reading += report.settled_by_reading
             tally.unreconciled_chunks += report.unreconciled is not None
             if chunk.chunk_no:
                 self._flush_ack()  # one acknowledgement pending at a time
