@@ -58,8 +58,9 @@ def test_html_error_page_is_named_in_the_reason(tmp_path: Path) -> None:
     with loopback(tmp_path, [f"html:502:{BATCH}"], max_attempts=2) as client:
         report = ChunkSender(client, "deals").send("c", 2, [deal("A")])
     assert statuses(report) == ["failed"]
-    assert "HTTP 502" in (report.results[0].error or "")
-    assert "read back: not applied" in (report.results[0].error or "")
+    error = report.results[0].error or ""
+    assert "HTTP 502: Bad Gateway: an HTML error page ('502 Bad Gateway')" in error
+    assert "<html>" not in error and "read back: not applied" in error
 
 
 def test_twins_of_one_applied_chunk_are_held_with_the_true_reason(tmp_path: Path) -> None:
