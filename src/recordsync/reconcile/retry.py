@@ -7,12 +7,12 @@ file that replaces the mapping's source; results are reported against the origin
 row (``_source_file``, ``_source_row``). The new report has ``retry_of`` = the old run id.
 
 In-doubt rows may already be in the target. One that is safe to resend
-(:func:`recordsync.send.safety.resend_as_is_safe`) goes as is. Each other one is read back
-(:class:`recordsync.send.settle.Settler`: records of its name written since the earlier run
-started, other than the records that run reported for its rows): absent, it is sent as it
-was; applied, it is sent ``match_by: id`` to the record found, its own; unknown, it is held
-``in_doubt`` again with what was found (unless ``resend_in_doubt=True``). It is never resent
-by name: a name may be another row's record.
+(:func:`recordsync.send.safety.resend_as_is_safe`) goes as is. Each other one is marked
+``maybe_applied_since`` the earlier run's start, and the sender reads it back before sending
+it (:mod:`recordsync.send.settle`; the records that run's results.csv gives to its rows are
+never taken): absent, it is sent as it was; found, it takes that record and is not sent;
+unclear, it is held ``in_doubt`` again with what was found. ``resend_in_doubt=True`` sends
+them as they are. Nothing is resent by name: a name may be another row's record.
 """
 
 from __future__ import annotations
@@ -22,25 +22,20 @@ import io
 import json
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from recordsync.errors import ConfigError
-from recordsync.model import BatchInput, PreparedRow, RowStatus, SourceRow
+from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.report.csvsafe import unneutralise
 from recordsync.report.writer import FAILURE_EXTRA
 from recordsync.runner import RunResult
-from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.safety import resend_as_is_safe
-from recordsync.send.settle import Decision, Settler
 from recordsync.send.step import StepPlan
-from recordsync.settings import Target
 
 RETRY_STATUSES = frozenset({"failed", "in_doubt"})
 
@@ -122,82 +117,40 @@ def split_failures(report_dir: Path, out_dir: Path) -> dict[str, tuple[Path, dic
     return steps
 
 
-@dataclass(slots=True)
-class ReadBack:
-    """What a retry needs to read in-doubt rows back: the target (known once the run has
-    opened it), the client's transport if injected, when the earlier run started (epoch)
-    and the record ids it reported for its rows."""
-
-    since: float | None
-    claimed: set[int]
-    http: httpx.Client | None = None
-    target: Target | None = None
-    retry: Any = None
-
-    def settle(self, object_type: str, payloads: list[BatchInput]) -> dict[int, Decision]:
-        """A decision per payload (by index); all ``unknown`` when it cannot be read."""
-        if self.target is None or self.since is None:
-            why = "the earlier run's start time is not known" if self.since is None else ""
-            why = why or "no target to read"
-            return {i: Decision("unknown", why=why) for i in range(len(payloads))}
-        own = self.http is None
-        http = self.http or make_http_client(base_url=self.target.base_url)
-        try:
-            client = RecordServiceClient(
-                http, self.target.base_url, self.target.api_key, retry=self.retry
-            )
-            settler = Settler(client, object_type, client.retry.clock)
-            return settler.settle(payloads, list(range(len(payloads))), self.since, self.claimed)
-        finally:
-            if own:
-                http.close()
-
-
 def _retry_plan(
-    plan: StepPlan, origins: dict[int, Origin], resend_in_doubt: bool, read_back: ReadBack
+    plan: StepPlan,
+    origins: dict[int, Origin],
+    resend_in_doubt: bool,
+    since: float | None,
+    claimed: frozenset[int],
 ) -> StepPlan:
-    def in_doubt(row: PreparedRow) -> bool:
-        origin = origins.get(row.source.source_row)
-        return bool(origin and origin.status == "in_doubt" and row.status is RowStatus.VALID)
-
     def rows() -> Iterator[PreparedRow]:
-        unsafe: dict[int, BatchInput] = {}  # first pass: rows to read back (small: failures)
-        if not resend_in_doubt:
-            for row in plan.rows():
-                payload = row.payload or {}
-                if in_doubt(row) and not resend_as_is_safe(plan.object_type, payload):
-                    unsafe[row.source.source_row] = payload
-        lines = list(unsafe)
-        decided = read_back.settle(plan.object_type, list(unsafe.values())) if unsafe else {}
-        decisions = {lines[i]: d for i, d in decided.items()}
         for row in plan.rows():
-            line = row.source.source_row
-            origin = origins.get(line)
+            origin = origins.get(row.source.source_row)
             if origin is not None:
                 row.source = SourceRow(origin.source_file, origin.source_row, row.source.values)
-            d = decisions.get(line)
-            if d is None or d.kind == "absent" or not in_doubt(row):
+            if origin is None or origin.status != "in_doubt" or row.status is not RowStatus.VALID:
                 yield row
-            elif d.kind == "applied" and d.result is not None and d.result.record_id is not None:
-                row.payload = {
-                    **(row.payload or {}),
-                    "match_by": "id",
-                    "match_value": d.result.record_id,
-                }
+                continue
+            payload = row.payload or {}
+            if resend_in_doubt or resend_as_is_safe(plan.object_type, payload):
+                yield row
+            elif since is not None:
+                row.maybe_applied_since = since  # the sender reads it back first
                 yield row
             else:
                 row.status = RowStatus.IN_DOUBT
                 row.error = (
-                    f"held in doubt: it may be in the target already and cannot be resent"
-                    f" without risking a duplicate or another row's record: {d.why}; check the"
-                    " target, then retry with --resend-in-doubt"
+                    "held in doubt: it may be in the target already, and the earlier run's"
+                    " start (started_at in its summary.json) is not known to read it back;"
+                    " check the target, then retry with --resend-in-doubt"
                 )
                 yield row
 
-    return replace(plan, rows=rows)
+    return replace(plan, rows=rows, known_ids=claimed)
 
 
-def _earlier_run(report_dir: Path, summary: dict[str, Any]) -> tuple[float | None, set[int]]:
+def _earlier_run(report_dir: Path, summary: dict[str, Any]) -> tuple[float | None, frozenset[int]]:
     """When the earlier run started (epoch) and the record ids its results.csv names."""
     started = summary.get("started_at")
     since: float | None = None
@@ -214,7 +167,7 @@ def _earlier_run(report_dir: Path, summary: dict[str, Any]) -> tuple[float | Non
                 rid = unneutralise(row.get("record_id") or "").strip()
                 if rid.isdigit():
                     ids.add(int(rid))
-    return since, ids
+    return since, frozenset(ids)
 
 
 def retry_report(
@@ -270,22 +223,14 @@ def retry_report(
         base = request or RunRequest(Path(pipeline_file))
         base = replace(base, pipeline_path=Path(pipeline_file), resend_in_doubt=resend_in_doubt)
         since, claimed = _earlier_run(report_dir, summary)
-        read_back = ReadBack(since, claimed, kwargs.get("http"), kwargs.get("target"), base.retry)
-        announce: Callable[[Target], None] | None = kwargs.pop("on_target", None)
-
-        def on_target(target: Target) -> None:
-            read_back.target = target
-            if announce is not None:
-                announce(target)
 
         def wrap(plan: StepPlan) -> StepPlan:
-            return _retry_plan(plan, origins[plan.name], resend_in_doubt, read_back)
+            return _retry_plan(plan, origins[plan.name], resend_in_doubt, since, claimed)
 
         return run_pipeline(
             base,
             pipeline_override=override,
             wrap=wrap,
             retry_of=str(summary.get("run_id")),
-            on_target=on_target,
             **kwargs,
         )

@@ -35,6 +35,9 @@ class StepPlan:
     the snapshot as UnchangedBlocks (:mod:`recordsync.prepare_digests`); None: not offered."""
     fingerprint: Callable[[], bytes | None] | None = None
     """What the rows' batch inputs depend on besides their cells (None: no digests)."""
+    known_ids: frozenset[int] = frozenset()
+    """Record ids known to belong to rows (a retry: the earlier run's): reading back after a
+    lost answer never takes one of them for another row."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,16 +105,24 @@ class ChunkSender:
         on_sent: Callable[[], object] | None = None,
         *,
         request: httpx.Request | None = None,
+        doubtful: list[float | None] | None = None,
     ) -> ChunkReport:
         """Send one chunk (retrying as the policy says). ``body``: the entries already
         encoded as a batch request (:func:`recordsync.send.client.encode_batch`), used for
         the first try. ``on_sent``: called when a try's request is written (see
         :meth:`RecordServiceClient.attempt`). ``request``: the first try's request, built
-        ahead from ``body`` and ``on_sent`` (:meth:`RecordServiceClient.build_batch`)."""
+        ahead from ``body`` and ``on_sent`` (:meth:`RecordServiceClient.build_batch`).
+        ``doubtful``: per entry, when an earlier send of it may have been applied (None: it
+        was not): such an entry is read back before the first try, unless safe to resend."""
         report = ChunkReport(chunk_id, first_source_row, len(entries))
         run = _Run(entries, [None] * len(entries), [False] * len(entries))
+        pending = list(range(len(entries)))
         try:
-            self._drive(report, run, list(range(len(entries))), body, on_sent, request)
+            if doubtful is not None:
+                pending = self._settle_earlier(report, run, doubtful)
+                if len(pending) != len(entries):  # the body built ahead holds them all
+                    body = request = None
+            self._drive(report, run, pending, body, on_sent, request)
         finally:
             if run.claimed:  # records that reading back gave to this chunk's entries
                 self.recent.append(list(run.claimed))
@@ -244,12 +252,45 @@ class ChunkSender:
             )
             return {i: Decision("unknown", why=why) for i in todo}
         assert run.since is not None
+        return self._decide(report, run, todo, run.since)
+
+    def _decide(
+        self, report: ChunkReport, run: _Run, todo: list[int], since: float
+    ) -> dict[int, Decision]:
         report.settled_by_reading += len(todo)
         known = set(chain.from_iterable(self.recent))
         claimed = run.claimed | known
-        decided = self.settler.settle(run.entries, todo, run.since, claimed)
+        decided = self.settler.settle(run.entries, todo, since, claimed)
         run.claimed = claimed - known
         return decided
+
+    def _settle_earlier(
+        self, report: ChunkReport, run: _Run, doubtful: list[float | None]
+    ) -> list[int]:
+        """Read back the entries an earlier send may have applied: the entries to send."""
+        keep: list[int] = []
+        todo: dict[float, list[int]] = {}
+        for i, since in enumerate(doubtful):
+            if since is None or resend_as_is_safe(self.object_type, run.entries[i]):
+                keep.append(i)
+            else:
+                todo.setdefault(since, []).append(i)
+        for since, group in todo.items():
+            for i, d in self._decide(report, run, group, since).items():
+                if d.kind == "absent":
+                    keep.append(i)
+                elif d.kind == "applied" and d.result is not None:
+                    run.outcome[i] = d.result
+                else:
+                    run.outcome[i] = EntryResult(
+                        RowStatus.IN_DOUBT,
+                        None,
+                        "held in doubt: an earlier send of this row may have been applied and"
+                        f" it cannot be resent without risking a duplicate: {d.why}; check the"
+                        " target, then `recordsync retry --resend-in-doubt` the report",
+                    )
+        keep.sort()
+        return keep
 
     @staticmethod
     def _doubt(problem: str, decision: Decision) -> EntryResult:

@@ -95,6 +95,8 @@ class StepRunner:
         self.writer.start_step(tally)
         self.progress.step_started(plan)
         sender = self.make_sender(plan.object_type) if self.make_sender is not None else None
+        if sender is not None and plan.known_ids:
+            sender.recent.append(list(plan.known_ids))
         self._plan = plan
         self._stopped = False
         rows: Iterator[Item]
@@ -280,6 +282,7 @@ class StepRunner:
                     chunk.body,
                     self._on_sent(chunk),
                     request=chunk.request,
+                    doubtful=_doubtful(chunk.to_send),
                 )
             except ChunkAborted:
                 self._stopped = True
@@ -437,6 +440,12 @@ def _encoded(rows: list[PreparedRow]) -> bytes | None:
         return encode_batch([r.payload or {} for r in rows])
     except (TypeError, ValueError):
         return None
+
+
+def _doubtful(rows: list[PreparedRow]) -> list[float | None] | None:
+    """When an earlier send of each row may have been applied (None: no row of the chunk)."""
+    since = [r.maybe_applied_since for r in rows]
+    return since if any(s is not None for s in since) else None
 
 
 def _checked(row: PreparedRow) -> PreparedRow:
