@@ -4,10 +4,8 @@ The outcome is one :class:`EntryResult` per entry, in order, always: a chunk nev
 
 - 2xx: the answer is reconciled (:mod:`recordsync.reconcile.batch`); a mismatch makes every
   entry ``in_doubt`` ("unreconciled chunk: ...").
-- 401/403/3xx and 404 raise (AuthError / ObjectTypeNotFound) with the outcome of the chunk
-  attached, so the runner can report the rows.
-- 413: the chunk is split in halves, each sent on its own (recursively); an entry refused
-  alone fails alone, saying that it is too large.
+- 401/403/3xx and 404 raise (AuthError / ObjectTypeNotFound) with every outcome attached.
+- 413: split in halves, each sent on its own (recursively); one entry alone fails alone.
 - other 4xx: every entry ``failed`` with the service's message.
 - 429: wait Retry-After and resend (own budget). 5xx, timeouts, dropped connections: back off
   with jitter and resend, up to ``RetryPolicy.max_attempts`` tries.
@@ -15,9 +13,8 @@ The outcome is one :class:`EntryResult` per entry, in order, always: a chunk nev
   as is (:mod:`recordsync.send.safety`) go again; each other entry is read back
   (:mod:`recordsync.send.settle`): applied (its record is taken), absent (resent as it was),
   or unknown (``in_doubt``, with what reading found). Nothing is resent by another key.
-- Out of tries: entries that may have been applied are read back once more; those found
-  applied take their record, those found absent fail, the rest are ``failed`` when safe to
-  resend as is, else ``in_doubt``.
+- Out of tries: maybe-applied entries are read back once more (applied: their record;
+  absent: failed); the rest are ``failed`` when safe to resend as is, else ``in_doubt``.
 """
 
 from __future__ import annotations
@@ -32,44 +29,19 @@ import httpx
 from recordsync.errors import FatalApiError
 from recordsync.model import BatchInput, RowStatus
 from recordsync.reconcile.batch import EntryResult, Unreconciled, reconcile_batch
+from recordsync.send.chunk_report import ChunkAborted, ChunkReport
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.http_policy import Verdict, is_fatal
 from recordsync.send.retry import RetryBudget
 from recordsync.send.safety import chunk_interferes, resend_as_is_safe
-from recordsync.send.settle import Decision, Settler
+from recordsync.send.settle import Decision, Settler, earlier_send_doubt, lost_answer_doubt
+
+__all__ = ["ChunkAborted", "ChunkReport", "ChunkSender"]
 
 TOO_LARGE = 413
 RECENT_CHUNKS = 2000
-"""Answered chunks whose record ids the sender keeps: reading back never takes one of them
-for another entry. The read-back's clock is only known to the second, so the records that
-the chunks just before a lost answer wrote may look as recent as the lost chunk's."""
-
-
-@dataclass(slots=True)
-class ChunkReport:
-    """What happened to one chunk (for the report and the logs)."""
-
-    chunk_id: str
-    first_source_row: int
-    size: int
-    attempts: int = 0
-    waited_s: float = 0.0
-    unreconciled: str | None = None
-    resent_after_lost_answer: int = 0
-    settled_by_reading: int = 0
-    split: int = 0
-    """Times the chunk (or a part of it) was split in halves after a 413."""
-    last_problem: str | None = None
-    results: list[EntryResult] = field(default_factory=list)
-
-
-class ChunkAborted(Exception):
-    """A fatal verdict stopped the chunk; ``report.results`` holds an outcome for every entry."""
-
-    def __init__(self, error: FatalApiError, report: ChunkReport) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.report = report
+"""Answered chunks whose record ids the sender keeps, never taken for another entry when
+reading back (the service's clock is known to the second: their records may look recent)."""
 
 
 @dataclass(slots=True)
@@ -170,7 +142,7 @@ class ChunkSender:
     ) -> None:
         while pending:
             if run.since is None:
-                run.since = self.settler.clock()
+                run.since = self.settler.reader.clock()
             objects = [run.entries[i] for i in pending]
             attempt = self.client.batch_once(
                 self.object_type, objects, first, on_sent, request=built
@@ -229,14 +201,7 @@ class ChunkSender:
                 first.add(i)
             (keep if self._safe(run, i) else unsafe).append(i)
         decided = self._read_back(report, run, unsafe)
-        for i in unsafe:
-            d = decided[i]
-            if d.kind == "absent":
-                keep.append(i)
-            elif d.kind == "applied" and d.result is not None:
-                run.outcome[i] = d.result
-            else:
-                run.outcome[i] = self._doubt(verdict.describe, d)
+        self._take(run, decided, keep, lambda d: lost_answer_doubt(verdict.describe, d))
         keep.sort()
         report.resent_after_lost_answer += sum(i in first for i in keep)
         return keep
@@ -276,31 +241,25 @@ class ChunkSender:
             else:
                 todo.setdefault(since, []).append(i)
         for since, group in todo.items():
-            for i, d in self._decide(report, run, group, since).items():
-                if d.kind == "absent":
-                    keep.append(i)
-                elif d.kind == "applied" and d.result is not None:
-                    run.outcome[i] = d.result
-                else:
-                    run.outcome[i] = EntryResult(
-                        RowStatus.IN_DOUBT,
-                        None,
-                        "held in doubt: an earlier send of this row may have been applied and"
-                        f" it cannot be resent without risking a duplicate: {d.why}; check the"
-                        " target, then `recordsync retry --resend-in-doubt` the report",
-                    )
+            self._take(run, self._decide(report, run, group, since), keep, earlier_send_doubt)
         keep.sort()
         return keep
 
     @staticmethod
-    def _doubt(problem: str, decision: Decision) -> EntryResult:
-        return EntryResult(
-            RowStatus.IN_DOUBT,
-            None,
-            f"in doubt: {problem}; the batch may have been applied and this entry cannot be"
-            f" resent without risking a duplicate or another row's record: {decision.why};"
-            " check the target, then retry or drop it",
-        )
+    def _take(
+        run: _Run,
+        decided: dict[int, Decision],
+        keep: list[int],
+        doubt: Callable[[Decision], EntryResult],
+    ) -> None:
+        """Absent: to send (``keep``); applied: its record; otherwise ``doubt``."""
+        for i, d in decided.items():
+            if d.kind == "absent":
+                keep.append(i)
+            elif d.kind == "applied" and d.result is not None:
+                run.outcome[i] = d.result
+            else:
+                run.outcome[i] = doubt(d)
 
     def _give_up(self, report: ChunkReport, run: _Run, reason: str, pending: list[int]) -> None:
         decided = self._read_back(report, run, [i for i in pending if run.maybe_applied[i]])
@@ -315,7 +274,7 @@ class ChunkSender:
             return EntryResult(RowStatus.FAILED, None, f"{reason}; read back: not applied")
         if run.maybe_applied[i] and not self._safe(run, i):
             why = decision or Decision("unknown", why="it was not read back")
-            return self._doubt(reason, why)
+            return lost_answer_doubt(reason, why)
         return EntryResult(RowStatus.FAILED, None, reason)
     def _accept(
         self,

@@ -30,21 +30,15 @@ answers 404 or 405, or a read that fails, leaves the entry ``unknown`` with that
 
 from __future__ import annotations
 
-import email.utils
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, Literal
 
 from recordsync.model import BatchInput, RowStatus
 from recordsync.reconcile.batch import EntryResult
 from recordsync.send.client import RecordServiceClient
-from recordsync.send.retry import RetryBudget
-
-PAGE = 200
-MAX_PAGES = 5
-"""Records of one name read back at most (``PAGE * MAX_PAGES``); more is ``unknown``."""
+from recordsync.send.readback import NameReader, Unreadable, record_id, when
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +50,6 @@ class Decision:
     why: str = ""
 
 
-class _Unreadable(Exception):
-    """The service could not be read back; the message says why."""
-
-
 class Settler:
     """Reads back the entries of one step's chunks (one instance per sender)."""
 
@@ -69,9 +59,7 @@ class Settler:
         object_type: str,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        self.client = client
-        self.object_type = object_type
-        self.clock = clock
+        self.reader = NameReader(client, object_type, clock)
 
     def settle(
         self,
@@ -91,14 +79,14 @@ class Settler:
                 continue
             old = _renamed_from(entries[i])
             try:
-                found, server_since = self._written_since(name, since)
+                found, server_since = self.reader.written_since(name, since)
                 if old is not None:
                     out[i] = self._rename(entries[i], old, found, server_since, claimed)
                     continue
-            except _Unreadable as exc:
+            except Unreadable as exc:
                 out[i] = Decision("unknown", why=f"it could not be read back: {exc}")
                 continue
-            found = [r for r in found if _id(r) not in claimed]
+            found = [r for r in found if record_id(r) not in claimed]
             mine = [r for r in found if holds(r, entries[i])]
             twins = [e for e in entries if e.get("name") == name]  # this entry included
             if not found:
@@ -108,10 +96,10 @@ class Settler:
                 and len(mine) == 1
                 and sum(holds(mine[0], e) for e in twins) == 1
             ):
-                rid = _id(mine[0])
+                rid = record_id(mine[0])
                 assert rid is not None
                 claimed.add(rid)
-                created = (_when(mine[0].get("created_at")) or 0.0) >= server_since
+                created = (when(mine[0].get("created_at")) or 0.0) >= server_since
                 out[i] = Decision("applied", EntryResult(_status(created), rid))
             else:
                 if server_since is None:
@@ -142,15 +130,15 @@ class Settler:
         run knows (so ``claimed`` does not rule records out); applied iff a record with the
         new name and the entry's values was written since and none named ``old`` is left."""
         ours = [r for r in found if holds(r, entry)]
-        left, _ = self._written_since(old, None)
+        left, _ = self.reader.written_since(old, None)
         if not ours:
             return Decision("absent")
         if len(ours) == 1 and not left and server_since is not None:
             record = ours[0]
-            rid = _id(record)
+            rid = record_id(record)
             assert rid is not None
             created = rid not in claimed  # a record known before is one it renamed
-            created = created and (_when(record.get("created_at")) or 0.0) >= server_since
+            created = created and (when(record.get("created_at")) or 0.0) >= server_since
             claimed.add(rid)
             return Decision("applied", EntryResult(_status(created), rid))
         return Decision(
@@ -159,63 +147,27 @@ class Settler:
             f" since the chunk was sent and {len(left)} named {old!r} are left",
         )
 
-    def _written_since(
-        self, name: str, since: float | None
-    ) -> tuple[list[dict[str, Any]], float | None]:
-        """Records named exactly ``name`` written at or after local time ``since`` (None: any
-        time), and that time on the service's clock (None: unknown, then every record of the
-        name counts)."""
-        path = self.client.object_path(self.object_type)
-        params: dict[str, Any] = {
-            "filter[name]": name,
-            "sort_by": "updated_at",
-            "sort_order": "desc",
-            "limit": PAGE,
-        }
-        out: list[dict[str, Any]] = []
-        server_since: float | None = None
-        for page_no in range(MAX_PAGES):
-            params["offset"] = page_no * PAGE
-            body, date = self._read(path, params)
-            if page_no == 0 and date is not None and since is not None:
-                server_since = since + (date - self.clock())
-            page = body.get("data") if isinstance(body, dict) else None
-            if not isinstance(page, list):
-                raise _Unreadable(f"GET {path}: the answer has no 'data' list")
-            older = False
-            for record in page:
-                if not isinstance(record, dict) or record.get("name") != name:
-                    continue
-                written = _when(record.get("updated_at"))
-                if server_since is not None and written is not None and written < server_since:
-                    older = True
-                    continue
-                if _id(record) is not None:
-                    out.append(record)
-            more = (body.get("pagination") or {}).get("has_more")
-            if older or not page or not more:
-                return out, server_since
-        raise _Unreadable(f"more than {PAGE * MAX_PAGES} records are named like {name!r}")
 
-    def _read(self, path: str, params: dict[str, Any]) -> tuple[Any, float | None]:
-        """One GET with the client's retries; the body and the answer's ``Date`` (epoch)."""
-        budget = RetryBudget(self.client.retry)
-        while True:
-            attempt = self.client.attempt("GET", path, params=params)
-            verdict = attempt.verdict
-            if verdict.kind == "ok" and attempt.body_error is None:
-                return attempt.body, _http_date(attempt.date)
-            if verdict.kind == "ok":
-                raise _Unreadable(f"GET {path}: {attempt.body_error}")
-            if verdict.status in (404, 405):
-                raise _Unreadable(
-                    f"the target has no record list endpoint ({verdict.describe}), so this"
-                    " entry was neither resent by another key nor read back"
-                )
-            wait = budget.next_wait(verdict)
-            if verdict.kind not in ("retriable", "rate_limited") or wait is None:
-                raise _Unreadable(verdict.describe)
-            budget.wait(wait)
+def lost_answer_doubt(problem: str, decision: Decision) -> EntryResult:
+    """The outcome of an entry a lost answer may have applied and reading could not settle."""
+    return EntryResult(
+        RowStatus.IN_DOUBT,
+        None,
+        f"in doubt: {problem}; the batch may have been applied and this entry cannot be"
+        f" resent without risking a duplicate or another row's record: {decision.why};"
+        " check the target, then retry or drop it",
+    )
+
+
+def earlier_send_doubt(decision: Decision) -> EntryResult:
+    """The outcome of a row an earlier run's send may have applied, still not settled."""
+    return EntryResult(
+        RowStatus.IN_DOUBT,
+        None,
+        "held in doubt: an earlier send of this row may have been applied and it cannot be"
+        f" resent without risking a duplicate: {decision.why}; check the target, then"
+        " `recordsync retry --resend-in-doubt` the report",
+    )
 
 
 def _status(created: bool) -> RowStatus:
@@ -250,40 +202,8 @@ def _same(sent: Any, stored: Any) -> bool:
     if isinstance(sent, str) and isinstance(stored, str):
         if sent.strip().casefold() == stored.strip().casefold():
             return True
-        a, b = _when(sent), _when(stored)
+        a, b = when(sent), when(stored)
         return a is not None and a == b
     if isinstance(sent, list) and isinstance(stored, list):
         return len(sent) == len(stored) and all(map(_same, sent, stored))
     return False
-
-
-def _id(record: dict[str, Any]) -> int | None:
-    value = record.get("id")
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
-
-
-def _when(value: Any) -> float | None:
-    """An ISO 8601 timestamp (``Z`` or an offset) as epoch seconds; None if unreadable."""
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
-
-
-def _http_date(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        parsed = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
