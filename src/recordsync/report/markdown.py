@@ -48,6 +48,31 @@ def _table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _references(tallies: list[StepTally]) -> list[str]:
+    """Per step and ``ref`` field: references set, blank, not found, ambiguous; a loud line
+    for every field whose values found nothing."""
+    refs = [(t, f, c) for t in tallies for f, c in t.refs.items()]
+    if not refs:
+        return []
+    lines = ["", "## References", ""]
+    lines.append("| step | field | refers to | by | set | no value | not found | ambiguous |")
+    lines.append("|---|---|---|---|---:|---:|---:|---:|")
+    for t, fname, c in refs:
+        cells = [t.step, fname, c["step"], c["by"], c["set"], c["no_value"], c["not_found"]]
+        lines.append("| " + " | ".join(_md(x) for x in [*cells, c["ambiguous"]]) + " |")
+    for t, fname, c in refs:
+        missed, amb = c["not_found"], c["ambiguous"]
+        if not missed and not amb:
+            continue
+        what = "left unset (on_missing: unset)" if c["on_missing"] == "unset" else "invalid"
+        loud = "**NO reference matched**: " if not c["set"] else ""
+        lines.append(
+            f"- {loud}{t.step} / {_md(fname)}: {missed} value(s) found no '{_md(c['step'])}' row "
+            f"by {_md(c['by'])} ({what}), {amb} fit several rows (invalid, never guessed)"
+        )
+    return lines
+
+
 def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     dry = summary.get("dry_run")
     lines = [f"# recordsync run {summary.get('run_id', '')}" + (" (dry run)" if dry else ""), ""]
@@ -113,6 +138,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                     "that another row of this step also wrote"
                 )
                 lines += [f"  - {_md(e)}" for e in t.shared_examples]
+    lines += _references(tallies)
     suggested = [t for t in tallies if t.suggestions]
     if suggested:
         lines += [

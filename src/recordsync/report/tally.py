@@ -93,6 +93,9 @@ class StepTally:
     shared_records: int = 0
     shared_examples: list[str] = field(default_factory=list)
     suggestions: dict[str, Counter[str]] = field(default_factory=dict)
+    refs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per ``ref`` field: step, by, on_missing and the counts set, no_value, not_found,
+    ambiguous (:meth:`recordsync.send.ledger_prep.StepPrep.ref_counts`)."""
 
     def add_reason(self, message: str) -> None:
         group = reason_group(message)
@@ -159,6 +162,7 @@ class StepTally:
             "resent_after_lost_answer": self.resent_after_lost_answer,
             "aborted": self.aborted,
             "accounting_ok": not self.accounting_errors(dry_run),
+            **({"references": self.refs} if self.refs else {}),
         }
 
 

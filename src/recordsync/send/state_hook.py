@@ -29,7 +29,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
 from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
@@ -263,6 +263,11 @@ class StateHook:
                 exc,
             )
 
+    def ref_counts(self, step: str) -> dict[str, dict[str, Any]]:
+        """The step's reference outcomes (:meth:`StepPrep.ref_counts`); forgets the step."""
+        prep = self._prep.pop(step, None)
+        return prep.ref_counts() if prep is not None else {}
+
     def step_done(self, plan: StepPlan, tally: StepTally) -> None:
         """Every row of the step is reported and acknowledged: mirror deletes, if enabled."""
         from recordsync.state import apply_deletes, plan_deletes
@@ -271,7 +276,7 @@ class StateHook:
         if self._snap is not None:
             self._snap.commit(self._snap_fp)
             self._snap = None
-        prep = self._prep.pop(plan.name, None)
+        prep = self._prep.get(plan.name)
         if prep is None or prep.seen_keys is None:
             return
         md = prep.config.mirror_deletes
