@@ -121,7 +121,8 @@ def _check_ref_by(pipeline: Any, cfg: Any, fname: str, ref: Any) -> None:
     try:
         spec = by_spec(ref, target.config, fname)
     except ConfigError as exc:
-        raise ConfigError(exc.detail, file=cfg.label, line=line, key=exc.key, hint=exc.hint) from None
+        where = {"file": cfg.label, "line": line, "key": exc.key}
+        raise ConfigError(exc.detail, **where, hint=exc.hint) from None
     have = source_columns(target.config.source, target.base_dir)
     missing = [c for c in spec.columns if c not in have]
     if missing:
