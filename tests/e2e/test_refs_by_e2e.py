@@ -13,7 +13,7 @@ import pytest
 from recordsync.errors import ConfigError
 from recordsync.send.pipeline import run_pipeline
 
-from .support import all_records, served, target
+from .support import all_records, loopback_client, served, target
 from .test_ledger_e2e import request, results, totals, write, write_csv
 
 COMPANIES = [
@@ -84,6 +84,7 @@ def test_contacts_refer_to_companies_keyed_by_domain_by_company_name(tmp_path: P
         "no_value": 1,
         "not_found": 1,
         "ambiguous": 1,
+        "from_service": 0,
     }
     assert totals(dry, "contacts")["references"] == {"company_id": expected}
     assert totals(real, "contacts")["references"] == {"company_id": expected}
@@ -164,3 +165,50 @@ def test_a_by_that_names_nothing_is_a_config_error_before_anything_is_sent(
     assert err.value.detail.startswith(message)
     assert err.value.key == "fields.company_id.ref.by"
     assert err.value.file is not None and err.value.file.endswith("contacts.yaml")
+
+
+def test_lookup_service_finds_records_that_are_not_in_this_run(tmp_path: Path) -> None:
+    pipeline = by_name_pipeline(tmp_path, "{step: companies, by: name, lookup: service}")
+    write_csv(
+        tmp_path / "contacts.csv",
+        ["Name", "Email", "Company"],
+        [
+            ["Ann", "ann@x.example", "umbrella  CORP"],  # only in the service
+            ["Ben", "ben@x.example", "Umbrella"],  # a substring of it: not the same name
+            ["Cy", "cy@x.example", "Hooli"],  # two records of the service
+            ["Di", "di@x.example", "Globex"],  # in this run: the run's row wins
+            ["Ed", "ed@x.example", "Nobody"],
+        ],
+    )
+    with served(tmp_path / "s.db") as url:
+        with loopback_client(url) as client:
+            path = client.object_path("companies")
+            made = [
+                client.request("PUT", path, json={"name": n, "fields": {"domain": d}})["data"]
+                for n, d in (("Umbrella Corp", "umbrella.example"), ("Hooli", "hooli.com"),
+                             ("Hooli Two", "hooli.io"))
+            ]  # fmt: skip
+            # updates never deduplicate: two records now share a name
+            client.request("PATCH", path, json={"id": made[2]["id"], "name": "hooli"})
+        dry = run_pipeline(request(tmp_path, pipeline, dry_run=True), target=target(url))
+        real = run_pipeline(request(tmp_path, pipeline), target=target(url))
+        ids = {r["domain"]: r["id"] for r in all_records(url, "companies")}
+        contacts = {r["name"]: r.get("company_id") for r in all_records(url, "contacts")}
+    assert contacts == {"Ann": made[0]["id"], "Di": ids["globex.io"]}
+    got = outcomes(real, "contacts")
+    assert got["ben@x.example"] == (
+        "invalid",
+        "company_id: field 'name' = 'Umbrella' fits no row of step 'companies' and no record of"
+        " the service's 'companies'",
+    )
+    assert got["cy@x.example"][1] == (
+        f"company_id: field 'name' = 'Hooli' fits no row of step 'companies' but 2 records of"
+        f" the service's 'companies' (ids {made[1]['id']}, {made[2]['id']}): the reference is"
+        " ambiguous and was not set"
+    )
+    dry_bad = {k: v for k, v in outcomes(dry, "contacts").items() if v[0] != "valid"}
+    assert dry_bad == {k: v for k, v in got.items() if v[0] == "invalid"}
+    for result in (dry, real):
+        counts = totals(result, "contacts")["references"]["company_id"]
+        assert (counts["set"], counts["from_service"]) == (2, 1)
+        assert (counts["not_found"], counts["ambiguous"]) == (2, 1)

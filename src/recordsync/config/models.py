@@ -91,6 +91,7 @@ class RefSpec(Strict):
     on_missing: Literal["fail", "unset"] = "fail"
     by: RefBy | None = None
     normalize: Literal["fold", "domain", "exact"] | None = None
+    lookup: Literal["run", "service"] = "run"
 
     @model_validator(mode="before")
     @classmethod
@@ -109,6 +110,11 @@ class RefSpec(Strict):
             raise ValueError(
                 "'normalize' applies to 'by'; without 'by' the referenced step's ledger key"
                 " normalisation is used"
+            )
+        if self.lookup == "service" and (self.by is None or self.by.field is None):
+            raise ValueError(
+                "lookup: service filters the service's records by a field: give 'by' a field"
+                " of the referenced step (e.g. by: name), not a column"
             )
         return self
 

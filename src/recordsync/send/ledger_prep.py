@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from recordsync.report.tally import StepTally
     from recordsync.send.step import StepPlan
     from recordsync.state import ReferenceResolver
+    from recordsync.state.ref_lookup import Fetch
     from recordsync.state.refs import Ledger, RunLedger
 
 PREP_ROWS = 500
@@ -53,6 +54,7 @@ class StepPrep:
         configs: Mapping[str, MappingConfig],
         *,
         mirror: bool = True,
+        lookup: Fetch | None = None,
     ) -> None:
         from recordsync.state import ReferenceResolver
 
@@ -74,12 +76,18 @@ class StepPrep:
                     hint=f"steps: {', '.join(configs)}",
                 )
             assert spec.column is not None
-            index = None
+            index = service = None
             if spec.ref.by is not None:
                 from recordsync.state.ref_index import RefIndex
 
                 base = target.path.parent if target.path is not None else Path.cwd()
                 index = RefIndex(spec.ref, target, base)
+                if spec.ref.lookup == "service" and lookup is not None:
+                    from recordsync.state.ref_lookup import ServiceLookup
+
+                    field = spec.ref.by.field
+                    assert field is not None  # the model requires a field for lookup: service
+                    service = ServiceLookup(lookup, target.object_type, field, index.normalize)
             resolver = ReferenceResolver(
                 store,
                 pipeline,
@@ -88,6 +96,7 @@ class StepPrep:
                 normalize=reference_normalizer(target),
                 column=fname,
                 index=index,
+                service=service,
             )
             self.refs.append((fname, spec.column, resolver))
         self.active = bool(config.ledger_key or self.refs or self.seen_keys is not None)
@@ -184,8 +193,14 @@ class DryRunRefsHook:
     run would send them). Sends nothing, so ``begin``/``ack`` never happen."""
 
     def __init__(
-        self, ledger: RunLedger, pipeline: str, configs: Mapping[str, MappingConfig]
+        self,
+        ledger: RunLedger,
+        pipeline: str,
+        configs: Mapping[str, MappingConfig],
+        lookup: Fetch | None = None,
     ) -> None:
+        self.lookup = lookup
+        """Reads the service's records for ``lookup: service`` references (reads only)."""
         self.ledger = ledger
         self.pipeline = pipeline
         self.configs = configs
@@ -201,7 +216,13 @@ class DryRunRefsHook:
         prep = None
         if config is not None:
             prep = StepPrep(
-                self.ledger, self.pipeline, plan.name, config, self.configs, mirror=False
+                self.ledger,
+                self.pipeline,
+                plan.name,
+                config,
+                self.configs,
+                mirror=False,
+                lookup=self.lookup,
             )
             self._prep[plan.name] = prep
         it = iter(rows)

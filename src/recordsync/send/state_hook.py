@@ -42,6 +42,7 @@ from recordsync.state.checkpoint import BackgroundCheckpoints
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
+    from recordsync.state.ref_lookup import Fetch
     from recordsync.state.snapshots import SnapshotWriter
 
 Deleter = Callable[[str, int], object]
@@ -86,6 +87,8 @@ class StateHook:
         self.configs: Mapping[str, MappingConfig] = {}
         """Mapping configs by step name (ledger keys, references, mirror deletes)."""
         self.deleter: Deleter | None = None
+        self.lookup: Fetch | None = None
+        """Reads the service's records for ``lookup: service`` references."""
         self.allow_mass_deletes = False
         self.mirror_deletes = True
         """False for a partial run (a retry of failed rows): no mirror deletes at all."""
@@ -140,6 +143,7 @@ class StateHook:
                 config,
                 self.configs,
                 mirror=self.mirror_deletes,
+                lookup=self.lookup,
             )
             self._prep[plan.name] = prep
         detector = ChangeDetector(

@@ -40,6 +40,7 @@ from recordsync.state.store import DELETED, Entry
 
 if TYPE_CHECKING:
     from recordsync.state.ref_index import RefIndex
+    from recordsync.state.ref_lookup import ServiceLookup
 
 OnMissing = Literal["fail", "unset"]
 Normalizer = Callable[[str], str | None]
@@ -56,7 +57,8 @@ class Ledger(Protocol):
     ) -> Mapping[str, Entry]: ...
 
 
-REF_OUTCOMES = ("set", "no_value", "not_found", "ambiguous")
+REF_OUTCOMES = ("set", "no_value", "not_found", "ambiguous", "from_service")
+"""``from_service``: of the ``set`` ones, those found by ``lookup: service``."""
 
 
 def usable(entry: Entry | None) -> bool:
@@ -108,6 +110,7 @@ class ReferenceResolver:
         normalize: Normalizer | None = None,
         column: str | None = None,
         index: RefIndex | None = None,
+        service: ServiceLookup | None = None,
     ) -> None:
         if on_missing not in ("fail", "unset"):
             raise ValueError(f"on_missing must be 'fail' or 'unset', not {on_missing!r}")
@@ -118,6 +121,7 @@ class ReferenceResolver:
         self.normalize = normalize
         self.column = column
         self.index = index
+        self.service = service
         self.counts: Counter[str] = Counter(dict.fromkeys(REF_OUTCOMES, 0))
         self._cache: dict[str, Entry | None] = {}
 
@@ -188,11 +192,51 @@ class ReferenceResolver:
                 hint=f"refer by a value that is unique among the '{self.mapping}' rows (e.g. its"
                 " ledger key), or make the rows' values unique",
             )
+        if self.service is not None:
+            return self._from_service(value, norm, what)
         if not entries:
             return self._missing(value, f"{what} fits no row of step '{self.mapping}'")
         key, entry = entries[0]
         detail = self._missing_message(key, entry).removeprefix(where)
         return self._missing(value, f"{what} fits a row of step '{self.mapping}', but {detail}")
+
+    def _from_service(self, value: object, norm: str, what: str) -> int | None:
+        """``lookup: service``: the value fits no usable row of this run; the service's
+        records (:mod:`recordsync.state.ref_lookup`) decide."""
+        assert self.service is not None
+        text = " ".join(str(value).split())
+        probe = norm if self.index is not None and self.index.ref.match == "domain" else text
+        found = self.service.find(probe, norm)
+        kind = self.service.object_type
+        if found.problem is not None:
+            self.counts["not_found"] += 1
+            raise RowError(
+                f"{what} fits no row of step '{self.mapping}', and {found.problem}",
+                column=self.column,
+                value=value,
+                rule="reference",
+                hint="refer to a row of this run's source, or narrow the value",
+            )
+        if len(found.ids) == 1:
+            self.counts["set"] += 1
+            self.counts["from_service"] += 1
+            return found.ids[0]
+        if found.ids:
+            self.counts["ambiguous"] += 1
+            shown = ", ".join(map(str, found.ids[:3])) + (", ..." if len(found.ids) > 3 else "")
+            raise RowError(
+                f"{what} fits no row of step '{self.mapping}' but {len(found.ids)} records of"
+                f" the service's '{kind}' (ids {shown}): the reference is ambiguous and was not"
+                " set",
+                column=self.column,
+                value=value,
+                rule="reference",
+                hint="refer by a value that is unique among those records",
+            )
+        return self._missing(
+            value, f"{what} fits no row of step '{self.mapping}' and no record of the service's"
+            f" '{kind}'"
+        )
 
     def _missing(self, value: object, message: str) -> int | None:
         """None (``on_missing: unset``), else a RowError with ``message``."""
