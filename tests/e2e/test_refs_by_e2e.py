@@ -212,3 +212,5 @@ def test_lookup_service_finds_records_that_are_not_in_this_run(tmp_path: Path) -
         counts = totals(result, "contacts")["references"]["company_id"]
         assert (counts["set"], counts["from_service"]) == (2, 1)
         assert (counts["not_found"], counts["ambiguous"]) == (2, 1)
+    report = (real.report_dir / "report.md").read_text(encoding="utf-8")
+    assert "contacts / company_id: 1 of the references set were found among the service" in report

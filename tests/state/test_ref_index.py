@@ -133,7 +133,7 @@ def test_outcomes_and_counts(tmp_path: Path, store: StateStore) -> None:
         r.resolve("Nobody")
     with pytest.raises(RowError, match=r"fits a row of step 'companies', but .*last send was"):
         r.resolve("globex")
-    assert dict(r.counts) == {"set": 1, "no_value": 1, "not_found": 2, "ambiguous": 1, "from_service": 0}
+    assert dict(r.counts) == dict(set=1, no_value=1, not_found=2, ambiguous=1, from_service=0)
 
 
 def test_unset_leaves_not_found_out_but_never_guesses_an_ambiguous_one(
@@ -164,7 +164,7 @@ def test_the_ledger_key_path_counts_too(store: StateStore) -> None:
     store.record_acknowledged("nightly", "companies", "r1", [("acme.com", 10, "h", "created")])
     r = ReferenceResolver(store, "nightly", "companies", on_missing="unset")
     assert (r.resolve("acme.com"), r.resolve("nope"), r.resolve(None)) == (10, None, None)
-    assert dict(r.counts) == {"set": 1, "no_value": 1, "not_found": 1, "ambiguous": 0, "from_service": 0}
+    assert dict(r.counts) == dict(set=1, no_value=1, not_found=1, ambiguous=0, from_service=0)
 
 
 def test_the_config_syntax() -> None:

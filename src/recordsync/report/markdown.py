@@ -61,6 +61,11 @@ def _references(tallies: list[StepTally]) -> list[str]:
         cells = [t.step, fname, c["step"], c["by"], c["set"], c["no_value"], c["not_found"]]
         lines.append("| " + " | ".join(_md(x) for x in [*cells, c["ambiguous"]]) + " |")
     for t, fname, c in refs:
+        if c.get("from_service"):
+            lines.append(
+                f"- {t.step} / {_md(fname)}: {c['from_service']} of the references set were found"
+                f" among the service's records, not in this run (lookup: service)"
+            )
         missed, amb = c["not_found"], c["ambiguous"]
         if not missed and not amb:
             continue
