@@ -110,8 +110,8 @@ def test_unset_references_are_counted_and_said_loudly(tmp_path: Path) -> None:
     assert (counts["set"], counts["not_found"], counts["on_missing"]) == (0, 2, "unset")
     report = (real.report_dir / "report.md").read_text(encoding="utf-8")
     assert (
-        "- **NO reference matched**: contacts / company_id: 2 value(s) found no 'companies' row"
-        " by field 'name' (left unset (on_missing: unset))"
+        "- **NO reference matched**: contacts / company_id: 2 value(s) found no record of step"
+        " 'companies' by field 'name' (left unset (on_missing: unset))"
     ) in report
 
 

@@ -60,6 +60,7 @@ def _references(tallies: list[StepTally]) -> list[str]:
     for t, fname, c in refs:
         cells = [t.step, fname, c["step"], c["by"], c["set"], c["no_value"], c["not_found"]]
         lines.append("| " + " | ".join(_md(x) for x in [*cells, c["ambiguous"]]) + " |")
+    lines.append("")
     for t, fname, c in refs:
         if c.get("from_service"):
             lines.append(
@@ -72,8 +73,9 @@ def _references(tallies: list[StepTally]) -> list[str]:
         what = "left unset (on_missing: unset)" if c["on_missing"] == "unset" else "invalid"
         loud = "**NO reference matched**: " if not c["set"] else ""
         lines.append(
-            f"- {loud}{t.step} / {_md(fname)}: {missed} value(s) found no '{_md(c['step'])}' row "
-            f"by {_md(c['by'])} ({what}), {amb} fit several rows (invalid, never guessed)"
+            f"- {loud}{t.step} / {_md(fname)}: {missed} value(s) found no record of step"
+            f" '{_md(c['step'])}' by {_md(c['by'])} ({what}), {amb} fit several rows (invalid,"
+            " never guessed)"
         )
     return lines
 
