@@ -105,35 +105,10 @@ def check_refs(pipeline: Any) -> None:
                     f"before '{step.step_name}': {', '.join(earlier) or 'none'}",
                 )
             if spec.ref is not None and spec.ref.by is not None:
-                _check_ref_by(pipeline, cfg, fname, spec.ref)
+                from recordsync.state.ref_index import check_ref_by
+
+                check_ref_by(pipeline, cfg, fname, spec.ref)
         earlier.append(step.step_name)
-
-
-def _check_ref_by(pipeline: Any, cfg: Any, fname: str, ref: Any) -> None:
-    """``ref.by`` names a field the referenced step maps, or a column of its source."""
-    from recordsync.config.loader import mapping_line
-    from recordsync.errors import ConfigError
-    from recordsync.read import source_columns
-    from recordsync.state.ref_index import by_spec
-
-    target = next(s for s in pipeline.steps if s.step_name == ref.mapping)
-    line = mapping_line(cfg, "fields", fname)
-    try:
-        spec = by_spec(ref, target.config, fname)
-    except ConfigError as exc:
-        where = {"file": cfg.label, "line": line, "key": exc.key}
-        raise ConfigError(exc.detail, **where, hint=exc.hint) from None
-    have = source_columns(target.config.source, target.base_dir)
-    missing = [c for c in spec.columns if c not in have]
-    if missing:
-        raise ConfigError(
-            f"fields.{fname}.ref.by: column {missing[0]!r} is not in the source of step"
-            f" '{ref.mapping}'",
-            file=cfg.label,
-            line=line,
-            key=f"fields.{fname}.ref.by",
-            hint=f"columns of {target.config.source.path}: {', '.join(map(repr, have))}",
-        )
 
 
 def estimate_rows(source: Any, base_dir: Path) -> int | None:

@@ -63,6 +63,31 @@ def by_spec(ref: RefSpec, target: MappingConfig, field: str = "") -> FieldSpec:
     return spec
 
 
+def check_ref_by(pipeline: Any, cfg: MappingConfig, fname: str, ref: RefSpec) -> None:
+    """``ref.by`` names a field the referenced step maps, or a column of its source."""
+    from recordsync.config.loader import mapping_line
+    from recordsync.read import source_columns
+
+    target = next(s for s in pipeline.steps if s.step_name == ref.mapping)
+    line = mapping_line(cfg, "fields", fname)
+    try:
+        spec = by_spec(ref, target.config, fname)
+    except ConfigError as exc:
+        where = {"file": cfg.label, "line": line, "key": exc.key}
+        raise ConfigError(exc.detail, **where, hint=exc.hint) from None
+    have = source_columns(target.config.source, target.base_dir)
+    missing = [c for c in spec.columns if c not in have]
+    if missing:
+        raise ConfigError(
+            f"fields.{fname}.ref.by: column {missing[0]!r} is not in the source of step"
+            f" '{ref.mapping}'",
+            file=cfg.label,
+            line=line,
+            key=f"fields.{fname}.ref.by",
+            hint=f"columns of {target.config.source.path}: {', '.join(map(repr, have))}",
+        )
+
+
 class RefIndex:
     """Normalised value → the distinct ledger keys of the referenced rows that have it."""
 
