@@ -73,8 +73,8 @@ def check_ref_by(pipeline: Any, cfg: MappingConfig, fname: str, ref: RefSpec) ->
     try:
         spec = by_spec(ref, target.config, fname)
     except ConfigError as exc:
-        where = {"file": cfg.label, "line": line, "key": exc.key}
-        raise ConfigError(exc.detail, **where, hint=exc.hint) from None
+        detail, key, hint = exc.detail, exc.key, exc.hint
+        raise ConfigError(detail, file=cfg.label, line=line, key=key, hint=hint) from None
     have = source_columns(target.config.source, target.base_dir)
     missing = [c for c in spec.columns if c not in have]
     if missing:
