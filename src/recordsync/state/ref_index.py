@@ -123,7 +123,8 @@ class RefIndex:
             BatchMapper(t, base_dir=self.base_dir, schema=None, users=None) if t.match_by else None
         )
         index: dict[str, str | list[str]] = {}
-        for sb in iter_source(t.source, self.base_dir, t.source_columns() + self.spec.columns):
+        columns = list(dict.fromkeys(t.source_columns() + self.spec.columns))
+        for sb in iter_source(t.source, self.base_dir, columns):
             batch = sb.batch
             values = extract(self.spec, batch).values.to_pylist()
             keys = self._row_keys(batch, mapper)
