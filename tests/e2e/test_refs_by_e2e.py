@@ -198,11 +198,11 @@ def test_lookup_service_finds_records_that_are_not_in_this_run(tmp_path: Path) -
     got = outcomes(real, "contacts")
     assert got["ben@x.example"] == (
         "invalid",
-        "company_id: field 'name' = 'Umbrella' fits no row of step 'companies' and no record of"
-        " the service's 'companies'",
+        "company_id: field 'name' = 'Umbrella' fits no row of step 'companies', nor any record"
+        " of the service's 'companies'",
     )
     assert got["cy@x.example"][1] == (
-        f"company_id: field 'name' = 'Hooli' fits no row of step 'companies' but 2 records of"
+        f"company_id: field 'name' = 'Hooli' fits no row of step 'companies', but 2 records of"
         f" the service's 'companies' (ids {made[1]['id']}, {made[2]['id']}): the reference is"
         " ambiguous and was not set"
     )

@@ -6,13 +6,18 @@ path runs against the sandbox in tests/e2e/test_refs_by_e2e.py."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from recordsync.errors import AuthError, RetriableApiError
-from recordsync.state.ref_index import MATCHERS
+from recordsync.config.models import RefSpec
+from recordsync.errors import AuthError, RetriableApiError, RowError
+from recordsync.state import ReferenceResolver, StateStore
+from recordsync.state.ref_index import MATCHERS, RefIndex
 from recordsync.state.ref_lookup import PAGE_SIZE, ServiceLookup
+
+from .test_ref_index import companies
 
 
 class FakeService:
@@ -76,3 +81,36 @@ def test_a_failed_request_fails_the_value_and_an_auth_failure_stops_the_run() ->
     service.fail = AuthError("invalid API key", status=401)
     with pytest.raises(AuthError):
         lookup(service).find("a", "a")
+
+
+def test_the_resolver_asks_the_service_only_for_values_the_run_does_not_have(
+    tmp_path: Path, store: StateStore
+) -> None:
+    store.record_acknowledged(
+        "nightly",
+        "companies",
+        "r1",
+        [("acme.com", 10, "h", "created"), ("globex.io", None, None, "failed")],
+    )
+    target = companies(tmp_path, [["Acme", "acme.com"], ["Globex", "globex.io"]])
+    spec = RefSpec.model_validate(
+        {"mapping": "companies", "by": "name", "lookup": "service", "on_missing": "unset"}
+    )
+    service = FakeService([{"id": 77, "name": "Globex"}, {"id": 78, "name": "Down"}])
+    r = ReferenceResolver(
+        store,
+        "nightly",
+        "companies",
+        on_missing="unset",
+        column="company_id",
+        index=RefIndex(spec, target, tmp_path),
+        service=lookup(service),
+    )
+    assert r.resolve("acme") == 10  # this run's row: the service is not asked
+    assert r.resolve("globex") == 77  # its row's send failed: the service has one
+    assert r.resolve("nobody") is None  # on_missing: unset
+    service.fail = RetriableApiError("timed out")
+    with pytest.raises(RowError, match=r"'Down' fits no row .*; and the service lookup failed"):
+        r.resolve("Down")  # a failed lookup fails the row whatever on_missing says
+    assert [c["filter[name]"] for c in service.calls] == ["globex", "nobody", "Down"]
+    assert dict(r.counts) == dict(set=2, no_value=0, not_found=2, ambiguous=0, from_service=1)

@@ -192,15 +192,17 @@ class ReferenceResolver:
                 hint=f"refer by a value that is unique among the '{self.mapping}' rows (e.g. its"
                 " ledger key), or make the rows' values unique",
             )
-        if self.service is not None:
-            return self._from_service(value, norm, what)
         if not entries:
-            return self._missing(value, f"{what} fits no row of step '{self.mapping}'")
-        key, entry = entries[0]
-        detail = self._missing_message(key, entry).removeprefix(where)
-        return self._missing(value, f"{what} fits a row of step '{self.mapping}', but {detail}")
+            run = f"{what} fits no row of step '{self.mapping}'"
+        else:
+            key, entry = entries[0]
+            detail = self._missing_message(key, entry).removeprefix(where)
+            run = f"{what} fits a row of step '{self.mapping}', but {detail}"
+        if self.service is not None:
+            return self._from_service(value, norm, run)
+        return self._missing(value, run)
 
-    def _from_service(self, value: object, norm: str, what: str) -> int | None:
+    def _from_service(self, value: object, norm: str, run: str) -> int | None:
         """``lookup: service``: the value fits no usable row of this run; the service's
         records (:mod:`recordsync.state.ref_lookup`) decide."""
         assert self.service is not None
@@ -211,7 +213,7 @@ class ReferenceResolver:
         if found.problem is not None:
             self.counts["not_found"] += 1
             raise RowError(
-                f"{what} fits no row of step '{self.mapping}', and {found.problem}",
+                f"{run}; and {found.problem}",
                 column=self.column,
                 value=value,
                 rule="reference",
@@ -225,18 +227,14 @@ class ReferenceResolver:
             self.counts["ambiguous"] += 1
             shown = ", ".join(map(str, found.ids[:3])) + (", ..." if len(found.ids) > 3 else "")
             raise RowError(
-                f"{what} fits no row of step '{self.mapping}' but {len(found.ids)} records of"
-                f" the service's '{kind}' (ids {shown}): the reference is ambiguous and was not"
-                " set",
+                f"{run}, but {len(found.ids)} records of the service's '{kind}' (ids {shown}):"
+                " the reference is ambiguous and was not set",
                 column=self.column,
                 value=value,
                 rule="reference",
                 hint="refer by a value that is unique among those records",
             )
-        return self._missing(
-            value, f"{what} fits no row of step '{self.mapping}' and no record of the service's"
-            f" '{kind}'"
-        )
+        return self._missing(value, f"{run}, nor any record of the service's '{kind}'")
 
     def _missing(self, value: object, message: str) -> int | None:
         """None (``on_missing: unset``), else a RowError with ``message``."""
