@@ -64,6 +64,10 @@ class Guard:
         headers = dict(scope["headers"])
         if path == "/api" or path.startswith("/api/"):
             given = headers.get(b"x-api-key", b"")
+            if sum(name == b"x-api-key" for name, _ in scope["headers"]) > 1:
+                # two keys: neither decides (a proxy may have added one)
+                await error_response(401, "Invalid API key")(scope, receive, send)
+                return
             if not given:
                 await error_response(401, "Missing API key")(scope, receive, send)
                 return
