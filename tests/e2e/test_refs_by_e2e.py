@@ -167,7 +167,10 @@ def test_a_by_that_names_nothing_is_a_config_error_before_anything_is_sent(
     assert err.value.file is not None and err.value.file.endswith("contacts.yaml")
 
 
-def test_lookup_service_finds_records_that_are_not_in_this_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize("quirks", [None, "hosted"])  # hosted: record ids as strings
+def test_lookup_service_finds_records_that_are_not_in_this_run(
+    tmp_path: Path, quirks: str | None
+) -> None:
     pipeline = by_name_pipeline(tmp_path, "{step: companies, by: name, lookup: service}")
     write_csv(
         tmp_path / "contacts.csv",
@@ -180,21 +183,22 @@ def test_lookup_service_finds_records_that_are_not_in_this_run(tmp_path: Path) -
             ["Ed", "ed@x.example", "Nobody"],
         ],
     )
-    with served(tmp_path / "s.db") as url:
+    with served(tmp_path / "s.db", quirks=quirks) as url:
         with loopback_client(url) as client:
             path = client.object_path("companies")
             made = [
-                client.request("PUT", path, json={"name": n, "fields": {"domain": d}})["data"]
+                int(client.request("PUT", path, json={"name": n, "fields": {"domain": d}})
+                    ["data"]["id"])
                 for n, d in (("Umbrella Corp", "umbrella.example"), ("Hooli", "hooli.com"),
                              ("Hooli Two", "hooli.io"))
             ]  # fmt: skip
             # updates never deduplicate: two records now share a name
-            client.request("PATCH", path, json={"id": made[2]["id"], "name": "hooli"})
+            client.request("PATCH", path, json={"id": made[2], "name": "hooli"})
         dry = run_pipeline(request(tmp_path, pipeline, dry_run=True), target=target(url))
         real = run_pipeline(request(tmp_path, pipeline), target=target(url))
-        ids = {r["domain"]: r["id"] for r in all_records(url, "companies")}
+        ids = {r["domain"]: int(r["id"]) for r in all_records(url, "companies")}
         contacts = {r["name"]: r.get("company_id") for r in all_records(url, "contacts")}
-    assert contacts == {"Ann": made[0]["id"], "Di": ids["globex.io"]}
+    assert contacts == {"Ann": made[0], "Di": ids["globex.io"]}
     got = outcomes(real, "contacts")
     assert got["ben@x.example"] == (
         "invalid",
@@ -203,7 +207,7 @@ def test_lookup_service_finds_records_that_are_not_in_this_run(tmp_path: Path) -
     )
     assert got["cy@x.example"][1] == (
         f"company_id: field 'name' = 'Hooli' fits no row of step 'companies', but 2 records of"
-        f" the service's 'companies' (ids {made[1]['id']}, {made[2]['id']}): the reference is"
+        f" the service's 'companies' (ids {made[1]}, {made[2]}): the reference is"
         " ambiguous and was not set"
     )
     dry_bad = {k: v for k, v in outcomes(dry, "contacts").items() if v[0] != "valid"}

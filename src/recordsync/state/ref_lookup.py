@@ -37,6 +37,16 @@ class Found:
     problem: str | None = None
 
 
+def record_id(value: object) -> int | None:
+    """A record's id as an integer (a relationship field takes integers): JSON numbers, and
+    the digit strings (``"42"``) the hosted service is known to answer with."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return None
+
+
 class ServiceLookup:
     """Exact matches of one field of ``object_type`` in the service, per normalised value."""
 
@@ -96,8 +106,8 @@ class ServiceLookup:
     def _exact(self, records: Iterable[dict[str, Any]], norm: str) -> tuple[int, ...]:
         ids: list[int] = []
         for rec in records:
-            value, rid = rec.get(self.field), rec.get("id")
-            if not isinstance(value, str) or not isinstance(rid, int):
+            value, rid = rec.get(self.field), record_id(rec.get("id"))
+            if not isinstance(value, str) or rid is None:
                 continue
             if self.normalize(value) == norm and rid not in ids:
                 ids.append(rid)
