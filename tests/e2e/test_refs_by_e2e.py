@@ -203,12 +203,11 @@ def test_lookup_service_finds_records_that_are_not_in_this_run(
     assert got["ben@x.example"] == (
         "invalid",
         "company_id: field 'name' = 'Umbrella' fits no row of step 'companies', nor any record"
-        " of the service's 'companies'",
+        " in the service",
     )
     assert got["cy@x.example"][1] == (
-        f"company_id: field 'name' = 'Hooli' fits no row of step 'companies', but 2 records of"
-        f" the service's 'companies' (ids {made[1]}, {made[2]}): the reference is"
-        " ambiguous and was not set"
+        f"company_id: field 'name' = 'Hooli' fits no row of step 'companies', but 2 records in"
+        f" the service (#{made[1]}, #{made[2]}): the reference is ambiguous and was not set"
     )
     dry_bad = {k: v for k, v in outcomes(dry, "contacts").items() if v[0] != "valid"}
     assert dry_bad == {k: v for k, v in got.items() if v[0] == "invalid"}

@@ -95,7 +95,7 @@ class StepTally:
     suggestions: dict[str, Counter[str]] = field(default_factory=dict)
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per ``ref`` field: step, by, on_missing and the counts set, no_value, not_found,
-    ambiguous (:meth:`recordsync.send.ledger_prep.StepPrep.ref_counts`)."""
+    ambiguous, from_service (:meth:`recordsync.send.ledger_prep.StepPrep.ref_counts`)."""
 
     def add_reason(self, message: str) -> None:
         group = reason_group(message)

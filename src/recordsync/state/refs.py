@@ -209,7 +209,6 @@ class ReferenceResolver:
         text = " ".join(str(value).split())
         probe = norm if self.index is not None and self.index.ref.match == "domain" else text
         found = self.service.find(probe, norm)
-        kind = self.service.object_type
         if found.problem is not None:
             self.counts["not_found"] += 1
             raise RowError(
@@ -225,16 +224,17 @@ class ReferenceResolver:
             return found.ids[0]
         if found.ids:
             self.counts["ambiguous"] += 1
-            shown = ", ".join(map(str, found.ids[:3])) + (", ..." if len(found.ids) > 3 else "")
+            more = ", ..." if len(found.ids) > 3 else ""
+            shown = ", ".join(f"#{i}" for i in found.ids[:3]) + more
             raise RowError(
-                f"{run}, but {len(found.ids)} records of the service's '{kind}' (ids {shown}):"
+                f"{run}, but {len(found.ids)} records in the service ({shown}):"
                 " the reference is ambiguous and was not set",
                 column=self.column,
                 value=value,
                 rule="reference",
                 hint="refer by a value that is unique among those records",
             )
-        return self._missing(value, f"{run}, nor any record of the service's '{kind}'")
+        return self._missing(value, f"{run}, nor any record in the service")
 
     def _missing(self, value: object, message: str) -> int | None:
         """None (``on_missing: unset``), else a RowError with ``message``."""
