@@ -25,6 +25,7 @@ from recordsync.map.gcpause import BatchGC, gc_paused
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
+from recordsync.read.paths import check_source_file, source_path
 from recordsync.validate.schema import Schema
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
@@ -234,6 +235,8 @@ def _near_miss(column: str, header: list[str]) -> str | None:
 def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
     """The source's columns, after checking it opens and has every column the mapping uses."""
     try:
+        if mapping.source.kind == "csv":
+            check_source_file(source_path(base_dir, mapping.source.path), mapping.source.encoding)
         have = source_columns(mapping.source, base_dir)
     except ConfigError as exc:
         where = f"{exc.file}:{exc.line}" if exc.line is not None else exc.file
