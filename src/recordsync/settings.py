@@ -224,8 +224,11 @@ def resolve_key(choice: TargetChoice, env: Mapping[str, str] | None = None) -> S
     if bad is not None:
         char = value[bad]
         what = (
-            "a line break" if char in "\r\n" else
-            "a space or control character" if char.isascii() else "a non-ASCII character"
+            "a line break"
+            if char in "\r\n"
+            else "a space or control character"
+            if char.isascii()
+            else "a non-ASCII character"
         )
         raise ConfigError(
             f"the API key in {choice.key_env} cannot be sent as an HTTP header: character"

@@ -3,7 +3,9 @@
     summary.json   run, target, steps with counts, totals, accounting check
     results.csv    one line per source row (model.RESULTS_COLUMNS)
     failures.csv   failed, invalid and in-doubt rows: original columns + _error, _step,
-                   _source_row (+ _status, _source_file); formula-like cells neutralised
+                   _source_row (+ _status, _source_file; one more leading ``_`` each while a
+                   source column has such a name); formula-like cells neutralised (the header
+                   too); in results.csv the text cells are neutralised as well
     report.md      the human summary (see recordsync.report.markdown)
 
 Rows go to disk as they come. failures.csv needs the union of the steps' columns for its
@@ -16,18 +18,32 @@ import csv
 import json
 import os
 from collections import Counter
+from collections.abc import Iterable
 from itertools import repeat
 from pathlib import Path
 from typing import IO, Any
 
 from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
-from recordsync.report.csvsafe import neutralise
+from recordsync.report.csvsafe import needs_neutralising, neutralise
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals
 
 FAILURE_STATUSES = frozenset({RowStatus.FAILED, RowStatus.INVALID, RowStatus.IN_DOUBT})
 FAILURE_EXTRA = ("_error", "_step", "_source_row", "_status", "_source_file")
 NOT_SENT_PREFIX = "not sent: "
+
+
+def failure_extra(columns: Iterable[str]) -> tuple[str, ...]:
+    """failures.csv's own columns for these source columns: :data:`FAILURE_EXTRA`, each with
+    one more leading ``_`` until no source column has any of their names (a source column
+    ``_status`` keeps its name and values; the extra columns become ``__status`` ...)."""
+    taken = set(columns)
+    prefix = ""
+    while any(prefix + name in taken for name in FAILURE_EXTRA):
+        prefix += "_"
+    return tuple(prefix + name for name in FAILURE_EXTRA)
+
+
 MAX_EXAMPLES = 20
 
 
@@ -99,14 +115,14 @@ class ReportWriter:
         src = row.source
         self._results.writerow(
             [
-                tally.step,
-                src.source_file,
+                neutralise(tally.step),
+                neutralise(src.source_file),
                 src.source_row,
                 row.match_by or "",
-                _cell(row.match_value),
+                neutralise(_cell(row.match_value)),
                 status.value,
                 _cell(record_id),
-                error or "",
+                neutralise(error or ""),
             ]
         )
         self.lines_written += 1
@@ -131,7 +147,12 @@ class ReportWriter:
         mvs = ["" if v is None else v for v in block.match_value]
         rids = ["" if r is None else r for r in block.record_ids]
         head = f"{tally.step}\x00{block.source_file}"
-        if _plain(head) and _plain("\x00".join(bys)) and _plain("\x00".join(mvs)):
+        if (
+            _plain(head)
+            and _plain("\x00".join(bys))
+            and _plain("\x00".join(mvs))
+            and not any(needs_neutralising(str(c)) for c in (tally.step, block.source_file, *mvs))
+        ):
             # nothing to quote (the common case): the lines csv.writer would write, built here
             prefix = f"{tally.step},{block.source_file},"
             self._results_file.write(
@@ -145,11 +166,11 @@ class ReportWriter:
         else:
             self._results.writerows(
                 zip(
-                    repeat(tally.step, n),
-                    repeat(block.source_file, n),
+                    repeat(neutralise(tally.step), n),
+                    repeat(neutralise(block.source_file), n),
                     block.source_rows,
                     bys,
-                    mvs,
+                    [neutralise(_cell(v)) for v in mvs],
                     repeat(RowStatus.UNCHANGED.value, n),
                     rids,
                     repeat("", n),
@@ -185,27 +206,23 @@ class ReportWriter:
         for key in values:
             if key not in self._columns:
                 self._columns[key] = None
-        extra = {
-            "_error": error or "",
-            "_step": step,
-            "_source_row": str(row.source.source_row),
-            "_status": status.value,
-            "_source_file": row.source.source_file,
-        }
-        self._spool.write(json.dumps({**values, **extra}, ensure_ascii=False) + "\n")
+        extra = [error or "", step, str(row.source.source_row), status.value]
+        extra.append(row.source.source_file)  # the order of FAILURE_EXTRA
+        self._spool.write(json.dumps([values, extra], ensure_ascii=False) + "\n")
 
     def _write_failures_csv(self) -> None:
         self._spool.close()
-        columns = [c for c in self._columns if c not in FAILURE_EXTRA] + list(FAILURE_EXTRA)
+        columns = list(self._columns)
         with (
             open(self.directory / "failures.csv", "w", newline="", encoding="utf-8") as out,
             open(self._spool_path, encoding="utf-8") as spool,
         ):
             writer = csv.writer(out)
-            writer.writerow(columns)
+            writer.writerow([neutralise(c) for c in (*columns, *failure_extra(columns))])
             for line in spool:
-                item = json.loads(line)
-                writer.writerow([neutralise(str(item.get(c, ""))) for c in columns])
+                values, extra = json.loads(line)
+                cells = [values.get(c, "") for c in columns] + extra
+                writer.writerow([neutralise(str(c)) for c in cells])
         os.unlink(self._spool_path)
 
     def finish(
