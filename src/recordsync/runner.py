@@ -109,6 +109,7 @@ def run_plans(
     run_id: str | None = None,
     retry_of: str | None = None,
     pipeline_file: str | None = None,
+    warnings: list[str] | None = None,
 ) -> RunResult:
     """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only."""
     if client is None and not options.dry_run:
@@ -176,6 +177,7 @@ def run_plans(
         "report_dir": str(report_dir),
         "aborted": str(stop) if stop is not None else None,
         "retry_of": retry_of,
+        "warnings": list(warnings or []),
     }
     summary = writer.finish(meta)
     error = stop if stop is not None else (step_errors[0] if step_errors else None)

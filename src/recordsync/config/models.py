@@ -191,6 +191,7 @@ class MappingConfig(Strict):
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
     ledger_key: LedgerKey | None = None
     match_by_ledger_id: bool = False
+    require_key: bool = False  # config/idempotency.py: a key that survives lost state
     mirror_deletes: MirrorDeletes = Field(default_factory=MirrorDeletes)
 
     _path: Path | None = PrivateAttr(default=None)

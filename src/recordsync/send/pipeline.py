@@ -15,7 +15,8 @@ from typing import Any
 
 import httpx
 
-from recordsync.errors import AuthError
+from recordsync.config.idempotency import idempotency_warnings
+from recordsync.errors import AuthError, ConfigError
 from recordsync.model import PreparedRow
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
 from recordsync.send.client import RecordServiceClient, make_http_client
@@ -56,6 +57,7 @@ class RunRequest:
     resend_in_doubt: bool = False
     allow_mass_deletes: bool = False
     durable_state: bool = False
+    allow_recreate: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
 
 
@@ -230,6 +232,10 @@ def run_pipeline(
     configs = {s.step_name: s.config for s in whole.steps}
     configs.update({s.step_name: s.config for s in pipeline.steps})
     partial = pipeline_override is not None
+    run_steps = [
+        (s.step_name, s.config) for s in pipeline.steps if steps is None or s.step_name in steps
+    ]
+    warnings = idempotency_warnings(run_steps, state=request.state or hook is not None)
     overrides = {
         "chunk_size": request.chunk_size,
         "dry_run": request.dry_run,
@@ -265,6 +271,7 @@ def run_pipeline(
             retry_of,
             configs,
             partial,
+            (run_steps, warnings),
         )
 
     if target is not None:
@@ -314,6 +321,35 @@ def delete_record(client: RecordServiceClient, object_type: str, record_id: int)
         return False
 
 
+RECREATE_HINT = (
+    "restore the state database (with its -wal file) from a backup, or point --state-db at"
+    " the right one; to create every row again anyway, run again with --allow-recreate;"
+    " nothing was sent"
+)
+
+
+def _recreate_check(
+    request: RunRequest, name: str, run_steps: list[tuple[str, Any]], client: RecordServiceClient
+) -> str | None:
+    """:func:`recordsync.config.idempotency.refuse_recreate` against the state store (not
+    for a run that resumes an incomplete one: its journal holds what it created)."""
+    from recordsync.config.idempotency import refuse_recreate
+    from recordsync.state import Journal, StateStore, default_state_path
+
+    path = request.state_db or default_state_path()
+    counts: dict[str, dict[str, int]] = {}
+    if path.is_file():
+        with StateStore(path) as store:
+            if Journal(store, name).last_incomplete_run() is not None:
+                return None
+            counts = store.counts(name)
+
+    def has_records(object_type: str) -> bool:
+        return next(iter(client.list_records(object_type, page_size=1)), None) is not None
+
+    return refuse_recreate(run_steps, counts, has_records, pipeline=name, state_db=path)
+
+
 def _run(
     request: RunRequest,
     pipeline: Any,
@@ -330,6 +366,7 @@ def _run(
     retry_of: str | None,
     configs: dict[str, Any],
     partial: bool,
+    idempotency: tuple[list[tuple[str, Any]], list[str]],
 ) -> RunResult:
     own = http is None
     http_client = http if http is not None else make_http_client(base_url=target.base_url)
@@ -344,6 +381,13 @@ def _run(
             raise exc.with_hint(target.auth_hint()) from None
         from recordsync.prepare import SLICE_ROWS
 
+        run_steps, warnings = idempotency
+        if request.state and hook is None and not request.allow_recreate:
+            refused = _recreate_check(request, name, run_steps, client)
+            if refused is not None and not options.dry_run:
+                raise ConfigError(refused, hint=RECREATE_HINT)
+            if refused is not None:
+                warnings = [*warnings, f"the real run would stop: {refused}; {RECREATE_HINT}"]
         slices = None if options.dry_run else SLICE_ROWS  # a dry run has no chunks to wait
         plans = build_plans(pipeline, schema_json, users, wrap, steps, slices)
         run_id = new_run_id(name)
@@ -362,6 +406,7 @@ def _run(
                 run_id=run_id,
                 retry_of=retry_of,
                 pipeline_file=str(request.pipeline_path.resolve()),
+                warnings=warnings,
             )
 
         if hook is not None:
