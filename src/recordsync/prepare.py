@@ -26,6 +26,7 @@ from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
 from recordsync.read.paths import check_source_file, source_path
+from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
 from recordsync.validate.schema import Schema
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
@@ -122,10 +123,11 @@ def _rows_of(
     policy: str,
     gcb: BatchGC,
     slice_rows: int | None = None,
+    max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[PreparedRow]:
     for part in _slices(sb, slice_rows or len(sb.rows)):
         with gcb.building():
-            rows = _build_rows(part, mapper, dups, fidx, policy)
+            rows = _build_rows(part, mapper, dups, fidx, policy, max_request_bytes)
         yield from rows
 
 
@@ -148,10 +150,18 @@ def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:
 
 
 def _build_rows(
-    sb: SourceBatch, mapper: BatchMapper, dups: Duplicates | None, fidx: int, policy: str
+    sb: SourceBatch,
+    mapper: BatchMapper,
+    dups: Duplicates | None,
+    fidx: int,
+    policy: str,
+    max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> list[PreparedRow]:
     columns = sb.batch.schema.names
     mb = mapper.map_batch(sb.batch)
+    too_large = oversized(sb.batch, mb.payloads, max_request_bytes)
+    if too_large:  # fails alone, as invalid (validate/entry_size.py)
+        mb.errors = [too_large.get(i, e) if e is None else e for i, e in enumerate(mb.errors)]
     rows = sb.rows.tolist()
     dup_of: dict[int, str] = {}
     if dups is not None and dups.groups:
@@ -272,17 +282,19 @@ def prepare_step(
     schema: Schema | None,
     users: list[dict[str, Any]] | None,
     slice_rows: int | None = None,
+    max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[PreparedRow]:
     """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE).
 
     Config errors (unknown object type or field, unreadable owners file, missing source) are
     raised here, before the first row. With ``schema=None`` only offline checks run.
     ``slice_rows``: prepare read batches in slices of that many rows (:data:`SLICE_ROWS`).
+    A row too large for a request of ``max_request_bytes`` is invalid (validate/entry_size).
     """
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
     dups = Duplicates.scan(mapper, mapping, base_dir) if mapping.match_by else None
-    return _stream(mapping, base_dir, mapper, dups, slice_rows)
+    return _stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes)
 
 
 def check_batch_columns(sb: SourceBatch, mapper: BatchMapper, mapping: MappingConfig) -> None:
@@ -303,6 +315,7 @@ def _stream(
     mapper: BatchMapper,
     dups: Duplicates | None,
     slice_rows: int | None,
+    max_request_bytes: int | None,
 ) -> Iterator[PreparedRow]:
     files: dict[str, int] = {}
     gcb = BatchGC()
@@ -310,6 +323,7 @@ def _stream(
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             check_batch_columns(sb, mapper, mapping)
-            yield from _rows_of(sb, mapper, dups, fidx, mapping.duplicates, gcb, slice_rows)
+            policy = mapping.duplicates
+            yield from _rows_of(sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes)
     finally:
         gcb.release()

@@ -250,6 +250,7 @@ class CircuitBreaker(Strict):
 class SendSettings(Strict):
     chunk_size: int = Field(default=100, ge=1, le=100)
     canary_chunk_size: int = Field(default=10, ge=1, le=100)
+    max_request_bytes: int = Field(default=5 * 1024 * 1024, ge=4096)  # the service's body limit
     circuit_breaker: CircuitBreaker = Field(default_factory=CircuitBreaker)
 
 

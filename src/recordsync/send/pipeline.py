@@ -172,6 +172,7 @@ def build_plans(
                 raise problem
     plans: list[StepPlan] = []
     common: dict[str, Any] = {"schema": schema, "users": users, "slice_rows": slice_rows}
+    common["max_request_bytes"] = pipeline.send.max_request_bytes  # larger rows: invalid
     for step in pipeline.steps:
         if steps is not None and step.step_name not in steps:
             continue
