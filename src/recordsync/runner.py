@@ -32,7 +32,7 @@ from recordsync.errors import (
     exit_code_for,
 )
 from recordsync.report.tally import StepTally
-from recordsync.report.writer import ReportWriter
+from recordsync.report.writer import ReportWriter, report_write_error
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.sender import ChunkReport, ChunkSender
@@ -179,7 +179,11 @@ def run_plans(
         "retry_of": retry_of,
         "warnings": list(warnings or []),
     }
-    summary = writer.finish(meta)
+    try:
+        summary = writer.finish(meta)
+    except OSError as exc:
+        writer.abandon()
+        raise report_write_error(report_dir, exc) from None
     error = stop if stop is not None else (step_errors[0] if step_errors else None)
     return RunResult(summary, report_dir, error, writer.tallies)
 

@@ -19,10 +19,12 @@ import json
 import os
 from collections import Counter
 from collections.abc import Iterable
+from contextlib import suppress
 from itertools import repeat
 from pathlib import Path
 from typing import IO, Any
 
+from recordsync.errors import RunAborted
 from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.report.csvsafe import needs_neutralising, neutralise
 from recordsync.report.markdown import render_report
@@ -81,6 +83,43 @@ def _add_suggestions(tally: StepTally, suggestions: dict[str, Any]) -> None:
             bucket[_cell(value)] += 1
 
 
+def report_write_error(directory: Path, exc: OSError) -> RunAborted:
+    """A report file cannot be written (a full disk, a lost mount): the run stops (exit 3)."""
+    return RunAborted(
+        f"cannot write the report in {directory}: {exc.strerror or exc}"
+        + (f" (errno {exc.errno})" if exc.errno else "")
+        + "; the run stopped",
+        hint="free space on that disk (or give another --report-dir), then run again: a"
+        " nightly sync with its state store resumes where this run stopped",
+    )
+
+
+class _Guarded:
+    """A text file whose failed writes stop the run with :func:`report_write_error`."""
+
+    __slots__ = ("_directory", "_file")
+
+    def __init__(self, file: IO[str], directory: Path) -> None:
+        self._file = file
+        self._directory = directory
+
+    def write(self, text: str) -> int:
+        try:
+            return self._file.write(text)
+        except OSError as exc:
+            raise report_write_error(self._directory, exc) from None
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def close(self) -> None:
+        try:
+            self._file.close()
+        except OSError as exc:  # the buffered rest could not be written
+            raise report_write_error(self._directory, exc) from None
+
+
 class ReportWriter:
     """Streams one run's report files into ``directory``."""
 
@@ -89,11 +128,13 @@ class ReportWriter:
         self.dry_run = dry_run
         directory.mkdir(parents=True, exist_ok=False)
         results_path = directory / "results.csv"
-        self._results_file: IO[str] = open(results_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        results = open(results_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        self._results_file = _Guarded(results, directory)
         self._results = csv.writer(self._results_file)
         self._results.writerow(RESULTS_COLUMNS)
         self._spool_path = directory / ".failures.jsonl"
-        self._spool: IO[str] = open(self._spool_path, "w", encoding="utf-8")  # noqa: SIM115
+        spool = open(self._spool_path, "w", encoding="utf-8")  # noqa: SIM115
+        self._spool = _Guarded(spool, directory)
         self._columns: dict[str, None] = {}
         self.tallies: list[StepTally] = []
         self._record_rows: dict[int, int] = {}
@@ -258,4 +299,5 @@ class ReportWriter:
         """Close files after a crash (the partial results stay on disk for inspection)."""
         for f in (self._results_file, self._spool):
             if not f.closed:
-                f.close()
+                with suppress(RunAborted):  # a full disk: the error that stopped us is raised
+                    f.close()

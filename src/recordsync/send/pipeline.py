@@ -7,8 +7,9 @@ mapping files, every step's source and columns), so a configuration error sends 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import httpx
 
 from recordsync.config.idempotency import idempotency_warnings
-from recordsync.errors import AuthError, ConfigError
+from recordsync.errors import AuthError, ConfigError, RecordsyncError, RunAborted
 from recordsync.model import PreparedRow
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
 from recordsync.send.client import RecordServiceClient, make_http_client
@@ -351,6 +352,27 @@ def _recreate_check(
     return refuse_recreate(run_steps, counts, has_records, pipeline=name, state_db=path)
 
 
+def state_write_error(request: RunRequest, exc: BaseException, *, sent: bool) -> RecordsyncError:
+    """The state store cannot be opened or written (a full disk, a read-only directory): a
+    ConfigError before anything was sent (exit 2), else RunAborted (exit 3)."""
+    from recordsync.state import default_state_path
+
+    path = request.state_db or default_state_path()
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    if not sent:
+        return ConfigError(
+            f"cannot open the state store: {why}",
+            file=str(path),
+            hint="free space on that disk or make the directory writable (or give --state-db);"
+            " nothing was sent",
+        )
+    return RunAborted(
+        f"cannot write the state store {path}: {why}; the run stopped",
+        hint="free space on that disk, then run again: the next run resumes this one (rows"
+        " whose answer was not journaled are held in doubt or sent again when that is safe)",
+    )
+
+
 def _run(
     request: RunRequest,
     pipeline: Any,
@@ -417,21 +439,30 @@ def _run(
         if options.dry_run:
             with _dry_run_refs(request, name, configs) as refs:
                 return go(refs)
-        with open_state(
-            name,
-            request.state_db,
-            run_id,
-            full_refresh=request.full_refresh,
-            resend_in_doubt=request.resend_in_doubt,
-            durable=request.durable_state,
-        ) as state:
-            run_id = state.run_id  # a resumed run keeps the id of the attempt that died
-            state.configs = configs
-            state.mirror_deletes = not partial  # a retry's source is only the failed rows
-            state.deleter = lambda object_type, rid: delete_record(client, object_type, rid)
-            state.allow_mass_deletes = request.allow_mass_deletes
-            result = go(state)
-            state.finish("aborted" if result.error is not None else "finished")
+        with ExitStack() as stack:
+            try:
+                state = stack.enter_context(
+                    open_state(
+                        name,
+                        request.state_db,
+                        run_id,
+                        full_refresh=request.full_refresh,
+                        resend_in_doubt=request.resend_in_doubt,
+                        durable=request.durable_state,
+                    )
+                )
+            except (OSError, sqlite3.Error) as exc:  # nothing was sent yet
+                raise state_write_error(request, exc, sent=False) from None
+            try:
+                run_id = state.run_id  # a resumed run keeps the id of the attempt that died
+                state.configs = configs
+                state.mirror_deletes = not partial  # a retry's source is only the failed rows
+                state.deleter = lambda object_type, rid: delete_record(client, object_type, rid)
+                state.allow_mass_deletes = request.allow_mass_deletes
+                result = go(state)
+                state.finish("aborted" if result.error is not None else "finished")
+            except (OSError, sqlite3.Error) as exc:  # the report's own are RunAborted already
+                raise state_write_error(request, exc, sent=True) from None
         return result
     finally:
         if own:
