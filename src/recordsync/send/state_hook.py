@@ -334,7 +334,7 @@ def open_state(
 
     store = StateStore(path, durable=durable)
     try:
-        with PipelineLock(store.path.parent, pipeline):
+        with PipelineLock(store.path.parent, pipeline, store.path):
             journal = Journal(store, pipeline, defer_ledger=True)
             journal.slices = (FOLD_FROM, FOLD_SLICE)
             info, resumed = journal.resume_or_start(run_id)
