@@ -166,8 +166,15 @@ def run_plans(
     except BaseException:
         writer.abandon()
         raise
+    attempts_of = getattr(hook, "attempts", None)  # the state store's hook: a resumed run
+    chunks_before = getattr(hook, "chunks_before", None)  # counts every attempt
+    attempts = int(attempts_of()) if callable(attempts_of) else 1
+    if callable(chunks_before):
+        for tally in writer.tallies:
+            tally.chunks += int(chunks_before(tally.step))
     meta = {
         "run_id": run_id,
+        "attempts": attempts,
         "pipeline": pipeline,
         "pipeline_file": pipeline_file,
         "target": target.name if target is not None else None,

@@ -128,3 +128,35 @@ def test_a_state_store_that_cannot_be_opened_is_exit_2_with_nothing_sent(
     assert code == 2 and "Traceback" not in err
     assert "st/state.db: cannot open the state store: No space left on device" in err
     assert "nothing was sent" in err and records == []
+
+
+def test_a_resumed_runs_report_counts_every_attempts_chunks(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Callable[..., int],
+) -> None:
+    """The first attempt sends two chunks of 10 rows and stops as it journals the third (a
+    failed state write; the second chunk's answer is acknowledged on its own); the resumed
+    attempt sends the 10 rows left: 3 chunks in 2 attempts (the last attempt alone: 1)."""
+    import json
+
+    args = _setup(tmp_path, monkeypatch)
+    begin = Journal.begin_chunk
+    calls = [0]
+
+    def full_begin(self: Journal, *a: Any, **kw: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise sqlite3.OperationalError("database or disk is full")
+        return begin(self, *a, **kw)
+
+    with served(tmp_path / "s.db") as url:
+        with monkeypatch.context() as m:
+            m.setattr(Journal, "begin_chunk", full_begin)
+            assert cli(*args, "--base-url", url) == 3
+        assert cli(*args, "--base-url", url) == 0
+    [report] = [p for p in (tmp_path / "reports").iterdir() if ".partial" not in p.name]
+    summary = json.loads((report / "summary.json").read_text())
+    [step] = summary["steps"]
+    assert summary["attempts"] == 2 and step["attempts"] == 2
+    assert step["chunks"] == 3

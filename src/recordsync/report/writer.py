@@ -282,7 +282,10 @@ class ReportWriter:
         summary = {
             **meta,
             "dry_run": self.dry_run,
-            "steps": [t.as_json(self.dry_run) for t in self.tallies],
+            "steps": [
+                {**t.as_json(self.dry_run), "attempts": meta.get("attempts", 1)}
+                for t in self.tallies
+            ],
             "totals": totals(self.tallies),
             "accounting_ok": not errors,
             "accounting_errors": errors,
