@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 
 from recordsync.config.idempotency import idempotency_warnings
-from recordsync.errors import AuthError, ConfigError, RecordsyncError, RunAborted
+from recordsync.errors import AuthError, ConfigError
 from recordsync.model import PreparedRow
+from recordsync.run_guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
@@ -323,54 +324,10 @@ def delete_record(client: RecordServiceClient, object_type: str, record_id: int)
         return False
 
 
-RECREATE_HINT = (
-    "restore the state database (with its -wal file) from a backup, or point --state-db at"
-    " the right one; to create every row again anyway, run again with --allow-recreate;"
-    " nothing was sent"
-)
-
-
-def _recreate_check(
-    request: RunRequest, name: str, run_steps: list[tuple[str, Any]], client: RecordServiceClient
-) -> str | None:
-    """:func:`recordsync.config.idempotency.refuse_recreate` against the state store (not
-    for a run that resumes an incomplete one: its journal holds what it created)."""
-    from recordsync.config.idempotency import refuse_recreate
-    from recordsync.state import Journal, StateStore, default_state_path
-
-    path = request.state_db or default_state_path()
-    counts: dict[str, dict[str, int]] = {}
-    if path.is_file():
-        with StateStore(path) as store:
-            if Journal(store, name).last_incomplete_run() is not None:
-                return None
-            counts = store.counts(name)
-
-    def has_records(object_type: str) -> bool:
-        return next(iter(client.list_records(object_type, page_size=1)), None) is not None
-
-    return refuse_recreate(run_steps, counts, has_records, pipeline=name, state_db=path)
-
-
-def state_write_error(request: RunRequest, exc: BaseException, *, sent: bool) -> RecordsyncError:
-    """The state store cannot be opened or written (a full disk, a read-only directory): a
-    ConfigError before anything was sent (exit 2), else RunAborted (exit 3)."""
+def state_path(request: RunRequest) -> Path:
     from recordsync.state import default_state_path
 
-    path = request.state_db or default_state_path()
-    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    if not sent:
-        return ConfigError(
-            f"cannot open the state store: {why}",
-            file=str(path),
-            hint="free space on that disk or make the directory writable (or give --state-db);"
-            " nothing was sent",
-        )
-    return RunAborted(
-        f"cannot write the state store {path}: {why}; the run stopped",
-        hint="free space on that disk, then run again: the next run resumes this one (rows"
-        " whose answer was not journaled are held in doubt or sent again when that is safe)",
-    )
+    return request.state_db or default_state_path()
 
 
 def _run(
@@ -405,8 +362,12 @@ def _run(
         from recordsync.prepare import SLICE_ROWS
 
         run_steps, warnings = idempotency
+
+        def has_records(object_type: str) -> bool:
+            return next(iter(client.list_records(object_type, page_size=1)), None) is not None
+
         if request.state and hook is None and not request.allow_recreate:
-            refused = _recreate_check(request, name, run_steps, client)
+            refused = recreate_refusal(state_path(request), name, run_steps, has_records)
             if refused is not None and not options.dry_run:
                 raise ConfigError(refused, hint=RECREATE_HINT)
             if refused is not None:
@@ -452,7 +413,7 @@ def _run(
                     )
                 )
             except (OSError, sqlite3.Error) as exc:  # nothing was sent yet
-                raise state_write_error(request, exc, sent=False) from None
+                raise state_write_error(state_path(request), exc, sent=False) from None
             try:
                 run_id = state.run_id  # a resumed run keeps the id of the attempt that died
                 state.configs = configs
@@ -462,7 +423,7 @@ def _run(
                 result = go(state)
                 state.finish("aborted" if result.error is not None else "finished")
             except (OSError, sqlite3.Error) as exc:  # the report's own are RunAborted already
-                raise state_write_error(request, exc, sent=True) from None
+                raise state_write_error(state_path(request), exc, sent=True) from None
         return result
     finally:
         if own:
