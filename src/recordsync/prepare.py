@@ -8,7 +8,6 @@ plus 16 bytes per row for the hashes.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from itertools import repeat
 from pathlib import Path
@@ -23,6 +22,7 @@ from recordsync.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC, gc_paused
 from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
 from recordsync.validate.schema import Schema
@@ -92,18 +92,6 @@ def shared_hashes(
     for hv, rid in zip(hs[dup].tolist(), id_all[order][dup].tolist(), strict=True):
         groups.setdefault(hv, []).append(rid)
     return groups
-
-
-def _bad_row(bl: BadLine, file: str, columns: list[str]) -> PreparedRow:
-    cells = next(csv.reader([bl.text]), []) if bl.text else []
-    values: dict[str, Any] = dict(zip(columns, cells, strict=False))
-    if len(cells) > len(columns):
-        values["_extra_cells"] = cells[len(columns) :]
-    return PreparedRow(
-        source=SourceRow(file, bl.line, values),
-        status=RowStatus.INVALID,
-        error=f"line {bl.line}: {bl.message}",
-    )
 
 
 SLICE_ROWS = 2048
@@ -188,7 +176,7 @@ def _build_rows(
     b = 0
     for i, line in enumerate(rows):
         while b < len(bad) and bad[b].line < line:
-            out.append(_bad_row(bad[b], file, columns))
+            out.append(bad_row(bad[b], file, columns, mapper))
             b += 1
         error = errors[i]
         if i in dup_of:
@@ -208,7 +196,7 @@ def _build_rows(
                 hints.get(i) or {},
             )
         )
-    out.extend(_bad_row(bl, file, columns) for bl in bad[b:])
+    out.extend(bad_row(bl, file, columns, mapper) for bl in bad[b:])
     return out
 
 

@@ -31,12 +31,12 @@ from recordsync.model import PreparedRow, UnchangedBlock
 from recordsync.prepare import (
     ROW_BITS,
     Duplicates,
-    _bad_row,
     _rows_of,
     check_batch_columns,
     check_source,
     shared_hashes,
 )
+from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.keys import NORMALIZERS, cell_text
@@ -318,7 +318,7 @@ def _stream(
                 rows = _rows_of(sub, mapper, dups, fidx, policy, gcb, slice_rows)
                 slow_rows = list(_with_digests(rows, seen, slow, line_of))
             columns = sb.batch.schema.names
-            bad = [_bad_row(bl, sb.file, columns) for bl in seen.bad]
+            bad = [bad_row(bl, sb.file, columns, mapper) for bl in seen.bad]
             yield from _interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot)
     finally:
         gcb.release()

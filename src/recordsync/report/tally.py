@@ -87,6 +87,8 @@ class StepTally:
     deleted: int = 0
     """Records soft-deleted by mirror deletes (not source rows: outside the accounting)."""
     delete_failed: int = 0
+    mirror_skipped: str | None = None
+    """Why the step's mirror deletes were skipped (a malformed line may hide rows), or None."""
     reasons: Counter[str] = field(default_factory=Counter)
     merged_creates: int = 0
     merged_examples: list[str] = field(default_factory=list)
@@ -158,6 +160,7 @@ class StepTally:
             "resent_by_name": self.resent_by_name,
             "resent_after_lost_answer": self.resent_after_lost_answer,
             "aborted": self.aborted,
+            "mirror_deletes_skipped": self.mirror_skipped,
             "accounting_ok": not self.accounting_errors(dry_run),
         }
 

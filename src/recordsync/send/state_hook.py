@@ -274,6 +274,14 @@ class StateHook:
         prep = self._prep.pop(plan.name, None)
         if prep is None or prep.seen_keys is None:
             return
+        if prep.mirror_skip is not None:  # unreadable is not absent: rows may hide in it
+            tally.mirror_skipped = (
+                f"{prep.mirror_skip}; rows may be missing from what was read, so no record was"
+                " deleted: fix the line in the source"
+            )
+            log.warning("step %s: mirror deletes skipped: %s", plan.name, tally.mirror_skipped)
+            prep.seen_keys = None
+            return
         md = prep.config.mirror_deletes
         unlimited = self.allow_mass_deletes
         deletes = plan_deletes(
