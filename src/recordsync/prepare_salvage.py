@@ -78,7 +78,7 @@ def bad_row(
     error = f"line {bl.line}: {bl.message}"
     if isinstance(cells, str):
         values: dict[str, Any] = {"_line": bl.text[:200]}
-        error += f"; {cells}"
+        error += f"; {cells}: fix the quoting of line {bl.line} in the source"
         salvage = Salvage([], [], f"line {bl.line}: {cells}")
         return PreparedRow(
             SourceRow(file, bl.line, values), RowStatus.INVALID, error=error, salvage=salvage

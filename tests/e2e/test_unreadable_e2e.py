@@ -108,3 +108,10 @@ def test_a_stray_quote_is_reported_line_by_line_and_deletes_nothing(
         "mirror_deletes_skipped"
     ]
     assert second.exit_code == 1
+
+
+def test_an_invalid_key_cell_skips_the_steps_mirror_deletes(tmp_path: Path) -> None:
+    second, live = run_with(tmp_path, 10, {3: "P3,p3 at m.example"}, gone=7)
+    s = step(second)
+    assert (s["rows_invalid"], s["deleted"], len(live)) == (1, 0, 10)
+    assert "line 5: invalid, and its key cannot be read" in s["mirror_deletes_skipped"]

@@ -88,6 +88,8 @@ class StepTally:
     """Records soft-deleted by mirror deletes (not source rows: outside the accounting)."""
     delete_failed: int = 0
     mirror_skipped: str | None = None
+    source_changed: str | None = None
+    """A resumed step whose source changed since the interrupted attempt (how), or None."""
     """Why the step's mirror deletes were skipped (a malformed line may hide rows), or None."""
     reasons: Counter[str] = field(default_factory=Counter)
     merged_creates: int = 0
@@ -161,6 +163,7 @@ class StepTally:
             "resent_after_lost_answer": self.resent_after_lost_answer,
             "aborted": self.aborted,
             "mirror_deletes_skipped": self.mirror_skipped,
+            "source_changed_since_interrupted_attempt": self.source_changed,
             "accounting_ok": not self.accounting_errors(dry_run),
         }
 

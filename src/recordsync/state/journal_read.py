@@ -118,6 +118,46 @@ class RowMarks:
             bits[i] |= 1 << (n & 7)
 
 
+class JournaledRows:
+    """Resume: the final outcomes a step's rows got in this run, found by the row's key and
+    input hash (its content), never by its line: a source re-exported in another order, or
+    changed, after the kill gets each row's journaled outcome only if the same key with the
+    same content was acknowledged; every other row is decided again (sent if it differs from
+    the ledger, which holds what the dead attempt acknowledged).
+
+    ``moved`` counts rows found on another line than the journal's, and :meth:`left` the
+    journaled outcomes no row of the source took: either means the source changed."""
+
+    def __init__(self, outcomes: Iterable[tuple[Outcome, str | None]]) -> None:
+        self._by: dict[tuple[str | None, str | None], list[Outcome]] = {}
+        for o, input_hash in outcomes:
+            self._by.setdefault((o.source_key, input_hash), []).append(o)
+        for found in self._by.values():
+            found.sort(key=lambda o: o.source_row, reverse=True)  # taken from the first line
+        self.moved = 0
+
+    def take(self, key: str | None, input_hash: str, source_row: int) -> Outcome | None:
+        """The journaled outcome of a row with this key and input hash (taken: an outcome
+        goes to one source row), or None."""
+        found = self._by.get((key, input_hash))
+        if not found:
+            return None
+        same = next((i for i, o in enumerate(found) if o.source_row == source_row), None)
+        o = found.pop(len(found) - 1 if same is None else same)
+        if not found:
+            del self._by[(key, input_hash)]
+        if o.source_row != source_row:
+            self.moved += 1
+        return o
+
+    def left(self) -> int:
+        """Journaled outcomes no row took (yet)."""
+        return sum(map(len, self._by.values()))
+
+    def __len__(self) -> int:
+        return self.left()
+
+
 class JournalReader:
     """Read access to the run journal of one pipeline."""
 
@@ -200,6 +240,19 @@ class JournalReader:
             for step_name, chunk_no, text in batch:
                 for sr, key, _hash, status, rid, error in json.loads(text):
                     yield Outcome(step_name, chunk_no, sr, key, status, rid, error)
+
+    def journaled_rows(self, run_id: str, step: str) -> JournaledRows:
+        """The final outcomes of ``step`` in this run, by key and input hash (resume)."""
+        sql = (
+            "SELECT chunk_no, outcomes FROM chunk_log WHERE run_id = ? AND step = ?"
+            " AND outcomes IS NOT NULL"
+        )
+        found: list[tuple[Outcome, str | None]] = []
+        for chunk_no, text in self._conn.execute(sql, (run_id, step)):
+            for sr, key, input_hash, status, rid, error in json.loads(text):
+                if status in FINAL_STATUSES:
+                    found.append((Outcome(step, chunk_no, sr, key, status, rid, error), input_hash))
+        return JournaledRows(found)
 
     def done_rows(self, run_id: str, step: str) -> SourceRowSet:
         """Source rows of ``step`` with a final outcome in this run: skip them on resume."""
