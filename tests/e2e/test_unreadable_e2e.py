@@ -46,10 +46,12 @@ def results(result: Any) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def run_with(tmp: Path, rows: int, edit: dict[int, str], gone: int, eol: str = "\n") -> Any:
+def run_with(
+    tmp: Path, rows: int, edit: dict[int, str], gone: int, eol: str = "\n", limits: str = ""
+) -> Any:
     """First run of ``rows`` rows; then the export with ``edit`` (row → its line) and row
     ``gone`` removed; returns the second run's result and the live e-mails after it."""
-    pipeline = setup(tmp, rows)
+    pipeline = setup(tmp, rows, limits)
     with served(tmp / "s.db") as url:
         first = run_pipeline(request(tmp, pipeline), target=target(url))
         assert first.exit_code == 0
@@ -115,3 +117,26 @@ def test_an_invalid_key_cell_skips_the_steps_mirror_deletes(tmp_path: Path) -> N
     s = step(second)
     assert (s["rows_invalid"], s["deleted"], len(live)) == (1, 0, 10)
     assert "line 5: invalid, and its key cannot be read" in s["mirror_deletes_skipped"]
+
+
+@pytest.mark.parametrize("raised", [False, True])
+def test_a_swallowed_field_over_128_kib_is_reported_not_a_traceback(
+    tmp_path: Path, raised: bool
+) -> None:
+    """Python's csv module refuses a cell over 128 KiB: a malformed line holding one was a
+    raw _csv.Error on every run. Within raised limits it is one invalid row that says so."""
+    rows = 9000  # about 180 KiB after the stray quote
+    limits = ", max_quoted_lines: 100000, max_quoted_bytes: 10000000" if raised else ""
+    second, live = run_with(tmp_path, rows, {5: '"P5,p5@m.example'}, gone=3, limits=limits)
+    s = step(second)
+    assert second.error is None and second.exit_code == 1 and second.summary["accounting_ok"]
+    assert s["deleted"] == 0 and len(live) == rows and s["mirror_deletes_skipped"]
+    out = results(second)
+    assert out[4]["source_row"] == "6" and out[4]["status"] == "invalid"
+    if raised:
+        assert len(out) == 5
+        assert "its cells cannot be split" in out[4]["error"]
+        assert "fix the quoting of line 6 in the source" in out[4]["error"]
+    else:
+        assert len(out) == rows - 1
+        assert "a quoted field that starts at line 6 spans" in out[4]["error"]

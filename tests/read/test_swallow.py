@@ -96,3 +96,15 @@ def test_a_swallowed_field_over_128_kib_is_read_line_by_line(tmp_path: Path) -> 
     rows, bad = read(write(tmp_path, lines), tmp_path)
     assert len(rows) == 5 and len(bad) == 2995
     assert all(len(b[1]) < 100 for b in bad)
+
+
+def test_mixed_line_ends_keep_physical_line_numbers_through_a_swallow(tmp_path: Path) -> None:
+    lines = data(400)
+    lines[20] = '20,u20@x.io,"N20'
+    text = "id,email,name\r\n" + "".join(
+        line + ("\r\n" if i % 2 else "\n") for i, line in enumerate(lines)
+    )
+    (tmp_path / "s.csv").write_bytes(text.encode())
+    rows, bad = read(SourceConfig(path="s.csv"), tmp_path)
+    assert rows == list(range(2, 22)) and [b[0] for b in bad] == list(range(22, 402))
+    assert all(not b[1].endswith("\r") for b in bad) and bad[-1][1] == "399,u399@x.io,N399"
