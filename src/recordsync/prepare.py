@@ -21,10 +21,11 @@ from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC, gc_paused
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.model import PreparedRow, RowStatus, Salvage, SourceRow
 from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
+from recordsync.read.swallow import hiding_rows
 from recordsync.validate.schema import Schema
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
@@ -110,10 +111,23 @@ def _rows_of(
     gcb: BatchGC,
     slice_rows: int | None = None,
 ) -> Iterator[PreparedRow]:
+    mirror = mapper.mapping.mirror_deletes.enabled
     for part in _slices(sb, slice_rows or len(sb.rows)):
         with gcb.building():
             rows = _build_rows(part, mapper, dups, fidx, policy)
+        if mirror:
+            _mark_hiding(rows, part, mapper.mapping.source.delimiter)
         yield from rows
+
+
+def _mark_hiding(rows: list[PreparedRow], sb: SourceBatch, delimiter: str) -> None:
+    """Rows whose multi-line cell may hide rows stop the step's mirror deletes (their
+    ``salvage.hides``, :mod:`recordsync.read.swallow`)."""
+    hiding = hiding_rows(sb.batch, sb.rows, delimiter)
+    for r in rows if hiding else ():
+        why = hiding.get(r.source.source_row)
+        if why is not None and r.salvage is None:
+            r.salvage = Salvage([], [], why)
 
 
 def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:

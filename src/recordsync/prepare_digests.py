@@ -38,6 +38,7 @@ from recordsync.prepare import (
 )
 from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source
+from recordsync.read.swallow import hiding_rows
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.state.snapshots import Snapshot, key_hashes
@@ -111,6 +112,7 @@ class _Scan:
         owner = np.full(len(snapshot) if snapshot is not None else 0, -1, dtype=np.int64)
         columns = mapper.columns_used
         budget = KEEP_ROWS
+        hidden: list[int] = []  # rows found whose cells may hide rows (mirror deletes)
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             n = sb.batch.num_rows
@@ -122,6 +124,10 @@ class _Scan:
                 found = snapshot.match(digests, ok)
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
+            if snapshot is not None and mapping.mirror_deletes.enabled and fast.any():
+                hiding = hiding_rows(sb.batch, sb.rows, mapping.source.delimiter)
+                if hiding:  # prepared in full, to stop the step's mirror deletes
+                    hidden += ids[np.isin(sb.rows, list(hiding))].tolist()
             owner[found[fast]] = ids[fast]  # the source row that matched each snapshot row
             slow = np.flatnonzero(~fast)
             sub = sb if len(slow) == n else _take(sb, slow)
@@ -160,7 +166,7 @@ class _Scan:
                     final_ids.append(sub_ids[has])
         self.files = list(files)
         groups = shared_hashes(slow_h, slow_ids)
-        demoted: list[int] = []
+        demoted: list[int] = list(hidden)
         if snapshot is not None and slow_h:
             _clashes(groups, slow_h, slow_ids, snapshot.match_key_hashes(), owner, demoted)
         if snapshot is not None and final_h:

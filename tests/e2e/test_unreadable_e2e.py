@@ -140,3 +140,23 @@ def test_a_swallowed_field_over_128_kib_is_reported_not_a_traceback(
     else:
         assert len(out) == rows - 1
         assert "a quoted field that starts at line 6 spans" in out[4]["error"]
+
+
+def test_a_quote_closed_within_the_limits_that_holds_rows_stops_deletes_every_run(
+    tmp_path: Path,
+) -> None:
+    """Rows 5-7 vanish into row 8's name (a stray quote closed three lines on): under the
+    limits it is one valid row, but its cell holds lines that look like rows, so nothing is
+    deleted, also on the next run, where that row is found unchanged in the snapshot."""
+    edit = {5: '"P5,p5@m.example', 8: 'P8",p8@m.example'}
+    second, live = run_with(tmp_path, 10, edit, gone=2)
+    s = step(second)
+    assert (s["rows_read"], s["rows_invalid"], s["deleted"], len(live)) == (6, 0, 0, 10)
+    assert "line 6: a quoted field holds line 7, which looks like a row" in str(
+        s["mirror_deletes_skipped"]
+    )
+    with served(tmp_path / "s.db") as url:
+        third = run_pipeline(request(tmp_path, tmp_path / "mirror.yaml"), target=target(url))
+        assert len(all_records(url, "contacts")) == 10
+    t = step(third)
+    assert (t["rows_unchanged"], t["deleted"]) == (6, 0) and t["mirror_deletes_skipped"]

@@ -7,6 +7,9 @@ parses as: its first line and every line it swallowed become malformed lines of 
 (:class:`BadLine`, with the line's text), each saying where the field started, so that the
 report has a line for every physical data line and mirror deletes know that rows may hide
 in it (``hides``). Blank lines inside the field stay blank lines (counted, not reported).
+
+A multi-line field within the limits is read as the cell it parses as; :func:`hiding_rows`
+finds those holding a line that looks like a row, for mirror deletes.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.config.models import SourceConfig
-from recordsync.read.batch import BadLine
+from recordsync.read.batch import BadLine, may_contain
 
 
 def _message(start: int, spans: int, size: int, src: SourceConfig) -> str:
@@ -90,3 +93,28 @@ def split_swallowed(
     if keep is not None or len(out) != len(bad):
         out.sort(key=lambda x: x.line)
     return keep, out
+
+
+def hiding_rows(
+    batch: pa.RecordBatch, lines: npt.NDArray[np.int64], delimiter: str
+) -> dict[int, str]:
+    """Rows (by first line) read whole whose multi-line cell holds a line that looks like a
+    row (at least as many delimiters as a row has): a quote may have swallowed rows even
+    within the limits above. Found for mirror deletes, which such a row stops; the row itself
+    is read as it parses."""
+    need = max(1, batch.num_columns - 1)
+    out: dict[int, str] = {}
+    for col in batch.columns:
+        if not pa.types.is_string(col.type) or not may_contain(col, "\n"):
+            continue
+        hits = pc.fill_null(pc.match_substring(col, "\n"), False)
+        for i in np.flatnonzero(hits.to_numpy(zero_copy_only=False)).tolist():
+            cell = str(col[i].as_py())
+            for j, part in enumerate(cell.split("\n")[1:], 1):
+                if part.count(delimiter) >= need and int(lines[i]) not in out:
+                    start = int(lines[i])
+                    out[start] = (
+                        f"line {start}: a quoted field holds line {start + j}, which looks like"
+                        " a row (unbalanced quote?)"
+                    )
+    return out
