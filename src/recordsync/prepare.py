@@ -111,23 +111,19 @@ def _rows_of(
     gcb: BatchGC,
     slice_rows: int | None = None,
 ) -> Iterator[PreparedRow]:
+    # rows whose multi-line cell may hide rows stop the step's mirror deletes (their
+    # ``salvage.hides``, :mod:`recordsync.read.swallow`)
+    src = mapper.mapping.source
     mirror = mapper.mapping.mirror_deletes.enabled
+    hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror else {}
     for part in _slices(sb, slice_rows or len(sb.rows)):
         with gcb.building():
             rows = _build_rows(part, mapper, dups, fidx, policy)
-        if mirror:
-            _mark_hiding(rows, part, mapper.mapping.source.delimiter)
+        for r in rows if hiding else ():
+            why = hiding.get(r.source.source_row)
+            if why is not None and r.salvage is None:
+                r.salvage = Salvage([], [], why)
         yield from rows
-
-
-def _mark_hiding(rows: list[PreparedRow], sb: SourceBatch, delimiter: str) -> None:
-    """Rows whose multi-line cell may hide rows stop the step's mirror deletes (their
-    ``salvage.hides``, :mod:`recordsync.read.swallow`)."""
-    hiding = hiding_rows(sb.batch, sb.rows, delimiter)
-    for r in rows if hiding else ():
-        why = hiding.get(r.source.source_row)
-        if why is not None and r.salvage is None:
-            r.salvage = Salvage([], [], why)
 
 
 def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:

@@ -108,3 +108,19 @@ def test_mixed_line_ends_keep_physical_line_numbers_through_a_swallow(tmp_path: 
     rows, bad = read(SourceConfig(path="s.csv"), tmp_path)
     assert rows == list(range(2, 22)) and [b[0] for b in bad] == list(range(22, 402))
     assert all(not b[1].endswith("\r") for b in bad) and bad[-1][1] == "399,u399@x.io,N399"
+
+
+def test_hiding_rows_names_a_multi_line_cell_holding_a_line_like_a_row(tmp_path: Path) -> None:
+    from recordsync.read.swallow import hiding_rows
+
+    lines = data(10)
+    lines[2] = '2,u2@x.io,"N2\nnot, a row"'  # one delimiter: not a row of 3 cells
+    lines[5] = '5,u5@x.io,"N5\n6,u6@x.io,N6'
+    lines[6] = '7,u7@x.io,N7"'
+    (tmp_path / "s.csv").write_text("id,email,name\n" + "\n".join(lines) + "\n")
+    found: dict[int, str] = {}
+    for sb in iter_source(SourceConfig(path="s.csv"), tmp_path):
+        found.update(hiding_rows(sb.batch, sb.rows, ","))
+    assert found == {
+        8: "line 8: a quoted field holds line 9, which looks like a row (unbalanced quote?)"
+    }
