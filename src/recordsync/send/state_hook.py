@@ -42,7 +42,7 @@ from recordsync.state.checkpoint import BackgroundCheckpoints
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
-    from recordsync.state.journal_read import JournaledRows
+    from recordsync.state.journal_content import JournaledRows
     from recordsync.state.snapshots import SnapshotWriter
 
 Deleter = Callable[[str, int], object]

@@ -32,7 +32,8 @@ from enum import StrEnum
 
 from recordsync.model import BatchInput, PreparedRow, RowStatus
 from recordsync.state.hashing import encode_input, encode_inputs
-from recordsync.state.journal_read import JournaledRows, Outcome
+from recordsync.state.journal_content import JournaledRows
+from recordsync.state.journal_read import Outcome
 from recordsync.state.store import ACKED_FAILED, DELETED, Entry, StateStore
 
 

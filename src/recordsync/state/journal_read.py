@@ -11,9 +11,12 @@ import sqlite3
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from recordsync.state.store import StateStore
+
+if TYPE_CHECKING:
+    from recordsync.state.journal_content import JournaledRows
 
 FINAL_STATUSES = frozenset({"created", "updated", "failed", "in_doubt"})
 PENDING = "pending"
@@ -118,46 +121,6 @@ class RowMarks:
             bits[i] |= 1 << (n & 7)
 
 
-class JournaledRows:
-    """Resume: the final outcomes a step's rows got in this run, found by the row's key and
-    input hash (its content), never by its line: a source re-exported in another order, or
-    changed, after the kill gets each row's journaled outcome only if the same key with the
-    same content was acknowledged; every other row is decided again (sent if it differs from
-    the ledger, which holds what the dead attempt acknowledged).
-
-    ``moved`` counts rows found on another line than the journal's, and :meth:`left` the
-    journaled outcomes no row of the source took: either means the source changed."""
-
-    def __init__(self, outcomes: Iterable[tuple[Outcome, str | None]]) -> None:
-        self._by: dict[tuple[str | None, str | None], list[Outcome]] = {}
-        for o, input_hash in outcomes:
-            self._by.setdefault((o.source_key, input_hash), []).append(o)
-        for found in self._by.values():
-            found.sort(key=lambda o: o.source_row, reverse=True)  # taken from the first line
-        self.moved = 0
-
-    def take(self, key: str | None, input_hash: str, source_row: int) -> Outcome | None:
-        """The journaled outcome of a row with this key and input hash (taken: an outcome
-        goes to one source row), or None."""
-        found = self._by.get((key, input_hash))
-        if not found:
-            return None
-        same = next((i for i, o in enumerate(found) if o.source_row == source_row), None)
-        o = found.pop(len(found) - 1 if same is None else same)
-        if not found:
-            del self._by[(key, input_hash)]
-        if o.source_row != source_row:
-            self.moved += 1
-        return o
-
-    def left(self) -> int:
-        """Journaled outcomes no row took (yet)."""
-        return sum(map(len, self._by.values()))
-
-    def __len__(self) -> int:
-        return self.left()
-
-
 class JournalReader:
     """Read access to the run journal of one pipeline."""
 
@@ -243,16 +206,18 @@ class JournalReader:
 
     def journaled_rows(self, run_id: str, step: str) -> JournaledRows:
         """The final outcomes of ``step`` in this run, by key and input hash (resume)."""
+        from recordsync.state.journal_content import JournaledRows
+
         sql = (
             "SELECT chunk_no, outcomes FROM chunk_log WHERE run_id = ? AND step = ?"
             " AND outcomes IS NOT NULL"
         )
-        found: list[tuple[Outcome, str | None]] = []
+        found = JournaledRows(step)
         for chunk_no, text in self._conn.execute(sql, (run_id, step)):
             for sr, key, input_hash, status, rid, error in json.loads(text):
                 if status in FINAL_STATUSES:
-                    found.append((Outcome(step, chunk_no, sr, key, status, rid, error), input_hash))
-        return JournaledRows(found)
+                    found.add(chunk_no, sr, key, input_hash, status, rid, error)
+        return found
 
     def done_rows(self, run_id: str, step: str) -> SourceRowSet:
         """Source rows of ``step`` with a final outcome in this run: skip them on resume."""
