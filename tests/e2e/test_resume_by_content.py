@@ -106,3 +106,5 @@ def test_a_resume_after_the_source_changed_and_was_reordered_sends_what_differs(
     assert "the source changed since the interrupted attempt" in str(
         step["source_changed_since_interrupted_attempt"]
     )
+    report = (resumed.report_dir / "report.md").read_text()
+    assert "Step c (resumed): the source changed since the interrupted attempt" in report
