@@ -20,13 +20,14 @@ def mapper(text: str) -> BatchMapper:
     return BatchMapper(cfg, base_dir=Path("."), schema=None, users=None)
 
 
+MIRROR = "mirror_deletes: {enabled: true}\n"
 CONTACTS = mapper(
     "object_type: contacts\nsource: {path: m.csv}\nname: Name\nmatch_by: [email]\n"
-    "fields: {email: Email}\n"
+    "fields: {email: Email}\n" + MIRROR
 )
 COMPANIES = mapper(
     "object_type: companies\nsource: {path: c.csv, delimiter: ';'}\nname: Name\n"
-    "match_by: [name]\nfields: {domain: Website}\n"
+    "match_by: [name]\nfields: {domain: Website}\n" + MIRROR
 )
 
 
@@ -66,3 +67,13 @@ def test_a_cell_over_the_csv_modules_limit_is_reported_not_raised() -> None:
     assert r.status is RowStatus.INVALID and r.error is not None
     assert r.error.startswith("line 7: malformed line; its cells cannot be split")
     assert r.salvage is not None and r.salvage.hides is not None
+
+
+def test_without_mirror_deletes_no_keys_are_worked_out() -> None:
+    plain = mapper(
+        "object_type: contacts\nsource: {path: m.csv}\nname: Name\nmatch_by: [email]\n"
+        "fields: {email: Email}\n"
+    )
+    r = bad_row(BadLine(7, "P,3,p3@m.example", "malformed line"), "m.csv", ["Name", "Email"], plain)
+    assert r.status is RowStatus.INVALID and r.salvage is None
+    assert r.source.values == {"Name": "P", "Email": "3", "_extra_cells": ["p3@m.example"]}

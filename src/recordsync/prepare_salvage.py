@@ -87,6 +87,8 @@ def bad_row(
     if len(cells) > len(columns):
         values["_extra_cells"] = cells[len(columns) :]
     row = PreparedRow(SourceRow(file, bl.line, values), RowStatus.INVALID, error=error)
+    if mapper is not None and not mapper.mapping.mirror_deletes.enabled:
+        return row  # only mirror deletes use the salvage
     if bl.hides is not None:
         row.salvage = Salvage([], [], bl.hides)
         return row

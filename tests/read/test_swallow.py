@@ -124,3 +124,21 @@ def test_hiding_rows_names_a_multi_line_cell_holding_a_line_like_a_row(tmp_path:
     assert found == {
         8: "line 8: a quoted field holds line 9, which looks like a row (unbalanced quote?)"
     }
+
+
+def test_a_swallowed_field_longer_than_the_largest_block_is_a_named_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from recordsync.errors import SourceError
+    from recordsync.read import csv_reader
+
+    monkeypatch.setattr(csv_reader, "BLOCK_SIZE", 256)
+    monkeypatch.setattr(csv_reader, "MAX_BLOCK_SIZE", 1024)
+    lines = data(400)
+    lines[3] = '"3,u3@x.io,N3'
+    with pytest.raises(SourceError) as err:
+        read(write(tmp_path, lines), tmp_path)
+    e = err.value
+    assert "is longer than" in e.message and "an unbalanced quote?" in e.message
+    assert e.key == "source.quotechar" and e.hint is not None and "stray quote" in e.hint
+    assert "s.csv" in str(e)

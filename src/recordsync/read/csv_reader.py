@@ -194,6 +194,16 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
                 block *= 4
                 continue
             failure = _read_error(path, exc, src.encoding, False)
+            if "straddl" in str(exc):
+                failure = SourceError(
+                    f"a row after line {delivered} is longer than {MAX_BLOCK_SIZE >> 20} MiB:"
+                    " an unbalanced quote?",
+                    file=str(path),
+                    line=delivered + 1,
+                    key="source.quotechar",
+                    hint="fix the quoting after that line (a stray quote opens a field that"
+                    " runs on to the next quote), or set source.quotechar: null",
+                )
         except _NotUtf8 as exc:
             failure = _read_error(path, exc, src.encoding, True)
         if pending:  # rows read before a failure are still delivered, then the failure
