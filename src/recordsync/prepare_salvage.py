@@ -24,7 +24,7 @@ from recordsync.model import PreparedRow, RowStatus, Salvage, SourceRow
 from recordsync.read import BadLine
 
 MAX_SHIFT = 8
-"""More cells too many or too few than this: the line's key is not guessed (``hides``)."""
+"""More cells too many than this: the line's key is not guessed (``hides``)."""
 
 
 def _cells(text: str, delimiter: str, quotechar: str | None) -> list[str] | str:
