@@ -29,7 +29,8 @@ def setup(tmp: Path, rows: int, limits: str = "") -> Path:
         "match_by: [email]\nfields: {email: Email}\n"
         "mirror_deletes: {enabled: true, max_share: 0.5}\n"
     )
-    return (tmp / "mirror.yaml", (tmp / "mirror.yaml").write_text("steps: [m.yaml]\n"))[0]
+    (tmp / "mirror.yaml").write_text("steps: [m.yaml]\n")
+    return tmp / "mirror.yaml"
 
 
 def request(tmp: Path, pipeline: Path) -> RunRequest:
