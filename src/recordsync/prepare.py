@@ -8,7 +8,6 @@ plus 16 bytes per row for the hashes.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from itertools import repeat
 from pathlib import Path
@@ -22,10 +21,12 @@ from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC, gc_paused
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.model import PreparedRow, RowStatus, Salvage, SourceRow
+from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
 from recordsync.read.paths import check_source_file, source_path
+from recordsync.read.swallow import hiding_rows
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
 from recordsync.validate.schema import Schema
 
@@ -96,18 +97,6 @@ def shared_hashes(
     return groups
 
 
-def _bad_row(bl: BadLine, file: str, columns: list[str]) -> PreparedRow:
-    cells = next(csv.reader([bl.text]), []) if bl.text else []
-    values: dict[str, Any] = dict(zip(columns, cells, strict=False))
-    if len(cells) > len(columns):
-        values["_extra_cells"] = cells[len(columns) :]
-    return PreparedRow(
-        source=SourceRow(file, bl.line, values),
-        status=RowStatus.INVALID,
-        error=f"line {bl.line}: {bl.message}",
-    )
-
-
 SLICE_ROWS = 2048
 """Rows mapped and validated at a time when a run sends (``slice_rows``): a read batch is
 then prepared in slices, so that the run's main thread returns to its chunks (acknowledging,
@@ -125,9 +114,18 @@ def _rows_of(
     slice_rows: int | None = None,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[PreparedRow]:
+    # rows whose multi-line cell may hide rows stop the step's mirror deletes (their
+    # ``salvage.hides``, :mod:`recordsync.read.swallow`)
+    src = mapper.mapping.source
+    mirror = mapper.mapping.mirror_deletes.enabled
+    hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror else {}
     for part in _slices(sb, slice_rows or len(sb.rows)):
         with gcb.building():
             rows = _build_rows(part, mapper, dups, fidx, policy, max_request_bytes)
+        for r in rows if hiding else ():
+            why = hiding.get(r.source.source_row)
+            if why is not None and r.salvage is None:
+                r.salvage = Salvage([], [], why)
         yield from rows
 
 
@@ -199,7 +197,7 @@ def _build_rows(
     b = 0
     for i, line in enumerate(rows):
         while b < len(bad) and bad[b].line < line:
-            out.append(_bad_row(bad[b], file, columns))
+            out.append(bad_row(bad[b], file, columns, mapper))
             b += 1
         error = errors[i]
         if i in dup_of:
@@ -219,7 +217,7 @@ def _build_rows(
                 hints.get(i) or {},
             )
         )
-    out.extend(_bad_row(bl, file, columns) for bl in bad[b:])
+    out.extend(bad_row(bl, file, columns, mapper) for bl in bad[b:])
     return out
 
 

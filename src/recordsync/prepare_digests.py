@@ -31,13 +31,14 @@ from recordsync.model import PreparedRow, UnchangedBlock
 from recordsync.prepare import (
     ROW_BITS,
     Duplicates,
-    _bad_row,
     _rows_of,
     check_batch_columns,
     check_source,
     shared_hashes,
 )
+from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source
+from recordsync.read.swallow import hiding_rows
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.state.snapshots import Snapshot, key_hashes
@@ -112,6 +113,7 @@ class _Scan:
         owner = np.full(len(snapshot) if snapshot is not None else 0, -1, dtype=np.int64)
         columns = mapper.columns_used
         budget = KEEP_ROWS
+        hidden: list[int] = []  # rows found whose cells may hide rows (mirror deletes)
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             n = sb.batch.num_rows
@@ -123,6 +125,10 @@ class _Scan:
                 found = snapshot.match(digests, ok)
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
+            if snapshot is not None and mapping.mirror_deletes.enabled and fast.any():
+                hiding = hiding_rows(sb.batch, sb.rows, mapping.source.delimiter)
+                if hiding:  # prepared in full, to stop the step's mirror deletes
+                    hidden += ids[np.isin(sb.rows, list(hiding))].tolist()
             owner[found[fast]] = ids[fast]  # the source row that matched each snapshot row
             slow = np.flatnonzero(~fast)
             sub = sb if len(slow) == n else _take(sb, slow)
@@ -161,7 +167,7 @@ class _Scan:
                     final_ids.append(sub_ids[has])
         self.files = list(files)
         groups = shared_hashes(slow_h, slow_ids)
-        demoted: list[int] = []
+        demoted: list[int] = list(hidden)
         if snapshot is not None and slow_h:
             _clashes(groups, slow_h, slow_ids, snapshot.match_key_hashes(), owner, demoted)
         if snapshot is not None and final_h:
@@ -320,7 +326,7 @@ def _stream(
                 rows = _rows_of(sub, mapper, dups, fidx, policy, gcb, *sizes)
                 slow_rows = list(_with_digests(rows, seen, slow, line_of))
             columns = sb.batch.schema.names
-            bad = [_bad_row(bl, sb.file, columns) for bl in seen.bad]
+            bad = [bad_row(bl, sb.file, columns, mapper) for bl in seen.bad]
             yield from _interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot)
     finally:
         gcb.release()

@@ -85,7 +85,9 @@ class RunResult:
             return exit_code_for(AccountingError("accounting mismatch"))
         t = self.summary["totals"]
         bad = t["failed"] + t["in_doubt"] + t["rows_invalid"] + t.get("delete_failed", 0)
-        return EXIT_ROWS_FAILED if bad else EXIT_OK
+        # mirror deletes skipped: a malformed line may hide rows (which then have no record)
+        skipped = any(s.get("mirror_deletes_skipped") for s in self.summary["steps"])
+        return EXIT_ROWS_FAILED if bad or skipped else EXIT_OK
 
 
 @dataclass(frozen=True, slots=True)

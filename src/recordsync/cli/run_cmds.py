@@ -52,6 +52,12 @@ def _why(summary: dict[str, Any], report_dir: Path) -> str | None:
     parts = [f"{', '.join(rows)} rows: see {report_dir / 'failures.csv'}"] if rows else []
     if t.get("delete_failed"):
         parts.append(f"{t['delete_failed']} mirror deletes failed: see {report_dir / 'report.md'}")
+    skipped = [s["step"] for s in summary["steps"] if s.get("mirror_deletes_skipped")]
+    if skipped:
+        parts.append(
+            f"mirror deletes of {', '.join(skipped)} skipped (a line may hide rows): see"
+            f" {report_dir / 'report.md'}"
+        )
     return "; ".join(parts) or None
 
 

@@ -37,6 +37,11 @@ class SourceConfig(Strict):
     encoding: str = "utf-8"
     skip_rows: int = Field(default=0, ge=0)
     batch_size: int = Field(default=16_384, ge=1, le=1_000_000)  # rows mapped at a time
+    max_quoted_lines: int = Field(default=100, ge=1)
+    """A quoted field spanning more physical lines is read as swallowed lines (unbalanced
+    quote?): each line is reported ``invalid`` on its own (docs/mapping.md)."""
+    max_quoted_bytes: int = Field(default=64 << 10, ge=1)
+    """The same for a quoted field spanning lines of more bytes than this."""
 
     @field_validator("delimiter", "quotechar", "escapechar")
     @classmethod

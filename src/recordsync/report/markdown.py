@@ -169,6 +169,13 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
             f"Mirror deletes: {t.get('deleted', 0)} record(s) soft-deleted because their rows "
             f"left the source, {t.get('delete_failed', 0)} delete(s) failed.",
         ]
+    for step in summary["steps"]:
+        if step.get("source_changed_since_interrupted_attempt"):
+            how = _md(step["source_changed_since_interrupted_attempt"])
+            lines += ["", f"Step {_md(step['step'])} (resumed): {how}."]
+        if step.get("mirror_deletes_skipped"):
+            why = _md(step["mirror_deletes_skipped"])
+            lines += ["", f"Mirror deletes of step {_md(step['step'])} skipped: {why}."]
     if t["failed"] or t["in_doubt"] or t["rows_invalid"] or t.get("delete_failed"):
         lines += ["", "## Next steps", ""]
         lines.append("- failed, invalid and in-doubt rows are in `failures.csv` (with `_error`)")

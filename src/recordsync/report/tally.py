@@ -87,6 +87,10 @@ class StepTally:
     deleted: int = 0
     """Records soft-deleted by mirror deletes (not source rows: outside the accounting)."""
     delete_failed: int = 0
+    mirror_skipped: str | None = None
+    source_changed: str | None = None
+    """A resumed step whose source changed since the interrupted attempt (how), or None."""
+    """Why the step's mirror deletes were skipped (a malformed line may hide rows), or None."""
     reasons: Counter[str] = field(default_factory=Counter)
     merged_creates: int = 0
     merged_examples: list[str] = field(default_factory=list)
@@ -161,6 +165,8 @@ class StepTally:
             "resent_by_name": self.resent_by_name,
             "resent_after_lost_answer": self.resent_after_lost_answer,
             "aborted": self.aborted,
+            "mirror_deletes_skipped": self.mirror_skipped,
+            "source_changed_since_interrupted_attempt": self.source_changed,
             "accounting_ok": not self.accounting_errors(dry_run),
             **({"references": self.refs} if self.refs else {}),
         }

@@ -9,7 +9,9 @@ detection, so that a resolved reference is part of the hashed input):
   :mod:`recordsync.state.ref_index`), or fail the row (``invalid``, with the mapping and the
   key in the reason), or are left out (``unset``); each field's outcomes are counted
   (:meth:`StepPrep.ref_counts`, the step's ``references`` in summary.json);
-- the source keys of every row (any status) are collected for mirror deletes.
+- the source keys of every row (any status) are collected for mirror deletes, with every key
+  a malformed line may hold (:mod:`recordsync.prepare_salvage`); a line that may hide rows or
+  whose key cannot be read sets :attr:`StepPrep.mirror_skip` (the step deletes nothing).
 
 In a dry run, :class:`DryRunRefsHook` does the same against a
 :class:`recordsync.state.refs.RunLedger` (the state store's ledger if there is one, plus the
@@ -63,6 +65,9 @@ class StepPrep:
         self._first: dict[int, int] = {}
         collect = mirror and config.mirror_deletes.enabled
         self.seen_keys: list[str] | None = [] if collect else None
+        self.mirror_skip: str | None = None
+        """Why the step's mirror deletes are skipped (the first malformed line that may hide
+        rows or a key), or None."""
         self.refs: list[tuple[str, str, ReferenceResolver]] = []
         for fname, spec in config.fields.items():
             if spec.ref is None:
@@ -106,6 +111,11 @@ class StepPrep:
             self._ledger_keys(group)
         if self.seen_keys is not None:
             self.seen_keys.extend(r.key for r in group if r.key is not None)
+            for r in group:
+                if r.salvage is not None:
+                    self._salvaged(r)
+                elif r.key is None and r.status is RowStatus.INVALID and not self.mirror_skip:
+                    self._unkeyed(r)
         for fname, column, resolver in self.refs:
             valid = [r for r in group if r.status is RowStatus.VALID and r.payload is not None]
             resolver.prefetch(cell_text(r.source.values.get(column)) for r in valid)
@@ -136,6 +146,43 @@ class StepPrep:
                 **resolver.counts,
             }
         return out
+    def _salvaged(self, row: PreparedRow) -> None:
+        """The keys a malformed line may hold count as present; one that may hide rows, or
+        whose key cannot be read at all, skips the step's mirror deletes."""
+        assert row.salvage is not None and self.seen_keys is not None
+        salvage, cfg = row.salvage, self.config
+        keys: list[str | None] = list(salvage.keys)
+        if cfg.ledger_key is not None:
+            for i, values in enumerate(salvage.alignments):
+                keys[i] = ledger_key_of(cfg, values) or keys[i]
+        found = [k for k in keys if k]
+        self.seen_keys.extend(found)
+        if self.mirror_skip is not None:
+            return
+        if salvage.hides is not None:
+            self.mirror_skip = salvage.hides
+        elif not found and (cfg.match_by or cfg.ledger_key is not None):
+            self.mirror_skip = (
+                f"line {row.source.source_row}: malformed, and its key cannot be read"
+            )
+
+    def _unkeyed(self, row: PreparedRow) -> None:
+        """An invalid row without a key, though a key column holds a value: the key it had
+        cannot be told, so its record cannot be kept by key; the step's deletes are skipped."""
+        cfg = self.config
+        cols = [r.column for r in cfg.match_by if r.column]
+        for rule in cfg.match_by:
+            if rule.column is None and rule.by == "name":
+                cols += cfg.name.columns
+            elif rule.column is None and rule.by in cfg.fields:
+                cols += cfg.fields[rule.by].columns
+        if cfg.ledger_key is not None:
+            cols.append(cfg.ledger_key.column)
+        values = row.source.values
+        if any(cell_text(values.get(c)) for c in cols):
+            self.mirror_skip = (
+                f"line {row.source.source_row}: invalid, and its key cannot be read ({row.error})"
+            )
 
     def _ledger_keys(self, group: list[PreparedRow]) -> None:
         cfg = self.config

@@ -42,6 +42,7 @@ from recordsync.state.checkpoint import BackgroundCheckpoints
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
+    from recordsync.state.journal_content import JournaledRows
     from recordsync.state.ref_lookup import Fetch
     from recordsync.state.snapshots import SnapshotWriter
 
@@ -93,6 +94,7 @@ class StateHook:
         self.mirror_deletes = True
         """False for a partial run (a retry of failed rows): no mirror deletes at all."""
         self._prep: dict[str, StepPrep] = {}
+        self._journaled: dict[str, JournaledRows] = {}
         self._snap: SnapshotWriter | None = None
         self._snap_fp = b""
         self.background: BackgroundCheckpoints | None = None
@@ -132,7 +134,11 @@ class StateHook:
         journal = self.journal
         journal.fold()  # earlier steps' outcomes, before references read their ledgers
         self._offset[plan.name] = journal.next_chunk_no(self.run_id, plan.name) - 1
-        done = journal.done_rows(self.run_id, plan.name) if self.resumed else None
+        done = None
+        if self.resumed:  # journaled rows are found by key and content, not by line
+            done = journal.journaled_rows(self.run_id, plan.name)
+            journal.restart_marks(self.run_id, plan.name)
+            self._journaled[plan.name] = done
         config = self.configs.get(plan.name)
         prep = None
         if config is not None:
@@ -152,7 +158,7 @@ class StateHook:
             plan.name,
             full_refresh=self.full_refresh,
             match_by_ledger_id=config is not None and config.match_by_ledger_id,
-            done_rows=done,
+            journaled=done,
         )
         snap = self._snap
         it = iter(rows)
@@ -176,14 +182,10 @@ class StateHook:
             if prep is not None and prep.active:
                 prep.apply(group)
             c = detector.classify(group)
-            if c.done:  # outcome journaled by the attempt that died: report it, never resend
-                outs = journal.outcomes_for(
-                    self.run_id, plan.name, [r.source.source_row for r in c.done]
-                )
-                for r in c.done:
-                    o = outs[r.source.source_row]
-                    r.status, r.error = RowStatus(o.status), o.error
-                    self._known[id(r)] = o.record_id
+            # outcome journaled by the attempt that died: report it, never resend
+            for r, o in zip(c.done, c.outcomes, strict=True):
+                r.status, r.error = RowStatus(o.status), o.error
+                self._known[id(r)] = o.record_id
             for u in c.unchanged:
                 u.row.status = RowStatus.UNCHANGED
                 self._known[id(u.row)] = u.entry.record_id
@@ -277,11 +279,28 @@ class StateHook:
         from recordsync.state import apply_deletes, plan_deletes
 
         self.journal.fold()  # the step's ledger complete: for mirror deletes and later steps
+        journaled = self._journaled.pop(plan.name, None)
+        if journaled is not None and (journaled.moved or journaled.left()):
+            tally.source_changed = (
+                f"the source changed since the interrupted attempt: {journaled.left()} rows it"
+                f" sent are not in it with the same key and content, {journaled.moved} are on"
+                " other lines; rows were matched by key and content and the others decided"
+                " again"
+            )
+            log.warning("step %s: %s", plan.name, tally.source_changed)
         if self._snap is not None:
             self._snap.commit(self._snap_fp)
             self._snap = None
         prep = self._prep.get(plan.name)
         if prep is None or prep.seen_keys is None:
+            return
+        if prep.mirror_skip is not None:  # unreadable is not absent: rows may hide in it
+            tally.mirror_skipped = (
+                f"{prep.mirror_skip}; rows may be missing from what was read, so no record was"
+                " deleted: fix the line in the source"
+            )
+            log.warning("step %s: mirror deletes skipped: %s", plan.name, tally.mirror_skipped)
+            prep.seen_keys = None
             return
         md = prep.config.mirror_deletes
         unlimited = self.allow_mass_deletes
