@@ -12,10 +12,11 @@ import csv
 from collections.abc import Iterator
 from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import MappingConfig
@@ -25,26 +26,47 @@ from recordsync.map.gcpause import BatchGC, gc_paused
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
+from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.validate.schema import Schema
+
+if TYPE_CHECKING:
+    from recordsync.prepare_merges import MergeScan
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
 
 
 class Duplicates:
-    """Rows sharing a key hash: hash → row identities in source order."""
+    """Rows sharing a key hash: hash → row identities in source order. A mapping with a
+    ``ledger_key`` also groups the rows that share a (normalised) ledger key; a row in both
+    kinds of group is in one group, the union (``ledger``: the hashes of groups holding a
+    ledger-key group)."""
 
-    def __init__(self, groups: dict[int, list[int]], files: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        groups: dict[int, list[int]],
+        files: list[str] | None = None,
+        ledger: frozenset[int] = frozenset(),
+    ) -> None:
         self.groups = groups
         self.files = files or []
+        self.ledger = ledger
         self._members: tuple[npt.NDArray[np.int64], list[list[int]]] | None = None
+        self._by_ledger = {id(g) for h, g in groups.items() if h in ledger}
 
     def where(self, rid: int, fidx: int) -> str:
         """'row N', plus the file's name when it is another file of the source."""
-        row = f"row {rid & ((1 << ROW_BITS) - 1)}"
-        other = rid >> ROW_BITS
-        if other != fidx and other < len(self.files):
-            return f"{row} of {Path(self.files[other]).name}"
-        return row
+        return where(rid, fidx, self.files)
+
+    def by_ledger_key(self, group: list[int]) -> bool:
+        return id(group) in self._by_ledger
+
+    def losers(self, policy: str) -> set[int]:
+        """Every grouped row that ``policy`` (first, last, fail) does not send."""
+        out: set[int] = set()
+        for g in self.groups.values():
+            keep = winner(g, policy)
+            out.update(r for r in g if r != keep)
+        return out
 
     def groups_of(self, ids: npt.NDArray[np.int64]) -> Iterator[tuple[int, list[int]]]:
         """``(i, group)`` for each row identity ``ids[i]`` that is in a group, found by its
@@ -62,17 +84,98 @@ class Duplicates:
             yield i, owners[k]
 
     @classmethod
+    def combined(
+        cls,
+        groups: dict[int, list[int]],
+        ledger_groups: dict[int, list[int]],
+        files: list[str],
+    ) -> Duplicates:
+        """Match-key groups and ledger-key groups, overlapping ones joined."""
+        if not ledger_groups:
+            return cls(groups, files)
+        parent: dict[int, int] = {}
+
+        def root(r: int) -> int:
+            while parent.setdefault(r, r) != r:
+                r = parent[r]
+            return r
+
+        for g in [*groups.values(), *ledger_groups.values()]:
+            for r in g[1:]:
+                a, b = root(g[0]), root(r)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+        by_root: dict[int, int] = {}  # root → the hash its joined group is kept under
+        out: dict[int, list[int]] = {}
+        ledger: set[int] = set()
+        for is_ledger, source in ((True, ledger_groups), (False, groups)):
+            for h, g in source.items():
+                key = by_root.setdefault(root(g[0]), h)
+                out.setdefault(key, []).extend(g)
+                if is_ledger:
+                    ledger.add(key)
+        return cls(
+            {h: sorted(set(g)) for h, g in out.items()}, files, frozenset(ledger)
+        )
+
+    @classmethod
     def scan(cls, mapper: BatchMapper, mapping: MappingConfig, base_dir: Path) -> Duplicates:
         files: dict[str, int] = {}
         hashes: list[npt.NDArray[np.int64]] = []
         ids: list[npt.NDArray[np.int64]] = []
-        for sb in iter_source(mapping.source, base_dir, mapping.key_columns()):
+        l_hashes: list[npt.NDArray[np.int64]] = []
+        l_ids: list[npt.NDArray[np.int64]] = []
+        columns = mapping.key_columns()
+        if mapping.ledger_key is not None:
+            columns = [*columns, mapping.ledger_key.column]
+        for sb in iter_source(mapping.source, base_dir, columns):
             fidx = files.setdefault(sb.file, len(files))
-            with gc_paused():
-                h, has = mapper.key_hashes(sb.batch)
-            hashes.append(h[has])
-            ids.append((np.int64(fidx) << ROW_BITS) | sb.rows[has])
-        return cls(shared_hashes(hashes, ids), list(files))
+            rids = (np.int64(fidx) << ROW_BITS) | sb.rows
+            if mapping.match_by:
+                with gc_paused():
+                    h, has = mapper.key_hashes(sb.batch)
+                hashes.append(h[has])
+                ids.append(rids[has])
+            if mapping.ledger_key is not None:
+                h, has = text_hashes(ledger_keys(mapping, sb.batch))
+                l_hashes.append(h)
+                l_ids.append(rids[has])
+        return cls.combined(shared_hashes(hashes, ids), shared_hashes(l_hashes, l_ids), list(files))
+
+
+def where(rid: int, fidx: int, files: list[str]) -> str:
+    """'row N' of row identity ``rid``, plus the file's name when it is not file ``fidx``."""
+    row = f"row {rid & ((1 << ROW_BITS) - 1)}"
+    other = rid >> ROW_BITS
+    if other != fidx and other < len(files):
+        return f"{row} of {Path(files[other]).name}"
+    return row
+
+
+def winner(group: list[int], policy: str) -> int | None:
+    """The row of a duplicate group that is sent: the first, the last, or none (fail)."""
+    if policy == "fail":
+        return None
+    return group[0] if policy == "first" else group[-1]
+
+
+def text_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Python hashes of the keys that are there (within one process), and which are."""
+    has = np.fromiter((k is not None for k in keys), bool, len(keys))
+    present = [k for k in keys if k is not None]
+    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
+
+
+def ledger_keys(mapping: MappingConfig, batch: pa.RecordBatch) -> list[str | None]:
+    """Each row's declared ledger key, normalised (None where the cell is blank)."""
+    spec = mapping.ledger_key
+    assert spec is not None
+    norm = NORMALIZERS[spec.normalize]
+    out: list[str | None] = []
+    for v in batch.column(spec.column).to_pylist():
+        text = cell_text(v)
+        out.append(norm(text) if text is not None else None)
+    return out
 
 
 def shared_hashes(
@@ -121,10 +224,11 @@ def _rows_of(
     policy: str,
     gcb: BatchGC,
     slice_rows: int | None = None,
+    merges: MergeScan | None = None,
 ) -> Iterator[PreparedRow]:
     for part in _slices(sb, slice_rows or len(sb.rows)):
         with gcb.building():
-            rows = _build_rows(part, mapper, dups, fidx, policy)
+            rows = _build_rows(part, mapper, dups, fidx, policy, merges)
         yield from rows
 
 
@@ -146,35 +250,63 @@ def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:
         yield SourceBatch(sb.file, sb.batch.slice(start, end - start), sb.rows[start:end], mine)
 
 
+def _duplicate_error(
+    mapping: MappingConfig, key: str | None, values: dict[str, Any] | None, others: str, policy: str
+) -> str:
+    """Why a row is not sent: its (ledger) key is also on ``others`` (the winner, or with
+    ``fail`` every other row of the group)."""
+    spec = mapping.ledger_key
+    lk = None
+    if spec is not None and values is not None:
+        text = cell_text(values.get(spec.column))
+        lk = NORMALIZERS[spec.normalize](text) if text is not None else None
+    what = f"ledger key {lk!r} (column '{spec.column}')" if spec and lk else f"key {key}"
+    if policy == "fail":
+        return f"duplicate {what}: also on {others} (duplicates: fail)"
+    return f"duplicate {what}: {others} has the same key and wins (duplicates: {policy})"
+
+
 def _build_rows(
-    sb: SourceBatch, mapper: BatchMapper, dups: Duplicates | None, fidx: int, policy: str
+    sb: SourceBatch,
+    mapper: BatchMapper,
+    dups: Duplicates | None,
+    fidx: int,
+    policy: str,
+    merges: MergeScan | None = None,
 ) -> list[PreparedRow]:
     columns = sb.batch.schema.names
     mb = mapper.map_batch(sb.batch)
     rows = sb.rows.tolist()
+    origin = BatchValues(sb.batch, sb.rows)
     dup_of: dict[int, str] = {}
     if dups is not None and dups.groups:
         for i, group in dups.groups_of((np.int64(fidx) << ROW_BITS) | sb.rows):
-            if mb.keys[i] is None:  # cannot be: the first pass found its key
-                continue
             me = (fidx << ROW_BITS) | rows[i]
+            keep = winner(group, policy)
+            if keep == me:
+                continue
+            values = origin.values_of(rows[i]) if dups.by_ledger_key(group) else None
             if policy == "fail":
                 others = ", ".join(dups.where(g, fidx) for g in group if g != me)
-                dup_of[i] = f"duplicate key {mb.keys[i]}: also on {others} (duplicates: fail)"
-            elif group[-1] != me:
-                dup_of[i] = (
-                    f"duplicate key {mb.keys[i]}: {dups.where(group[-1], fidx)}"
-                    " has the same key and wins (duplicates: last)"
-                )
+            else:
+                assert keep is not None
+                others = dups.where(keep, fidx)
+            dup_of[i] = _duplicate_error(mapper.mapping, mb.keys[i], values, others, policy)
+    merged_of: dict[int, str] = {}
+    if merges is not None and merges.hits:
+        for i in merges.held((np.int64(fidx) << ROW_BITS) | sb.rows):
+            if i not in dup_of and mb.errors[i] is None:
+                rid = (fidx << ROW_BITS) | rows[i]
+                merged_of[i] = merges.error(rid, fidx, mb.payloads[i])
     # the original values: made per row only when asked for (failing rows, a few readers)
-    origin = BatchValues(sb.batch, sb.rows)
     valid, invalid, duplicate = RowStatus.VALID, RowStatus.INVALID, RowStatus.DUPLICATE
     errors = mb.errors
     hints = mb.hints
     owners = mb.owners or [None] * len(rows)
     file = sb.file
     bad = sb.bad
-    if not bad and not dup_of:  # the common case: built column-wise (map calls in C)
+    # the common case: built column-wise (map calls in C)
+    if not bad and not dup_of and not merged_of:
         n = len(rows)
         sources = map(SourceRow, repeat(file, n), rows, repeat(None, n), repeat(origin, n))
         statuses = [valid if err is None else invalid for err in errors]
@@ -193,6 +325,8 @@ def _build_rows(
         error = errors[i]
         if i in dup_of:
             status, error = duplicate, dup_of[i]
+        elif i in merged_of:
+            status, error = RowStatus.MERGED, merged_of[i]
         else:
             status = valid if error is None else invalid
         out.append(
@@ -270,16 +404,24 @@ def prepare_step(
     users: list[dict[str, Any]] | None,
     slice_rows: int | None = None,
 ) -> Iterator[PreparedRow]:
-    """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE).
+    """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE,
+    MERGED: predicted to fold into another row's record, :mod:`recordsync.prepare_merges`).
 
     Config errors (unknown object type or field, unreadable owners file, missing source) are
     raised here, before the first row. With ``schema=None`` only offline checks run.
     ``slice_rows``: prepare read batches in slices of that many rows (:data:`SLICE_ROWS`).
     """
+    from recordsync.prepare_merges import scan_merges
+
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
-    dups = Duplicates.scan(mapper, mapping, base_dir) if mapping.match_by else None
-    return _stream(mapping, base_dir, mapper, dups, slice_rows)
+    dups = (
+        Duplicates.scan(mapper, mapping, base_dir)
+        if mapping.match_by or mapping.ledger_key is not None
+        else None
+    )
+    merges = scan_merges(mapping, base_dir=base_dir, schema=schema, users=users, dups=dups)
+    return _stream(mapping, base_dir, mapper, dups, slice_rows, merges)
 
 
 def check_batch_columns(sb: SourceBatch, mapper: BatchMapper, mapping: MappingConfig) -> None:
@@ -300,6 +442,7 @@ def _stream(
     mapper: BatchMapper,
     dups: Duplicates | None,
     slice_rows: int | None,
+    merges: MergeScan | None = None,
 ) -> Iterator[PreparedRow]:
     files: dict[str, int] = {}
     gcb = BatchGC()
@@ -307,6 +450,8 @@ def _stream(
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             check_batch_columns(sb, mapper, mapping)
-            yield from _rows_of(sb, mapper, dups, fidx, mapping.duplicates, gcb, slice_rows)
+            yield from _rows_of(
+                sb, mapper, dups, fidx, mapping.duplicates, gcb, slice_rows, merges
+            )
     finally:
         gcb.release()

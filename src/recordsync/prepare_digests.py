@@ -35,11 +35,12 @@ from recordsync.prepare import (
     _rows_of,
     check_batch_columns,
     check_source,
+    ledger_keys,
     shared_hashes,
 )
+from recordsync.prepare_merges import MergeScan, scan_merges
 from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
-from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.state.snapshots import Snapshot, key_hashes
 from recordsync.validate.schema import Schema
 
@@ -65,23 +66,6 @@ class _Seen:
     """The batch's malformed lines."""
     kept: SourceBatch | None = None
     """The batch's rows not found in the snapshot, if kept (all of them: with ``bad``)."""
-
-
-def _ledger_keys(
-    mapping: MappingConfig, batch: pa.RecordBatch, keys: list[str | None]
-) -> list[str | None]:
-    """The rows' keys after a declared ``ledger_key`` (blank: the match key stays)."""
-    spec = mapping.ledger_key
-    if spec is None:
-        return keys
-    norm = NORMALIZERS[spec.normalize]
-    out = list(keys)
-    for i, v in enumerate(batch.column(spec.column).to_pylist()):
-        text = cell_text(v)
-        k = norm(text) if text is not None else None
-        if k is not None:
-            out[i] = k
-    return out
 
 
 class _Scan:
@@ -139,40 +123,54 @@ class _Scan:
                 continue
             with gc_paused():
                 sub_ids = ids[slow]
-                if snapshot is None and mapping.match_by:
+                if mapping.ledger_key is not None:  # rows sharing a declared ledger key
+                    h, has = key_hashes(ledger_keys(mapping, sub.batch))
+                    final_h.append(h)
+                    final_ids.append(sub_ids[has])
+                if not mapping.match_by:
+                    continue
+                if snapshot is None:
                     # only duplicates among the source's rows to find (no snapshot's keys to
-                    # compare with, and ledger keys only with a snapshot): the key strings
-                    # are never made, as in prepare.Duplicates.scan
+                    # compare with): the key strings are never made, as in
+                    # prepare.Duplicates.scan
                     h, has = mapper.key_hashes(sub.batch)
                     slow_h.append(h[has])
                     slow_ids.append(sub_ids[has])
                     continue
-                keys: list[str | None] = (
-                    mapper.keys_only(sub.batch) if mapping.match_by else [None] * len(slow)
-                )
-                if mapping.match_by:
-                    h, has = key_hashes(keys)
-                    slow_h.append(h)
-                    slow_ids.append(sub_ids[has])
-                if mapping.ledger_key is not None and snapshot is not None:
-                    h, has = key_hashes(_ledger_keys(mapping, sub.batch, keys))
-                    final_h.append(h)
-                    final_ids.append(sub_ids[has])
+                h, has = key_hashes(mapper.keys_only(sub.batch))
+                slow_h.append(h)
+                slow_ids.append(sub_ids[has])
         self.files = list(files)
         groups = shared_hashes(slow_h, slow_ids)
+        ledger_groups = shared_hashes(final_h, final_ids)
         demoted: list[int] = []
         if snapshot is not None and slow_h:
             _clashes(groups, slow_h, slow_ids, snapshot.match_key_hashes(), owner, demoted)
         if snapshot is not None and final_h:
-            _clashes({}, final_h, final_ids, snapshot.key_hashes(), owner, demoted)
+            _clashes(ledger_groups, final_h, final_ids, snapshot.key_hashes(), owner, demoted)
         if snapshot is not None:
             _found_twice(self.seen, files, snapshot, groups, demoted)
-        self.dups = Duplicates(groups, self.files) if mapping.match_by else None
+        self.dups = (
+            Duplicates.combined(groups, ledger_groups, self.files)
+            if mapping.match_by or mapping.ledger_key is not None
+            else None
+        )
         self.demoted = np.unique(np.array(demoted, dtype=np.int64))
         if len(self.demoted) and not self.reread:  # demoted rows were not kept: read again
             self.reread = True
             for s in self.seen:
                 s.kept = None
+
+
+    def owners(self) -> npt.NDArray[np.int64]:
+        """Identities of the rows found in the snapshot and not demoted: they have a record
+        of their own (the merge scan lets them claim their keys first)."""
+        files = {f: i for i, f in enumerate(self.files)}
+        found = [
+            (np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in self.seen
+        ]
+        ids = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        return ids[~np.isin(ids, self.demoted)] if len(self.demoted) else ids
 
 
 def _found_twice(
@@ -250,7 +248,15 @@ def prepare_digested(
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
     scan = _Scan(mapper, mapping, base_dir, snapshot, fp)
-    return _stream(mapping, base_dir, mapper, scan, snapshot, slice_rows)
+    merges = scan_merges(
+        mapping,
+        base_dir=base_dir,
+        schema=schema,
+        users=users,
+        dups=scan.dups,
+        owners=scan.owners(),
+    )
+    return _stream(mapping, base_dir, mapper, scan, snapshot, slice_rows, merges)
 
 
 def _with_digests(
@@ -284,6 +290,7 @@ def _stream(
     scan: _Scan,
     snapshot: Snapshot | None,
     slice_rows: int | None,
+    merges: MergeScan | None = None,
 ) -> Iterator[Item]:
     files = {f: i for i, f in enumerate(scan.files)}
     gcb = BatchGC()
@@ -306,7 +313,7 @@ def _stream(
                     got = row_digests(sb.batch, scan.columns, scan.fp)
                 if got is not None:
                     seen.digests, seen.ok = got
-                rows = _rows_of(sb, mapper, dups, fidx, policy, gcb, slice_rows)
+                rows = _rows_of(sb, mapper, dups, fidx, policy, gcb, slice_rows, merges)
                 yield from _with_digests(rows, seen, slow, line_of)
                 if scan.later:
                     seen.digests = seen.ok = None  # copied onto the rows
@@ -315,7 +322,7 @@ def _stream(
             if len(slow):
                 # read again: the whole batch; kept: just the unmatched rows (never demoted ones)
                 sub = _take(sb, slow) if scan.reread else sb
-                rows = _rows_of(sub, mapper, dups, fidx, policy, gcb, slice_rows)
+                rows = _rows_of(sub, mapper, dups, fidx, policy, gcb, slice_rows, merges)
                 slow_rows = list(_with_digests(rows, seen, slow, line_of))
             columns = sb.batch.schema.names
             bad = [_bad_row(bl, sb.file, columns) for bl in seen.bad]
