@@ -198,6 +198,8 @@ def build_plans(
             estimate,
             digested,
             fingerprint,
+            duplicates_expected=step.config.duplicates_expected,
+            merges_expected=step.config.merges == "expected",
         )
         plans.append(wrap(plan) if wrap is not None else plan)
     return plans

@@ -35,6 +35,11 @@ class StepPlan:
     the snapshot as UnchangedBlocks (:mod:`recordsync.prepare_digests`); None: not offered."""
     fingerprint: Callable[[], bytes | None] | None = None
     """What the rows' batch inputs depend on besides their cells (None: no digests)."""
+    duplicates_expected: bool = False
+    """The mapping declares duplicate rows expected: they do not fail the run."""
+    merges_expected: bool = False
+    """The mapping declares merges expected: rows landing on a record another row holds
+    stay ``updated`` (noted in the report) instead of ``merged``."""
 
 
 @dataclass(frozen=True, slots=True)

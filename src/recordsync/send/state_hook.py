@@ -205,6 +205,35 @@ class StateHook:
     def record_id_of(self, row: PreparedRow) -> int | None:
         return self._known.pop(id(row), None)
 
+    def other_owners(self, plan: StepPlan, pairs: list[tuple[str | None, int]]) -> dict[int, str]:
+        """For ``(key, record id)`` pairs of rows just answered ``updated``: the record ids
+        that a ledger key other than the row's own holds, and that key
+        (:mod:`recordsync.send.claims`). A row whose own key holds the id costs one indexed
+        look-up; only the others are searched by record id."""
+        keys = [k for k, _ in pairs if k is not None]
+        own = self.store.lookup_many(self.pipeline, plan.name, keys) if keys else {}
+        ask = sorted(
+            {
+                rid
+                for k, rid in pairs
+                if k is None or k not in own or own[k].record_id != rid
+            }
+        )
+        scope = self.store.scope_id(self.pipeline, plan.name, create=False)
+        if not ask or scope is None:
+            return {}
+        rows = self.store.connection.execute(
+            "SELECT source_key, record_id FROM ledger WHERE scope_id = ? AND last_status !="
+            f" 'deleted' AND record_id IN ({','.join('?' * len(ask))})",
+            (scope, *ask),
+        ).fetchall()
+        mine = dict(pairs)
+        return {
+            int(rid): str(key)
+            for key, rid in rows
+            if key not in mine or mine.get(key) != rid
+        }
+
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
         from recordsync.state import JournalRow
 
@@ -238,9 +267,12 @@ class StateHook:
         forget = self._hash.pop
         snap = self._snap
         kept = (RowStatus.CREATED, RowStatus.UPDATED)
+        merged = RowStatus.MERGED
         for r, res in zip(rows, results, strict=True):
             status = res.status
-            add(ChunkResult(r.source.source_row, status.value, res.record_id, res.error))
+            # a merged row is journaled failed: its key never owns the record it landed on
+            journaled = RowStatus.FAILED.value if status is merged else status.value
+            add(ChunkResult(r.source.source_row, journaled, res.record_id, res.error))
             forget(id(r), None)
             if snap is not None and status in kept:
                 _keep(snap, r, res.record_id)
