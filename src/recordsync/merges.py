@@ -119,8 +119,7 @@ def rule_text(rule: str, key: str | None, where: str) -> str:
     """``same name as row 12 after removing the legal suffix: 'davenport'``."""
     if rule == "name":
         return (
-            f"same name as {where} once case, punctuation and a legal suffix are removed: "
-            f"{key!r}"
+            f"same name as {where} once case, punctuation and a legal suffix are removed: {key!r}"
         )
     what = {"email": "e-mail", "domain": "domain", "linkedin": "LinkedIn URL"}[rule]
     return f"same {what} as {where} once normalised: {key!r}"

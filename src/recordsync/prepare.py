@@ -114,9 +114,7 @@ class Duplicates:
                 out.setdefault(key, []).extend(g)
                 if is_ledger:
                     ledger.add(key)
-        return cls(
-            {h: sorted(set(g)) for h, g in out.items()}, files, frozenset(ledger)
-        )
+        return cls({h: sorted(set(g)) for h, g in out.items()}, files, frozenset(ledger))
 
     @classmethod
     def scan(cls, mapper: BatchMapper, mapping: MappingConfig, base_dir: Path) -> Duplicates:
@@ -450,8 +448,6 @@ def _stream(
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             check_batch_columns(sb, mapper, mapping)
-            yield from _rows_of(
-                sb, mapper, dups, fidx, mapping.duplicates, gcb, slice_rows, merges
-            )
+            yield from _rows_of(sb, mapper, dups, fidx, mapping.duplicates, gcb, slice_rows, merges)
     finally:
         gcb.release()

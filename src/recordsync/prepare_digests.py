@@ -161,14 +161,11 @@ class _Scan:
             for s in self.seen:
                 s.kept = None
 
-
     def owners(self) -> npt.NDArray[np.int64]:
         """Identities of the rows found in the snapshot and not demoted: they have a record
         of their own (the merge scan lets them claim their keys first)."""
         files = {f: i for i, f in enumerate(self.files)}
-        found = [
-            (np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in self.seen
-        ]
+        found = [(np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in self.seen]
         ids = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
         return ids[~np.isin(ids, self.demoted)] if len(self.demoted) else ids
 

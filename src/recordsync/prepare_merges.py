@@ -81,9 +81,7 @@ def scan_merges(
     kind = needed(mapping)
     if kind is None:
         return None
-    fields = {
-        k: v for k, v in mapping.fields.items() if k in DEDUP_FIELDS and v.ref is None
-    }
+    fields = {k: v for k, v in mapping.fields.items() if k in DEDUP_FIELDS and v.ref is None}
     sub = mapping.model_copy(update={"fields": fields, "owner": None, "profile_image_url": None})
     mapper = BatchMapper(sub, base_dir=base_dir, schema=schema, users=users)
     losers = dups.losers(mapping.duplicates) if dups is not None else set()

@@ -213,11 +213,7 @@ class StateHook:
         keys = [k for k, _ in pairs if k is not None]
         own = self.store.lookup_many(self.pipeline, plan.name, keys) if keys else {}
         ask = sorted(
-            {
-                rid
-                for k, rid in pairs
-                if k is None or k not in own or own[k].record_id != rid
-            }
+            {rid for k, rid in pairs if k is None or k not in own or own[k].record_id != rid}
         )
         scope = self.store.scope_id(self.pipeline, plan.name, create=False)
         if not ask or scope is None:
@@ -228,11 +224,7 @@ class StateHook:
             (scope, *ask),
         ).fetchall()
         mine = dict(pairs)
-        return {
-            int(rid): str(key)
-            for key, rid in rows
-            if key not in mine or mine.get(key) != rid
-        }
+        return {int(rid): str(key) for key, rid in rows if key not in mine or mine.get(key) != rid}
 
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
         from recordsync.state import JournalRow
