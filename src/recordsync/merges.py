@@ -28,7 +28,12 @@ LEGAL_SUFFIXES = frozenset(
 (after punctuation is removed: ``Inc.`` is ``inc``)."""
 
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.\-]*://")
-_SPACES = re.compile(r"\s+")
+_PATH = re.compile(r"[/?#]")
+_QUERY = re.compile(r"[?#]")
+_ASCII_PUNCTUATION = {
+    c: None for c in range(128) if unicodedata.category(chr(c)).startswith("P")
+}
+"""ASCII characters of a Unicode punctuation category (``$+<=>^`|~`` are symbols: kept)."""
 
 
 def kind_of(object_type: str) -> Kind | None:
@@ -49,15 +54,17 @@ def email_key(value: object) -> str | None:
 
 
 def _bare(text: str) -> str:
-    text = _SCHEME.sub("", text.strip().lower()).removeprefix("//")
-    return text.removeprefix("www.")
+    text = text.strip().lower()
+    if "://" in text:
+        text = _SCHEME.sub("", text)
+    return text.removeprefix("//").removeprefix("www.")
 
 
 def domain_key(value: object) -> str | None:
     """Lower case, no scheme, no ``www.``, no path, query, user info, port or trailing dot."""
     if not isinstance(value, str):
         return None
-    host = re.split(r"[/?#]", _bare(value), maxsplit=1)[0]
+    host = _PATH.split(_bare(value), maxsplit=1)[0]
     host = host.rsplit("@", 1)[-1].split(":", 1)[0].rstrip(".")
     return host.removeprefix("www.") or None
 
@@ -66,7 +73,7 @@ def linkedin_key(value: object) -> str | None:
     """No scheme, ``www.``, query string, fragment or trailing slash; case-insensitive."""
     if not isinstance(value, str):
         return None
-    return re.split(r"[?#]", _bare(value), maxsplit=1)[0].rstrip("/") or None
+    return _QUERY.split(_bare(value), maxsplit=1)[0].rstrip("/") or None
 
 
 def name_key(value: object) -> str | None:
@@ -74,8 +81,12 @@ def name_key(value: object) -> str | None:
     suffix removed (a name that is only a suffix stays); None when nothing is left."""
     if not isinstance(value, str):
         return None
-    text = "".join(c for c in value.casefold() if not unicodedata.category(c).startswith("P"))
-    words = _SPACES.sub(" ", text).strip().split(" ")
+    text = value.casefold()
+    if text.isascii():
+        text = text.translate(_ASCII_PUNCTUATION)
+    else:
+        text = "".join(c for c in text if not unicodedata.category(c).startswith("P"))
+    words = text.split()
     if len(words) > 1 and words[-1] in LEGAL_SUFFIXES:
         words = words[:-1]
     return " ".join(words) or None
