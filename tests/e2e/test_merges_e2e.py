@@ -189,3 +189,22 @@ def test_validate_scan_finds_the_groups_the_run_finds(tmp_path: Path) -> None:
     }
     problems = [f"row {r['source_row']}: {r['error']}" for r in results(dry) if r["error"]]
     assert scan.first_problems == problems
+
+
+def test_a_row_whose_key_has_its_own_record_is_not_held(tmp_path: Path) -> None:
+    """Renamed to a name like another company's: matched by its ledger id, it updates its
+    own record (no dedup on an update), so it is sent, not held as merged."""
+    extra = LEDGER_KEYED + "match_by_ledger_id: true\n"
+    rows = [DAVENPORT[0], ["Davenport Partners", "d2.example", "+1 555 0200"]]
+    pipeline = companies(tmp_path, rows, extra)
+    with served(tmp_path / "s.db") as url:
+        first = run_pipeline(request(tmp_path, pipeline), target=target(url))
+        companies(tmp_path, DAVENPORT, extra)
+        renamed = run_pipeline(request(tmp_path, pipeline), target=target(url))
+        again = run_pipeline(request(tmp_path, pipeline), target=target(url))
+        held = sorted((r["name"], r["domain"]) for r in all_records(url, "companies"))
+    assert status_of(first) == {2: "created", 3: "created"}
+    assert status_of(renamed) == {2: "unchanged", 3: "updated"}
+    assert status_of(again) == {2: "unchanged", 3: "unchanged"}
+    assert [r.exit_code for r in (first, renamed, again)] == [0, 0, 0]
+    assert held == [("Davenport LLC", "d1.example"), ("Davenport PLC", "d2.example")]

@@ -6,7 +6,9 @@ detection, so that a resolved reference is part of the hashed input):
   row ``duplicate`` (the first row wins: the stream cannot look ahead);
 - ``ref`` fields get the referenced mapping's record id from its ledger, or fail the row
   (``invalid``, with the mapping and the key in the reason), or are left out (``unset``);
-- the source keys of every row (any status) are collected for mirror deletes.
+- the source keys of every row (any status) are collected for mirror deletes;
+- a row predicted to merge into another row's record whose own key already has a record
+  in the ledger is sent after all (it updates its own record, by id or its match key).
 
 In a dry run, :class:`DryRunRefsHook` does the same against a
 :class:`recordsync.state.refs.RunLedger` (the state store's ledger if there is one, plus the
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, RowError
 from recordsync.model import PreparedRow, RowStatus
+from recordsync.prepare_merges import needed
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 
 if TYPE_CHECKING:
@@ -79,11 +82,17 @@ class StepPrep:
                 column=fname,
             )
             self.refs.append((fname, spec.column, resolver))
-        self.active = bool(config.ledger_key or self.refs or self.seen_keys is not None)
+        self._ledger = (store, pipeline, step)
+        self._held_merges = needed(config) is not None
+        self.active = bool(
+            config.ledger_key or self.refs or self.seen_keys is not None or self._held_merges
+        )
 
     def apply(self, group: list[PreparedRow]) -> None:
         if self.config.ledger_key is not None:
             self._ledger_keys(group)
+        if self._held_merges:
+            self._release_owners(group)
         if self.seen_keys is not None:
             self.seen_keys.extend(r.key for r in group if r.key is not None)
         for fname, column, resolver in self.refs:
@@ -101,6 +110,23 @@ class StepPrep:
                     fields.pop(fname, None)
                 else:
                     fields[fname] = rid
+
+    def _release_owners(self, group: list[PreparedRow]) -> None:
+        """Rows predicted to merge (:mod:`recordsync.prepare_merges`) whose key already has a
+        record of its own in the ledger: sent to that record (by id, or by their match key),
+        they are not folded into another: they are sent as usual."""
+        held = [r for r in group if r.status is RowStatus.MERGED and r.key is not None]
+        if not held:
+            return
+        store, pipeline, step = self._ledger
+        found = store.lookup_many(pipeline, step, [r.key for r in held if r.key is not None])
+        by_id = self.config.match_by_ledger_id
+        for r in held:
+            entry = found.get(r.key or "")
+            if entry is None or entry.record_id is None or entry.last_status == "deleted":
+                continue
+            if by_id or (r.payload or {}).get("match_by") is not None:
+                r.status, r.error = RowStatus.VALID, None
 
     def _ledger_keys(self, group: list[PreparedRow]) -> None:
         cfg = self.config
