@@ -59,14 +59,21 @@ class RecordClaims:
                 self._rows.setdefault(rid, (row.source.source_row, row.key))
                 out.append(res)
                 continue
-            who = f"row {first[0]}" if first is not None else f"ledger key {holder!r}"
+            if first is not None:
+                who, fix = f"row {first[0]}", "Make the rows differ"
+            else:
+                who = f"ledger key {holder!r}"
+                fix = (
+                    "If that key's row was renamed or left the source, declare a stable "
+                    "`ledger_key` (e.g. the export's id); otherwise make the rows differ"
+                )
             out.append(
                 EntryResult(
                     RowStatus.MERGED,
                     rid,
                     f"merged: the service put it on record {rid}, which {who} already holds "
-                    "(its dedup on create); that record now holds this row's values. Make "
-                    "the rows differ, or declare `merges: expected` in the mapping",
+                    f"(its dedup on create); that record now holds this row's values. {fix}, "
+                    "or declare `merges: expected` in the mapping",
                 )
             )
         return out
