@@ -19,7 +19,7 @@ from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import gc_paused
 from recordsync.merges import RULES, Kind, creates, dedup_keys, kind_of, merge_error, predict
-from recordsync.prepare import ROW_BITS, Duplicates, where
+from recordsync.prepare_dups import ROW_BITS, Duplicates, where
 from recordsync.read import iter_source
 from recordsync.validate.schema import Schema
 
