@@ -7,17 +7,22 @@ mapping declares it expected; and nightly reruns never flip a record between two
 from __future__ import annotations
 
 import csv
+import itertools
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from recordsync.config import load_pipeline
+from recordsync.merges import name_key
 from recordsync.send.pipeline import run_pipeline
 from recordsync.state import StateStore
 from recordsync.validate.pipeline_check import check_step
 
-from .support import all_records, served, target
+from .support import KEY, all_records, served, target
 from .test_ledger_e2e import request, results, totals, write, write_csv
 
 HEADER = ["Company", "Website", "Phone"]
@@ -208,3 +213,31 @@ def test_a_row_whose_key_has_its_own_record_is_not_held(tmp_path: Path) -> None:
     assert status_of(again) == {2: "unchanged", 3: "unchanged"}
     assert [r.exit_code for r in (first, renamed, again)] == [0, 0, 0]
     assert held == [("Davenport LLC", "d1.example"), ("Davenport PLC", "d2.example")]
+
+
+_core = st.lists(
+    st.sampled_from(["Acme", "acme", "ACME", "Nord", "nord", "Co"]), min_size=1, max_size=2
+)
+_tail = st.sampled_from(
+    ["", " LLC", " PLC", " Inc.", ", Ltd", " GmbH", " co", " S.A.", "!", " Corp"]
+)
+
+
+def test_the_name_rule_predicts_what_the_sandbox_does_over_http(tmp_path: Path) -> None:
+    """Black box: two companies created one after the other (no domain, no LinkedIn URL)
+    end on one record exactly when :func:`recordsync.merges.name_key` says they do."""
+    seen = itertools.count()
+    with served(tmp_path / "s.db") as url, httpx.Client(headers={"x-api-key": KEY}) as http:
+
+        @settings(max_examples=40, deadline=None, database=None)
+        @given(_core, _tail, _core, _tail)
+        def check(a: list[str], ta: str, b: list[str], tb: str) -> None:
+            tag = f"t{next(seen)}"  # a fresh name space per example
+            names = [f"{tag} {' '.join(a)}{ta}", f"{tag} {' '.join(b)}{tb}"]
+            objects = [{"name": n} for n in names]
+            answer = http.post(f"{url}/api/objects/companies/batch", json={"objects": objects})
+            first, second = answer.json()["results"]
+            same = second["id"] == first["id"]
+            assert same == (name_key(names[0]) == name_key(names[1])), names
+
+        check()
