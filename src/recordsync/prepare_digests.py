@@ -38,7 +38,7 @@ from recordsync.prepare import (
     ledger_keys,
     shared_hashes,
 )
-from recordsync.prepare_merges import MergeScan, scan_merges
+from recordsync.prepare_merges import MergeScan, Owned, scan_merges
 from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshots import Snapshot, key_hashes
@@ -238,10 +238,12 @@ def prepare_digested(
     snapshot: Snapshot | None,
     fp: bytes,
     slice_rows: int | None = None,
+    owned: Owned | None = None,
 ) -> Iterator[Item]:
     """Yield, in source order, PreparedRows (with ``digest`` set where the row has one) and
     UnchangedBlocks of rows found in ``snapshot``. Config errors are raised before the
-    first row, as in ``prepare_step`` (and ``slice_rows`` as there)."""
+    first row, as in ``prepare_step`` (and ``slice_rows`` as there). ``owned``: which source
+    keys have a record of their own in the ledger (for the merge scan)."""
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
     scan = _Scan(mapper, mapping, base_dir, snapshot, fp)
@@ -252,6 +254,7 @@ def prepare_digested(
         users=users,
         dups=scan.dups,
         owners=scan.owners(),
+        owned=owned,
     )
     return _stream(mapping, base_dir, mapper, scan, snapshot, slice_rows, merges)
 

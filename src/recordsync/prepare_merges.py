@@ -9,6 +9,7 @@ claim their keys first and never fold.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +20,14 @@ from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import gc_paused
 from recordsync.merges import RULES, Kind, creates, dedup_keys, kind_of, merge_error, predict
-from recordsync.prepare_dups import ROW_BITS, Duplicates, where
+from recordsync.prepare_dups import ROW_BITS, Duplicates, ledger_keys, where
 from recordsync.read import iter_source
 from recordsync.validate.schema import Schema
 
 DEDUP_FIELDS = ("email", "domain", "linkedin_url")
+
+Owned = Callable[[list[str]], set[str]]
+"""``owned(keys)``: the source keys that have a record of their own in the ledger."""
 
 
 class MergeScan:
@@ -76,8 +80,11 @@ def scan_merges(
     users: list[dict[str, Any]] | None,
     dups: Duplicates | None,
     owners: npt.NDArray[np.int64] | None = None,
+    owned: Owned | None = None,
 ) -> MergeScan | None:
-    """Predict the rows that fold into another row's record (None: nothing to predict)."""
+    """Predict the rows that fold into another row's record (None: nothing to predict).
+    ``owners``: identities of rows with a record of their own; ``owned``: asked which of the
+    other rows' keys have one in the ledger (those rows claim their keys first too)."""
     kind = needed(mapping)
     if kind is None:
         return None
@@ -94,11 +101,17 @@ def scan_merges(
         with gc_paused():
             mb = mapper.map_batch(sb.batch)
         rids = ((np.int64(fidx) << ROW_BITS) | sb.rows).tolist()
-        for rid, payload, err in zip(rids, mb.payloads, mb.errors, strict=True):
+        keys: list[str | None] = list(mb.keys)
+        have: set[str] = set()
+        if owned is not None:
+            if mapping.ledger_key is not None:  # the row's ledger key, where it has one
+                keys = [lk or k for lk, k in zip(ledger_keys(mapping, sb.batch), keys, strict=True)]
+            have = owned([k for k, r in zip(keys, rids, strict=True) if k and r not in is_owner])
+        for rid, key, payload, err in zip(rids, keys, mb.payloads, mb.errors, strict=True):
             if err is not None or rid in losers:
                 continue
             hashes = [hash(k) if k is not None else None for k in dedup_keys(kind, payload)]
-            if rid in is_owner:
+            if rid in is_owner or key in have:
                 first.append((rid, hashes))
             else:
                 rows.append((rid, creates(payload), hashes))

@@ -241,3 +241,24 @@ def test_the_name_rule_predicts_what_the_sandbox_does_over_http(tmp_path: Path) 
             assert same == (name_key(names[0]) == name_key(names[1])), names
 
         check()
+
+
+def test_a_row_with_a_record_in_the_ledger_claims_its_keys_before_new_rows(
+    tmp_path: Path,
+) -> None:
+    """Davenport LLC has its record; next night it changed (so the snapshot does not vouch
+    for it) and a new Davenport PLC comes before it in the export: the new row is held, never
+    sent to overwrite the existing record."""
+    pipeline = companies(tmp_path, DAVENPORT[:1])
+    with served(tmp_path / "s.db") as url:
+        first = run_pipeline(request(tmp_path, pipeline), target=target(url))
+        changed = ["Davenport LLC", "d1.example", "+1 555 0111"]
+        companies(tmp_path, [DAVENPORT[1], changed])
+        second = run_pipeline(request(tmp_path, pipeline), target=target(url))
+        held = [r for r in all_records(url, "companies") if r["name"].startswith("Dav")]
+    assert first.exit_code == 0 and second.exit_code == 1
+    assert status_of(second) == {2: "merged", 3: "updated"}
+    step = totals(second, "companies")
+    assert (step["rows_merged"], step["merged"], step["rows_sent"]) == (1, 0, 1)
+    assert "merges with row 3" in results(second)[0]["error"]
+    assert [(r["name"], r["phone"]) for r in held] == [("Davenport LLC", "+1 555 0111")]

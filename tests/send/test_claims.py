@@ -36,9 +36,9 @@ def test_the_same_row_or_key_again_is_its_own_record() -> None:
 def test_a_record_another_ledger_key_holds_and_merges_declared_expected() -> None:
     asked: list[list[tuple[str | None, int]]] = []
 
-    def owners(pairs: list[tuple[str | None, int]]) -> dict[int, str]:
+    def owners(pairs: list[tuple[str | None, int]]) -> dict[int, list[str]]:
         asked.append(pairs)
-        return {7: "name:Old"}
+        return {7: ["name:New", "name:Old"]}
 
     held = RecordClaims(expected=False, other_owners=owners)
     (res,) = held.settle([row(5, "name:New")], [EntryResult(UPDATED, 7)])
@@ -48,3 +48,11 @@ def test_a_record_another_ledger_key_holds_and_merges_declared_expected() -> Non
     assert fine.settle([row(5, "name:New")], [EntryResult(UPDATED, 7)]) == [EntryResult(UPDATED, 7)]
     failed = [EntryResult(RowStatus.FAILED, None, "x")]
     assert held.settle([row(6, "name:X")], failed) == failed
+
+
+def test_the_holder_answered_in_the_same_chunk_keeps_its_record() -> None:
+    claims = RecordClaims(expected=False, other_owners=lambda pairs: {7: ["name:A"]})
+    out = claims.settle(
+        [row(2, "name:B"), row(3, "name:A")], [EntryResult(UPDATED, 7), EntryResult(UPDATED, 7)]
+    )
+    assert [r.status for r in out] == [MERGED, UPDATED]

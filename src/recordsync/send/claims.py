@@ -15,9 +15,9 @@ from collections.abc import Callable
 from recordsync.model import PreparedRow, RowStatus
 from recordsync.reconcile.batch import EntryResult
 
-OtherOwners = Callable[[list[tuple[str | None, int]]], dict[int, str]]
-"""``(key, record id)`` pairs → for each record id held by a ledger key other than that
-key, the holding key (:meth:`recordsync.send.state_hook.StateHook.other_owners`)."""
+OtherOwners = Callable[[list[tuple[str | None, int]]], dict[int, list[str]]]
+"""``(key, record id)`` pairs → for each record id that a ledger key other than the pair's
+key holds, the keys holding it (:meth:`recordsync.send.state_hook.StateHook.other_owners`)."""
 
 _LANDED = (RowStatus.CREATED, RowStatus.UPDATED)
 
@@ -40,7 +40,7 @@ class RecordClaims:
             for r, res in zip(rows, results, strict=True)
             if res.status is RowStatus.UPDATED and res.record_id is not None
         ]
-        ledger: dict[int, str] = {}
+        ledger: dict[int, list[str]] = {}
         if updated and self.other_owners is not None:
             ledger = self.other_owners(updated)
         out: list[EntryResult] = []
@@ -54,7 +54,8 @@ class RecordClaims:
                 first[0] == row.source.source_row or (first[1] is not None and first[1] == row.key)
             ):
                 first = None  # the same row or key again (a resend): its own record
-            holder = ledger.get(rid) if res.status is RowStatus.UPDATED else None
+            holders = ledger.get(rid, []) if res.status is RowStatus.UPDATED else []
+            holder = next((k for k in holders if k != row.key), None)
             if (first is None and holder is None) or self.expected:
                 self._rows.setdefault(rid, (row.source.source_row, row.key))
                 out.append(res)

@@ -116,7 +116,14 @@ class StateHook:
         self._snap = SnapshotWriter(self.store, self.pipeline, plan.name, self.run_id)
         self._snap_fp = fp
         self._snap.source = old
-        return plan.digested(old, fp)
+        return plan.digested(old, fp, lambda keys: self._owned(plan, keys))
+
+    def _owned(self, plan: StepPlan, keys: list[str]) -> set[str]:
+        """The keys that have a live record of their own in the step's ledger."""
+        found = self.store.lookup_many(self.pipeline, plan.name, keys)
+        return {
+            k for k, e in found.items() if e.record_id is not None and e.last_status != "deleted"
+        }
 
     def _discard_snapshot(self) -> None:
         if self._snap is not None:
@@ -205,11 +212,14 @@ class StateHook:
     def record_id_of(self, row: PreparedRow) -> int | None:
         return self._known.pop(id(row), None)
 
-    def other_owners(self, plan: StepPlan, pairs: list[tuple[str | None, int]]) -> dict[int, str]:
-        """For ``(key, record id)`` pairs of rows just answered ``updated``: the record ids
-        that a ledger key other than the row's own holds, and that key
-        (:mod:`recordsync.send.claims`). A row whose own key holds the id costs one indexed
-        look-up; only the others are searched by record id."""
+    def other_owners(
+        self, plan: StepPlan, pairs: list[tuple[str | None, int]]
+    ) -> dict[int, list[str]]:
+        """For ``(key, record id)`` pairs of rows just answered ``updated``: the ledger keys
+        holding each record id that a row's own key does not hold
+        (:mod:`recordsync.send.claims`: a key other than the row's own is a merge). A row
+        whose own key holds the id costs one indexed look-up; only the others are searched
+        by record id."""
         keys = [k for k, _ in pairs if k is not None]
         own = self.store.lookup_many(self.pipeline, plan.name, keys) if keys else {}
         ask = sorted(
@@ -223,8 +233,10 @@ class StateHook:
             f" 'deleted' AND record_id IN ({','.join('?' * len(ask))})",
             (scope, *ask),
         ).fetchall()
-        mine = dict(pairs)
-        return {int(rid): str(key) for key, rid in rows if key not in mine or mine.get(key) != rid}
+        out: dict[int, list[str]] = {}
+        for key, rid in rows:
+            out.setdefault(int(rid), []).append(str(key))
+        return out
 
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
         from recordsync.state import JournalRow
