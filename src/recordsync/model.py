@@ -31,6 +31,7 @@ class RowStatus(StrEnum):
     UPDATED = "updated"
     FAILED = "failed"  # sent, and the service (or the network) failed it
     IN_DOUBT = "in_doubt"  # sent, no answer, resending is not safe: held for review
+    MERGED = "merged"  # folds (or folded) into the record another row of the source claims
 
 
 class RowValues(Protocol):

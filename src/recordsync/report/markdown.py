@@ -15,10 +15,12 @@ _COLUMNS = (
     ("read", "rows_read"),
     ("invalid", "rows_invalid"),
     ("duplicate", "rows_duplicate"),
+    ("merge held", "rows_merged"),
     ("unchanged", "rows_unchanged"),
     ("sent", "rows_sent"),
     ("created", "created"),
     ("updated", "updated"),
+    ("merged", "merged"),
     ("failed", "failed"),
     ("in doubt", "in_doubt"),
     ("chunks", "chunks"),
@@ -80,6 +82,35 @@ def _references(tallies: list[StepTally]) -> list[str]:
     return lines
 
 
+def _merges_and_duplicates(summary: dict[str, Any]) -> list[str]:
+    """The rows without a record of their own, per step: held as merged, found merged, and
+    duplicates (each row is in failures.csv with the row it merges with or that won)."""
+    lines: list[str] = []
+    for step in summary["steps"]:
+        name = _md(step["step"])
+        if step.get("rows_merged"):
+            lines.append(
+                f"- {name}: {step['rows_merged']} row(s) not sent: the service would fold each "
+                "into the record of the row named in `_error` (its dedup rules), overwriting it"
+            )
+        if step.get("merged"):
+            lines.append(
+                f"- {name}: {step['merged']} row(s) sent and found on a record that another "
+                "row (or another ledger key) already holds: not recorded as theirs"
+            )
+        if step.get("rows_duplicate"):
+            how = (
+                "declared expected: they do not fail the run"
+                if step.get("duplicates_expected")
+                else "they fail the run unless the mapping declares them expected"
+            )
+            lines.append(
+                f"- {name}: {step['rows_duplicate']} duplicate row(s) not sent, each naming "
+                f"the row that has its key ({how})"
+            )
+    return ["", "## Merges and duplicates", "", *lines] if lines else []
+
+
 def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     dry = summary.get("dry_run")
     lines = [f"# recordsync run {summary.get('run_id', '')}" + (" (dry run)" if dry else ""), ""]
@@ -131,6 +162,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                 f"\n({len(rest)} more reason groups, {sum(n for *_, n in rest)} rows: every "
                 "row's own message is in the `_error` column of failures.csv)"
             )
+    lines += _merges_and_duplicates(summary)
     merged = [t for t in tallies if t.merged_creates or t.shared_records]
     if merged:
         lines += ["", "## Rows the service merged", ""]
@@ -176,9 +208,17 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
         if step.get("mirror_deletes_skipped"):
             why = _md(step["mirror_deletes_skipped"])
             lines += ["", f"Mirror deletes of step {_md(step['step'])} skipped: {why}."]
-    if t["failed"] or t["in_doubt"] or t["rows_invalid"] or t.get("delete_failed"):
+    if t.get("rows_not_ok") or t.get("delete_failed"):
         lines += ["", "## Next steps", ""]
-        lines.append("- failed, invalid and in-doubt rows are in `failures.csv` (with `_error`)")
+        lines.append(
+            "- failed, invalid, in-doubt, duplicate and merged rows are in `failures.csv` "
+            "(with `_error`)"
+        )
+        if t.get("rows_merged") or t.get("merged"):
+            lines.append(
+                "- merged rows: make them differ from the row named in `_error` (another "
+                "domain, name or e-mail), or declare `merges: expected` in the mapping"
+            )
         if t.get("delete_failed"):
             lines.append(
                 "- failed mirror deletes are in the run's log (key, record id, error); "

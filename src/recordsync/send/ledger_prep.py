@@ -11,7 +11,9 @@ detection, so that a resolved reference is part of the hashed input):
   (:meth:`StepPrep.ref_counts`, the step's ``references`` in summary.json);
 - the source keys of every row (any status) are collected for mirror deletes, with every key
   a malformed line may hold (:mod:`recordsync.prepare_salvage`); a line that may hide rows or
-  whose key cannot be read sets :attr:`StepPrep.mirror_skip` (the step deletes nothing).
+  whose key cannot be read sets :attr:`StepPrep.mirror_skip` (the step deletes nothing);
+- a row predicted to merge into another row's record whose own key already has a record
+  in the ledger is sent after all (it updates its own record, by id or its match key).
 
 In a dry run, :class:`DryRunRefsHook` does the same against a
 :class:`recordsync.state.refs.RunLedger` (the state store's ledger if there is one, plus the
@@ -31,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, RowError
 from recordsync.model import PreparedRow, RowStatus
+from recordsync.prepare_merges import needed
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 
 if TYPE_CHECKING:
@@ -104,11 +107,17 @@ class StepPrep:
                 service=service,
             )
             self.refs.append((fname, spec.column, resolver))
-        self.active = bool(config.ledger_key or self.refs or self.seen_keys is not None)
+        self._ledger = (store, pipeline, step)
+        self._held_merges = needed(config) is not None
+        self.active = bool(
+            config.ledger_key or self.refs or self.seen_keys is not None or self._held_merges
+        )
 
     def apply(self, group: list[PreparedRow]) -> None:
         if self.config.ledger_key is not None:
             self._ledger_keys(group)
+        if self._held_merges:
+            self._release_owners(group)
         if self.seen_keys is not None:
             self.seen_keys.extend(r.key for r in group if r.key is not None)
             for r in group:
@@ -146,6 +155,7 @@ class StepPrep:
                 **resolver.counts,
             }
         return out
+
     def _salvaged(self, row: PreparedRow) -> None:
         """The keys a malformed line may hold count as present; one that may hide rows, or
         whose key cannot be read at all, skips the step's mirror deletes."""
@@ -183,6 +193,23 @@ class StepPrep:
             self.mirror_skip = (
                 f"line {row.source.source_row}: invalid, and its key cannot be read ({row.error})"
             )
+
+    def _release_owners(self, group: list[PreparedRow]) -> None:
+        """Rows predicted to merge (:mod:`recordsync.prepare_merges`) whose key already has a
+        record of its own in the ledger: sent to that record (by id, or by their match key),
+        they are not folded into another: they are sent as usual."""
+        held = [r for r in group if r.status is RowStatus.MERGED and r.key is not None]
+        if not held:
+            return
+        store, pipeline, step = self._ledger
+        found = store.lookup_many(pipeline, step, [r.key for r in held if r.key is not None])
+        by_id = self.config.match_by_ledger_id
+        for r in held:
+            entry = found.get(r.key or "")
+            if entry is None or entry.record_id is None or entry.last_status == "deleted":
+                continue
+            if by_id or (r.payload or {}).get("match_by") is not None:
+                r.status, r.error = RowStatus.VALID, None
 
     def _ledger_keys(self, group: list[PreparedRow]) -> None:
         cfg = self.config

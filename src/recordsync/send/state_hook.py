@@ -121,7 +121,14 @@ class StateHook:
         self._snap = SnapshotWriter(self.store, self.pipeline, plan.name, self.run_id)
         self._snap_fp = fp
         self._snap.source = old
-        return plan.digested(old, fp)
+        return plan.digested(old, fp, lambda keys: self._owned(plan, keys))
+
+    def _owned(self, plan: StepPlan, keys: list[str]) -> set[str]:
+        """The keys that have a live record of their own in the step's ledger."""
+        found = self.store.lookup_many(self.pipeline, plan.name, keys)
+        return {
+            k for k, e in found.items() if e.record_id is not None and e.last_status != "deleted"
+        }
 
     def _discard_snapshot(self) -> None:
         if self._snap is not None:
@@ -211,6 +218,32 @@ class StateHook:
     def record_id_of(self, row: PreparedRow) -> int | None:
         return self._known.pop(id(row), None)
 
+    def other_owners(
+        self, plan: StepPlan, pairs: list[tuple[str | None, int]]
+    ) -> dict[int, list[str]]:
+        """For ``(key, record id)`` pairs of rows just answered ``updated``: the ledger keys
+        holding each record id that a row's own key does not hold
+        (:mod:`recordsync.send.claims`: a key other than the row's own is a merge). A row
+        whose own key holds the id costs one indexed look-up; only the others are searched
+        by record id."""
+        keys = [k for k, _ in pairs if k is not None]
+        own = self.store.lookup_many(self.pipeline, plan.name, keys) if keys else {}
+        ask = sorted(
+            {rid for k, rid in pairs if k is None or k not in own or own[k].record_id != rid}
+        )
+        scope = self.store.scope_id(self.pipeline, plan.name, create=False)
+        if not ask or scope is None:
+            return {}
+        rows = self.store.connection.execute(
+            "SELECT source_key, record_id FROM ledger WHERE scope_id = ? AND last_status !="
+            f" 'deleted' AND record_id IN ({','.join('?' * len(ask))})",
+            (scope, *ask),
+        ).fetchall()
+        out: dict[int, list[str]] = {}
+        for key, rid in rows:
+            out.setdefault(int(rid), []).append(str(key))
+        return out
+
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
         from recordsync.state import JournalRow
 
@@ -244,9 +277,12 @@ class StateHook:
         forget = self._hash.pop
         snap = self._snap
         kept = (RowStatus.CREATED, RowStatus.UPDATED)
+        merged = RowStatus.MERGED
         for r, res in zip(rows, results, strict=True):
             status = res.status
-            add(ChunkResult(r.source.source_row, status.value, res.record_id, res.error))
+            # a merged row is journaled failed: its key never owns the record it landed on
+            journaled = RowStatus.FAILED.value if status is merged else status.value
+            add(ChunkResult(r.source.source_row, journaled, res.record_id, res.error))
             forget(id(r), None)
             if snap is not None and status in kept:
                 _keep(snap, r, res.record_id)
