@@ -17,7 +17,6 @@ import json
 import re
 import string
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -82,10 +81,10 @@ object_types:
       - {{field_name: owner, field_type: user}}
       - {{field_name: note, field_type: text}}
 """
-FIELDS = (
-    "phone email website score count amount share born seen_at stage tags active company_id "
-    "owner note"
-).split()
+FIELDS = [
+    *("phone", "email", "website", "score", "count", "amount", "share", "born", "seen_at"),
+    *("stage", "tags", "active", "company_id", "owner", "note"),
+]
 NUMBERS = frozenset({"score", "count", "amount", "share"})
 JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
@@ -277,7 +276,8 @@ def test_the_dry_run_accepts_exactly_what_the_service_accepts(
     columns = {"Name": ["probe"] * len(rows)}
     for f in FIELDS:
         columns[f] = [cell if field == f else None for field, cell in rows]
-    batch = pa.RecordBatch.from_pydict(columns, schema=pa.schema([(c, pa.string()) for c in columns]))
+    strings = pa.schema([(c, pa.string()) for c in columns])
+    batch = pa.RecordBatch.from_pydict(columns, schema=strings)
     mapped = probe.mapper.map_batch(batch)
     entries = [
         mapped.payloads[i] if error is None else {"name": "probe", "fields": {f: as_json(f, c)}}

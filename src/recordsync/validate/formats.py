@@ -24,6 +24,7 @@ _NOT_EMAIL = rf"@{_WS}\"(),:;<>\[\\\]"
 """Characters an email address may not hold anywhere (besides its one ``@``)."""
 EMAIL_RE = rf"^[^{_NOT_EMAIL}]+@[^{_NOT_EMAIL}]+\.[^{_NOT_EMAIL}.]+$"
 EMAIL_MAX = 254
+EMAIL_REASON = "is not a valid email address (one @, a dot in the domain, no spaces)"
 PHONE_RE = r"^\+?[0-9().\-/ ]+((x|ext\.?) ?[0-9]{1,6})?$"
 """Digits, spaces, ``( ) . - /``, a leading ``+``, and an optional ``x123``/``ext 123``
 extension (``ext.`` too)."""
@@ -47,7 +48,7 @@ def check_email(arr: pa.Array) -> Checked:
     )
     too_long = bad_mask(arr, pc.less_equal(pc.utf8_length(low), EMAIL_MAX))
     bad = bad_mask(arr, ok)
-    reasons = reasons_at(bad, "is not a valid email address (one @, a dot in the domain, no spaces)")
+    reasons = reasons_at(bad, EMAIL_REASON)
     if reasons is not None and too_long.any():
         for i in too_long.nonzero()[0].tolist():
             reasons[i] = f"is not a valid email address (longer than {EMAIL_MAX} characters)"

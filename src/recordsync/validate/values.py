@@ -26,6 +26,7 @@ INT_RE = r"^\d+$"
 TRUE = frozenset({"true", "yes", "y", "1", "t", "on"})
 FALSE = frozenset({"false", "no", "n", "0", "f", "off"})
 NUMERIC_TYPES = frozenset({"number", "currency", "percentage"})
+INT64_MAX = str(2**63 - 1)
 SAFE_INT = 2.0**53
 """Whole numbers below this (in magnitude) are sent as JSON integers."""
 
@@ -99,7 +100,7 @@ def too_many_places(vals: npt.NDArray[np.float64], places: int) -> npt.NDArray[n
     finite = np.isfinite(vals)
     with np.errstate(all="ignore"):
         exact = finite & (np.abs(vals) * 10.0**places < 2.0**50) & (places <= 15)
-        out = exact & (np.round(vals, places) != vals)
+        out: npt.NDArray[np.bool_] = exact & (np.round(vals, places) != vals)
     for i in np.flatnonzero(finite & ~exact).tolist():
         out[i] = decimals(vals[i]) > places
     return out
@@ -144,10 +145,10 @@ def check_select(arr: pa.Array, fdef: FieldDef, memo: Memo | None = None) -> Che
 
 
 def check_relationship(arr: pa.Array) -> Checked:
-    ok = pc.and_(
-        pc.match_substring_regex(arr, INT_RE),
-        pc.less_equal(pc.utf8_length(pc.utf8_ltrim(arr, characters="0")), 18),
-    )
+    digits = pc.utf8_ltrim(arr, characters="0")
+    size = pc.utf8_length(digits)  # a 64-bit integer: at most 9223372036854775807
+    fits = pc.or_(pc.less(size, 19), pc.and_(pc.equal(size, 19), pc.less_equal(digits, INT64_MAX)))
+    ok = pc.and_(pc.match_substring_regex(arr, INT_RE), fits)
     vals = pc.cast(pc.if_else(ok, arr, None), pa.int64())
     return Checked(vals.to_pylist(), bad_where(arr, ok, "is not a record id (an integer)"))
 
