@@ -87,6 +87,8 @@ class StepTally:
     deleted: int = 0
     """Records soft-deleted by mirror deletes (not source rows: outside the accounting)."""
     delete_failed: int = 0
+    rejected: int = 0
+    """Failed rows whose value the service rejected (a retry fails the same way)."""
     reasons: Counter[str] = field(default_factory=Counter)
     merged_creates: int = 0
     merged_examples: list[str] = field(default_factory=list)
@@ -157,6 +159,7 @@ class StepTally:
             "unreconciled_chunks": self.unreconciled_chunks,
             "resent_by_name": self.resent_by_name,
             "resent_after_lost_answer": self.resent_after_lost_answer,
+            "rejected_values": self.rejected,
             "aborted": self.aborted,
             "accounting_ok": not self.accounting_errors(dry_run),
         }

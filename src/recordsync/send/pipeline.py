@@ -159,6 +159,7 @@ def build_plans(
     """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily, read
     batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``)."""
     from recordsync.prepare import prepare_step
+    from recordsync.reconcile.field_errors import FieldSources
     from recordsync.validate.pipeline_check import check_step
     from recordsync.validate.schema import Schema
 
@@ -198,6 +199,7 @@ def build_plans(
             estimate,
             digested,
             fingerprint,
+            FieldSources(step.config).explain,
         )
         plans.append(wrap(plan) if wrap is not None else plan)
     return plans

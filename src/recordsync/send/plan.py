@@ -35,6 +35,8 @@ class StepPlan:
     the snapshot as UnchangedBlocks (:mod:`recordsync.prepare_digests`); None: not offered."""
     fingerprint: Callable[[], bytes | None] | None = None
     """What the rows' batch inputs depend on besides their cells (None: no digests)."""
+    explain: Callable[[PreparedRow, str], str] | None = None
+    """A failed entry's error told as its row's (:mod:`recordsync.reconcile.field_errors`)."""
 
 
 @dataclass(frozen=True, slots=True)
