@@ -25,7 +25,7 @@ SHOWN_MAX = 80
 
 def is_rejected_value(error: str) -> bool:
     """True when the error is a service validation error (retrying cannot help)."""
-    return VALIDATION.match(error) is not None or error.endswith(FIX)
+    return VALIDATION.match(error) is not None or error.endswith(f"({FIX})")
 
 
 def _shown(value: Any) -> str:
