@@ -80,7 +80,23 @@ object_types:
         relationship_type: many_to_one
       - {{field_name: owner, field_type: user}}
       - {{field_name: note, field_type: text}}
+  - slug: musts
+    display_name: Must
+    plural_display_name: Musts
+    fields:
+      - {{field_name: code, field_type: text, is_required: true}}
+      - field_name: level
+        field_type: select
+        is_required: true
+        default_value: low
+        select_options: [{{label: Low, value: low}}, {{label: High, value: high}}]
+      - field_name: labels
+        field_type: select
+        allow_multiple: true
+        is_required: true
+        select_options: [{{label: Red, value: red}}]
 """
+MUSTS = ("code", "level", "labels")
 FIELDS = [
     *("phone", "email", "website", "score", "count", "amount", "share", "born", "seen_at"),
     *("stage", "tags", "active", "company_id", "owner", "note"),
@@ -92,6 +108,7 @@ JSON_NUMBER = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 class Probe:
     def __init__(self, url: str, company: int, mapper: BatchMapper) -> None:
         self.url, self.company, self.mapper = url, company, mapper
+        self.musts: dict[str, BatchMapper] = {}  # by the `empty` option of every field
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +131,18 @@ def probe(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Probe]:
                 schema=Schema.from_api(schema),
                 users=users,
             )
-            yield Probe(url, company.json()["data"]["id"], mapper)
+            probe = Probe(url, company.json()["data"]["id"], mapper)
+            for empty in ("omit", "null"):
+                specs = ", ".join(f"{f}: {{column: {f}, empty: '{empty}'}}" for f in MUSTS)
+                path = tmp / f"musts-{empty}.yaml"
+                path.write_text(
+                    f"object_type: musts\nsource: {{path: x.csv}}\nname: Name\n"
+                    f"fields: {{{specs}}}\n"
+                )
+                probe.musts[empty] = BatchMapper(
+                    load_mapping(path), base_dir=tmp, schema=Schema.from_api(schema), users=users
+                )
+            yield probe
     finally:
         app.state.store.close()
 
@@ -306,3 +334,51 @@ def test_the_dry_run_accepts_exactly_what_the_service_accepts(
         and float(json.loads(c.strip())) != entries[i]["fields"][f]
     ]
     assert not changed, "\n".join(changed)
+
+
+def post_batch(probe: Probe, object_type: str, entries: list[dict[str, Any]]) -> list[Any]:
+    answer = httpx.post(
+        f"{probe.url}/api/objects/{object_type}/batch",
+        content=encode_batch(entries),
+        headers={"x-api-key": KEY, "content-type": "application/json"},
+    )
+    assert answer.status_code == 200, answer.text
+    results: list[Any] = answer.json()["results"]
+    return results
+
+
+MUST_CELLS = st.fixed_dictionaries(
+    {
+        "code": st.sampled_from([None, "", " ", "A1"]),
+        "level": st.sampled_from([None, "", "\t", "high", "High", "max"]),
+        "labels": st.sampled_from([None, "", " , ", "red", "Red, red", "blue"]),
+    }
+)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=st.lists(MUST_CELLS, min_size=1, max_size=30), empty=st.sampled_from(["omit", "null"]))
+def test_required_fields_and_defaults_on_create_agree_with_the_service(
+    probe: Probe, rows: list[dict[str, str | None]], empty: str
+) -> None:
+    strings = pa.schema([(c, pa.string()) for c in ("Name", *MUSTS)])
+    columns = {"Name": ["must"] * len(rows), **{f: [r[f] for r in rows] for f in MUSTS}}
+    mapped = probe.musts[empty].map_batch(pa.RecordBatch.from_pydict(columns, schema=strings))
+
+    def as_read(row: dict[str, str | None]) -> dict[str, Any]:
+        cells = {f: c for f, c in row.items() if c is not None and c.strip()}
+        blank = dict.fromkeys(set(MUSTS) - set(cells)) if empty == "null" else {}
+        read = {f: as_json("tags" if f == "labels" else f, c) for f, c in cells.items()}
+        return {**blank, **read}
+
+    entries = [
+        mapped.payloads[i] if error is None else {"name": "must", "fields": as_read(row)}
+        for i, (row, error) in enumerate(zip(rows, mapped.errors, strict=True))
+    ]
+    results = post_batch(probe, "musts", entries)
+    mismatches = [
+        f"{row}: dry run {mapped.errors[i] or 'ok'}; service {r.get('error') or r['status']}"
+        for i, (row, r) in enumerate(zip(rows, results, strict=True))
+        if (mapped.errors[i] is None) != (r["status"] != "failed")
+    ]
+    assert not mismatches, "\n".join(mismatches)
