@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from recordsync.validate.formats import check_email, check_phone, check_url
+from recordsync.validate.formats import check_email, check_phone, check_url, digit_counts
 
 
 def verdicts(check: object, values: list[str]) -> list[object]:
@@ -111,3 +111,12 @@ def test_urls_mixed_with_blanks_keep_their_rows() -> None:
         True,
         False,
     ]
+
+
+def test_digit_counts_agree_with_counting_in_python() -> None:
+    cells = ["+1 (555) 0100", None, "", "١٢3", "x", "0" * 30, "é9"]
+    arr = pa.array(cells, pa.string())
+    expected = [sum(c in "0123456789" for c in v) if v is not None else 0 for v in cells]
+    assert digit_counts(arr).tolist() == expected
+    assert digit_counts(arr.slice(2, 4)).tolist() == expected[2:6]  # an array with an offset
+    assert digit_counts(pa.array([None, ""], pa.string())).tolist() == [0, 0]
