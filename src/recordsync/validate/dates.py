@@ -132,12 +132,14 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
 
 
 def utc_text(dt: datetime) -> str:
-    """``YYYY-MM-DDTHH:MM:SSZ`` with a 4-digit year (``strftime("%Y")`` does not pad years
-    before 1000 on every platform, and the service takes only 4 digits)."""
-    return (
+    """``YYYY-MM-DDTHH:MM:SS[.mmm]Z`` with a 4-digit year (``strftime("%Y")`` does not pad
+    years before 1000 on every platform, and the service takes only 4 digits). Milliseconds
+    are kept when the value has a fraction (the service stores milliseconds)."""
+    text = (
         f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"
-        f"T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}Z"
+        f"T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
     )
+    return f"{text}.{dt.microsecond // 1000:03d}Z" if dt.microsecond else f"{text}Z"
 
 
 SECONDS_DIRECTIVES = ("%S", "%T", "%r", "%c", "%X")
