@@ -105,3 +105,16 @@ def test_report_md_offers_a_fix_for_rejected_values_and_a_retry_only_for_the_res
     md = render_report(_summary([t]), [t])
     assert "resend the other failed and in-doubt rows (transient errors" in md
     assert "`recordsync retry reports/r1`" in md
+
+
+def test_rejected_values_group_by_column_field_and_rule_not_by_value() -> None:
+    from recordsync.report.tally import reason_group
+
+    a = explain("Validation failed: phone: invalid phone number", {"Mobile": "12"}, {"phone": "12"})
+    b = explain(
+        "Validation failed: phone: invalid phone number", {"Mobile": " 3 4 "}, {"phone": "3 4"}
+    )
+    assert "(sent '3 4')" in b
+    assert reason_group(a) == reason_group(b) == (
+        f"column 'Mobile' value '…' → phone: invalid phone number ({FIX})"
+    )

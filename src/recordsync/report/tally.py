@@ -47,6 +47,7 @@ _NORMALISE = (
     (re.compile(r"\b(line|row|rows|record|records|result|chunk|found|after) #?\d+\b"), r"\1 N"),
     (re.compile(r"#\d+\b"), "#N"),
     (re.compile(r"(: )[+-]?\d+(?:\.\d+)? (?=is not )"), r"\1N "),
+    (re.compile(r" \(sent [^→]*?\)(?= → )"), ""),  # the value sent of a rejected value
 )
 
 
