@@ -228,7 +228,19 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
             lines.append("- invalid rows: fix the source or the mapping (see the reasons above)")
         if t["in_doubt"]:
             lines.append("- in-doubt rows may have been applied: check them in the target first")
-        if t["failed"] or t["in_doubt"]:
+        rejected = sum(s.rejected for s in tallies)
+        if rejected:
+            lines.append(
+                f"- {rejected} failed row(s) have a value the service rejected "
+                "(`Validation failed`): fix the value in the source or the mapping (e.g. a "
+                "value_map), then run again; a retry without a fix sends the same value and "
+                "fails the same way"
+            )
+        if t["failed"] - rejected > 0 or t["in_doubt"]:
             where = summary.get("report_dir", "<this directory>")
-            lines.append(f"- resend the failed and in-doubt rows: `recordsync retry {where}`")
+            what = "failed and in-doubt rows" if rejected == 0 else "other failed and in-doubt rows"
+            lines.append(
+                f"- resend the {what} (transient errors: timeouts, rate limits, outages): "
+                f"`recordsync retry {where}`"
+            )
     return "\n".join(lines) + "\n"

@@ -53,6 +53,7 @@ _NORMALISE = (
     (re.compile(r"\b(line|row|rows|record|records|result|chunk|found|after) #?\d+\b"), r"\1 N"),
     (re.compile(r"#\d+\b"), "#N"),
     (re.compile(r"(: )[+-]?\d+(?:\.\d+)? (?=is not )"), r"\1N "),
+    (re.compile(r" \(sent [^→]*?\)(?= → )"), ""),  # the value sent of a rejected value
 )
 
 
@@ -98,9 +99,11 @@ class StepTally:
     """Records soft-deleted by mirror deletes (not source rows: outside the accounting)."""
     delete_failed: int = 0
     mirror_skipped: str | None = None
+    """Why the step's mirror deletes were skipped (a malformed line may hide rows), or None."""
     source_changed: str | None = None
     """A resumed step whose source changed since the interrupted attempt (how), or None."""
-    """Why the step's mirror deletes were skipped (a malformed line may hide rows), or None."""
+    rejected: int = 0
+    """Failed rows whose value the service rejected (a retry fails the same way)."""
     reasons: Counter[str] = field(default_factory=Counter)
     merged_creates: int = 0
     merged_examples: list[str] = field(default_factory=list)
@@ -184,6 +187,7 @@ class StepTally:
             "unreconciled_chunks": self.unreconciled_chunks,
             "resent_by_name": self.resent_by_name,
             "resent_after_lost_answer": self.resent_after_lost_answer,
+            "rejected_values": self.rejected,
             "aborted": self.aborted,
             "mirror_deletes_skipped": self.mirror_skipped,
             "source_changed_since_interrupted_attempt": self.source_changed,

@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from recordsync.errors import RunAborted
 from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
+from recordsync.reconcile.field_errors import is_rejected_value
 from recordsync.report.csvsafe import needs_neutralising, neutralise
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals
@@ -183,6 +184,8 @@ class ReportWriter:
         if error and status in FAILURE_STATUSES:
             if status is RowStatus.FAILED and error.startswith(NOT_SENT_PREFIX):
                 tally.not_sent += 1
+            elif status is RowStatus.FAILED and is_rejected_value(error):
+                tally.rejected += 1
             tally.add_reason(error)
         if row.suggestions:
             _add_suggestions(tally, row.suggestions)

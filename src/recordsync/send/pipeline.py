@@ -167,6 +167,7 @@ def build_plans(
     """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily, read
     batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``)."""
     from recordsync.prepare import prepare_step
+    from recordsync.reconcile.field_errors import FieldSources
     from recordsync.validate.pipeline_check import check_step
     from recordsync.validate.schema import Schema
 
@@ -216,6 +217,7 @@ def build_plans(
             fingerprint,
             duplicates_expected=step.config.duplicates_expected,
             merges_expected=step.config.merges == "expected",
+            explain=FieldSources(step.config).explain,
         )
         plans.append(wrap(plan) if wrap is not None else plan)
     return plans

@@ -42,6 +42,8 @@ class StepPlan:
     merges_expected: bool = False
     """The mapping declares merges expected: rows landing on a record another row holds
     stay ``updated`` (noted in the report) instead of ``merged``."""
+    explain: Callable[[PreparedRow, str], str] | None = None
+    """A failed entry's error told as its row's (:mod:`recordsync.reconcile.field_errors`)."""
 
 
 @dataclass(frozen=True, slots=True)

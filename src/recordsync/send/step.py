@@ -400,6 +400,7 @@ class StepRunner:
         """Write every row of a settled chunk to the report, in source order."""
         outcome = iter(results)
         record = self.writer.record
+        explain = self._plan.explain if self._plan is not None else None
         count = 0
         for row in chunk.rows:
             if type(row) is UnchangedBlock:
@@ -410,11 +411,17 @@ class StepRunner:
             count += 1
             if row.status is RowStatus.VALID:
                 r = next(outcome)
-                record(tally, row, r.status, r.record_id, r.error)
+                error = r.error
+                if error is not None and explain is not None and r.status is RowStatus.FAILED:
+                    error = explain(row, error)
+                record(tally, row, r.status, r.record_id, error)
             elif row.status in DECIDED:  # held (retry, state store) or journaled (resume)
                 tally.sent += 1
                 rid = self.hook.record_id_of(row) if self.hook is not None else None
-                record(tally, row, row.status, rid, row.error)
+                error = row.error
+                if error is not None and explain is not None and row.status is RowStatus.FAILED:
+                    error = explain(row, error)  # journaled by the attempt that died
+                record(tally, row, row.status, rid, error)
             elif row.status is RowStatus.UNCHANGED and self.hook is not None:
                 record(tally, row, row.status, self.hook.record_id_of(row), row.error)
             else:
