@@ -32,7 +32,7 @@ from recordsync.errors import (
     exit_code_for,
 )
 from recordsync.report.tally import StepTally
-from recordsync.report.writer import ReportWriter
+from recordsync.report.writer import ReportWriter, report_write_error
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.sender import ChunkReport, ChunkSender
@@ -84,8 +84,11 @@ class RunResult:
         if not self.summary["accounting_ok"]:
             return exit_code_for(AccountingError("accounting mismatch"))
         t = self.summary["totals"]
-        bad = t["failed"] + t["in_doubt"] + t["rows_invalid"] + t.get("delete_failed", 0)
-        return EXIT_ROWS_FAILED if bad else EXIT_OK
+        # rows without a record of their own holding their values (report.tally.not_ok)
+        bad = t["rows_not_ok"] + t.get("delete_failed", 0)
+        # mirror deletes skipped: a malformed line may hide rows (which then have no record)
+        skipped = any(s.get("mirror_deletes_skipped") for s in self.summary["steps"])
+        return EXIT_ROWS_FAILED if bad or skipped else EXIT_OK
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,7 @@ def run_plans(
     run_id: str | None = None,
     retry_of: str | None = None,
     pipeline_file: str | None = None,
+    warnings: list[str] | None = None,
 ) -> RunResult:
     """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only."""
     if client is None and not options.dry_run:
@@ -165,8 +169,15 @@ def run_plans(
     except BaseException:
         writer.abandon()
         raise
+    attempts_of = getattr(hook, "attempts", None)  # the state store's hook: a resumed run
+    chunks_before = getattr(hook, "chunks_before", None)  # counts every attempt
+    attempts = int(attempts_of()) if callable(attempts_of) else 1
+    if callable(chunks_before):
+        for tally in writer.tallies:
+            tally.chunks += int(chunks_before(tally.step))
     meta = {
         "run_id": run_id,
+        "attempts": attempts,
         "pipeline": pipeline,
         "pipeline_file": pipeline_file,
         "target": target.name if target is not None else None,
@@ -176,8 +187,13 @@ def run_plans(
         "report_dir": str(report_dir),
         "aborted": str(stop) if stop is not None else None,
         "retry_of": retry_of,
+        "warnings": list(warnings or []),
     }
-    summary = writer.finish(meta)
+    try:
+        summary = writer.finish(meta)
+    except OSError as exc:
+        writer.abandon()
+        raise report_write_error(report_dir, exc) from None
     error = stop if stop is not None else (step_errors[0] if step_errors else None)
     return RunResult(summary, report_dir, error, writer.tallies)
 

@@ -173,3 +173,53 @@ def test_pipeline_step_file_missing_and_duplicate_names(tmp_path: Path) -> None:
     write(tmp_path, "m.yaml", MAPPING)
     with pytest.raises(ConfigError, match="unique"):
         load_pipeline(write(tmp_path, "p2.yaml", "steps: [m.yaml, m.yaml]\n"))
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key"),
+    [
+        (MAPPING + "match_by: [name]\n", 12, "match_by"),
+        (MAPPING.replace("Score\n", "Score\n    column: Other\n"), 11, "column"),
+    ],
+)
+def test_duplicate_yaml_keys_are_a_config_error(
+    tmp_path: Path, text: str, line: int, key: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_mapping(write(tmp_path, "m.yaml", text))
+    e = err.value
+    assert (e.file, e.line, e.key) == (str(tmp_path / "m.yaml"), line, key)
+    assert "duplicate key" in str(e) and exit_code_for(e) == 2
+
+
+def test_duplicate_key_in_a_pipeline_file(tmp_path: Path) -> None:
+    write(tmp_path, "m.yaml", MAPPING)
+    p = write(tmp_path, "p.yaml", "name: a\nsteps: [m.yaml]\nname: b\n")
+    with pytest.raises(ConfigError) as err:
+        load_pipeline(p)
+    assert (err.value.line, err.value.key) == (3, "name")
+
+
+@pytest.mark.parametrize(
+    ("text", "keep", "expected"),
+    [
+        ("", "last", False),
+        ("duplicates: first\n", "first", False),
+        ("duplicates: {keep: first, expected: true}\n", "first", True),
+        ("duplicates: {expected: true}\n", "last", True),
+    ],
+)
+def test_duplicates_take_a_policy_or_a_block(
+    tmp_path: Path, text: str, keep: str, expected: bool
+) -> None:
+    m = load_mapping(write(tmp_path, "m.yaml", MAPPING + text))
+    assert (m.duplicates, m.duplicates_expected, m.merges) == (keep, expected, "hold")
+
+
+def test_a_wrong_duplicates_block_or_merges_value_is_a_config_error(tmp_path: Path) -> None:
+    for text in ("duplicates: {keep: last, expect: true}\n", "merges: allowed\n"):
+        with pytest.raises(ConfigError) as err:
+            load_mapping(write(tmp_path, "m.yaml", MAPPING + text))
+        assert exit_code_for(err.value) == 2
+    m = load_mapping(write(tmp_path, "m.yaml", MAPPING + "merges: expected\n"))
+    assert m.merges == "expected"

@@ -30,6 +30,8 @@ def _finish(result: Any, quiet: bool) -> None:
     """Print the report (unless quiet), then exit with the run's code."""
     if not quiet:
         click.echo((result.report_dir / "report.md").read_text(encoding="utf-8"))
+    for warning in result.summary.get("warnings") or []:
+        click.echo(f"warning: {warning}", err=True)
     click.echo(f"report: {result.report_dir}", err=True)
     if result.error is not None:
         raise result.error
@@ -45,11 +47,28 @@ def _finish(result: Any, quiet: bool) -> None:
 def _why(summary: dict[str, Any], report_dir: Path) -> str | None:
     """``16 invalid, 2 failed rows: see <dir>/failures.csv`` (the reason for exit 1)."""
     t = summary["totals"]
-    names = (("rows_invalid", "invalid"), ("failed", "failed"), ("in_doubt", "in doubt"))
+    names = (
+        ("rows_invalid", "invalid"),
+        ("failed", "failed"),
+        ("in_doubt", "in doubt"),
+        ("rows_merged", "merge held"),
+        ("merged", "merged"),
+    )
     rows = [f"{t[key]} {name}" for key, name in names if t.get(key)]
+    dups = sum(
+        s.get("rows_duplicate", 0) for s in summary["steps"] if not s.get("duplicates_expected")
+    )
+    if dups:
+        rows.append(f"{dups} duplicate")
     parts = [f"{', '.join(rows)} rows: see {report_dir / 'failures.csv'}"] if rows else []
     if t.get("delete_failed"):
         parts.append(f"{t['delete_failed']} mirror deletes failed: see {report_dir / 'report.md'}")
+    skipped = [s["step"] for s in summary["steps"] if s.get("mirror_deletes_skipped")]
+    if skipped:
+        parts.append(
+            f"mirror deletes of {', '.join(skipped)} skipped (a line may hide rows): see"
+            f" {report_dir / 'report.md'}"
+        )
     return "; ".join(parts) or None
 
 
@@ -103,6 +122,12 @@ def _announce(quiet: bool) -> Any:
     is_flag=True,
     help="fsync the state journal on every commit (survives a power cut, not only a kill).",
 )
+@click.option(
+    "--allow-recreate",
+    is_flag=True,
+    help="Run even when a step keyed only by the state store's ledger finds its ledger empty"
+    " while the target holds records of its type (creates every row again).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def run_command(
     pipeline: Path,
@@ -119,6 +144,7 @@ def run_command(
     state_db: Path | None,
     allow_mass_deletes: bool,
     durable_state: bool,
+    allow_recreate: bool,
     quiet: bool,
 ) -> None:
     """Run PIPELINE: send every step's rows in chunks and write reports/<run_id>/.
@@ -149,6 +175,7 @@ def run_command(
         full_refresh=full_refresh,
         allow_mass_deletes=allow_mass_deletes,
         durable_state=durable_state,
+        allow_recreate=allow_recreate,
     )
     progress, ctx = _progress(quiet)
     with ctx:
@@ -172,6 +199,11 @@ def run_command(
     help="Send in-doubt rows as they are, even where that may create a duplicate.",
 )
 @state_db_option
+@click.option(
+    "--allow-recreate",
+    is_flag=True,
+    help="As for run: go on although a ledger-only step's ledger is empty.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def retry_command(
     report_dir: Path,
@@ -180,6 +212,7 @@ def retry_command(
     out_dir: Path | None,
     resend_in_doubt: bool,
     state_db: Path | None,
+    allow_recreate: bool,
     quiet: bool,
 ) -> None:
     """Resend the failed and in-doubt rows of the run in REPORT_DIR (from its failures.csv).
@@ -200,6 +233,7 @@ def retry_command(
         profile=profile,
         report_dir=out_dir or report_dir.parent,
         state_db=state_db,
+        allow_recreate=allow_recreate,
     )
     progress, ctx = _progress(quiet)
     with ctx:

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from recordsync.config import load_pipeline
+from recordsync.config.idempotency import idempotency_warnings
 from recordsync.errors import ConfigError
 from recordsync.validate.pipeline_check import check_pipeline
 from recordsync.validate.schema import Schema
@@ -25,7 +26,9 @@ def _json_data(path: Path, what: str) -> Any:
 @click.command("validate")
 @click.argument("pipeline", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
-    "--scan", is_flag=True, help="Also read every row and count valid / invalid / duplicate rows."
+    "--scan",
+    is_flag=True,
+    help="Also read every row and count valid / invalid / duplicate / merged rows.",
 )
 @click.option(
     "--schema",
@@ -58,7 +61,9 @@ def validate(pipeline: Path, scan: bool, schema_file: Path | None, users_file: P
         if rep.counts:
             total = sum(rep.counts.values())
             parts = ", ".join(
-                f"{rep.counts[k]} {k}" for k in ("valid", "invalid", "duplicate") if rep.counts[k]
+                f"{rep.counts[k]} {k}"
+                for k in ("valid", "invalid", "duplicate", "merged")
+                if rep.counts[k]
             )
             click.echo(f"   rows:    {total} ({parts})")
             for p in rep.first_problems:
@@ -68,6 +73,9 @@ def validate(pipeline: Path, scan: bool, schema_file: Path | None, users_file: P
                 click.echo(
                     f"     … and {more} more (see `recordsync run --dry-run` for the full report)"
                 )
+    steps = ((s.step_name, s.config) for s in config.steps)
+    for warning in idempotency_warnings(steps, state=True):  # as every run will say
+        click.echo(f"warning: {warning}", err=True)
     bad = [r for r in reports if not r.ok]
     if bad:
         raise ConfigError(

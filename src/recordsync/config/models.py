@@ -13,6 +13,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from recordsync.config.refspec import RefBy as RefBy  # re-exported: the ``ref`` option
+from recordsync.config.refspec import RefSpec as RefSpec
+
 TEMPLATE_FIELD = re.compile(r"\{([^{}]+)\}")
 RUNTIME_KEYS = frozenset({"base_url", "api_key", "url", "key", "token"})
 
@@ -34,6 +37,11 @@ class SourceConfig(Strict):
     encoding: str = "utf-8"
     skip_rows: int = Field(default=0, ge=0)
     batch_size: int = Field(default=16_384, ge=1, le=1_000_000)  # rows mapped at a time
+    max_quoted_lines: int = Field(default=100, ge=1)
+    """A quoted field spanning more physical lines is read as swallowed lines (unbalanced
+    quote?): each line is reported ``invalid`` on its own (docs/mapping.md)."""
+    max_quoted_bytes: int = Field(default=64 << 10, ge=1)
+    """The same for a quoted field spanning lines of more bytes than this."""
 
     @field_validator("delimiter", "quotechar", "escapechar")
     @classmethod
@@ -53,19 +61,6 @@ class SourceConfig(Strict):
         if self.format is not None:
             return self.format
         return "parquet" if ".parquet" in self.path or self.path.endswith(".pq") else "csv"
-
-
-class RefSpec(Strict):
-    """A relationship filled from another mapping's identity ledger (nightly syncs):
-    the column's value is that mapping's source key, the field gets its record id."""
-
-    mapping: str
-    on_missing: Literal["fail", "unset"] = "fail"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, data: Any) -> Any:
-        return {"mapping": data} if isinstance(data, str) else data
 
 
 class FieldSpec(Strict):
@@ -185,12 +180,19 @@ class MappingConfig(Strict):
     description: str | None = None
     match_by: list[MatchRule] = Field(default_factory=list)
     on_missing_key: Literal["create", "fail"] = "create"
-    duplicates: Literal["last", "fail"] = "last"
+    duplicates: Literal["first", "last", "fail"] = "last"
+    duplicates_expected: bool = False
+    """Rows not sent as duplicates do not count against exit 0 (they are still reported);
+    written ``duplicates: {keep: last, expected: true}``."""
+    merges: Literal["hold", "expected"] = "hold"
+    """``hold``: a row predicted to fold into the record another row claims is not sent
+    (status ``merged``); ``expected``: such rows are sent and reported ``updated``."""
     owner: OwnerConfig | None = None
     profile_image_url: FieldSpec | None = None
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
     ledger_key: LedgerKey | None = None
     match_by_ledger_id: bool = False
+    require_key: bool = False  # config/idempotency.py: a key that survives lost state
     mirror_deletes: MirrorDeletes = Field(default_factory=MirrorDeletes)
 
     _path: Path | None = PrivateAttr(default=None)
@@ -200,6 +202,25 @@ class MappingConfig(Strict):
     @classmethod
     def _one_rule(cls, v: Any) -> Any:
         return [v] if isinstance(v, str | dict) else v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _duplicates_block(cls, data: Any) -> Any:
+        """``duplicates: {keep: first|last|fail, expected: bool}`` → the two options."""
+        if not isinstance(data, dict) or not isinstance(data.get("duplicates"), dict):
+            return data
+        block = dict(data["duplicates"])
+        unknown = sorted(set(block) - {"keep", "expected"})
+        if unknown:
+            raise ValueError(f"duplicates: unknown key(s) {', '.join(unknown)} (keep, expected)")
+        if "duplicates_expected" in data:
+            raise ValueError("give 'expected' inside 'duplicates', not also duplicates_expected")
+        out = {k: v for k, v in data.items() if k != "duplicates"}
+        if "keep" in block:
+            out["duplicates"] = block["keep"]
+        if "expected" in block:
+            out["duplicates_expected"] = block["expected"]
+        return out
 
     @model_validator(mode="after")
     def _rules(self) -> MappingConfig:
@@ -249,6 +270,7 @@ class CircuitBreaker(Strict):
 class SendSettings(Strict):
     chunk_size: int = Field(default=100, ge=1, le=100)
     canary_chunk_size: int = Field(default=10, ge=1, le=100)
+    max_request_bytes: int = Field(default=5 * 1024 * 1024, ge=4096)  # the service's body limit
     circuit_breaker: CircuitBreaker = Field(default_factory=CircuitBreaker)
 
 

@@ -1,7 +1,9 @@
 """Offline checks of a whole pipeline: configs, sources readable, columns present.
 
 Optionally against a saved schema/users (JSON of GET /api/meta/schema and /users), and
-optionally scanning every row (``scan``) to count valid, invalid and duplicate rows.
+optionally scanning every row (``scan``) to count valid, invalid, duplicate and merged rows,
+with the run's own preparation (:func:`recordsync.prepare.prepare_step`: the same duplicate
+groups, ledger keys included, and the same merge prediction).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class StepReport:
     counts: Counter[str] = field(default_factory=Counter)
     first_problems: list[str] = field(default_factory=list)
     problems: int = 0
-    """Rows with an error (invalid or duplicate); ``first_problems`` shows the first few."""
+    """Rows with an error (invalid, duplicate, merged); ``first_problems`` shows the first few."""
 
     @property
     def ok(self) -> bool:
@@ -75,5 +77,15 @@ def check_pipeline(
     users: list[dict[str, Any]] | None = None,
     scan: bool = False,
 ) -> list[StepReport]:
-    """One report per step, in order; config errors are collected, not raised."""
-    return [check_step(s, schema=schema, users=users, scan=scan) for s in pipeline.steps]
+    """One report per step, in order; config errors are collected, not raised (a ``ref``
+    that names no earlier step, or a ``ref.by`` that names nothing: on the referring step)."""
+    from recordsync.send.pipeline import check_refs
+
+    reports = [check_step(s, schema=schema, users=users, scan=scan) for s in pipeline.steps]
+    if all(r.ok for r in reports):
+        try:
+            check_refs(pipeline)
+        except ConfigError as exc:
+            rep = next((r for r in reports if r.mapping == exc.file), reports[-1])
+            rep.error = exc
+    return reports
