@@ -216,7 +216,9 @@ def test_rows_held_in_doubt_are_read_back_later(
     object_type = SHAPES[shape][0]
     pipeline = write_project(tmp_path, shape)
     db = tmp_path / "s.db"
-    unreadable = f"status:405:method=GET:path=/objects/{object_type}"
+    # a ledger-only step with an empty ledger first asks whether the target holds records
+    skip = ":after=1" if shape == "ledger-only" else ""
+    unreadable = f"status:405:method=GET:path=/objects/{object_type}{skip}"
     with served(db, [f"{fault}:every=2:path=/batch", unreadable]) as url:
         first = run_pipeline(request(tmp_path, pipeline, "1"), target=target(url))
     assert first.summary["totals"]["in_doubt"] > 0
