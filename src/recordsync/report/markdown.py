@@ -48,6 +48,31 @@ def _table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+_OWNER_WORDS = (
+    ("by_email", "by e-mail"),
+    ("by_name", "by full name"),
+    ("by_id", "by user id"),
+    ("owners_file", "owners file"),
+    ("default", "default owner"),
+    ("blank", "blank cell"),
+    ("unowned", "left unowned"),
+    ("unknown", "unknown"),
+    ("ambiguous", "ambiguous"),
+    ("offline", "not checked (offline)"),
+)
+
+
+def _owners(summary: dict[str, Any]) -> list[str]:
+    """How the owners of each step's rows were found (steps with an owner column)."""
+    lines: list[str] = []
+    for step in summary["steps"]:
+        counts = step.get("owners") or {}
+        found = [f"{words} {counts[key]}" for key, words in _OWNER_WORDS if counts.get(key)]
+        if found:
+            lines.append(f"- {_md(step['step'])}: " + ", ".join(found))
+    return ["", "## Owners", "", "Rows by how their owner was found:", "", *lines] if lines else []
+
+
 def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     dry = summary.get("dry_run")
     lines = [f"# recordsync run {summary.get('run_id', '')}" + (" (dry run)" if dry else ""), ""]
@@ -84,6 +109,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                 "answer (a try that may have been applied); some reported `updated` may have "
                 "been created by the lost try"
             )
+    lines += _owners(summary)
     reasons = [(t, r, n) for t in tallies for r, n in t.reasons.items()]
     if reasons:
         lines += ["", "## Top failure reasons", "", "| step | rows | reason |", "|---|---:|---|"]

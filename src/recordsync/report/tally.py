@@ -33,6 +33,19 @@ COUNT_KEYS = (
     "delete_failed",
 )
 MAX_REASONS = 2000
+OWNER_OUTCOMES = {
+    "users:email": "by_email",
+    "users:name": "by_name",
+    "users:id": "by_id",
+    "owners_file": "owners_file",
+    "default": "default",
+    "blank": "blank",
+    "unowned": "unowned",
+    "unknown": "unknown",
+    "ambiguous": "ambiguous",
+    "offline": "offline",
+}
+"""``PreparedRow.owner_resolution`` → the key it is counted under in a step's ``owners``."""
 
 # Only data goes (cell values, emails, UUIDs, dates, record ids, row and line numbers); the
 # rule's own words stay: its limits ("must be <= 100"), option lists, separators, formats, and
@@ -93,6 +106,16 @@ class StepTally:
     shared_records: int = 0
     shared_examples: list[str] = field(default_factory=list)
     suggestions: dict[str, Counter[str]] = field(default_factory=dict)
+    owners: Counter[str] = field(default_factory=Counter)
+    """Rows by how their owner was found (``OWNER_OUTCOMES`` values); rows never mapped
+    (found unchanged from their digests, malformed lines) are not counted."""
+
+    def add_owner(self, resolution: str | None) -> None:
+        if resolution is not None:
+            self.owners[OWNER_OUTCOMES.get(resolution, resolution)] += 1
+
+    def owner_counts(self) -> dict[str, int]:
+        return {key: self.owners[key] for key in OWNER_OUTCOMES.values()}
 
     def add_reason(self, message: str) -> None:
         group = reason_group(message)
@@ -158,6 +181,7 @@ class StepTally:
             "resent_by_name": self.resent_by_name,
             "resent_after_lost_answer": self.resent_after_lost_answer,
             "aborted": self.aborted,
+            "owners": self.owner_counts(),
             "accounting_ok": not self.accounting_errors(dry_run),
         }
 

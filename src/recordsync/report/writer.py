@@ -111,6 +111,7 @@ class ReportWriter:
         )
         self.lines_written += 1
         tally.outcomes[status] += 1
+        tally.add_owner(row.owner_resolution)
         if error and status in FAILURE_STATUSES:
             if status is RowStatus.FAILED and error.startswith(NOT_SENT_PREFIX):
                 tally.not_sent += 1
