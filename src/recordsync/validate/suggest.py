@@ -14,11 +14,11 @@ choice, in this order of confidence:
    Computer`` → ``computer_software``, ``Non-profit`` → ``nonprofit``);
 3. the same number of words, in order, each the same or a typo of it: one edit (insertion,
    deletion, swap of neighbours, or a letter replaced by one next to it on the keyboard or
-   a vowel by a vowel; any other replacement counts as two) in words of 5 to 9 letters, two in longer
-   ones, none in words of 4 letters or fewer, and never in the first letter (``Custmer`` →
-   ``customer``; not ``Iran`` → ``Iraq``, ``Gambia`` → ``Zambia``, ``Slovakia`` →
-   ``Slovenia``); a doubled or undoubled letter is a typo at any length (``Wonn`` → ``won``,
-   ``Canceled`` → ``cancelled``).
+   a vowel by a vowel; any other replacement counts as two) in words of 5 to 9 letters,
+   two in longer ones, none in words of 4 letters or fewer, and never in the first letter
+   (``Custmer`` → ``customer``; not ``Iran`` → ``Iraq``, ``Gambia`` → ``Zambia``,
+   ``Iceland`` → ``Ireland``, ``Slovakia`` → ``Slovenia``); a doubled or undoubled letter
+   is a typo at any length (``Wonn`` → ``won``, ``Canceled`` → ``cancelled``).
 
 The best rule that matches wins; when it matches choices with different targets, nothing
 is suggested.
