@@ -89,7 +89,9 @@ class BatchMapper:
         n = batch.num_rows
         label = label_of(key, spec)
         if multi:
-            return self._multi_column(key, label, spec, fdef, kind, ex.values, ex.explicit_null)
+            strings, null = ex.values, ex.explicit_null
+            multi_col = self._multi_column(key, label, spec, fdef, kind, strings, null)
+            return multi_col.put_first(ex.reasons, ex.shown)
         chk = check_array(ex.values, kind, fdef, spec, self.user_ids, self._memo(key))
         present = pc.is_valid(ex.values).to_numpy(zero_copy_only=False) | ex.explicit_null
         col = Column(key, label, chk.values, present, chk.reasons, chk.hints)
@@ -105,7 +107,7 @@ class BatchMapper:
                 for i in np.flatnonzero(missing).tolist():
                     reasons[i] = "is required, but the value is empty"
                 col.reasons = reasons
-        return col
+        return col.put_first(ex.reasons, ex.shown)
 
     def _multi_column(
         self,

@@ -27,6 +27,8 @@ def _option_problem(spec: FieldSpec, ftype: str, multi: bool) -> tuple[str, str]
         return option, f"'{option}' applies to number, currency and percentage fields only"
     if spec.timezone is not None and ftype != "datetime":
         return "timezone", "'timezone' applies to datetime fields only"
+    if spec.transform is not None and (ftype not in ("text", "long_text") or multi):
+        return "transform", f"'transform: {spec.transform}' gives a domain: a text field's value"
     return None
 
 
