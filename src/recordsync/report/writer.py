@@ -95,15 +95,23 @@ class ReportWriter:
         record_id: int | None = None,
         error: str | None = None,
     ) -> None:
-        """Write the outcome of one source row."""
+        """Write the outcome of one source row. ``match_by`` and ``match_value`` are those of
+        the row's batch input (``row.payload``): what went on the wire, or would have (the
+        state store and resends may have rewritten the mapping's key, e.g. to the record id)."""
         src = row.source
+        payload = row.payload
+        by, value = (
+            (payload.get("match_by"), payload.get("match_value"))
+            if payload is not None
+            else (row.match_by, row.match_value)
+        )
         self._results.writerow(
             [
                 tally.step,
                 src.source_file,
                 src.source_row,
-                row.match_by or "",
-                _cell(row.match_value),
+                by or "",
+                _cell(value),
                 status.value,
                 _cell(record_id),
                 error or "",

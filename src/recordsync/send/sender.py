@@ -51,6 +51,9 @@ class ChunkReport:
     resent_after_lost_answer: int = 0
     last_problem: str | None = None
     results: list[EntryResult] = field(default_factory=list)
+    sent_as: dict[int, BatchInput] = field(default_factory=dict)
+    """Entries last sent with another key than they came with (resent by name after a lost
+    answer), by index: results.csv names the key that went on the wire."""
 
 
 class ChunkAborted(Exception):
@@ -187,7 +190,7 @@ class ChunkSender:
                 keep.append(i)
                 report.resent_after_lost_answer += first
             elif not interferes and self.names.unique(entry.get("name")):
-                current[i] = as_name_match(entry)
+                current[i] = report.sent_as[i] = as_name_match(entry)
                 report.resent_by_name += 1
                 report.resent_after_lost_answer += first
                 keep.append(i)

@@ -365,6 +365,8 @@ class StepRunner:
             except ChunkAborted as aborted:
                 report, stop = aborted.report, aborted.error
             results = report.results
+            for i, entry in report.sent_as.items():  # the key it really went by
+                chunk.to_send[i].payload = entry
             tally.resent_by_name += report.resent_by_name
             tally.resent_after_lost_answer += report.resent_after_lost_answer
             tally.unreconciled_chunks += report.unreconciled is not None
