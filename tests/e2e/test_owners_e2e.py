@@ -86,6 +86,7 @@ def test_a_name_two_users_share_is_invalid_and_owners_are_counted(tmp_path: Path
         "unknown": 1,
         "ambiguous": 1,
         "offline": 0,
+        "not_looked_up": 0,
     }
     report = (result.report_dir / "report.md").read_text("utf-8")
     assert "## Owners" in report
@@ -101,3 +102,18 @@ def test_a_name_pinned_in_the_owners_file_goes_to_that_user(tmp_path: Path) -> N
     assert stored["ann@x.example"]["owned_by_user_id"] == TWIN_B
     owners = totals(result, "people")["owners"]
     assert (owners["owners_file"], owners["ambiguous"]) == (1, 0)
+
+
+def test_a_nightly_rerun_counts_the_rows_it_did_not_look_up(tmp_path: Path) -> None:
+    pipeline = people(tmp_path)
+    with served_with_twins(tmp_path) as url:
+        run_pipeline(request(tmp_path, pipeline), target=target(url))
+        second = run_pipeline(request(tmp_path, pipeline), target=target(url))
+    step = totals(second, "people")
+    owners = step["owners"]
+    assert sum(owners.values()) == step["rows_read"] == 5
+    # the three rows sent last time are found unchanged from their cells, never mapped; the
+    # invalid ones are prepared again, to be reported again
+    assert (owners["not_looked_up"], owners["ambiguous"], owners["unknown"]) == (3, 1, 1)
+    report = (second.report_dir / "report.md").read_text("utf-8")
+    assert "- people: unknown 1, ambiguous 1, not looked up (unchanged" in report

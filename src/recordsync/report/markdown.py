@@ -59,6 +59,7 @@ _OWNER_WORDS = (
     ("unknown", "unknown"),
     ("ambiguous", "ambiguous"),
     ("offline", "not checked (offline)"),
+    ("not_looked_up", "not looked up (unchanged from their digests, malformed lines)"),
 )
 
 
@@ -68,7 +69,7 @@ def _owners(summary: dict[str, Any]) -> list[str]:
     for step in summary["steps"]:
         counts = step.get("owners") or {}
         found = [f"{words} {counts[key]}" for key, words in _OWNER_WORDS if counts.get(key)]
-        if found:
+        if len(found) > 1 or (found and not counts.get("not_looked_up")):  # an owner column
             lines.append(f"- {_md(step['step'])}: " + ", ".join(found))
     return ["", "## Owners", "", "Rows by how their owner was found:", "", *lines] if lines else []
 

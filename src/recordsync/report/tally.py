@@ -107,15 +107,19 @@ class StepTally:
     shared_examples: list[str] = field(default_factory=list)
     suggestions: dict[str, Counter[str]] = field(default_factory=dict)
     owners: Counter[str] = field(default_factory=Counter)
-    """Rows by how their owner was found (``OWNER_OUTCOMES`` values); rows never mapped
-    (found unchanged from their digests, malformed lines) are not counted."""
+    """Rows by how their owner was found (``OWNER_OUTCOMES`` values)."""
 
     def add_owner(self, resolution: str | None) -> None:
         if resolution is not None:
             self.owners[OWNER_OUTCOMES.get(resolution, resolution)] += 1
 
     def owner_counts(self) -> dict[str, int]:
-        return {key: self.owners[key] for key in OWNER_OUTCOMES.values()}
+        """Rows by how their owner was found, and ``not_looked_up``: the rows read whose
+        owner was not looked up in this run (no owner column; rows found unchanged from their
+        digests, never mapped; malformed lines). The counts add up to ``rows_read``."""
+        counts = {key: self.owners[key] for key in OWNER_OUTCOMES.values()}
+        counts["not_looked_up"] = max(0, self.read - sum(counts.values()))
+        return counts
 
     def add_reason(self, message: str) -> None:
         group = reason_group(message)
