@@ -21,8 +21,10 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
-def served(db: Path, faults: list[str] | None = None) -> Iterator[str]:
-    app = create_app(db, api_key=KEY, faults=faults)
+def served(
+    db: Path, faults: list[str] | None = None, quirks: str | None = None
+) -> Iterator[str]:
+    app = create_app(db, api_key=KEY, faults=faults, quirks=quirks)
     try:
         with run_in_thread(app) as url:
             yield url

@@ -181,3 +181,57 @@ def test_fetch_one_errors(client: TestClient) -> None:
         response = client.get("/api/objects/contacts", params=params)
         assert response.status_code == 404
         assert err(response) == "Object not found"
+
+
+def test_search_and_filters_fold_non_ascii_case(client: TestClient) -> None:
+    create(client, "contacts", "Zoë Ærøe", email="z1@example.com", job_title="Straße Ingénieur")
+    create(client, "contacts", "Zoe Plain", email="plain@example.com", job_title="Street")
+    assert names(listing(client, search="ZOË")) == ["Zoë Ærøe"]
+    assert names(listing(client, search="ærøe")) == ["Zoë Ærøe"]
+    assert names(listing(client, **{"filter[job_title]": "INGÉNIEUR"})) == ["Zoë Ærøe"]
+    # full case folding: ß folds to ss, as the name would be compared after case folding
+    assert names(listing(client, **{"filter[job_title]": "STRASSE"})) == ["Zoë Ærøe"]
+    assert names(listing(client, search="zoe")) == ["Zoe Plain"]  # accents are not folded
+
+
+def test_like_wildcards_stay_literal(client: TestClient) -> None:
+    create(client, "contacts", "dan_%", email="dan@example.com")
+    create(client, "contacts", "daniel", email="daniel@example.com")
+    assert names(listing(client, search="_%")) == ["dan_%"]
+    assert names(listing(client, **{"filter[email]": "n_"})) == []
+
+
+@pytest.mark.parametrize("param", ["search", "filter[name]", "filter[job_title]"])
+def test_nul_in_search_or_filter_is_400(people: TestClient, param: str) -> None:
+    response = people.get("/api/objects/contacts", params={param: "a\x00"})
+    assert response.status_code == 400
+    assert param in err(response)
+    response = people.get("/api/objects/contacts", params={param: "\x00"})
+    assert response.status_code == 400
+
+
+def test_reference_to_deleted_record_is_empty_for_filters_and_sort(client: TestClient) -> None:
+    gone = create(client, "companies", "Gone Co", domain="gone.example")
+    kept = create(client, "companies", "Kept Co", domain="kept.example")
+    a = create(client, "contacts", "A", email="a@example.com", company_id=gone["id"])
+    b = create(client, "contacts", "B", email="b@example.com", company_id=kept["id"])
+    c = create(client, "contacts", "C", email="c@example.com")
+    key = "filter[company_id]"
+    assert names(listing(client, **{key: str(gone["id"])})) == ["A"]
+    delete(client, "companies", gone["id"])
+    record = client.get("/api/objects/contacts", params={"id": a["id"]}).json()["data"]
+    assert record["company_id"] is None
+    assert names(listing(client, **{key: str(gone["id"])})) == []
+    assert names(listing(client, **{key: str(kept["id"])})) == ["B"]
+    # sorted as the records read: A's reference is empty now, like C's (nulls first, then id)
+    body = listing(client, sort_by="company_id")
+    assert [r["id"] for r in body["data"]] == [a["id"], c["id"], b["id"]]
+    body = listing(client, sort_by="company_id", sort_order="desc")
+    assert [r["id"] for r in body["data"]] == [b["id"], a["id"], c["id"]]
+
+
+@pytest.mark.parametrize("offset", [10**12, 2**62, 2**63, 10**30])
+def test_pagination_echoes_the_offset_asked_for(people: TestClient, offset: int) -> None:
+    body = listing(people, offset=offset)
+    assert body["data"] == []
+    assert body["pagination"] == {"total": 4, "limit": 50, "offset": offset, "has_more": False}

@@ -272,3 +272,11 @@ def test_chunked_body_over_5_mib_is_413(client: TestClient) -> None:
     assert response.status_code == 413
     assert err(response) == "Request body too large"
     assert response.headers["content-type"].startswith("application/json")
+
+
+def test_two_api_key_headers_are_401(nokey: TestClient) -> None:
+    for pair in ([KEY, KEY], [KEY, "sk_live_other"], ["sk_live_other", KEY]):
+        headers = [("x-api-key", value) for value in pair]
+        response = nokey.get("/api/meta/schema", headers=headers)
+        assert response.status_code == 401, pair
+        assert err(response) == "Invalid API key"

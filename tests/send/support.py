@@ -38,7 +38,12 @@ def policy(sleeps: Sleeps | None = None, **kw: Any) -> RetryPolicy:
 @contextmanager
 def sandbox_client(tmp_path: Path, **kw: Any) -> Iterator[tuple[RecordServiceClient, Any]]:
     """A RecordServiceClient talking to a fresh in-process sandbox (no socket)."""
-    app = create_app(tmp_path / "sandbox.db", api_key=KEY, faults=kw.pop("faults", None))
+    app = create_app(
+        tmp_path / "sandbox.db",
+        api_key=KEY,
+        faults=kw.pop("faults", None),
+        quirks=kw.pop("quirks", None),
+    )
     try:
         with TestClient(app, base_url=BASE) as http:
             yield RecordServiceClient(http, BASE, Secret(KEY), retry=policy(**kw)), app

@@ -26,3 +26,23 @@ def test_scan_counts_every_problem_and_says_a_malformed_line_once(tmp_path: Path
     assert rep.problems == 7 and len(rep.first_problems) == 5
     assert rep.first_problems[0] == "row 3: malformed line: expected 2 cells, found 3"
     assert not any("line 3:" in p or "line 5:" in p for p in rep.first_problems)
+
+
+def test_a_ref_by_that_names_nothing_is_the_referring_steps_error(tmp_path: Path) -> None:
+    (tmp_path / "orgs.csv").write_text("Org,Site\nAcme,acme.com\n", encoding="utf-8")
+    (tmp_path / "people.csv").write_text("Name,Org\nAnn,Acme\n", encoding="utf-8")
+    (tmp_path / "orgs.yaml").write_text(
+        "object_type: companies\nsource: {path: orgs.csv}\nname: Org\nfields: {domain: Site}\n"
+        "ledger_key: {column: Site, normalize: domain}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "people.yaml").write_text(
+        "object_type: contacts\nsource: {path: people.csv}\nname: Name\n"
+        "fields:\n  company_id: {column: Org, ref: {step: orgs, by: title}}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "p.yaml").write_text("steps: [orgs.yaml, people.yaml]\n", encoding="utf-8")
+    orgs, people = check_pipeline(load_pipeline(tmp_path / "p.yaml"))
+    assert orgs.ok and people.error is not None
+    assert people.error.key == "fields.company_id.ref.by"
+    assert "step 'orgs' maps no field 'title'" in people.error.message

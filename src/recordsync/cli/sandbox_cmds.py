@@ -41,6 +41,13 @@ from recordsync.secret import Secret
     metavar="SPEC",
     help="Inject a fault (repeatable); see docs for the SPEC syntax.",
 )
+@click.option(
+    "--quirks",
+    type=click.Choice(["hosted"]),
+    default=None,
+    help="Answer as the hosted service is known to where it differs from the contract: a "
+    "redirect for a bad key, 204 on DELETE, extra keys, record ids as strings.",
+)
 def sandbox(
     host: str,
     port: int,
@@ -48,6 +55,7 @@ def sandbox(
     seed_path: Path | None,
     api_key: str | None,
     faults: tuple[str, ...],
+    quirks: str | None,
 ) -> None:
     """Run the local record service: the hosted service's interface on SQLite."""
     from recordsync.sandbox import create_app
@@ -59,6 +67,7 @@ def sandbox(
         seed=seed_path,
         api_key=Secret(api_key) if api_key else None,
         faults=list(faults) or None,
+        quirks=quirks,
     )
     key: Secret = app.state.api_key
     origin: str = app.state.api_key_origin
@@ -70,6 +79,8 @@ def sandbox(
         click.echo(f"API key: from {'--api-key' if origin == 'argument' else 'RECORDSYNC_API_KEY'}")
     if faults:
         click.echo(f"faults: {', '.join(faults)}")
+    if quirks:
+        click.echo(f"quirks: {quirks} (answers as the hosted service is known to)")
     click.echo(f"OpenAPI document: http://{host}:{port}/openapi.json   (Ctrl-C to stop)")
     serve(app, host=host, port=port)
 

@@ -13,6 +13,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from recordsync.config.refspec import RefBy as RefBy  # re-exported: the ``ref`` option
+from recordsync.config.refspec import RefSpec as RefSpec
+
 TEMPLATE_FIELD = re.compile(r"\{([^{}]+)\}")
 RUNTIME_KEYS = frozenset({"base_url", "api_key", "url", "key", "token"})
 
@@ -53,19 +56,6 @@ class SourceConfig(Strict):
         if self.format is not None:
             return self.format
         return "parquet" if ".parquet" in self.path or self.path.endswith(".pq") else "csv"
-
-
-class RefSpec(Strict):
-    """A relationship filled from another mapping's identity ledger (nightly syncs):
-    the column's value is that mapping's source key, the field gets its record id."""
-
-    mapping: str
-    on_missing: Literal["fail", "unset"] = "fail"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, data: Any) -> Any:
-        return {"mapping": data} if isinstance(data, str) else data
 
 
 class FieldSpec(Strict):

@@ -74,6 +74,38 @@ def _owners(summary: dict[str, Any]) -> list[str]:
     return ["", "## Owners", "", "Rows by how their owner was found:", "", *lines] if lines else []
 
 
+def _references(tallies: list[StepTally]) -> list[str]:
+    """Per step and ``ref`` field: references set, blank, not found, ambiguous; a loud line
+    for every field whose values found nothing."""
+    refs = [(t, f, c) for t in tallies for f, c in t.refs.items()]
+    if not refs:
+        return []
+    lines = ["", "## References", ""]
+    lines.append("| step | field | refers to | by | set | no value | not found | ambiguous |")
+    lines.append("|---|---|---|---|---:|---:|---:|---:|")
+    for t, fname, c in refs:
+        cells = [t.step, fname, c["step"], c["by"], c["set"], c["no_value"], c["not_found"]]
+        lines.append("| " + " | ".join(_md(x) for x in [*cells, c["ambiguous"]]) + " |")
+    lines.append("")
+    for t, fname, c in refs:
+        if c.get("from_service"):
+            lines.append(
+                f"- {t.step} / {_md(fname)}: {c['from_service']} of the references set were found"
+                f" among the service's records, not in this run (lookup: service)"
+            )
+        missed, amb = c["not_found"], c["ambiguous"]
+        if not missed and not amb:
+            continue
+        what = "left unset (on_missing: unset)" if c["on_missing"] == "unset" else "invalid"
+        loud = "**NO reference matched**: " if not c["set"] else ""
+        lines.append(
+            f"- {loud}{t.step} / {_md(fname)}: {missed} value(s) found no record of step"
+            f" '{_md(c['step'])}' by {_md(c['by'])} ({what}), {amb} fit several rows (invalid,"
+            " never guessed)"
+        )
+    return lines
+
+
 def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     dry = summary.get("dry_run")
     lines = [f"# recordsync run {summary.get('run_id', '')}" + (" (dry run)" if dry else ""), ""]
@@ -140,6 +172,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                     "that another row of this step also wrote"
                 )
                 lines += [f"  - {_md(e)}" for e in t.shared_examples]
+    lines += _references(tallies)
     suggested = [t for t in tallies if t.suggestions]
     if suggested:
         lines += [

@@ -108,6 +108,9 @@ class StepTally:
     suggestions: dict[str, Counter[str]] = field(default_factory=dict)
     owners: Counter[str] = field(default_factory=Counter)
     """Rows by how their owner was found (``OWNER_OUTCOMES`` values)."""
+    refs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per ``ref`` field: step, by, on_missing and the counts set, no_value, not_found,
+    ambiguous, from_service (:meth:`recordsync.send.ledger_prep.StepPrep.ref_counts`)."""
 
     def add_owner(self, resolution: str | None) -> None:
         if resolution is not None:
@@ -187,6 +190,7 @@ class StepTally:
             "aborted": self.aborted,
             "owners": self.owner_counts(),
             "accounting_ok": not self.accounting_errors(dry_run),
+            **({"references": self.refs} if self.refs else {}),
         }
 
 

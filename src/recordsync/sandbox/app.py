@@ -64,6 +64,10 @@ class Guard:
         headers = dict(scope["headers"])
         if path == "/api" or path.startswith("/api/"):
             given = headers.get(b"x-api-key", b"")
+            if sum(name == b"x-api-key" for name, _ in scope["headers"]) > 1:
+                # two keys: neither decides (a proxy may have added one)
+                await error_response(401, "Invalid API key")(scope, receive, send)
+                return
             if not given:
                 await error_response(401, "Missing API key")(scope, receive, send)
                 return
@@ -136,9 +140,14 @@ class SandboxApp(Starlette):
     """A Starlette app whose outermost layer may be the fault injector."""
 
     fault_specs: Sequence[Any] = ()
+    quirks: str | None = None
 
     def build_middleware_stack(self) -> ASGIApp:
-        stack = Guard(super().build_middleware_stack(), self.state.api_key)
+        stack: ASGIApp = Guard(super().build_middleware_stack(), self.state.api_key)
+        if self.quirks == "hosted":
+            from recordsync.sandbox.quirks import HostedQuirks
+
+            stack = HostedQuirks(stack)
         if self.fault_specs:
             from recordsync.sandbox.faults import wrap_with_faults
 
@@ -151,13 +160,18 @@ def create_app(
     seed: str | Path | None = None,
     api_key: str | Secret | None = None,
     faults: Sequence[Any] | None = None,
+    quirks: str | None = None,
 ) -> SandboxApp:
     """The sandbox service on the SQLite file ``db_path`` (created with its parent dirs).
 
     ``seed``: a seed YAML (None: the packaged default). ``api_key``: else env
     ``RECORDSYNC_API_KEY``, else a generated ``sk_live_…`` key. ``faults``: fault specs
-    (strings are parsed by :func:`recordsync.sandbox.faults.parse_fault_spec`).
+    (strings are parsed by :func:`recordsync.sandbox.faults.parse_fault_spec`). ``quirks``:
+    ``"hosted"`` answers as the hosted service is known to (:mod:`recordsync.sandbox.quirks`).
     """
+    from recordsync.sandbox.quirks import check_quirks
+
+    quirks = check_quirks(quirks)
     catalog = Catalog(load_seed(seed))
     key, origin = resolve_api_key(api_key)
     specs: list[Any] = []
@@ -181,6 +195,7 @@ def create_app(
     )
     app.router.redirect_slashes = False
     app.fault_specs = specs
+    app.quirks = quirks
     app.state.api_key = key
     app.state.api_key_origin = origin
     app.state.service = RecordService(catalog, store)

@@ -1,5 +1,13 @@
 """List queries: the query string of GET /api/objects/{type} and view definitions turned
-into SQL over checked field names only (values always travel as parameters)."""
+into SQL over checked field names only (values always travel as parameters).
+
+- ``search`` and ``filter[...]`` are substring matches under Unicode case folding (``ZOË``
+  finds ``Zoë``; ``ß`` matches ``SS``), through the store's ``rs_fold`` SQL function; a NUL
+  character in either is a 400.
+- A relationship field reads as the record's JSON shows it: a reference to a soft-deleted
+  record is empty (null, or dropped from an array) for filters and sorting too.
+- ``pagination.offset`` echoes the offset asked for, however large (the SQL offset is capped).
+"""
 
 from __future__ import annotations
 
@@ -14,21 +22,37 @@ from recordsync.sandbox.validation import Invalid
 COLUMN_FIELDS = ("id", "name", "created_at", "updated_at", "profile_image_url")
 MAX_LIMIT = 200
 DEFAULT_LIMIT = 50
-MAX_OFFSET = 2**62
 
 
 def field_sql(ot: ObjectType, name: str) -> str | None:
-    """SQL expression of a record field, or None when the type has no such field."""
+    """SQL expression of a record field as the record reads, or None when the type has no
+    such field. A relationship to a soft-deleted record reads as empty, as in the record's JSON."""
     if name in COLUMN_FIELDS:
         return name
-    if name in ot.fields:  # field names match ^[a-z][a-z0-9_]*$ (seed check)
-        return f"json_extract(data, '$.{name}')"
-    return None
+    info = ot.fields.get(name)
+    if info is None:
+        return None
+    raw = f"json_extract(records.data, '$.{name}')"  # names match ^[a-z][a-z0-9_]*$ (seed)
+    if info.type != "relationship":
+        return raw
+    if info.multiple:
+        return (
+            f"(SELECT json_group_array(j.value) FROM json_each(records.data, '$.{name}') j"
+            " WHERE EXISTS (SELECT 1 FROM records r2 WHERE r2.id = j.value"
+            " AND r2.deleted_at IS NULL))"
+        )
+    return f"(SELECT r2.id FROM records r2 WHERE r2.id = {raw} AND r2.deleted_at IS NULL)"
 
 
-def _like(value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
+def _contains(expr: str) -> str:
+    """SQL: ``expr`` (as text) contains the parameter, which is already case folded."""
+    return f"instr(rs_fold(CAST({expr} AS TEXT)), ?) > 0"
+
+
+def _needle(key: str, value: str) -> str:
+    if "\x00" in value:
+        raise Invalid(key, "must not contain a NUL character")
+    return value.casefold()
 
 
 @dataclass
@@ -47,19 +71,17 @@ class ListQuery:
         return " AND ".join(parts), [type_id, *self.params]
 
 
-def _int_param(params: Mapping[str, str], key: str, default: int, low: int, high: int) -> int:
+def _int_param(
+    params: Mapping[str, str], key: str, default: int, low: int, high: int | None
+) -> int:
+    """A plain-digits parameter in ``low..high`` (``high`` None: no upper bound)."""
     raw = params.get(key)
     if raw is None:
         return default
     text = raw.strip()
-    if text.isascii() and text.isdigit() and len(text) > 18 and high >= MAX_OFFSET:
-        return MAX_OFFSET  # a huge offset is an empty page
-    if not (text.isascii() and text.isdigit()) or not low <= int(text) <= high:
-        what = (
-            "a non-negative integer"
-            if high >= MAX_OFFSET
-            else (f"an integer between {low} and {high}")
-        )
+    digits = text.isascii() and text.isdigit() and len(text) <= 4000
+    if not digits or int(text) < low or (high is not None and int(text) > high):
+        what = "a non-negative integer" if high is None else f"an integer between {low} and {high}"
         raise Invalid(key, f"must be {what}")
     return int(text)
 
@@ -78,7 +100,7 @@ def _bool_param(params: Mapping[str, str], key: str) -> bool:
 
 def page(params: Mapping[str, str]) -> tuple[int, int]:
     limit = _int_param(params, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-    offset = _int_param(params, "offset", 0, 0, MAX_OFFSET)
+    offset = _int_param(params, "offset", 0, 0, None)
     return limit, offset
 
 
@@ -95,8 +117,8 @@ def _filter(ot: ObjectType, q: ListQuery, name: str, value: str) -> None:
         q.where.append(f"{expr} = ?")
         q.params.append(1 if flag in ("true", "1") else 0)
         return
-    q.where.append(f"CAST({expr} AS TEXT) LIKE ? ESCAPE '\\'")
-    q.params.append(_like(value))
+    q.where.append(_contains(expr))
+    q.params.append(_needle(key, value))
 
 
 def from_params(ot: ObjectType, params: Mapping[str, str], keys: list[str]) -> ListQuery:
@@ -106,14 +128,14 @@ def from_params(ot: ObjectType, params: Mapping[str, str], keys: list[str]) -> L
     q.include_deleted = _bool_param(params, "include_deleted")
     search = params.get("search")
     if search:
+        needle = _needle("search", search)
         if ot.is_contacts:
-            q.where.append(
-                "(name LIKE ? ESCAPE '\\' OR json_extract(data, '$.email') LIKE ? ESCAPE '\\')"
-            )
-            q.params.extend([_like(search), _like(search)])
+            email = _contains("json_extract(data, '$.email')")
+            q.where.append(f"({_contains('name')} OR {email})")
+            q.params.extend([needle, needle])
         else:
-            q.where.append("name LIKE ? ESCAPE '\\'")
-            q.params.append(_like(search))
+            q.where.append(_contains("name"))
+            q.params.append(needle)
     for key in keys:
         if key.startswith("filter[") and key.endswith("]"):
             _filter(ot, q, key[len("filter[") : -1], params[key])
@@ -145,8 +167,8 @@ def from_view(ot: ObjectType, view: View, params: Mapping[str, str]) -> ListQuer
             q.where.append(f"({expr} IS NULL OR {expr} != ?)")
             q.params.append(f.value)
         elif f.operator == "contains":
-            q.where.append(f"CAST({expr} AS TEXT) LIKE ? ESCAPE '\\'")
-            q.params.append(_like(str(f.value)))
+            q.where.append(_contains(expr))
+            q.params.append(str(f.value).casefold())
         elif f.operator == "is_empty":
             q.where.append(f"({expr} IS NULL OR {expr} IN ('', '[]'))")
         else:

@@ -103,8 +103,17 @@ def _row(t: Sequence[Any]) -> Row:
     return Row(t[0], t[1], t[2], t[3], json.loads(t[4]), t[5], t[6], t[7], tuple(t[8:12]))
 
 
+def _fold(text: str | None) -> str | None:
+    """Unicode case folding, for searches and filters (``ZOË`` finds ``Zoë``)."""
+    return text.casefold() if isinstance(text, str) else text
+
+
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 dumps = _ENCODER.encode
+
+
+SQL_MAX_OFFSET = 2**62
+"""SQLite takes 64-bit offsets; a larger one asked for still echoes in ``pagination``."""
 
 
 class Store:
@@ -121,6 +130,7 @@ class Store:
         self.db.execute("PRAGMA mmap_size=1073741824")
         self.db.execute("PRAGMA temp_store=MEMORY")
         self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.create_function("rs_fold", 1, _fold, deterministic=True)
         self.db.executescript(SCHEMA + SKILL_RUNS)
         for index in INDEXES.values():
             self.db.execute(index)
@@ -256,7 +266,7 @@ class Store:
         total = self.db.execute(f"SELECT COUNT(*) FROM records WHERE {where}", params).fetchone()
         rows = self.db.execute(
             f"SELECT {COLUMNS} FROM records WHERE {where} ORDER BY {order} LIMIT ? OFFSET ?",
-            [*params, limit, offset],
+            [*params, limit, min(offset, SQL_MAX_OFFSET)],  # past any table: an empty page
         ).fetchall()
         return [_row(t) for t in rows], int(total[0])
 

@@ -4,8 +4,11 @@ detection, so that a resolved reference is part of the hashed input):
 - the declared ledger key (``ledger_key``) replaces the match key as ``row.key`` (a row whose
   key column is blank keeps its match key); a key seen earlier in the step makes the later
   row ``duplicate`` (the first row wins: the stream cannot look ahead);
-- ``ref`` fields get the referenced mapping's record id from its ledger, or fail the row
-  (``invalid``, with the mapping and the key in the reason), or are left out (``unset``);
+- ``ref`` fields get the referenced mapping's record id from its ledger (found by its
+  ledger key, or with ``ref.by`` through a field or column of its rows,
+  :mod:`recordsync.state.ref_index`), or fail the row (``invalid``, with the mapping and the
+  key in the reason), or are left out (``unset``); each field's outcomes are counted
+  (:meth:`StepPrep.ref_counts`, the step's ``references`` in summary.json);
 - the source keys of every row (any status) are collected for mirror deletes.
 
 In a dry run, :class:`DryRunRefsHook` does the same against a
@@ -20,6 +23,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
     from recordsync.report.tally import StepTally
     from recordsync.send.step import StepPlan
     from recordsync.state import ReferenceResolver
+    from recordsync.state.ref_lookup import Fetch
     from recordsync.state.refs import Ledger, RunLedger
 
 PREP_ROWS = 500
@@ -49,6 +54,7 @@ class StepPrep:
         configs: Mapping[str, MappingConfig],
         *,
         mirror: bool = True,
+        lookup: Fetch | None = None,
     ) -> None:
         from recordsync.state import ReferenceResolver
 
@@ -70,6 +76,18 @@ class StepPrep:
                     hint=f"steps: {', '.join(configs)}",
                 )
             assert spec.column is not None
+            index = service = None
+            if spec.ref.by is not None:
+                from recordsync.state.ref_index import RefIndex
+
+                base = target.path.parent if target.path is not None else Path.cwd()
+                index = RefIndex(spec.ref, target, base)
+                if spec.ref.lookup == "service" and lookup is not None:
+                    from recordsync.state.ref_lookup import ServiceLookup
+
+                    field = spec.ref.by.field
+                    assert field is not None  # the model requires a field for lookup: service
+                    service = ServiceLookup(lookup, target.object_type, field, index.normalize)
             resolver = ReferenceResolver(
                 store,
                 pipeline,
@@ -77,6 +95,8 @@ class StepPrep:
                 on_missing=spec.ref.on_missing,
                 normalize=reference_normalizer(target),
                 column=fname,
+                index=index,
+                service=service,
             )
             self.refs.append((fname, spec.column, resolver))
         self.active = bool(config.ledger_key or self.refs or self.seen_keys is not None)
@@ -101,6 +121,21 @@ class StepPrep:
                     fields.pop(fname, None)
                 else:
                     fields[fname] = rid
+
+    def ref_counts(self) -> dict[str, dict[str, Any]]:
+        """Per ``ref`` field: how it looks up (``by``, ``on_missing``) and its outcomes."""
+        out: dict[str, dict[str, Any]] = {}
+        for fname, _, resolver in self.refs:
+            spec = self.config.fields[fname].ref
+            assert spec is not None
+            by = spec.by.label if spec.by is not None else "ledger key"
+            out[fname] = {
+                "step": spec.mapping,
+                "by": by,
+                "on_missing": spec.on_missing,
+                **resolver.counts,
+            }
+        return out
 
     def _ledger_keys(self, group: list[PreparedRow]) -> None:
         cfg = self.config
@@ -158,13 +193,20 @@ class DryRunRefsHook:
     run would send them). Sends nothing, so ``begin``/``ack`` never happen."""
 
     def __init__(
-        self, ledger: RunLedger, pipeline: str, configs: Mapping[str, MappingConfig]
+        self,
+        ledger: RunLedger,
+        pipeline: str,
+        configs: Mapping[str, MappingConfig],
+        lookup: Fetch | None = None,
     ) -> None:
+        self.lookup = lookup
+        """Reads the service's records for ``lookup: service`` references (reads only)."""
         self.ledger = ledger
         self.pipeline = pipeline
         self.configs = configs
         self.referenced = referenced_steps(configs.values())
         """Steps some ``ref`` refers to: only their valid rows' keys are kept."""
+        self._prep: dict[str, StepPrep] = {}
 
     def source(self, plan: StepPlan) -> Iterable[PreparedRow]:
         return plan.rows()
@@ -174,8 +216,15 @@ class DryRunRefsHook:
         prep = None
         if config is not None:
             prep = StepPrep(
-                self.ledger, self.pipeline, plan.name, config, self.configs, mirror=False
+                self.ledger,
+                self.pipeline,
+                plan.name,
+                config,
+                self.configs,
+                mirror=False,
+                lookup=self.lookup,
             )
+            self._prep[plan.name] = prep
         it = iter(rows)
         while group := list(itertools.islice(it, PREP_ROWS)):
             if prep is not None and prep.active:
@@ -203,6 +252,11 @@ class DryRunRefsHook:
 
     def step_done(self, plan: StepPlan, tally: StepTally) -> None:
         pass
+
+    def ref_counts(self, step: str) -> dict[str, dict[str, Any]]:
+        """The step's reference outcomes (:meth:`StepPrep.ref_counts`), once it has run."""
+        prep = self._prep.pop(step, None)
+        return prep.ref_counts() if prep is not None else {}
 
     def atomic(self) -> AbstractContextManager[Any]:
         return nullcontext()

@@ -104,6 +104,10 @@ def check_refs(pipeline: Any) -> None:
                     hint="a reference is resolved from the ledger of an earlier step; steps "
                     f"before '{step.step_name}': {', '.join(earlier) or 'none'}",
                 )
+            if spec.ref is not None and spec.ref.by is not None:
+                from recordsync.state.ref_index import check_ref_by
+
+                check_ref_by(pipeline, cfg, fname, spec.ref)
         earlier.append(step.step_name)
 
 
@@ -284,7 +288,7 @@ def run_pipeline(
 
 @contextmanager
 def _dry_run_refs(
-    request: RunRequest, name: str, configs: Mapping[str, Any]
+    request: RunRequest, name: str, configs: Mapping[str, Any], lookup: Any = None
 ) -> Iterator[ChunkHook]:
     """A dry run's hook (docs/state.md, "Cross-object references"): ledger keys and references
     as in the real run, from the state store's ledger (opened only if the file exists; never
@@ -297,7 +301,7 @@ def _dry_run_refs(
     wanted = path.is_file() and referenced_steps(configs.values())
     store = StateStore(path, durable=False) if wanted else None
     try:
-        yield DryRunRefsHook(RunLedger(store), name, configs)
+        yield DryRunRefsHook(RunLedger(store), name, configs, lookup)
     finally:
         if store is not None:
             store.close()
@@ -369,7 +373,7 @@ def _run(
         if not request.state:  # ref fields were refused above
             return go(None)
         if options.dry_run:
-            with _dry_run_refs(request, name, configs) as refs:
+            with _dry_run_refs(request, name, configs, client.list_records) as refs:
                 return go(refs)
         with open_state(
             name,
@@ -383,6 +387,7 @@ def _run(
             state.configs = configs
             state.mirror_deletes = not partial  # a retry's source is only the failed rows
             state.deleter = lambda object_type, rid: delete_record(client, object_type, rid)
+            state.lookup = client.list_records  # ref: {lookup: service}
             state.allow_mass_deletes = request.allow_mass_deletes
             result = go(state)
             state.finish("aborted" if result.error is not None else "finished")

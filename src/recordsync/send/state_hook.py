@@ -29,7 +29,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
 from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
@@ -42,6 +42,7 @@ from recordsync.state.checkpoint import BackgroundCheckpoints
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
+    from recordsync.state.ref_lookup import Fetch
     from recordsync.state.snapshots import SnapshotWriter
 
 Deleter = Callable[[str, int], object]
@@ -86,6 +87,8 @@ class StateHook:
         self.configs: Mapping[str, MappingConfig] = {}
         """Mapping configs by step name (ledger keys, references, mirror deletes)."""
         self.deleter: Deleter | None = None
+        self.lookup: Fetch | None = None
+        """Reads the service's records for ``lookup: service`` references."""
         self.allow_mass_deletes = False
         self.mirror_deletes = True
         """False for a partial run (a retry of failed rows): no mirror deletes at all."""
@@ -140,6 +143,7 @@ class StateHook:
                 config,
                 self.configs,
                 mirror=self.mirror_deletes,
+                lookup=self.lookup,
             )
             self._prep[plan.name] = prep
         detector = ChangeDetector(
@@ -267,6 +271,11 @@ class StateHook:
                 exc,
             )
 
+    def ref_counts(self, step: str) -> dict[str, dict[str, Any]]:
+        """The step's reference outcomes (:meth:`StepPrep.ref_counts`); forgets the step."""
+        prep = self._prep.pop(step, None)
+        return prep.ref_counts() if prep is not None else {}
+
     def step_done(self, plan: StepPlan, tally: StepTally) -> None:
         """Every row of the step is reported and acknowledged: mirror deletes, if enabled."""
         from recordsync.state import apply_deletes, plan_deletes
@@ -275,7 +284,7 @@ class StateHook:
         if self._snap is not None:
             self._snap.commit(self._snap_fp)
             self._snap = None
-        prep = self._prep.pop(plan.name, None)
+        prep = self._prep.get(plan.name)
         if prep is None or prep.seen_keys is None:
             return
         md = prep.config.mirror_deletes

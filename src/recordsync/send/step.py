@@ -144,6 +144,9 @@ class StepRunner:
             self._flush_ack()
             if pool is not None:
                 pool.shutdown(wait=True)
+            ref_counts = getattr(self.hook, "ref_counts", None)  # the ledger hooks' (refs)
+            if ref_counts is not None:
+                tally.refs = ref_counts(plan.name)
             self.progress.step_finished(tally)
         return tally
 

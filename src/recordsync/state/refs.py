@@ -15,6 +15,15 @@ the referenced mapping and key (``on_missing="fail"``), or resolves to ``None`` 
 so the field is left out. Blank values (``None``, ``""``) are no reference: ``None``.
 Results are cached for the run; the referenced step must run first in the pipeline.
 
+With an ``index`` (:class:`recordsync.state.ref_index.RefIndex`, ``ref.by``), the value is
+compared with a field or column of the referenced step's rows instead of its ledger key: the
+rows that have it give ledger keys, and those whose ledger entry is usable (or planned) are
+the candidates. One candidate: its record id. None: missing, as above. Several distinct keys:
+ambiguous, a :class:`RowError` whatever ``on_missing`` says (the field is never guessed).
+
+:attr:`ReferenceResolver.counts` counts each resolved value's outcome: ``set``, ``no_value``
+(blank), ``not_found``, ``ambiguous``.
+
 The ledger looked up is any :class:`Ledger`: the :class:`StateStore`, or, in a dry run, a
 :class:`RunLedger`: the store's ledger (if any) plus the rows the dry run's earlier steps
 found valid, as ``planned`` (the real run would send them).
@@ -22,11 +31,16 @@ found valid, as ``planned`` (the real run would send them).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from recordsync.errors import RowError
 from recordsync.state.store import DELETED, Entry
+
+if TYPE_CHECKING:
+    from recordsync.state.ref_index import RefIndex
+    from recordsync.state.ref_lookup import ServiceLookup
 
 OnMissing = Literal["fail", "unset"]
 Normalizer = Callable[[str], str | None]
@@ -43,9 +57,18 @@ class Ledger(Protocol):
     ) -> Mapping[str, Entry]: ...
 
 
+REF_OUTCOMES = ("set", "no_value", "not_found", "ambiguous", "from_service")
+"""``from_service``: of the ``set`` ones, those found by ``lookup: service``."""
+
+
 def usable(entry: Entry | None) -> bool:
     """The entry gives a record id a reference can use."""
     return entry is not None and entry.record_id is not None and entry.last_status != DELETED
+
+
+def _live(entry: Entry) -> bool:
+    """A usable entry, or a row a dry run's earlier step would send."""
+    return usable(entry) or entry.last_status == PLANNED
 
 
 class RunLedger:
@@ -86,6 +109,8 @@ class ReferenceResolver:
         on_missing: OnMissing = "fail",
         normalize: Normalizer | None = None,
         column: str | None = None,
+        index: RefIndex | None = None,
+        service: ServiceLookup | None = None,
     ) -> None:
         if on_missing not in ("fail", "unset"):
             raise ValueError(f"on_missing must be 'fail' or 'unset', not {on_missing!r}")
@@ -95,6 +120,9 @@ class ReferenceResolver:
         self.on_missing = on_missing
         self.normalize = normalize
         self.column = column
+        self.index = index
+        self.service = service
+        self.counts: Counter[str] = Counter(dict.fromkeys(REF_OUTCOMES, 0))
         self._cache: dict[str, Entry | None] = {}
 
     def key_for(self, value: object) -> str | None:
@@ -104,11 +132,17 @@ class ReferenceResolver:
         text = str(value).strip()
         if not text:
             return None
+        if self.index is not None:
+            return self.index.normalize(text)
         return self.normalize(text) if self.normalize is not None else text
+
+    def _ledger_keys(self, key: str) -> list[str]:
+        return self.index.keys_for(key) if self.index is not None else [key]
 
     def prefetch(self, values: Iterable[object]) -> None:
         """Look up every not-yet-cached value in one bulk query."""
-        wanted = {k for v in values if (k := self.key_for(v)) is not None}
+        given = {k for v in values if (k := self.key_for(v)) is not None}
+        wanted = {lk for k in given for lk in self._ledger_keys(k)}
         wanted.difference_update(self._cache)
         if not wanted:
             return
@@ -116,27 +150,99 @@ class ReferenceResolver:
         for key in wanted:
             self._cache[key] = found.get(key)
 
+    def _entry(self, key: str) -> Entry | None:
+        if key not in self._cache:
+            self._cache[key] = self.store.lookup_many(self.pipeline, self.mapping, (key,)).get(key)
+        return self._cache[key]
+
     def resolve(self, value: object) -> int | None:
         """The record id ``value`` refers to; see the module docstring for missing values."""
         key = self.key_for(value)
         if key is None:
+            self.counts["no_value"] += 1
             return None
-        if key not in self._cache:
-            self._cache[key] = self.store.lookup_many(self.pipeline, self.mapping, (key,)).get(key)
-        entry = self._cache[key]
-        if entry is not None and usable(entry):
-            return entry.record_id
-        if entry is not None and entry.last_status == PLANNED:
-            return None
+        if self.index is not None:
+            return self._resolve_by(value, key)
+        entry = self._entry(key)
+        if entry is not None and _live(entry):
+            self.counts["set"] += 1
+            return entry.record_id if usable(entry) else None
+        return self._missing(value, self._missing_message(key, entry))
+
+    def _resolve_by(self, value: object, norm: str) -> int | None:
+        assert self.index is not None
+        keys = self.index.keys_for(norm)
+        entries = [(k, self._entry(k)) for k in keys]
+        live = [(k, e) for k, e in entries if e is not None and _live(e)]
+        if len(live) == 1:
+            self.counts["set"] += 1
+            found = live[0][1]
+            return found.record_id if usable(found) else None
+        where = f"{self.column}: " if self.column else ""
+        what = f"{where}{self.index.label} = {str(value).strip()!r}"
+        if len(live) > 1:
+            self.counts["ambiguous"] += 1
+            shown = ", ".join(repr(k) for k, _ in live[:3]) + (", ..." if len(live) > 3 else "")
+            raise RowError(
+                f"{what} fits {len(live)} rows of step '{self.mapping}' with different keys"
+                f" ({shown}): the reference is ambiguous and was not set",
+                column=self.column,
+                value=value,
+                rule="reference",
+                hint=f"refer by a value that is unique among the '{self.mapping}' rows (e.g. its"
+                " ledger key), or make the rows' values unique",
+            )
+        if not entries:
+            run = f"{what} fits no row of step '{self.mapping}'"
+        else:
+            key, entry = entries[0]
+            detail = self._missing_message(key, entry).removeprefix(where)
+            run = f"{what} fits a row of step '{self.mapping}', but {detail}"
+        if self.service is not None:
+            return self._from_service(value, norm, run)
+        return self._missing(value, run)
+
+    def _from_service(self, value: object, norm: str, run: str) -> int | None:
+        """``lookup: service``: the value fits no usable row of this run; the service's
+        records (:mod:`recordsync.state.ref_lookup`) decide."""
+        assert self.service is not None
+        text = " ".join(str(value).split())
+        probe = norm if self.index is not None and self.index.ref.match == "domain" else text
+        found = self.service.find(probe, norm)
+        if found.problem is not None:
+            self.counts["not_found"] += 1
+            raise RowError(
+                f"{run}; and {found.problem}",
+                column=self.column,
+                value=value,
+                rule="reference",
+                hint="refer to a row of this run's source, or narrow the value",
+            )
+        if len(found.ids) == 1:
+            self.counts["set"] += 1
+            self.counts["from_service"] += 1
+            return found.ids[0]
+        if found.ids:
+            self.counts["ambiguous"] += 1
+            more = ", ..." if len(found.ids) > 3 else ""
+            shown = ", ".join(f"#{i}" for i in found.ids[:3]) + more
+            raise RowError(
+                f"{run}, but {len(found.ids)} records in the service ({shown}):"
+                " the reference is ambiguous and was not set",
+                column=self.column,
+                value=value,
+                rule="reference",
+                hint="refer by a value that is unique among those records",
+            )
+        return self._missing(value, f"{run}, nor any record in the service")
+
+    def _missing(self, value: object, message: str) -> int | None:
+        """None (``on_missing: unset``), else a RowError with ``message``."""
+        self.counts["not_found"] += 1
         if self.on_missing == "unset":
             return None
-        raise RowError(
-            self._missing_message(key, entry),
-            column=self.column,
-            value=value,
-            rule="reference",
-            hint=self._hint(),
-        )
+        hint = self._hint()
+        raise RowError(message, column=self.column, value=value, rule="reference", hint=hint)
 
     def _missing_message(self, key: str, entry: Entry | None) -> str:
         where = f"{self.column}: " if self.column else ""

@@ -75,5 +75,15 @@ def check_pipeline(
     users: list[dict[str, Any]] | None = None,
     scan: bool = False,
 ) -> list[StepReport]:
-    """One report per step, in order; config errors are collected, not raised."""
-    return [check_step(s, schema=schema, users=users, scan=scan) for s in pipeline.steps]
+    """One report per step, in order; config errors are collected, not raised (a ``ref``
+    that names no earlier step, or a ``ref.by`` that names nothing: on the referring step)."""
+    from recordsync.send.pipeline import check_refs
+
+    reports = [check_step(s, schema=schema, users=users, scan=scan) for s in pipeline.steps]
+    if all(r.ok for r in reports):
+        try:
+            check_refs(pipeline)
+        except ConfigError as exc:
+            rep = next((r for r in reports if r.mapping == exc.file), reports[-1])
+            rep.error = exc
+    return reports

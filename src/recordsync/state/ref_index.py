@@ -1,0 +1,160 @@
+"""References by any field: the referenced step's rows indexed by one of their values.
+
+``ref: {mapping: companies, by: name}`` compares a contact's ``Company`` cell with the
+``name`` each row of the companies step maps to; ``by: {column: Company Name}`` (or
+``by: "column:Company Name"``) with a source column of those rows. The index is built from
+the referenced step's source when the referring step starts (so it holds every row of this
+run's export, changed or not), and maps each normalised value to the ledger keys of the rows
+that have it; the record ids then come from the ledger (:mod:`recordsync.state.refs`).
+
+Values are compared after a normalisation (``ref.normalize``):
+
+- ``fold`` (the default): trimmed, runs of whitespace made one space, case-folded
+  (``"  ACME   Ltd "`` = ``"acme ltd"``); nothing else (``Acme Ltd`` ≠ ``Acme Ltd.``);
+- ``domain`` (the default for ``by: domain``): a URL or e-mail reduced to its host
+  (``https://www.Acme.com/about`` = ``acme.com``), as ``ledger_key.normalize: domain``;
+- ``exact``: trimmed only.
+
+A row without a ledger key (blank key columns) cannot be referred to and is not indexed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from recordsync.config.models import FieldSpec, MappingConfig, RefSpec
+from recordsync.errors import ConfigError
+from recordsync.state.keys import NORMALIZERS, cell_text, domain_key
+
+Normalizer = Callable[[str], str | None]
+
+
+def _fold(text: str) -> str | None:
+    return " ".join(text.split()).casefold() or None
+
+
+def _exact(text: str) -> str | None:
+    return text.strip() or None
+
+
+MATCHERS: dict[str, Normalizer] = {"fold": _fold, "domain": domain_key, "exact": _exact}
+
+
+def by_spec(ref: RefSpec, target: MappingConfig, field: str = "") -> FieldSpec:
+    """The spec that gives the compared value of a referenced row (a config error naming
+    ``fields.<field>.ref.by`` when ``by`` names no usable field of the referenced step)."""
+    assert ref.by is not None
+    by = ref.by
+    if by.column is not None:
+        return FieldSpec(column=by.column)
+    spec = target.name if by.field == "name" else target.fields.get(by.field or "")
+    if spec is None or spec.ref is not None or spec.split is not None:
+        usable = ["name"] + [
+            k for k, s in target.fields.items() if s.ref is None and s.split is None
+        ]
+        raise ConfigError(
+            f"fields.{field}.ref.by: step '{ref.mapping}' maps no field {by.field!r}"
+            + (" that a reference can compare (a list or a ref)" if spec is not None else ""),
+            key=f"fields.{field}.ref.by",
+            hint=f"fields of '{ref.mapping}': {', '.join(usable)}; or by: {{column: <column>}}",
+        )
+    return spec
+
+
+def check_ref_by(pipeline: Any, cfg: MappingConfig, fname: str, ref: RefSpec) -> None:
+    """``ref.by`` names a field the referenced step maps, or a column of its source."""
+    from recordsync.config.loader import mapping_line
+    from recordsync.read import source_columns
+
+    target = next(s for s in pipeline.steps if s.step_name == ref.mapping)
+    line = mapping_line(cfg, "fields", fname)
+    try:
+        spec = by_spec(ref, target.config, fname)
+    except ConfigError as exc:
+        detail, key, hint = exc.detail, exc.key, exc.hint
+        raise ConfigError(detail, file=cfg.label, line=line, key=key, hint=hint) from None
+    have = source_columns(target.config.source, target.base_dir)
+    missing = [c for c in spec.columns if c not in have]
+    if missing:
+        raise ConfigError(
+            f"fields.{fname}.ref.by: column {missing[0]!r} is not in the source of step"
+            f" '{ref.mapping}'",
+            file=cfg.label,
+            line=line,
+            key=f"fields.{fname}.ref.by",
+            hint=f"columns of {target.config.source.path}: {', '.join(map(repr, have))}",
+        )
+
+
+class RefIndex:
+    """Normalised value → the distinct ledger keys of the referenced rows that have it."""
+
+    def __init__(self, ref: RefSpec, target: MappingConfig, base_dir: Path) -> None:
+        self.ref = ref
+        self.target = target
+        self.base_dir = base_dir
+        self.normalize = MATCHERS[ref.match]
+        self.spec = by_spec(ref, target)
+        self._keys: dict[str, str | list[str]] | None = None
+
+    @property
+    def label(self) -> str:
+        assert self.ref.by is not None
+        return self.ref.by.label
+
+    def keys_for(self, norm: str) -> list[str]:
+        """The ledger keys of the referenced rows whose value normalises to ``norm``."""
+        if self._keys is None:
+            self._keys = self._build()
+        got = self._keys.get(norm)
+        if got is None:
+            return []
+        return [got] if isinstance(got, str) else got
+
+    def _build(self) -> dict[str, str | list[str]]:
+        from recordsync.map.engine import BatchMapper
+        from recordsync.map.fields import extract
+        from recordsync.read import iter_source
+
+        t = self.target
+        mapper = (
+            BatchMapper(t, base_dir=self.base_dir, schema=None, users=None) if t.match_by else None
+        )
+        index: dict[str, str | list[str]] = {}
+        columns = list(dict.fromkeys(t.source_columns() + self.spec.columns))
+        for sb in iter_source(t.source, self.base_dir, columns):
+            batch = sb.batch
+            values = extract(self.spec, batch).values.to_pylist()
+            keys = self._row_keys(batch, mapper)
+            for value, key in zip(values, keys, strict=True):
+                text = cell_text(value)
+                norm = self.normalize(text) if text is not None and key is not None else None
+                if norm is None or key is None:
+                    continue
+                have = index.get(norm)
+                if have is None:
+                    index[norm] = key
+                elif isinstance(have, str):
+                    if have != key:
+                        index[norm] = [have, key]
+                elif key not in have:
+                    have.append(key)
+        return index
+
+    def _row_keys(self, batch: Any, mapper: Any) -> list[str | None]:
+        """Each row's ledger key, as the referenced step computes it (its declared
+        ``ledger_key``, else, or when that cell is blank, its match key)."""
+        t = self.target
+        n = batch.num_rows
+        keys: list[str | None] = mapper.keys_only(batch) if mapper is not None else [None] * n
+        if t.ledger_key is not None:
+            norm = NORMALIZERS[t.ledger_key.normalize]
+            cells = batch.column(t.ledger_key.column).to_pylist()
+            for i, cell in enumerate(cells):
+                text = cell_text(cell)
+                declared = norm(text) if text is not None else None
+                if declared is not None:
+                    keys[i] = declared
+        return keys
