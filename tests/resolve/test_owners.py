@@ -164,3 +164,12 @@ def test_resolve_rows_reports_ambiguous() -> None:
     assert ids == [None, ADA, None]
     assert hows == ["ambiguous", "users:name", "blank"]
     assert reasons is not None and reasons[0] is not None and reasons[1] is None
+
+
+def test_owners_csv_pinning_a_name_on_its_first_line_is_not_taken_for_a_header(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "owners.csv").write_text(f"Ann Lee,{ANN2}\nben@acme.example,{BEN}\n")
+    assert load_owners_file(tmp_path / "owners.csv") == {"ann lee": ANN2, "ben@acme.example": BEN}
+    (tmp_path / "with-header.csv").write_text(f"owner,user id\nAnn Lee,{ANN2}\n")
+    assert load_owners_file(tmp_path / "with-header.csv") == {"ann lee": ANN2}

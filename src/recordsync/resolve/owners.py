@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,9 @@ import yaml
 from recordsync.config.models import OwnerConfig
 from recordsync.errors import ConfigError
 from recordsync.validate.distinct import Outcome, boxed, distinct_outcomes, map_distinct
+
+_ID = re.compile(r"^\s*([0-9a-fA-F]{8}-[0-9a-fA-F-]{27}|\d+)\s*$")
+"""A user id in an owners CSV (a UUID, or digits): a first row holding one is no header."""
 
 
 def load_owners_file(path: Path) -> dict[str, str]:
@@ -42,8 +46,8 @@ def load_owners_file(path: Path) -> dict[str, str]:
             )
         return {str(k).strip().lower(): str(v).strip() for k, v in data.items()}
     rows = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
-    if rows and "@" not in rows[0][0]:
-        rows = rows[1:]  # header row
+    if rows and "@" not in rows[0][0] and not (len(rows[0]) > 1 and _ID.match(rows[0][1])):
+        rows = rows[1:]  # a header row: no e-mail in its first cell, no user id in its second
     out: dict[str, str] = {}
     for i, row in enumerate(rows, start=2):
         if len(row) < 2:
