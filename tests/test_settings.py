@@ -97,3 +97,48 @@ def test_embedded_sandbox_serves_on_loopback_with_a_generated_key(tmp_path: Path
         r = httpx.get(t.base_url + "/api/meta/users", headers={"x-api-key": t.api_key.reveal()})
         assert r.status_code == 200
     assert (tmp_path / "sb" / "sandbox.db").is_file()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://crm.example/?api_key=sk_live_leak",
+        "https://crm.example#sk_live_leak",
+        "https://me:sk_live_leak@crm.example",
+        "ftp://me:sk_live_leak@crm.example/?q=sk_live_leak",
+    ],
+)
+def test_bad_urls_never_echo_a_query_or_credentials(profiles: Path, url: str) -> None:
+    for kw in ({"base_url": url}, {"env": {"RECORDSYNC_BASE_URL": url}}):
+        with pytest.raises(ConfigError, match="base URL") as info:
+            choose(profiles, **kw)  # type: ignore[arg-type]
+        assert "sk_live_leak" not in str(info.value)
+        assert info.value.exit_code == 2
+
+
+def test_redact_url() -> None:
+    from recordsync.settings import redact_url
+
+    assert redact_url("https://u:p@h:8/x?api_key=k#f") == "https://***@h:8/x?***"
+    assert redact_url("https://h/x") == "https://h/x"
+
+
+@pytest.mark.parametrize(
+    ("key", "what"),
+    [
+        ("sk_live_ab\ncd", "a line break"),
+        ("sk_live_äbc", "a non-ASCII character"),
+        ("sk_live_ab cd", "a space or control character"),
+        ("sk_live_ab\x00", "a space or control character"),
+        ("“sk_live_abcd”", "a non-ASCII character"),
+    ],
+)
+def test_a_key_that_cannot_be_a_header_is_refused_without_echoing_it(
+    profiles: Path, key: str, what: str
+) -> None:
+    c = choose(profiles, base_url="https://crm.example")
+    with pytest.raises(ConfigError, match="cannot be sent as an HTTP header") as info:
+        resolve_key(c, {"RECORDSYNC_API_KEY": key})
+    text = str(info.value)
+    assert what in text and "RECORDSYNC_API_KEY" in text and info.value.exit_code == 2
+    assert "sk_live" not in text and "abcd" not in text and "äbc" not in text

@@ -25,6 +25,8 @@ from recordsync.map.gcpause import BatchGC, gc_paused
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
+from recordsync.read.paths import check_source_file, source_path
+from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
 from recordsync.validate.schema import Schema
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
@@ -121,10 +123,11 @@ def _rows_of(
     policy: str,
     gcb: BatchGC,
     slice_rows: int | None = None,
+    max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[PreparedRow]:
     for part in _slices(sb, slice_rows or len(sb.rows)):
         with gcb.building():
-            rows = _build_rows(part, mapper, dups, fidx, policy)
+            rows = _build_rows(part, mapper, dups, fidx, policy, max_request_bytes)
         yield from rows
 
 
@@ -147,10 +150,18 @@ def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:
 
 
 def _build_rows(
-    sb: SourceBatch, mapper: BatchMapper, dups: Duplicates | None, fidx: int, policy: str
+    sb: SourceBatch,
+    mapper: BatchMapper,
+    dups: Duplicates | None,
+    fidx: int,
+    policy: str,
+    max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> list[PreparedRow]:
     columns = sb.batch.schema.names
     mb = mapper.map_batch(sb.batch)
+    too_large = oversized(sb.batch, mb.payloads, max_request_bytes)
+    if too_large:  # fails alone, as invalid (validate/entry_size.py)
+        mb.errors = [too_large.get(i, e) if e is None else e for i, e in enumerate(mb.errors)]
     rows = sb.rows.tolist()
     dup_of: dict[int, str] = {}
     if dups is not None and dups.groups:
@@ -234,6 +245,8 @@ def _near_miss(column: str, header: list[str]) -> str | None:
 def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
     """The source's columns, after checking it opens and has every column the mapping uses."""
     try:
+        if mapping.source.kind == "csv":
+            check_source_file(source_path(base_dir, mapping.source.path), mapping.source.encoding)
         have = source_columns(mapping.source, base_dir)
     except ConfigError as exc:
         where = f"{exc.file}:{exc.line}" if exc.line is not None else exc.file
@@ -269,17 +282,19 @@ def prepare_step(
     schema: Schema | None,
     users: list[dict[str, Any]] | None,
     slice_rows: int | None = None,
+    max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[PreparedRow]:
     """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE).
 
     Config errors (unknown object type or field, unreadable owners file, missing source) are
     raised here, before the first row. With ``schema=None`` only offline checks run.
     ``slice_rows``: prepare read batches in slices of that many rows (:data:`SLICE_ROWS`).
+    A row too large for a request of ``max_request_bytes`` is invalid (validate/entry_size).
     """
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
     dups = Duplicates.scan(mapper, mapping, base_dir) if mapping.match_by else None
-    return _stream(mapping, base_dir, mapper, dups, slice_rows)
+    return _stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes)
 
 
 def check_batch_columns(sb: SourceBatch, mapper: BatchMapper, mapping: MappingConfig) -> None:
@@ -300,6 +315,7 @@ def _stream(
     mapper: BatchMapper,
     dups: Duplicates | None,
     slice_rows: int | None,
+    max_request_bytes: int | None,
 ) -> Iterator[PreparedRow]:
     files: dict[str, int] = {}
     gcb = BatchGC()
@@ -307,6 +323,7 @@ def _stream(
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             check_batch_columns(sb, mapper, mapping)
-            yield from _rows_of(sb, mapper, dups, fidx, mapping.duplicates, gcb, slice_rows)
+            policy = mapping.duplicates
+            yield from _rows_of(sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes)
     finally:
         gcb.release()

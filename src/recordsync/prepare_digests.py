@@ -41,6 +41,7 @@ from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.state.snapshots import Snapshot, key_hashes
+from recordsync.validate.entry_size import MAX_REQUEST_BYTES
 from recordsync.validate.schema import Schema
 
 Item = PreparedRow | UnchangedBlock
@@ -243,6 +244,7 @@ def prepare_digested(
     snapshot: Snapshot | None,
     fp: bytes,
     slice_rows: int | None = None,
+    max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[Item]:
     """Yield, in source order, PreparedRows (with ``digest`` set where the row has one) and
     UnchangedBlocks of rows found in ``snapshot``. Config errors are raised before the
@@ -250,7 +252,7 @@ def prepare_digested(
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
     scan = _Scan(mapper, mapping, base_dir, snapshot, fp)
-    return _stream(mapping, base_dir, mapper, scan, snapshot, slice_rows)
+    return _stream(mapping, base_dir, mapper, scan, snapshot, (slice_rows, max_request_bytes))
 
 
 def _with_digests(
@@ -283,7 +285,7 @@ def _stream(
     mapper: BatchMapper,
     scan: _Scan,
     snapshot: Snapshot | None,
-    slice_rows: int | None,
+    sizes: tuple[int | None, int | None],
 ) -> Iterator[Item]:
     files = {f: i for i, f in enumerate(scan.files)}
     gcb = BatchGC()
@@ -306,7 +308,7 @@ def _stream(
                     got = row_digests(sb.batch, scan.columns, scan.fp)
                 if got is not None:
                     seen.digests, seen.ok = got
-                rows = _rows_of(sb, mapper, dups, fidx, policy, gcb, slice_rows)
+                rows = _rows_of(sb, mapper, dups, fidx, policy, gcb, *sizes)
                 yield from _with_digests(rows, seen, slow, line_of)
                 if scan.later:
                     seen.digests = seen.ok = None  # copied onto the rows
@@ -315,7 +317,7 @@ def _stream(
             if len(slow):
                 # read again: the whole batch; kept: just the unmatched rows (never demoted ones)
                 sub = _take(sb, slow) if scan.reread else sb
-                rows = _rows_of(sub, mapper, dups, fidx, policy, gcb, slice_rows)
+                rows = _rows_of(sub, mapper, dups, fidx, policy, gcb, *sizes)
                 slow_rows = list(_with_digests(rows, seen, slow, line_of))
             columns = sb.batch.schema.names
             bad = [_bad_row(bl, sb.file, columns) for bl in seen.bad]

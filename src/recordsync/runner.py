@@ -32,7 +32,7 @@ from recordsync.errors import (
     exit_code_for,
 )
 from recordsync.report.tally import StepTally
-from recordsync.report.writer import ReportWriter
+from recordsync.report.writer import ReportWriter, report_write_error
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.sender import ChunkReport, ChunkSender
@@ -109,6 +109,7 @@ def run_plans(
     run_id: str | None = None,
     retry_of: str | None = None,
     pipeline_file: str | None = None,
+    warnings: list[str] | None = None,
 ) -> RunResult:
     """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only."""
     if client is None and not options.dry_run:
@@ -165,8 +166,15 @@ def run_plans(
     except BaseException:
         writer.abandon()
         raise
+    attempts_of = getattr(hook, "attempts", None)  # the state store's hook: a resumed run
+    chunks_before = getattr(hook, "chunks_before", None)  # counts every attempt
+    attempts = int(attempts_of()) if callable(attempts_of) else 1
+    if callable(chunks_before):
+        for tally in writer.tallies:
+            tally.chunks += int(chunks_before(tally.step))
     meta = {
         "run_id": run_id,
+        "attempts": attempts,
         "pipeline": pipeline,
         "pipeline_file": pipeline_file,
         "target": target.name if target is not None else None,
@@ -176,8 +184,13 @@ def run_plans(
         "report_dir": str(report_dir),
         "aborted": str(stop) if stop is not None else None,
         "retry_of": retry_of,
+        "warnings": list(warnings or []),
     }
-    summary = writer.finish(meta)
+    try:
+        summary = writer.finish(meta)
+    except OSError as exc:
+        writer.abandon()
+        raise report_write_error(report_dir, exc) from None
     error = stop if stop is not None else (step_errors[0] if step_errors else None)
     return RunResult(summary, report_dir, error, writer.tallies)
 

@@ -82,19 +82,44 @@ class TargetChoice:
     origin: str
 
 
+def redact_url(url: str) -> str:
+    """``url`` as messages may show it: a user:password@ part and a query string (which can
+    hold ``api_key=...``) or fragment are replaced by stars."""
+    scheme, sep, rest = url.partition("//")
+    if not sep:
+        scheme, rest = "", url
+    head, slash, path = rest.partition("/")
+    if "@" in head:
+        head = "***@" + head.rsplit("@", 1)[1]
+    text = f"{scheme}{sep}{head}{slash}{path}"
+    for mark in ("?", "#"):
+        if mark in text:
+            text = text.split(mark, 1)[0] + mark + "***"
+    return text
+
+
 def _check_url(url: str, origin: str) -> str:
+    shown = redact_url(url)
     if not url.startswith(("http://", "https://")):
-        raise ConfigError(f"base URL {url!r} (from {origin}) must start with http:// or https://")
+        raise ConfigError(f"base URL {shown!r} (from {origin}) must start with http:// or https://")
     if "@" in url.split("//", 1)[1].split("/", 1)[0]:
         raise ConfigError(
-            f"base URL from {origin} carries credentials; give the key through an env var",
+            f"base URL {shown!r} from {origin} carries credentials; give the key through an env"
+            " var",
             hint=f"remove user:password@ from the URL and set {ENV_API_KEY}",
+        )
+    if "?" in url or "#" in url:
+        raise ConfigError(
+            f"base URL {shown!r} from {origin} has a query string or fragment; a base URL is"
+            " http(s)://host[:port][/path] and a key never goes in it",
+            hint=f"remove everything from '?' on and give the key through {ENV_API_KEY} (or the"
+            " profile's api_key_env)",
         )
     try:
         httpx.URL(url)
     except httpx.InvalidURL as exc:
         raise ConfigError(
-            f"base URL {url!r} (from {origin}) is not a valid URL: {exc}",
+            f"base URL {shown!r} (from {origin}) is not a valid URL: {exc}",
             hint="write it as http(s)://host[:port][/path]",
         ) from None
     return url.rstrip("/")
@@ -194,6 +219,23 @@ def resolve_key(choice: TargetChoice, env: Mapping[str, str] | None = None) -> S
         raise AuthError(
             f"no API key for {choice.base_url} (target from {choice.origin})",
             hint=f"set the environment variable {choice.key_env} to the organization's API key",
+        )
+    bad = next((i for i, c in enumerate(value) if not " " < c < "\x7f"), None)
+    if bad is not None:
+        char = value[bad]
+        what = (
+            "a line break"
+            if char in "\r\n"
+            else "a space or control character"
+            if char.isascii()
+            else "a non-ASCII character"
+        )
+        raise ConfigError(
+            f"the API key in {choice.key_env} cannot be sent as an HTTP header: character"
+            f" {bad + 1} of {len(value)} is {what} (a key is printable ASCII with no spaces)",
+            key=choice.key_env,
+            hint=f"set {choice.key_env} to the key exactly as issued (no quotes, line breaks or"
+            " typographic characters from copying it out of a document); nothing was sent",
         )
     return Secret(value)
 

@@ -91,3 +91,16 @@ def test_unknown_key_in_mapping_exits_2(tmp_path: Path, capsys: pytest.CaptureFi
     code, _, err = run([str(tmp_path / "p.yaml")], capsys)
     assert code == 2
     assert "m.yaml:4 [feilds]" in err
+
+
+def test_a_mapping_with_no_key_is_warned_about(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "d.csv").write_text("Name,Stage\nA,won\n")
+    (tmp_path / "d.yaml").write_text(
+        "object_type: deals\nsource: {path: d.csv}\nname: Name\nfields: {stage: Stage}\n"
+    )
+    (tmp_path / "p.yaml").write_text("steps: [d.yaml]\n")
+    code, _, err = run([str(tmp_path / "p.yaml")], capsys)
+    assert code == 0
+    assert "warning: step 'd'" in err and "every run creates a new deals record" in err

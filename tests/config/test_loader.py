@@ -182,3 +182,28 @@ def test_unknown_key_that_could_be_either_of_two_keys_suggests_neither(tmp_path:
         load_mapping(write(tmp_path, "m.yaml", text))
     assert err.value.key == "fields.when.format"
     assert "unknown key" in str(err.value) and "did you mean" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "key"),
+    [
+        (MAPPING + "match_by: [name]\n", 12, "match_by"),
+        (MAPPING.replace("Score\n", "Score\n    column: Other\n"), 11, "column"),
+    ],
+)
+def test_duplicate_yaml_keys_are_a_config_error(
+    tmp_path: Path, text: str, line: int, key: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_mapping(write(tmp_path, "m.yaml", text))
+    e = err.value
+    assert (e.file, e.line, e.key) == (str(tmp_path / "m.yaml"), line, key)
+    assert "duplicate key" in str(e) and exit_code_for(e) == 2
+
+
+def test_duplicate_key_in_a_pipeline_file(tmp_path: Path) -> None:
+    write(tmp_path, "m.yaml", MAPPING)
+    p = write(tmp_path, "p.yaml", "name: a\nsteps: [m.yaml]\nname: b\n")
+    with pytest.raises(ConfigError) as err:
+        load_pipeline(p)
+    assert (err.value.line, err.value.key) == (3, "name")

@@ -172,3 +172,27 @@ def test_unchanged_blocks_are_written_as_csv_writer_writes_rows(
         root / "slow" / "results.csv"
     ).read_bytes()
     assert tally.outcomes == tally2.outcomes
+
+
+def test_results_csv_neutralises_formula_like_text_cells(tmp_path: Path) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("=step", "m", "contacts")
+    writer.start_step(tally)
+    bad = PreparedRow(SourceRow("@in.csv", 2, {}), RowStatus.VALID, {}, "name", "=HYPERLINK(x)")
+    writer.record(tally, bad, RowStatus.FAILED, None, "+ bad value")
+    block = UnchangedBlock("@in.csv", [3], None, ["k"], ["name"], ["-1"], [7])
+    writer.record_block(tally, block)
+    writer.finish({})
+    with open(tmp_path / "run" / "results.csv", newline="") as f:
+        _, failed, unchanged = list(csv.reader(f))
+    assert failed == [
+        "'=step",
+        "'@in.csv",
+        "2",
+        "name",
+        "'=HYPERLINK(x)",
+        "failed",
+        "",
+        "'+ bad value",
+    ]
+    assert unchanged == ["'=step", "'@in.csv", "3", "name", "'-1", "unchanged", "7", ""]

@@ -82,3 +82,46 @@ def test_second_lock_in_same_process_also_refuses(tmp_path: Path) -> None:
 
 def test_pipeline_names_become_safe_file_names(tmp_path: Path) -> None:
     assert lock_path(tmp_path, "../etc/passwd").parent == tmp_path / "locks"
+
+
+RUN_HOLDER = """
+import time
+from recordsync.state import PipelineLock, StateStore
+store = StateStore({db!r})
+lock = PipelineLock({state_dir!r}, "nightly", {db!r})
+lock.acquire()
+print("READY", flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_lock_file_deleted_mid_run_does_not_let_a_second_run_in(tmp_path: Path) -> None:
+    db = tmp_path / "custom.db"
+    proc = start_child(RUN_HOLDER.format(db=str(db), state_dir=str(tmp_path)))
+    try:
+        wait_ready(proc)
+        lock_path(tmp_path, "nightly").unlink()  # a cleanup job removes the live run's lock file
+        with pytest.raises(RunAborted) as info:
+            PipelineLock(tmp_path, "nightly", db).acquire()
+        text = str(info.value)
+        assert "'nightly' is already running" in text and str(db) in text
+        assert "deleted or replaced while it ran" in text
+        assert exit_code_for(info.value) == EXIT_ABORTED
+        with PipelineLock(tmp_path, "other", db):  # another pipeline of the database runs
+            pass
+    finally:
+        _stop(proc)
+    with PipelineLock(tmp_path, "nightly", db) as lock:  # the holder died: free again
+        assert lock.held
+
+
+def test_the_database_lock_is_released_with_the_lock(tmp_path: Path) -> None:
+    db = tmp_path / "state.db"
+    db.write_bytes(b"")
+    with PipelineLock(tmp_path, "nightly"):
+        pass
+    proc = start_child(RUN_HOLDER.format(db=str(db), state_dir=str(tmp_path)))
+    try:
+        wait_ready(proc)  # the child took both locks after this process released them
+    finally:
+        _stop(proc)

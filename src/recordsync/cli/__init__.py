@@ -6,7 +6,9 @@ exactly one place, :func:`main` (see :func:`recordsync.errors.exit_code_for`).
 
 from __future__ import annotations
 
+import os
 import sys
+import traceback
 
 import click
 
@@ -52,5 +54,24 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except Exception as exc:  # a bug or an unforeseen system failure: never exit 1 ("rows")
+        click.echo(f"error: {_unexpected(exc)}", err=True)
+        if os.environ.get("RECORDSYNC_DEBUG"):
+            traceback.print_exc()
+        sys.exit(exit_code_for(exc))
     else:
         sys.exit(0)
+
+
+def _unexpected(exc: Exception) -> str:
+    """One line for an error recordsync did not name: what failed, on which file, what next."""
+    if isinstance(exc, OSError):
+        where = f" on {exc.filename}" if exc.filename else ""
+        what = f"{exc.strerror or exc}{where}"
+    else:
+        what = f"unexpected {type(exc).__name__}: {exc}"
+    return (
+        f"{what}; the command stopped (anything already sent is in the state journal and the"
+        " report). If this is not a full disk or a permission problem, it is a recordsync bug:"
+        " run again with RECORDSYNC_DEBUG=1 for the traceback and report it"
+    )

@@ -30,6 +30,8 @@ def _finish(result: Any, quiet: bool) -> None:
     """Print the report (unless quiet), then exit with the run's code."""
     if not quiet:
         click.echo((result.report_dir / "report.md").read_text(encoding="utf-8"))
+    for warning in result.summary.get("warnings") or []:
+        click.echo(f"warning: {warning}", err=True)
     click.echo(f"report: {result.report_dir}", err=True)
     if result.error is not None:
         raise result.error
@@ -103,6 +105,12 @@ def _announce(quiet: bool) -> Any:
     is_flag=True,
     help="fsync the state journal on every commit (survives a power cut, not only a kill).",
 )
+@click.option(
+    "--allow-recreate",
+    is_flag=True,
+    help="Run even when a step keyed only by the state store's ledger finds its ledger empty"
+    " while the target holds records of its type (creates every row again).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def run_command(
     pipeline: Path,
@@ -119,6 +127,7 @@ def run_command(
     state_db: Path | None,
     allow_mass_deletes: bool,
     durable_state: bool,
+    allow_recreate: bool,
     quiet: bool,
 ) -> None:
     """Run PIPELINE: send every step's rows in chunks and write reports/<run_id>/.
@@ -149,6 +158,7 @@ def run_command(
         full_refresh=full_refresh,
         allow_mass_deletes=allow_mass_deletes,
         durable_state=durable_state,
+        allow_recreate=allow_recreate,
     )
     progress, ctx = _progress(quiet)
     with ctx:
@@ -172,6 +182,11 @@ def run_command(
     help="Send in-doubt rows as they are, even where that may create a duplicate.",
 )
 @state_db_option
+@click.option(
+    "--allow-recreate",
+    is_flag=True,
+    help="As for run: go on although a ledger-only step's ledger is empty.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def retry_command(
     report_dir: Path,
@@ -180,6 +195,7 @@ def retry_command(
     out_dir: Path | None,
     resend_in_doubt: bool,
     state_db: Path | None,
+    allow_recreate: bool,
     quiet: bool,
 ) -> None:
     """Resend the failed and in-doubt rows of the run in REPORT_DIR (from its failures.csv).
@@ -200,6 +216,7 @@ def retry_command(
         profile=profile,
         report_dir=out_dir or report_dir.parent,
         state_db=state_db,
+        allow_recreate=allow_recreate,
     )
     progress, ctx = _progress(quiet)
     with ctx:

@@ -26,8 +26,8 @@ def state() -> None:
     """Inspect or reset the state of nightly syncs (ledger, journal, lock)."""
 
 
-def _lock_status(state_dir: Path, name: str) -> str:
-    lock = PipelineLock(state_dir, name)
+def _lock_status(db: Path, name: str) -> str:
+    lock = PipelineLock(db.parent, name, db)
     try:
         lock.acquire()
     except RunAborted as exc:
@@ -62,7 +62,7 @@ def show(pipeline: str, state_db: Path | None, as_json: bool) -> None:
                 {"run_id": c.run_id, "step": c.step, "chunk_no": c.chunk_no, "rows": len(c.rows)}
                 for c in pending
             ],
-            "lock": _lock_status(path.parent, name),
+            "lock": _lock_status(path, name),
         }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -101,7 +101,7 @@ def reset(pipeline: str, state_db: Path | None, mapping: str | None, yes: bool) 
         click.echo(f"no state database at {path}: nothing to reset")
         return
     what = f"mapping '{mapping}' of pipeline '{name}'" if mapping else f"pipeline '{name}'"
-    with PipelineLock(path.parent, name), StateStore(path) as store:
+    with PipelineLock(path.parent, name, path), StateStore(path) as store:
         counts = store.counts(name)
         if mapping is not None and mapping not in counts:
             known = ", ".join(counts) or "none"

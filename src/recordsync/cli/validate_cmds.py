@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from recordsync.config import load_pipeline
+from recordsync.config.idempotency import idempotency_warnings
 from recordsync.errors import ConfigError
 from recordsync.validate.pipeline_check import check_pipeline
 from recordsync.validate.schema import Schema
@@ -68,6 +69,9 @@ def validate(pipeline: Path, scan: bool, schema_file: Path | None, users_file: P
                 click.echo(
                     f"     … and {more} more (see `recordsync run --dry-run` for the full report)"
                 )
+    steps = ((s.step_name, s.config) for s in config.steps)
+    for warning in idempotency_warnings(steps, state=True):  # as every run will say
+        click.echo(f"warning: {warning}", err=True)
     bad = [r for r in reports if not r.ok]
     if bad:
         raise ConfigError(

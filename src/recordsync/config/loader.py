@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from recordsync.config.idempotency import check_require_key
 from recordsync.config.models import RUNTIME_KEYS, MappingConfig, PipelineConfig
 from recordsync.config.yamlmarks import line_of, load_yaml
 from recordsync.errors import ConfigError
@@ -114,6 +115,7 @@ def load_mapping(path: str | Path) -> MappingConfig:
     mapping = _validate(MappingConfig, data, p, node, "mapping")
     mapping._path = p
     mapping._node = node
+    check_require_key(mapping, line_of(node, ["require_key"]))
     return mapping
 
 

@@ -182,6 +182,7 @@ class MappingConfig(Strict):
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
     ledger_key: LedgerKey | None = None
     match_by_ledger_id: bool = False
+    require_key: bool = False  # config/idempotency.py: a key that survives lost state
     mirror_deletes: MirrorDeletes = Field(default_factory=MirrorDeletes)
 
     _path: Path | None = PrivateAttr(default=None)
@@ -240,6 +241,7 @@ class CircuitBreaker(Strict):
 class SendSettings(Strict):
     chunk_size: int = Field(default=100, ge=1, le=100)
     canary_chunk_size: int = Field(default=10, ge=1, le=100)
+    max_request_bytes: int = Field(default=5 * 1024 * 1024, ge=4096)  # the service's body limit
     circuit_breaker: CircuitBreaker = Field(default_factory=CircuitBreaker)
 
 

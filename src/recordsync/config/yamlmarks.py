@@ -46,7 +46,38 @@ def load_yaml(path: Path) -> tuple[Any, yaml.Node | None]:
         ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", file=str(path)) from None
+    _refuse_duplicate_keys(node, path)
     return data, node
+
+
+def _refuse_duplicate_keys(root: yaml.Node | None, path: Path) -> None:
+    """A key given twice in one mapping is a ConfigError naming the file, the line of the
+    second one and the key (YAML loaders keep the last one silently)."""
+    stack = [root] if root is not None else []
+    seen_nodes: set[int] = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen_nodes:  # anchors and aliases share nodes
+            continue
+        seen_nodes.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, int] = {}
+            for key_node, value_node in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.value != "<<":
+                    line = key_node.start_mark.line + 1
+                    if key_node.value in first:
+                        raise ConfigError(
+                            f"duplicate key {key_node.value!r} (first given on line "
+                            f"{first[key_node.value]})",
+                            file=str(path),
+                            line=line,
+                            key=key_node.value,
+                            hint="keep one of the two: YAML would silently use the last",
+                        )
+                    first[key_node.value] = line
+                stack.append(value_node)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
 
 
 def line_of(node: yaml.Node | None, loc: Sequence[int | str]) -> int | None:

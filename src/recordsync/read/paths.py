@@ -17,3 +17,55 @@ def source_path(base_dir: Path, path: str) -> Path:
     except ValueError:  # different drives (Windows)
         inside = False
     return Path(os.path.relpath(full, cwd)) if inside and full != cwd else Path(full)
+
+
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32 (little-endian)", "utf-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32 (big-endian)", "utf-32"),
+    (b"\xff\xfe", "UTF-16 (little-endian)", "utf-16"),
+    (b"\xfe\xff", "UTF-16 (big-endian)", "utf-16"),
+)
+
+
+def check_source_file(path: Path, encoding: str) -> None:
+    """Refuse, with a :class:`SourceError` naming the file and the option to set, what the
+    CSV reader would hang on or crash on: a FIFO, socket or device (reading one blocks
+    forever), and a UTF-16/UTF-32 file read with a byte-oriented encoding (a byte-order mark,
+    or NUL bytes in at least a quarter of the first 4 KiB: every other byte of text)."""
+    import codecs
+    import stat
+
+    from recordsync.errors import SourceError
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # a missing file is reported by the reader
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        kind = "a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "not a regular file"
+        raise SourceError(
+            f"source {path} is {kind}: recordsync reads files it can open twice (it checks the"
+            " header first), not streams",
+            key="source.path",
+            hint="write the export to a regular file and point source.path at it",
+        )
+    if stat.S_ISDIR(mode):
+        return
+    try:
+        wide = codecs.lookup(encoding).name.startswith(("utf-16", "utf-32"))
+    except LookupError:
+        return  # the reader names the unknown encoding
+    if wide:
+        return
+    with open(path, "rb") as f:
+        head = f.read(4096)
+    found = next(((name, enc) for bom, name, enc in _WIDE_BOMS if head.startswith(bom)), None)
+    if found is None and head and head.count(0) * 4 >= len(head):
+        found = ("UTF-16 or UTF-32 (NUL bytes between the characters)", "utf-16")
+    if found is not None:
+        raise SourceError(
+            f"{path} looks like {found[0]} text, but source.encoding is {encoding!r}",
+            key="source.encoding",
+            hint=f"set `encoding: {found[1]}` under `source:` in the mapping, or re-export the"
+            " file as UTF-8",
+        )

@@ -53,6 +53,48 @@ def read_summary(report_dir: Path) -> dict[str, Any]:
     return data
 
 
+class FailuresFile:
+    """A failures.csv read back: un-neutralised header and cells, the source columns apart
+    from failures.csv's own (``_status`` ... or, when a source column had such a name,
+    ``__status`` ...: :func:`recordsync.report.writer.failure_extra`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file = open(path, newline="", encoding="utf-8")  # noqa: SIM115
+        self._reader = csv.reader(self._file)
+        header = [unneutralise(c) for c in next(self._reader, [])]
+        extra = _own_columns(header)
+        self.extra = dict(zip(FAILURE_EXTRA, extra, strict=True))
+        """``_status`` → the name failures.csv gives that column."""
+        self.columns = [c for c in header if c not in set(extra)]
+        self._header = header
+
+    def __enter__(self) -> FailuresFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    def rows(self) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
+        """(source cells, failures.csv's own cells by their plain names ``_status`` ...)."""
+        for cells in self._reader:
+            values = dict(zip(self._header, (unneutralise(c) for c in cells), strict=False))
+            own = {plain: values.pop(name, "") for plain, name in self.extra.items()}
+            yield values, own
+
+
+def _own_columns(header: list[str]) -> tuple[str, ...]:
+    """failures.csv's own column names in ``header``: the writer puts them last; when an
+    editor moved them, the names with the most leading ``_`` that are all there."""
+    most = max((len(h) - len(h.lstrip("_")) for h in header), default=0)
+    candidates = [tuple("_" * k + n for n in FAILURE_EXTRA) for k in range(most + 1)]
+    for names in candidates:
+        if tuple(header[-len(names) :]) == names:
+            return names
+    present = [names for names in candidates if all(n in header for n in names)]
+    return present[-1] if present else FAILURE_EXTRA
+
+
 def nothing_to_retry(report_dir: Path) -> str | None:
     """Why there is nothing to resend (no ``failed`` or ``in_doubt`` row in failures.csv), or
     None when there is something (or no failures.csv: :func:`retry_report` says so)."""
@@ -60,9 +102,10 @@ def nothing_to_retry(report_dir: Path) -> str | None:
     if not path.is_file():
         return None
     statuses: Counter[str] = Counter()
-    with open(path, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            statuses[unneutralise(row.get("_status") or "")] += 1
+    with FailuresFile(path) as failures:
+        name = failures.extra["_status"]
+        for _, own in failures.rows():
+            statuses[own["_status"]] += 1
     if any(statuses[s] for s in RETRY_STATUSES):
         return None
     invalid = statuses["invalid"]
@@ -70,41 +113,45 @@ def nothing_to_retry(report_dir: Path) -> str | None:
         return "nothing to retry: the run has no failed, in-doubt or invalid rows"
     return (
         f"nothing to retry: {invalid} invalid row{'s' if invalid != 1 else ''} need"
-        f"{'' if invalid != 1 else 's'} fixing in the source (or set `_status` to `failed` in "
+        f"{'' if invalid != 1 else 's'} fixing in the source (or set `{name}` to `failed` in "
         f"{path} to resend them)"
     )
 
 
 def split_failures(report_dir: Path, out_dir: Path) -> dict[str, tuple[Path, dict[int, Origin]]]:
-    """Write one CSV per step with retryable rows; map its line numbers to the originals."""
+    """Write one CSV per step with retryable rows; map its line numbers to the originals.
+
+    Every cell is quoted, so a bare carriage return, a line break, a quote or a comma in a
+    cell comes back exactly (a bare CR left unquoted would end the record for the reader);
+    the CSV reader numbers lines by the line breaks in cells, as counted here."""
     path = report_dir / "failures.csv"
     if not path.is_file():
         raise ConfigError(f"{path} not found", file=str(report_dir))
     steps: dict[str, tuple[Path, dict[int, Origin]]] = {}
-    writers: dict[str, tuple[Any, Any, list[str], list[int]]] = {}
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        columns = [c for c in (reader.fieldnames or []) if c not in FAILURE_EXTRA]
+    writers: dict[str, tuple[Any, Any, list[int]]] = {}
+    with FailuresFile(path) as failures:
+        cols = failures.columns
         try:
-            for row in reader:
-                values = {k: unneutralise(v or "") for k, v in row.items() if k is not None}
-                if values.get("_status") not in RETRY_STATUSES:
+            for values, own in failures.rows():
+                if own["_status"] not in RETRY_STATUSES:
                     continue
-                step = values["_step"]
+                step = own["_step"]
                 if step not in writers:
                     target = out_dir / f"{len(writers):03d}-retry.csv"
                     handle = open(target, "w", newline="", encoding="utf-8")  # noqa: SIM115
-                    w = csv.writer(handle, lineterminator="\n")
-                    w.writerow(columns)
-                    writers[step] = (handle, w, columns, [2])
+                    w = csv.writer(handle, lineterminator="\n", quoting=csv.QUOTE_ALL)
+                    w.writerow(cols)
+                    writers[step] = (handle, w, [2])
                     steps[step] = (target, {})
-                handle, w, cols, line = writers[step]
+                handle, w, line = writers[step]
                 buf = io.StringIO()
-                csv.writer(buf, lineterminator="\n").writerow([values.get(c, "") for c in cols])
+                csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_ALL).writerow(
+                    [values.get(c, "") for c in cols]
+                )
                 text = buf.getvalue()
                 handle.write(text)
                 steps[step][1][line[0]] = Origin(
-                    values.get("_source_file", ""), int(values["_source_row"]), values["_status"]
+                    own["_source_file"], int(own["_source_row"]), own["_status"]
                 )
                 line[0] += text.count("\n")
         finally:

@@ -15,6 +15,11 @@ def _needs_quote(text: str) -> bool:
     return text.lstrip("'").startswith(TRIGGERS)
 
 
+def needs_neutralising(text: str) -> bool:
+    """True when :func:`neutralise` changes ``text``."""
+    return _needs_quote(text)
+
+
 def neutralise(text: str) -> str:
     return "'" + text if _needs_quote(text) else text
 

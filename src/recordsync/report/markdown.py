@@ -114,6 +114,8 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     lines.append(f"- started: {summary.get('started_at')}, finished: {summary.get('finished_at')}")
     if summary.get("retry_of"):
         lines.append(f"- retry of: {summary['retry_of']}")
+    for warning in summary.get("warnings") or []:
+        lines.append(f"- **warning**: {warning}")
     if summary.get("aborted"):
         lines.append(f"- **aborted**: {summary['aborted']}")
     ok = summary.get("accounting_ok")

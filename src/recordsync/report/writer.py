@@ -3,7 +3,9 @@
     summary.json   run, target, steps with counts, totals, accounting check
     results.csv    one line per source row (model.RESULTS_COLUMNS)
     failures.csv   failed, invalid and in-doubt rows: original columns + _error, _step,
-                   _source_row (+ _status, _source_file); formula-like cells neutralised
+                   _source_row (+ _status, _source_file; one more leading ``_`` each while a
+                   source column has such a name); formula-like cells neutralised (the header
+                   too); in results.csv the text cells are neutralised as well
     report.md      the human summary (see recordsync.report.markdown)
 
 Rows go to disk as they come. failures.csv needs the union of the steps' columns for its
@@ -16,18 +18,34 @@ import csv
 import json
 import os
 from collections import Counter
+from collections.abc import Iterable
+from contextlib import suppress
 from itertools import repeat
 from pathlib import Path
 from typing import IO, Any
 
+from recordsync.errors import RunAborted
 from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
-from recordsync.report.csvsafe import neutralise
+from recordsync.report.csvsafe import needs_neutralising, neutralise
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals
 
 FAILURE_STATUSES = frozenset({RowStatus.FAILED, RowStatus.INVALID, RowStatus.IN_DOUBT})
 FAILURE_EXTRA = ("_error", "_step", "_source_row", "_status", "_source_file")
 NOT_SENT_PREFIX = "not sent: "
+
+
+def failure_extra(columns: Iterable[str]) -> tuple[str, ...]:
+    """failures.csv's own columns for these source columns: :data:`FAILURE_EXTRA`, each with
+    one more leading ``_`` until no source column has any of their names (a source column
+    ``_status`` keeps its name and values; the extra columns become ``__status`` ...)."""
+    taken = set(columns)
+    prefix = ""
+    while any(prefix + name in taken for name in FAILURE_EXTRA):
+        prefix += "_"
+    return tuple(prefix + name for name in FAILURE_EXTRA)
+
+
 MAX_EXAMPLES = 20
 
 
@@ -65,6 +83,43 @@ def _add_suggestions(tally: StepTally, suggestions: dict[str, Any]) -> None:
             bucket[_cell(value)] += 1
 
 
+def report_write_error(directory: Path, exc: OSError) -> RunAborted:
+    """A report file cannot be written (a full disk, a lost mount): the run stops (exit 3)."""
+    return RunAborted(
+        f"cannot write the report in {directory}: {exc.strerror or exc}"
+        + (f" (errno {exc.errno})" if exc.errno else "")
+        + "; the run stopped",
+        hint="free space on that disk (or give another --report-dir), then run again: a"
+        " nightly sync with its state store resumes where this run stopped",
+    )
+
+
+class _Guarded:
+    """A text file whose failed writes stop the run with :func:`report_write_error`."""
+
+    __slots__ = ("_directory", "_file")
+
+    def __init__(self, file: IO[str], directory: Path) -> None:
+        self._file = file
+        self._directory = directory
+
+    def write(self, text: str) -> int:
+        try:
+            return self._file.write(text)
+        except OSError as exc:
+            raise report_write_error(self._directory, exc) from None
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def close(self) -> None:
+        try:
+            self._file.close()
+        except OSError as exc:  # the buffered rest could not be written
+            raise report_write_error(self._directory, exc) from None
+
+
 class ReportWriter:
     """Streams one run's report files into ``directory``."""
 
@@ -73,11 +128,13 @@ class ReportWriter:
         self.dry_run = dry_run
         directory.mkdir(parents=True, exist_ok=False)
         results_path = directory / "results.csv"
-        self._results_file: IO[str] = open(results_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        results = open(results_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        self._results_file = _Guarded(results, directory)
         self._results = csv.writer(self._results_file)
         self._results.writerow(RESULTS_COLUMNS)
         self._spool_path = directory / ".failures.jsonl"
-        self._spool: IO[str] = open(self._spool_path, "w", encoding="utf-8")  # noqa: SIM115
+        spool = open(self._spool_path, "w", encoding="utf-8")  # noqa: SIM115
+        self._spool = _Guarded(spool, directory)
         self._columns: dict[str, None] = {}
         self.tallies: list[StepTally] = []
         self._record_rows: dict[int, int] = {}
@@ -107,14 +164,14 @@ class ReportWriter:
         )
         self._results.writerow(
             [
-                tally.step,
-                src.source_file,
+                neutralise(tally.step),
+                neutralise(src.source_file),
                 src.source_row,
                 by or "",
-                _cell(value),
+                neutralise(_cell(value)),
                 status.value,
                 _cell(record_id),
-                error or "",
+                neutralise(error or ""),
             ]
         )
         self.lines_written += 1
@@ -140,7 +197,12 @@ class ReportWriter:
         mvs = ["" if v is None else v for v in block.match_value]
         rids = ["" if r is None else r for r in block.record_ids]
         head = f"{tally.step}\x00{block.source_file}"
-        if _plain(head) and _plain("\x00".join(bys)) and _plain("\x00".join(mvs)):
+        if (
+            _plain(head)
+            and _plain("\x00".join(bys))
+            and _plain("\x00".join(mvs))
+            and not any(needs_neutralising(str(c)) for c in (tally.step, block.source_file, *mvs))
+        ):
             # nothing to quote (the common case): the lines csv.writer would write, built here
             prefix = f"{tally.step},{block.source_file},"
             self._results_file.write(
@@ -154,11 +216,11 @@ class ReportWriter:
         else:
             self._results.writerows(
                 zip(
-                    repeat(tally.step, n),
-                    repeat(block.source_file, n),
+                    repeat(neutralise(tally.step), n),
+                    repeat(neutralise(block.source_file), n),
                     block.source_rows,
                     bys,
-                    mvs,
+                    [neutralise(_cell(v)) for v in mvs],
                     repeat(RowStatus.UNCHANGED.value, n),
                     rids,
                     repeat("", n),
@@ -194,27 +256,23 @@ class ReportWriter:
         for key in values:
             if key not in self._columns:
                 self._columns[key] = None
-        extra = {
-            "_error": error or "",
-            "_step": step,
-            "_source_row": str(row.source.source_row),
-            "_status": status.value,
-            "_source_file": row.source.source_file,
-        }
-        self._spool.write(json.dumps({**values, **extra}, ensure_ascii=False) + "\n")
+        extra = [error or "", step, str(row.source.source_row), status.value]
+        extra.append(row.source.source_file)  # the order of FAILURE_EXTRA
+        self._spool.write(json.dumps([values, extra], ensure_ascii=False) + "\n")
 
     def _write_failures_csv(self) -> None:
         self._spool.close()
-        columns = [c for c in self._columns if c not in FAILURE_EXTRA] + list(FAILURE_EXTRA)
+        columns = list(self._columns)
         with (
             open(self.directory / "failures.csv", "w", newline="", encoding="utf-8") as out,
             open(self._spool_path, encoding="utf-8") as spool,
         ):
             writer = csv.writer(out)
-            writer.writerow(columns)
+            writer.writerow([neutralise(c) for c in (*columns, *failure_extra(columns))])
             for line in spool:
-                item = json.loads(line)
-                writer.writerow([neutralise(str(item.get(c, ""))) for c in columns])
+                values, extra = json.loads(line)
+                cells = [values.get(c, "") for c in columns] + extra
+                writer.writerow([neutralise(str(c)) for c in cells])
         os.unlink(self._spool_path)
 
     def finish(
@@ -233,7 +291,10 @@ class ReportWriter:
         summary = {
             **meta,
             "dry_run": self.dry_run,
-            "steps": [t.as_json(self.dry_run) for t in self.tallies],
+            "steps": [
+                {**t.as_json(self.dry_run), "attempts": meta.get("attempts", 1)}
+                for t in self.tallies
+            ],
             "totals": totals(self.tallies),
             "accounting_ok": not errors,
             "accounting_errors": errors,
@@ -250,4 +311,5 @@ class ReportWriter:
         """Close files after a crash (the partial results stay on disk for inspection)."""
         for f in (self._results_file, self._spool):
             if not f.closed:
-                f.close()
+                with suppress(RunAborted):  # a full disk: the error that stopped us is raised
+                    f.close()

@@ -7,16 +7,19 @@ mapping files, every step's source and columns), so a configuration error sends 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from recordsync.errors import AuthError
+from recordsync.config.idempotency import idempotency_warnings
+from recordsync.errors import AuthError, ConfigError
 from recordsync.model import PreparedRow
+from recordsync.run_guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
@@ -56,6 +59,7 @@ class RunRequest:
     resend_in_doubt: bool = False
     allow_mass_deletes: bool = False
     durable_state: bool = False
+    allow_recreate: bool = False
     overrides: dict[str, Any] = field(default_factory=dict)
 
 
@@ -174,6 +178,7 @@ def build_plans(
                 raise problem
     plans: list[StepPlan] = []
     common: dict[str, Any] = {"schema": schema, "users": users, "slice_rows": slice_rows}
+    common["max_request_bytes"] = pipeline.send.max_request_bytes  # larger rows: invalid
     for step in pipeline.steps:
         if steps is not None and step.step_name not in steps:
             continue
@@ -234,6 +239,10 @@ def run_pipeline(
     configs = {s.step_name: s.config for s in whole.steps}
     configs.update({s.step_name: s.config for s in pipeline.steps})
     partial = pipeline_override is not None
+    run_steps = [
+        (s.step_name, s.config) for s in pipeline.steps if steps is None or s.step_name in steps
+    ]
+    warnings = idempotency_warnings(run_steps, state=request.state or hook is not None)
     overrides = {
         "chunk_size": request.chunk_size,
         "dry_run": request.dry_run,
@@ -269,6 +278,7 @@ def run_pipeline(
             retry_of,
             configs,
             partial,
+            (run_steps, warnings),
         )
 
     if target is not None:
@@ -318,6 +328,12 @@ def delete_record(client: RecordServiceClient, object_type: str, record_id: int)
         return False
 
 
+def state_path(request: RunRequest) -> Path:
+    from recordsync.state import default_state_path
+
+    return request.state_db or default_state_path()
+
+
 def _run(
     request: RunRequest,
     pipeline: Any,
@@ -334,6 +350,7 @@ def _run(
     retry_of: str | None,
     configs: dict[str, Any],
     partial: bool,
+    idempotency: tuple[list[tuple[str, Any]], list[str]],
 ) -> RunResult:
     own = http is None
     http_client = http if http is not None else make_http_client(base_url=target.base_url)
@@ -348,6 +365,17 @@ def _run(
             raise exc.with_hint(target.auth_hint()) from None
         from recordsync.prepare import SLICE_ROWS
 
+        run_steps, warnings = idempotency
+
+        def has_records(object_type: str) -> bool:
+            return next(iter(client.list_records(object_type, page_size=1)), None) is not None
+
+        if request.state and hook is None and not request.allow_recreate:
+            refused = recreate_refusal(state_path(request), name, run_steps, has_records)
+            if refused is not None and not options.dry_run:
+                raise ConfigError(refused, hint=RECREATE_HINT)
+            if refused is not None:
+                warnings = [*warnings, f"the real run would stop: {refused}; {RECREATE_HINT}"]
         slices = None if options.dry_run else SLICE_ROWS  # a dry run has no chunks to wait
         plans = build_plans(pipeline, schema_json, users, wrap, steps, slices)
         run_id = new_run_id(name)
@@ -366,6 +394,7 @@ def _run(
                 run_id=run_id,
                 retry_of=retry_of,
                 pipeline_file=str(request.pipeline_path.resolve()),
+                warnings=warnings,
             )
 
         if hook is not None:
@@ -375,22 +404,31 @@ def _run(
         if options.dry_run:
             with _dry_run_refs(request, name, configs, client.list_records) as refs:
                 return go(refs)
-        with open_state(
-            name,
-            request.state_db,
-            run_id,
-            full_refresh=request.full_refresh,
-            resend_in_doubt=request.resend_in_doubt,
-            durable=request.durable_state,
-        ) as state:
-            run_id = state.run_id  # a resumed run keeps the id of the attempt that died
-            state.configs = configs
-            state.mirror_deletes = not partial  # a retry's source is only the failed rows
-            state.deleter = lambda object_type, rid: delete_record(client, object_type, rid)
-            state.lookup = client.list_records  # ref: {lookup: service}
-            state.allow_mass_deletes = request.allow_mass_deletes
-            result = go(state)
-            state.finish("aborted" if result.error is not None else "finished")
+        with ExitStack() as stack:
+            try:
+                state = stack.enter_context(
+                    open_state(
+                        name,
+                        request.state_db,
+                        run_id,
+                        full_refresh=request.full_refresh,
+                        resend_in_doubt=request.resend_in_doubt,
+                        durable=request.durable_state,
+                    )
+                )
+            except (OSError, sqlite3.Error) as exc:  # nothing was sent yet
+                raise state_write_error(state_path(request), exc, sent=False) from None
+            try:
+                run_id = state.run_id  # a resumed run keeps the id of the attempt that died
+                state.configs = configs
+                state.mirror_deletes = not partial  # a retry's source is only the failed rows
+                state.deleter = lambda object_type, rid: delete_record(client, object_type, rid)
+                state.lookup = client.list_records  # ref: {lookup: service}
+                state.allow_mass_deletes = request.allow_mass_deletes
+                result = go(state)
+                state.finish("aborted" if result.error is not None else "finished")
+            except (OSError, sqlite3.Error) as exc:  # the report's own are RunAborted already
+                raise state_write_error(state_path(request), exc, sent=True) from None
         return result
     finally:
         if own:

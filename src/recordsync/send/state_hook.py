@@ -322,6 +322,18 @@ class StateHook:
             self.background.close()
         self.journal.finish_run(self.run_id, state)
 
+    def attempts(self) -> int:
+        """How many tries this run has had (a resumed run: more than one)."""
+        info = self.journal.run(self.run_id)
+        return info.attempts if info is not None else 1
+
+    def chunks_before(self, step: str) -> int:
+        """The chunks of ``step`` that earlier attempts of this run journaled (the report of
+        a resumed run counts every attempt's chunks)."""
+        if step not in self._offset:  # the step never started in this attempt
+            self._offset[step] = self.journal.next_chunk_no(self.run_id, step) - 1
+        return self._offset[step]
+
 
 def _by_record_id(block: UnchangedBlock) -> None:
     """Report a block's rows with the key they would be sent by (``match_by_ledger_id``):
@@ -356,7 +368,7 @@ def open_state(
 
     store = StateStore(path, durable=durable)
     try:
-        with PipelineLock(store.path.parent, pipeline):
+        with PipelineLock(store.path.parent, pipeline, store.path):
             journal = Journal(store, pipeline, defer_ledger=True)
             journal.slices = (FOLD_FROM, FOLD_SLICE)
             info, resumed = journal.resume_or_start(run_id)

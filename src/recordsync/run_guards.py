@@ -1,0 +1,61 @@
+"""Guards of a whole run that belong to no single stage (beside :mod:`recordsync.runner`).
+
+- :func:`recreate_refusal`: a step keyed only by the state store's ledger whose ledger is
+  empty while the target already holds records of its type would create every row again
+  (the state store was lost): refused before anything is sent unless ``--allow-recreate``
+  (:func:`recordsync.config.idempotency.refuse_recreate` decides; this reads the store).
+- :func:`state_write_error`: the state store cannot be opened (exit 2, nothing sent) or
+  written mid-run (exit 3): a named error with the next step instead of a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from recordsync.errors import ConfigError, RecordsyncError, RunAborted
+
+RECREATE_HINT = (
+    "restore the state database (with its -wal file) from a backup, or point --state-db at"
+    " the right one; to create every row again anyway, run again with --allow-recreate;"
+    " nothing was sent"
+)
+
+
+def recreate_refusal(
+    state_db: Path,
+    pipeline: str,
+    run_steps: list[tuple[str, Any]],
+    has_records: Callable[[str], bool],
+) -> str | None:
+    """Why the run must not go on (see the module docstring), or None. Not for a run that
+    resumes an incomplete one: its journal holds what it created."""
+    from recordsync.config.idempotency import refuse_recreate
+    from recordsync.state import Journal, StateStore
+
+    counts: dict[str, dict[str, int]] = {}
+    if state_db.is_file():
+        with StateStore(state_db) as store:
+            if Journal(store, pipeline).last_incomplete_run() is not None:
+                return None
+            counts = store.counts(pipeline)
+    return refuse_recreate(run_steps, counts, has_records, pipeline=pipeline, state_db=state_db)
+
+
+def state_write_error(path: Path, exc: BaseException, *, sent: bool) -> RecordsyncError:
+    """The state store cannot be opened or written (a full disk, a read-only directory): a
+    ConfigError before anything was sent (exit 2), else RunAborted (exit 3)."""
+    why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    if not sent:
+        return ConfigError(
+            f"cannot open the state store: {why}",
+            file=str(path),
+            hint="free space on that disk or make the directory writable (or give --state-db);"
+            " nothing was sent",
+        )
+    return RunAborted(
+        f"cannot write the state store {path}: {why}; the run stopped",
+        hint="free space on that disk, then run again: the next run resumes this one (rows"
+        " whose answer was not journaled are held in doubt or sent again when that is safe)",
+    )

@@ -1,0 +1,50 @@
+"""``recordsync retry`` resends failed rows with every cell exactly as in the source."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from recordsync.reconcile.retry import retry_report
+from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.send.retry import RetryPolicy
+
+from .support import all_records, served, target
+
+
+def test_retry_sends_tricky_cells_to_the_service_unchanged(tmp_path: Path) -> None:
+    """End to end: every batch fails (503), then ``retry`` resends from failures.csv; the
+    sandbox holds each note exactly as in the source (CR, CRLF, quotes, formulas, unicode)."""
+    notes = [
+        "one\rtwo\rthree",
+        "a\r\nb\nc",
+        '"quoted", yes',
+        "=SUM(A1)",
+        "+49 30 1",
+        "'=x",
+        "ünï\u2028 🎉",
+        "\r",
+    ]
+    with open(tmp_path / "deals.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["Name", "Stage", "Notes"])
+        w.writerows([f"Deal {i}", "won", n] for i, n in enumerate(notes))
+    (tmp_path / "deals.yaml").write_text(
+        "object_type: deals\nsource: {path: deals.csv}\nname: Name\nmatch_by: [name]\n"
+        "fields: {stage: Stage, notes: {column: Notes, trim: false}}\n"
+    )
+    (tmp_path / "p.yaml").write_text("steps: [deals.yaml]\n")
+    request = RunRequest(
+        tmp_path / "p.yaml",
+        report_dir=tmp_path / "reports",
+        state=False,
+        retry=RetryPolicy(sleep=lambda s: None, max_attempts=1),
+    )
+    with served(tmp_path / "s.db", ["status:503:path=/batch"]) as url:
+        first = run_pipeline(request, target=target(url))
+    assert first.summary["totals"]["failed"] == len(notes)
+    with served(tmp_path / "s.db") as url:
+        again = retry_report(first.report_dir, request, target=target(url))
+        held = {r["name"]: r["notes"] for r in all_records(url, "deals")}
+    assert again.summary["totals"]["created"] == len(notes)
+    assert held == {f"Deal {i}": n for i, n in enumerate(notes)}
