@@ -158,8 +158,8 @@ class ReportWriter:
         src = row.source
         payload = row.payload
         by, value = (
-            (payload.get("match_by"), payload.get("match_value"))
-            if payload is not None
+            (payload["match_by"], payload.get("match_value"))
+            if payload is not None and "match_by" in payload
             else (row.match_by, row.match_value)
         )
         self._results.writerow(
