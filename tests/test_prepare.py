@@ -64,7 +64,8 @@ def test_contacts_sample(meta: tuple[Schema, list[dict[str, Any]]]) -> None:
     assert ok.owner_resolution == "users:email"
     assert ok.source.values["Owner"] == "  Chloe@acme.example "
     assert rows[12].error == (
-        "column 'Email' → field 'email': 'john.doe@' is not a valid email address"
+        "column 'Email' → field 'email': 'john.doe@' is not a valid email address "
+        "(one @, a dot in the domain, no spaces)"
     )
     assert rows[32].error == "column 'Score' → field 'lead_score': '150' must be <= 100"
     assert rows[57].suggestions == {
@@ -165,7 +166,8 @@ def test_offline_checks_system_fields_and_declared_formats(tmp_path: Path) -> No
     bad, good = run(cfg, None)
     assert bad.status is RowStatus.INVALID  # email is a system field: known offline
     assert (
-        bad.error == "column 'Email' → field 'email': 'not-an-email' is not a valid email address"
+        bad.error == "column 'Email' → field 'email': 'not-an-email' is not a valid email address "
+        "(one @, a dot in the domain, no spaces)"
     )
     assert good.payload is not None and good.payload["fields"]["lead_score"] == 1234.5
 

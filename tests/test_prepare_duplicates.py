@@ -32,7 +32,7 @@ def test_groups_of_finds_each_grouped_identity_and_only_those() -> None:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "parquet"])  # Parquet: batches of 3 rows
-@pytest.mark.parametrize("policy", ["last", "fail"])
+@pytest.mark.parametrize("policy", ["first", "last", "fail"])
 def test_duplicates_across_batches_and_rules(tmp_path: Path, policy: str, fmt: str) -> None:
     names = [f"N{i % 35}" for i in range(40)]
     # every 10th e-mail repeats; rows 30-39 have no e-mail: their key is the name
@@ -67,16 +67,31 @@ def test_duplicates_across_batches_and_rules(tmp_path: Path, policy: str, fmt: s
                 listed = ", ".join(f"row {n}" for n in others)
                 assert r.error == f"duplicate key {r.key}: also on {listed} (duplicates: fail)"
         else:
-            want = RowStatus.DUPLICATE if same[-1] != r.source.source_row else RowStatus.VALID
+            keep = same[-1] if policy == "last" else same[0]
+            want = RowStatus.DUPLICATE if keep != r.source.source_row else RowStatus.VALID
             if want is RowStatus.DUPLICATE:
                 assert r.error == (
-                    f"duplicate key {r.key}: row {same[-1]} has the same key and wins "
-                    "(duplicates: last)"
+                    f"duplicate key {r.key}: row {keep} has the same key and wins "
+                    f"(duplicates: {policy})"
                 )
         assert r.status is want, r
 
 
-@pytest.mark.parametrize("policy", ["last", "fail"])
+def test_match_key_and_ledger_key_groups_that_overlap_are_one_group() -> None:
+    match = {1: [rid(0, 2), rid(0, 5)], 2: [rid(0, 8), rid(0, 9)]}
+    ledger = {3: [rid(0, 5), rid(0, 7)]}
+    dups = Duplicates.combined(match, ledger, ["c.csv"])
+    groups = sorted(dups.groups.values())
+    assert groups == [[rid(0, 2), rid(0, 5), rid(0, 7)], [rid(0, 8), rid(0, 9)]]
+    joined = next(g for g in dups.groups.values() if rid(0, 7) in g)
+    assert dups.by_ledger_key(joined)
+    assert not dups.by_ledger_key(next(g for g in dups.groups.values() if rid(0, 9) in g))
+    assert dups.losers("first") == {rid(0, 5), rid(0, 7), rid(0, 9)}
+    assert dups.losers("last") == {rid(0, 2), rid(0, 5), rid(0, 8)}
+    assert len(dups.losers("fail")) == 5
+
+
+@pytest.mark.parametrize("policy", ["first", "last", "fail"])
 def test_a_first_digested_run_finds_the_same_duplicates(tmp_path: Path, policy: str) -> None:
     """With no snapshot yet (a first run), the digested path's scan hashes the match keys as
     prepare_step's does, without making the key strings: the same rows, statuses and errors,

@@ -31,6 +31,7 @@ class RowStatus(StrEnum):
     UPDATED = "updated"
     FAILED = "failed"  # sent, and the service (or the network) failed it
     IN_DOUBT = "in_doubt"  # sent, no answer, resending is not safe: held for review
+    MERGED = "merged"  # folds (or folded) into the record another row of the source claims
 
 
 class RowValues(Protocol):
@@ -132,6 +133,21 @@ class PreparedRow:
     encoded: bytes | None = None
     """``payload`` as JSON, when change detection made it with the input hash
     (:func:`recordsync.state.hashing.encode_input`): the request body is joined from these."""
+    salvage: Salvage | None = None
+    """What could still be read of a malformed line (mirror deletes: unreadable is not
+    absent); None for a row that parsed."""
+
+
+@dataclass(slots=True)
+class Salvage:
+    """The keys a malformed line may hold (:mod:`recordsync.prepare_salvage`): its cells under
+    every column alignment their count allows, and the match key each gives (None: none).
+    ``hides`` says why the line may hide other rows or a key that could not be read (mirror
+    deletes of the step are then skipped); None when every key it may hold is in ``keys``."""
+
+    alignments: list[dict[str, Any]]
+    keys: list[str | None]
+    hides: str | None = None
 
 
 @dataclass(slots=True)

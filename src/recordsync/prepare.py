@@ -1,111 +1,61 @@
 """``prepare_step``: read → map → resolve → validate → duplicate keys, one PreparedRow per row.
 
-Two streaming passes when the mapping has ``match_by`` rules: the first maps only the key
-columns and keeps 64-bit hashes of the keys (not the strings) to find duplicated keys; the
-second maps everything and yields rows in source order. Memory is bounded by the batch size
-plus 16 bytes per row for the hashes.
+Two streaming passes when the mapping has ``match_by`` rules or a ``ledger_key``: the first
+maps only the key columns and keeps 64-bit hashes of the keys (not the strings) to find
+duplicated keys (:mod:`recordsync.prepare_dups`); the second maps everything and yields rows
+in source order. Memory is bounded by the batch size plus 16 bytes per row for the hashes.
+A contacts or companies step has one more pass, the merge scan
+(:mod:`recordsync.prepare_merges`): rows the service would fold into another row's record
+come out ``merged``.
 """
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterator
 from itertools import repeat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
-from recordsync.map.gcpause import BatchGC, gc_paused
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.map.gcpause import BatchGC
+from recordsync.model import PreparedRow, RowStatus, Salvage, SourceRow
+from recordsync.prepare_dups import (
+    ROW_BITS,
+    Duplicates,
+    ledger_keys,
+    shared_hashes,
+    text_hashes,
+    where,
+    winner,
+)
+from recordsync.prepare_merges import MergeScan, scan_merges
+from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
 from recordsync.read.paths import check_source_file, source_path
+from recordsync.read.swallow import hiding_rows
+from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
 from recordsync.validate.schema import Schema
 
-ROW_BITS = 40  # row identity = file index << 40 | row number
-
-
-class Duplicates:
-    """Rows sharing a key hash: hash → row identities in source order."""
-
-    def __init__(self, groups: dict[int, list[int]], files: list[str] | None = None) -> None:
-        self.groups = groups
-        self.files = files or []
-        self._members: tuple[npt.NDArray[np.int64], list[list[int]]] | None = None
-
-    def where(self, rid: int, fidx: int) -> str:
-        """'row N', plus the file's name when it is another file of the source."""
-        row = f"row {rid & ((1 << ROW_BITS) - 1)}"
-        other = rid >> ROW_BITS
-        if other != fidx and other < len(self.files):
-            return f"{row} of {Path(self.files[other]).name}"
-        return row
-
-    def groups_of(self, ids: npt.NDArray[np.int64]) -> Iterator[tuple[int, list[int]]]:
-        """``(i, group)`` for each row identity ``ids[i]`` that is in a group, found by its
-        identity (the first pass already hashed its key: the second pass does not again)."""
-        if self._members is None:  # every grouped identity, sorted, and its group
-            pairs = sorted((rid, g) for g in self.groups.values() for rid in g)
-            members = np.fromiter((rid for rid, _ in pairs), np.int64, len(pairs))
-            self._members = (members, [g for _, g in pairs])
-        members, owners = self._members
-        if not len(members) or not len(ids):
-            return
-        at = np.minimum(np.searchsorted(members, ids), len(members) - 1)
-        hit = members[at] == ids
-        for i, k in zip(np.flatnonzero(hit).tolist(), at[hit].tolist(), strict=True):
-            yield i, owners[k]
-
-    @classmethod
-    def scan(cls, mapper: BatchMapper, mapping: MappingConfig, base_dir: Path) -> Duplicates:
-        files: dict[str, int] = {}
-        hashes: list[npt.NDArray[np.int64]] = []
-        ids: list[npt.NDArray[np.int64]] = []
-        for sb in iter_source(mapping.source, base_dir, mapping.key_columns()):
-            fidx = files.setdefault(sb.file, len(files))
-            with gc_paused():
-                h, has = mapper.key_hashes(sb.batch)
-            hashes.append(h[has])
-            ids.append((np.int64(fidx) << ROW_BITS) | sb.rows[has])
-        return cls(shared_hashes(hashes, ids), list(files))
-
-
-def shared_hashes(
-    hashes: list[npt.NDArray[np.int64]], ids: list[npt.NDArray[np.int64]]
-) -> dict[int, list[int]]:
-    """hash → row identities, in source order, of every hash that two rows or more share."""
-    if not hashes:
-        return {}
-    h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
-    order = np.lexsort((id_all, h_all))
-    hs = h_all[order]
-    dup = np.zeros(len(hs), dtype=bool)
-    same = hs[1:] == hs[:-1]
-    dup[1:] |= same
-    dup[:-1] |= same
-    groups: dict[int, list[int]] = {}
-    for hv, rid in zip(hs[dup].tolist(), id_all[order][dup].tolist(), strict=True):
-        groups.setdefault(hv, []).append(rid)
-    return groups
-
-
-def _bad_row(bl: BadLine, file: str, columns: list[str]) -> PreparedRow:
-    cells = next(csv.reader([bl.text]), []) if bl.text else []
-    values: dict[str, Any] = dict(zip(columns, cells, strict=False))
-    if len(cells) > len(columns):
-        values["_extra_cells"] = cells[len(columns) :]
-    return PreparedRow(
-        source=SourceRow(file, bl.line, values),
-        status=RowStatus.INVALID,
-        error=f"line {bl.line}: {bl.message}",
-    )
+__all__ = [  # the duplicate scan's names stay importable from here
+    "ROW_BITS",
+    "SLICE_ROWS",
+    "Duplicates",
+    "check_batch_columns",
+    "check_source",
+    "ledger_keys",
+    "prepare_step",
+    "shared_hashes",
+    "text_hashes",
+    "where",
+    "winner",
+]
 
 
 SLICE_ROWS = 2048
@@ -124,10 +74,20 @@ def _rows_of(
     gcb: BatchGC,
     slice_rows: int | None = None,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
+    merges: MergeScan | None = None,
 ) -> Iterator[PreparedRow]:
+    # rows whose multi-line cell may hide rows stop the step's mirror deletes (their
+    # ``salvage.hides``, :mod:`recordsync.read.swallow`)
+    src = mapper.mapping.source
+    mirror = mapper.mapping.mirror_deletes.enabled
+    hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror else {}
     for part in _slices(sb, slice_rows or len(sb.rows)):
         with gcb.building():
-            rows = _build_rows(part, mapper, dups, fidx, policy, max_request_bytes)
+            rows = _build_rows(part, mapper, dups, fidx, policy, max_request_bytes, merges)
+        for r in rows if hiding else ():
+            why = hiding.get(r.source.source_row)
+            if why is not None and r.salvage is None:
+                r.salvage = Salvage([], [], why)
         yield from rows
 
 
@@ -149,6 +109,22 @@ def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:
         yield SourceBatch(sb.file, sb.batch.slice(start, end - start), sb.rows[start:end], mine)
 
 
+def _duplicate_error(
+    mapping: MappingConfig, key: str | None, values: dict[str, Any] | None, others: str, policy: str
+) -> str:
+    """Why a row is not sent: its (ledger) key is also on ``others`` (the winner, or with
+    ``fail`` every other row of the group)."""
+    spec = mapping.ledger_key
+    lk = None
+    if spec is not None and values is not None:
+        text = cell_text(values.get(spec.column))
+        lk = NORMALIZERS[spec.normalize](text) if text is not None else None
+    what = f"ledger key {lk!r} (column '{spec.column}')" if spec and lk else f"key {key}"
+    if policy == "fail":
+        return f"duplicate {what}: also on {others} (duplicates: fail)"
+    return f"duplicate {what}: {others} has the same key and wins (duplicates: {policy})"
+
+
 def _build_rows(
     sb: SourceBatch,
     mapper: BatchMapper,
@@ -156,6 +132,7 @@ def _build_rows(
     fidx: int,
     policy: str,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
+    merges: MergeScan | None = None,
 ) -> list[PreparedRow]:
     columns = sb.batch.schema.names
     mb = mapper.map_batch(sb.batch)
@@ -163,29 +140,36 @@ def _build_rows(
     if too_large:  # fails alone, as invalid (validate/entry_size.py)
         mb.errors = [too_large.get(i, e) if e is None else e for i, e in enumerate(mb.errors)]
     rows = sb.rows.tolist()
+    origin = BatchValues(sb.batch, sb.rows)
     dup_of: dict[int, str] = {}
     if dups is not None and dups.groups:
         for i, group in dups.groups_of((np.int64(fidx) << ROW_BITS) | sb.rows):
-            if mb.keys[i] is None:  # cannot be: the first pass found its key
-                continue
             me = (fidx << ROW_BITS) | rows[i]
+            keep = winner(group, policy)
+            if keep == me:
+                continue
+            values = origin.values_of(rows[i]) if dups.by_ledger_key(group) else None
             if policy == "fail":
                 others = ", ".join(dups.where(g, fidx) for g in group if g != me)
-                dup_of[i] = f"duplicate key {mb.keys[i]}: also on {others} (duplicates: fail)"
-            elif group[-1] != me:
-                dup_of[i] = (
-                    f"duplicate key {mb.keys[i]}: {dups.where(group[-1], fidx)}"
-                    " has the same key and wins (duplicates: last)"
-                )
+            else:
+                assert keep is not None
+                others = dups.where(keep, fidx)
+            dup_of[i] = _duplicate_error(mapper.mapping, mb.keys[i], values, others, policy)
+    merged_of: dict[int, str] = {}
+    if merges is not None and merges.hits:
+        for i in merges.held((np.int64(fidx) << ROW_BITS) | sb.rows):
+            if i not in dup_of and mb.errors[i] is None:
+                rid = (fidx << ROW_BITS) | rows[i]
+                merged_of[i] = merges.error(rid, fidx, mb.payloads[i])
     # the original values: made per row only when asked for (failing rows, a few readers)
-    origin = BatchValues(sb.batch, sb.rows)
     valid, invalid, duplicate = RowStatus.VALID, RowStatus.INVALID, RowStatus.DUPLICATE
     errors = mb.errors
     hints = mb.hints
     owners = mb.owners or [None] * len(rows)
     file = sb.file
     bad = sb.bad
-    if not bad and not dup_of:  # the common case: built column-wise (map calls in C)
+    # the common case: built column-wise (map calls in C)
+    if not bad and not dup_of and not merged_of:
         n = len(rows)
         sources = map(SourceRow, repeat(file, n), rows, repeat(None, n), repeat(origin, n))
         statuses = [valid if err is None else invalid for err in errors]
@@ -199,11 +183,13 @@ def _build_rows(
     b = 0
     for i, line in enumerate(rows):
         while b < len(bad) and bad[b].line < line:
-            out.append(_bad_row(bad[b], file, columns))
+            out.append(bad_row(bad[b], file, columns, mapper))
             b += 1
         error = errors[i]
         if i in dup_of:
             status, error = duplicate, dup_of[i]
+        elif i in merged_of:
+            status, error = RowStatus.MERGED, merged_of[i]
         else:
             status = valid if error is None else invalid
         out.append(
@@ -219,7 +205,7 @@ def _build_rows(
                 hints.get(i) or {},
             )
         )
-    out.extend(_bad_row(bl, file, columns) for bl in bad[b:])
+    out.extend(bad_row(bl, file, columns, mapper) for bl in bad[b:])
     return out
 
 
@@ -284,7 +270,8 @@ def prepare_step(
     slice_rows: int | None = None,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[PreparedRow]:
-    """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE).
+    """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE,
+    MERGED: predicted to fold into another row's record, :mod:`recordsync.prepare_merges`).
 
     Config errors (unknown object type or field, unreadable owners file, missing source) are
     raised here, before the first row. With ``schema=None`` only offline checks run.
@@ -293,8 +280,13 @@ def prepare_step(
     """
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
-    dups = Duplicates.scan(mapper, mapping, base_dir) if mapping.match_by else None
-    return _stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes)
+    dups = (
+        Duplicates.scan(mapper, mapping, base_dir)
+        if mapping.match_by or mapping.ledger_key is not None
+        else None
+    )
+    merges = scan_merges(mapping, base_dir=base_dir, schema=schema, users=users, dups=dups)
+    return _stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes, merges)
 
 
 def check_batch_columns(sb: SourceBatch, mapper: BatchMapper, mapping: MappingConfig) -> None:
@@ -316,6 +308,7 @@ def _stream(
     dups: Duplicates | None,
     slice_rows: int | None,
     max_request_bytes: int | None,
+    merges: MergeScan | None = None,
 ) -> Iterator[PreparedRow]:
     files: dict[str, int] = {}
     gcb = BatchGC()
@@ -324,6 +317,8 @@ def _stream(
             fidx = files.setdefault(sb.file, len(files))
             check_batch_columns(sb, mapper, mapping)
             policy = mapping.duplicates
-            yield from _rows_of(sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes)
+            yield from _rows_of(
+                sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes, merges
+            )
     finally:
         gcb.release()

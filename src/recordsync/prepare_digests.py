@@ -31,15 +31,17 @@ from recordsync.model import PreparedRow, UnchangedBlock
 from recordsync.prepare import (
     ROW_BITS,
     Duplicates,
-    _bad_row,
     _rows_of,
     check_batch_columns,
     check_source,
+    ledger_keys,
     shared_hashes,
 )
+from recordsync.prepare_merges import MergeScan, Owned, scan_merges
+from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source
+from recordsync.read.swallow import hiding_rows
 from recordsync.state.digests import row_digests, supported
-from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.state.snapshots import Snapshot, key_hashes
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES
 from recordsync.validate.schema import Schema
@@ -66,23 +68,6 @@ class _Seen:
     """The batch's malformed lines."""
     kept: SourceBatch | None = None
     """The batch's rows not found in the snapshot, if kept (all of them: with ``bad``)."""
-
-
-def _ledger_keys(
-    mapping: MappingConfig, batch: pa.RecordBatch, keys: list[str | None]
-) -> list[str | None]:
-    """The rows' keys after a declared ``ledger_key`` (blank: the match key stays)."""
-    spec = mapping.ledger_key
-    if spec is None:
-        return keys
-    norm = NORMALIZERS[spec.normalize]
-    out = list(keys)
-    for i, v in enumerate(batch.column(spec.column).to_pylist()):
-        text = cell_text(v)
-        k = norm(text) if text is not None else None
-        if k is not None:
-            out[i] = k
-    return out
 
 
 class _Scan:
@@ -112,6 +97,7 @@ class _Scan:
         owner = np.full(len(snapshot) if snapshot is not None else 0, -1, dtype=np.int64)
         columns = mapper.columns_used
         budget = KEEP_ROWS
+        hidden: list[int] = []  # rows found whose cells may hide rows (mirror deletes)
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             n = sb.batch.num_rows
@@ -123,6 +109,10 @@ class _Scan:
                 found = snapshot.match(digests, ok)
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
+            if snapshot is not None and mapping.mirror_deletes.enabled and fast.any():
+                hiding = hiding_rows(sb.batch, sb.rows, mapping.source.delimiter)
+                if hiding:  # prepared in full, to stop the step's mirror deletes
+                    hidden += ids[np.isin(sb.rows, list(hiding))].tolist()
             owner[found[fast]] = ids[fast]  # the source row that matched each snapshot row
             slow = np.flatnonzero(~fast)
             sub = sb if len(slow) == n else _take(sb, slow)
@@ -140,40 +130,51 @@ class _Scan:
                 continue
             with gc_paused():
                 sub_ids = ids[slow]
-                if snapshot is None and mapping.match_by:
+                if mapping.ledger_key is not None:  # rows sharing a declared ledger key
+                    h, has = key_hashes(ledger_keys(mapping, sub.batch))
+                    final_h.append(h)
+                    final_ids.append(sub_ids[has])
+                if not mapping.match_by:
+                    continue
+                if snapshot is None:
                     # only duplicates among the source's rows to find (no snapshot's keys to
-                    # compare with, and ledger keys only with a snapshot): the key strings
-                    # are never made, as in prepare.Duplicates.scan
+                    # compare with): the key strings are never made, as in
+                    # prepare.Duplicates.scan
                     h, has = mapper.key_hashes(sub.batch)
                     slow_h.append(h[has])
                     slow_ids.append(sub_ids[has])
                     continue
-                keys: list[str | None] = (
-                    mapper.keys_only(sub.batch) if mapping.match_by else [None] * len(slow)
-                )
-                if mapping.match_by:
-                    h, has = key_hashes(keys)
-                    slow_h.append(h)
-                    slow_ids.append(sub_ids[has])
-                if mapping.ledger_key is not None and snapshot is not None:
-                    h, has = key_hashes(_ledger_keys(mapping, sub.batch, keys))
-                    final_h.append(h)
-                    final_ids.append(sub_ids[has])
+                h, has = key_hashes(mapper.keys_only(sub.batch))
+                slow_h.append(h)
+                slow_ids.append(sub_ids[has])
         self.files = list(files)
         groups = shared_hashes(slow_h, slow_ids)
-        demoted: list[int] = []
+        ledger_groups = shared_hashes(final_h, final_ids)
+        demoted: list[int] = list(hidden)
         if snapshot is not None and slow_h:
             _clashes(groups, slow_h, slow_ids, snapshot.match_key_hashes(), owner, demoted)
         if snapshot is not None and final_h:
-            _clashes({}, final_h, final_ids, snapshot.key_hashes(), owner, demoted)
+            _clashes(ledger_groups, final_h, final_ids, snapshot.key_hashes(), owner, demoted)
         if snapshot is not None:
             _found_twice(self.seen, files, snapshot, groups, demoted)
-        self.dups = Duplicates(groups, self.files) if mapping.match_by else None
+        self.dups = (
+            Duplicates.combined(groups, ledger_groups, self.files)
+            if mapping.match_by or mapping.ledger_key is not None
+            else None
+        )
         self.demoted = np.unique(np.array(demoted, dtype=np.int64))
         if len(self.demoted) and not self.reread:  # demoted rows were not kept: read again
             self.reread = True
             for s in self.seen:
                 s.kept = None
+
+    def owners(self) -> npt.NDArray[np.int64]:
+        """Identities of the rows found in the snapshot and not demoted: they have a record
+        of their own (the merge scan lets them claim their keys first)."""
+        files = {f: i for i, f in enumerate(self.files)}
+        found = [(np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in self.seen]
+        ids = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        return ids[~np.isin(ids, self.demoted)] if len(self.demoted) else ids
 
 
 def _found_twice(
@@ -245,14 +246,27 @@ def prepare_digested(
     fp: bytes,
     slice_rows: int | None = None,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
+    owned: Owned | None = None,
 ) -> Iterator[Item]:
     """Yield, in source order, PreparedRows (with ``digest`` set where the row has one) and
     UnchangedBlocks of rows found in ``snapshot``. Config errors are raised before the
-    first row, as in ``prepare_step`` (and ``slice_rows`` as there)."""
+    first row, as in ``prepare_step`` (and ``slice_rows`` as there). ``owned``: which source
+    keys have a record of their own in the ledger (for the merge scan)."""
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
     scan = _Scan(mapper, mapping, base_dir, snapshot, fp)
-    return _stream(mapping, base_dir, mapper, scan, snapshot, (slice_rows, max_request_bytes))
+    merges = scan_merges(
+        mapping,
+        base_dir=base_dir,
+        schema=schema,
+        users=users,
+        dups=scan.dups,
+        owners=scan.owners(),
+        owned=owned,
+    )
+    return _stream(
+        mapping, base_dir, mapper, scan, snapshot, slice_rows, merges, max_request_bytes
+    )
 
 
 def _with_digests(
@@ -285,7 +299,9 @@ def _stream(
     mapper: BatchMapper,
     scan: _Scan,
     snapshot: Snapshot | None,
-    sizes: tuple[int | None, int | None],
+    slice_rows: int | None,
+    merges: MergeScan | None = None,
+    max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[Item]:
     files = {f: i for i, f in enumerate(scan.files)}
     gcb = BatchGC()
@@ -308,7 +324,9 @@ def _stream(
                     got = row_digests(sb.batch, scan.columns, scan.fp)
                 if got is not None:
                     seen.digests, seen.ok = got
-                rows = _rows_of(sb, mapper, dups, fidx, policy, gcb, *sizes)
+                rows = _rows_of(
+                    sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes, merges
+                )
                 yield from _with_digests(rows, seen, slow, line_of)
                 if scan.later:
                     seen.digests = seen.ok = None  # copied onto the rows
@@ -317,10 +335,12 @@ def _stream(
             if len(slow):
                 # read again: the whole batch; kept: just the unmatched rows (never demoted ones)
                 sub = _take(sb, slow) if scan.reread else sb
-                rows = _rows_of(sub, mapper, dups, fidx, policy, gcb, *sizes)
+                rows = _rows_of(
+                    sub, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes, merges
+                )
                 slow_rows = list(_with_digests(rows, seen, slow, line_of))
             columns = sb.batch.schema.names
-            bad = [_bad_row(bl, sb.file, columns) for bl in seen.bad]
+            bad = [bad_row(bl, sb.file, columns, mapper) for bl in seen.bad]
             yield from _interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot)
     finally:
         gcb.release()

@@ -84,8 +84,11 @@ class RunResult:
         if not self.summary["accounting_ok"]:
             return exit_code_for(AccountingError("accounting mismatch"))
         t = self.summary["totals"]
-        bad = t["failed"] + t["in_doubt"] + t["rows_invalid"] + t.get("delete_failed", 0)
-        return EXIT_ROWS_FAILED if bad else EXIT_OK
+        # rows without a record of their own holding their values (report.tally.not_ok)
+        bad = t["rows_not_ok"] + t.get("delete_failed", 0)
+        # mirror deletes skipped: a malformed line may hide rows (which then have no record)
+        skipped = any(s.get("mirror_deletes_skipped") for s in self.summary["steps"])
+        return EXIT_ROWS_FAILED if bad or skipped else EXIT_OK
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,3 +104,21 @@ def test_a_mapping_with_no_key_is_warned_about(
     code, _, err = run([str(tmp_path / "p.yaml")], capsys)
     assert code == 0
     assert "warning: step 'd'" in err and "every run creates a new deals record" in err
+
+
+def test_scan_counts_merged_rows_and_names_the_row_they_merge_with(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "c.csv").write_text(
+        "Company,Website\nDavenport LLC,d1.example\nDavenport PLC,d2.example\n", encoding="utf-8"
+    )
+    (tmp_path / "c.yaml").write_text(
+        "object_type: companies\nsource: {path: c.csv}\nname: Company\nmatch_by: [name]\n"
+        "fields: {domain: Website}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "p.yaml").write_text("steps: [c.yaml]\n", encoding="utf-8")
+    code, out, _ = run([str(tmp_path / "p.yaml"), "--scan"], capsys)
+    assert code == 0  # a scan finds row problems; only a config error is exit 2
+    assert "rows:    2 (1 valid, 1 merged)" in out
+    assert "row 3: merges with row 2: the service would fold it into that row's record" in out

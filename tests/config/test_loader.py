@@ -207,3 +207,28 @@ def test_duplicate_key_in_a_pipeline_file(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as err:
         load_pipeline(p)
     assert (err.value.line, err.value.key) == (3, "name")
+
+
+@pytest.mark.parametrize(
+    ("text", "keep", "expected"),
+    [
+        ("", "last", False),
+        ("duplicates: first\n", "first", False),
+        ("duplicates: {keep: first, expected: true}\n", "first", True),
+        ("duplicates: {expected: true}\n", "last", True),
+    ],
+)
+def test_duplicates_take_a_policy_or_a_block(
+    tmp_path: Path, text: str, keep: str, expected: bool
+) -> None:
+    m = load_mapping(write(tmp_path, "m.yaml", MAPPING + text))
+    assert (m.duplicates, m.duplicates_expected, m.merges) == (keep, expected, "hold")
+
+
+def test_a_wrong_duplicates_block_or_merges_value_is_a_config_error(tmp_path: Path) -> None:
+    for text in ("duplicates: {keep: last, expect: true}\n", "merges: allowed\n"):
+        with pytest.raises(ConfigError) as err:
+            load_mapping(write(tmp_path, "m.yaml", MAPPING + text))
+        assert exit_code_for(err.value) == 2
+    m = load_mapping(write(tmp_path, "m.yaml", MAPPING + "merges: expected\n"))
+    assert m.merges == "expected"

@@ -51,7 +51,8 @@ def test_a_dry_run_uses_the_ledger_and_the_rows_it_would_create_and_writes_nothi
     with served(tmp_path / "s.db") as url:
         run_pipeline(request(tmp_path, pipeline), target=target(url))
         # Globex leaves the companies source (its ledger entry stays), NewCo is new, and a
-        # second row with Acme's domain is a duplicate ledger key (the first row wins)
+        # second row with Acme's domain is a duplicate ledger key (duplicates: last, the
+        # default: the second row wins, as for a match key)
         write_csv(
             tmp_path / "companies.csv",
             ["Company", "Website"],
@@ -73,12 +74,13 @@ def test_a_dry_run_uses_the_ledger_and_the_rows_it_would_create_and_writes_nothi
         real_bad = {
             k: e
             for k, (s, e) in outcomes(real, step).items()
-            if s in ("invalid", "duplicate", "failed")
+            if s in ("invalid", "duplicate", "merged", "failed")
         }
         assert dry_bad == real_bad, step
     assert set(outcomes(real, "deals")) == {"D1", "D2", "D5", "D6"}
     assert outcomes(dry, "deals")["D6"][0] == "invalid"
-    assert outcomes(dry, "companies")["Acme Two"][0] == "duplicate"
+    assert outcomes(dry, "companies")["Acme Ltd"][0] == "duplicate"
+    assert outcomes(real, "companies")["Acme Two"][0] == "updated"  # Acme's record, its key
 
 
 @pytest.mark.parametrize("dry_run", [False, True])

@@ -16,6 +16,7 @@ from recordsync.runner import run_plans
 from recordsync.send.state_hook import open_state
 from recordsync.send.step import SendOptions, StepPlan
 from recordsync.state import Journal, StateStore
+from recordsync.state.hashing import encode_input
 
 from .support import all_records, loopback_client, served, target
 
@@ -141,18 +142,24 @@ def test_a_breaker_stop_leaves_no_chunk_in_flight_in_the_journal(tmp_path: Path)
         store.close()
 
 
+def content(row: PreparedRow) -> str:
+    assert row.payload is not None
+    return encode_input(row.payload)[0]
+
+
 def test_a_run_that_died_is_resumed_under_its_own_id(tmp_path: Path) -> None:
     rows = deals(5)
     store = StateStore(tmp_path / "state.db")
     try:  # chunk 1 acknowledged, chunk 2 (creates without match) in flight when it died
         journal = Journal(store, "p")
         journal.start_run("dead")
-        first = [(r.source.source_row, r.key, None, False) for r in rows[:2]]
+        # a resumed run finds journaled rows by key and content (input hash), not by line
+        first = [(r.source.source_row, r.key, content(r), False) for r in rows[:2]]
         journal.begin_chunk("dead", "deals", 1, 2, first, mapping="deals")
         journal.ack_chunk(
             "dead", "deals", 1, [(2, "created", 101, None), (3, "created", 102, None)]
         )
-        second = [(r.source.source_row, r.key, None, False) for r in rows[2:3]]
+        second = [(r.source.source_row, r.key, content(r), False) for r in rows[2:3]]
         journal.begin_chunk("dead", "deals", 2, 4, second, mapping="deals")
     finally:
         store.close()

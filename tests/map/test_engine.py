@@ -20,7 +20,7 @@ match_by: [email, {by: id, column: Id}, name]
 fields:
   email: Email
   job_title: Title
-  phone: {column: Phone, default: "n/a"}
+  phone: {column: Phone, default: "+1 555 0100"}
   last_contacted: {column: Seen, date_format: "%d/%m/%Y"}
 """
 
@@ -30,7 +30,7 @@ CELLS = {
     "Email": st.sampled_from(["ann@x.io", "ANN@x.io", "bad@", "", " b@y.org "]),
     "Id": st.sampled_from(["", "7", "0", "x1", "0042"]),
     "Title": st.sampled_from(["CTO", " CTO ", "", "VP, Sales"]),
-    "Phone": st.sampled_from(["+1 555", "", "  "]),
+    "Phone": st.sampled_from(["+1 555 0199", "", "  "]),
     "Seen": st.sampled_from(["01/02/2025", "31/02/2025", "", "2025-01-01"]),
 }
 

@@ -203,7 +203,7 @@ def test_a_row_longer_than_a_block_grows_the_block_and_no_row_repeats(
     lines.insert(45, '45x,"' + "long\n" * 300 + '"')  # ~1.5 KB over 301 lines
     lines.insert(10, "10x,bad,row")
     (tmp_path / "long.csv").write_text("\n".join(lines) + "\n")
-    src = SourceConfig(path="long.csv", batch_size=4)  # batches go out before the long row
+    src = SourceConfig(path="long.csv", batch_size=4, max_quoted_lines=400)  # batches go out first
     rows, bad = read_all(src, tmp_path)
     ids = [r["id"] for _, r in rows]
     assert ids == [str(i) for i in range(44)] + ["45x"] + [str(i) for i in range(44, 60)]

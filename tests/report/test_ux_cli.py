@@ -23,7 +23,9 @@ def test_quiet_exit_1_says_why_and_where(
     (report,) = [p for p in (project / "reports").iterdir() if p.is_dir()]
     totals = json.loads((report / "summary.json").read_text())["totals"]
     assert totals["rows_invalid"] > 0
-    line = f"{totals['rows_invalid']} invalid rows: see {report.relative_to(project)}/failures.csv"
+    dup = f", {totals['rows_duplicate']} duplicate" if totals["rows_duplicate"] else ""
+    where = f"rows: see {report.relative_to(project)}/failures.csv"
+    line = f"{totals['rows_invalid']} invalid{dup} {where}"
     assert line in err.splitlines()
 
 

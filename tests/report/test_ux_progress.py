@@ -15,7 +15,9 @@ def test_step_line_shows_unchanged_and_duplicate() -> None:
     t.outcomes[RowStatus.UNCHANGED] = 198
     t.outcomes[RowStatus.INVALID] = 2
     t.outcomes[RowStatus.DUPLICATE] = 1
+    t.outcomes[RowStatus.MERGED] = 1
+    t.merge_held = 1
     PlainProgress(out).step_finished(t)
     line = out.getvalue()
     assert "step contacts done: read 201, unchanged 198, sent 0," in line
-    assert "invalid 2, duplicate 1 (" in line
+    assert "invalid 2, duplicate 1, merged 1 (" in line

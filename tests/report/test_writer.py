@@ -70,7 +70,7 @@ def test_failures_csv_has_original_columns_plus_the_underscore_ones(tmp_path: Pa
     _, out = write_sample(tmp_path)
     with open(out / "failures.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [r["_status"] for r in rows] == ["failed", "in_doubt", "invalid"]
+    assert [r["_status"] for r in rows] == ["failed", "in_doubt", "invalid", "duplicate"]
     assert rows[0]["Name"] == "'=HYPERLINK(x)"
     assert rows[0]["_source_row"] == "4" and rows[0]["_step"] == "contacts"
     assert rows[0]["_error"].startswith("Validation failed")
@@ -109,7 +109,7 @@ def test_broken_counters_fail_the_accounting(tmp_path: Path) -> None:
 def test_report_md_groups_reasons_and_lists_merges(tmp_path: Path) -> None:
     _, out = write_sample(tmp_path)
     md = (out / "report.md").read_text()
-    assert "| contacts | contacts | 6 | 1 | 1 | 0 | 4 | 1 | 1 | 1 | 1 |" in md
+    assert "| contacts | contacts | 6 | 1 | 1 | 0 | 0 | 4 | 1 | 1 | 0 | 1 | 1 |" in md
     assert "column 'Score' → field 'lead_score': '…' must be <= 100" in md
     assert "1 row(s) sent to create came back `updated`" in md
     assert "landed on record 10" in md

@@ -79,17 +79,18 @@ def run(
         run_id, step = info.run_id, "contacts"
         if resumed:
             journal.settle_in_flight(run_id)
-        done = journal.done_rows(run_id, step) if resumed else None
+        done = journal.journaled_rows(run_id, step) if resumed else None
+        if resumed:
+            journal.restart_marks(run_id, step)
         detector = ChangeDetector(
-            store, "nightly", "contacts", match_by_ledger_id=True, done_rows=done
+            store, "nightly", "contacts", match_by_ledger_id=True, journaled=done
         )
         report: dict[int, str] = {}
         chunk_no = journal.next_chunk_no(run_id, step)
         for start in range(0, len(source), 1000):
             cls = detector.classify(source[start : start + 1000])
-            outs = journal.outcomes_for(run_id, step, [r.source.source_row for r in cls.done])
-            for row in cls.done:
-                report[row.source.source_row] = outs[row.source.source_row].status
+            for row, o in zip(cls.done, cls.outcomes, strict=True):
+                report[row.source.source_row] = o.status
             for u in cls.unchanged:
                 report[u.row.source.source_row] = "unchanged"
             for row in cls.skipped:

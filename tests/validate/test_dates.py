@@ -85,3 +85,28 @@ def test_rolled_over_days_and_leap_seconds_are_errors() -> None:
         "2024-02-29T23:59:59Z",
     ]
     assert chk.reasons[6:] == [None] * 3
+
+
+def test_iso_datetimes_out_of_range_in_utc_and_early_years() -> None:
+    spec = FieldSpec(column="c")
+    arr = pa.array(
+        ["0001-01-01T00:00:00+01:00", "9999-12-31T23:30:00-01:00", "0999-01-02T03:04:05"],
+        pa.string(),
+    )
+    chk = check_array(arr, "datetime", None, spec, None)
+    reason = "is out of range (before year 1 or after 9999 in UTC)"
+    assert chk.reasons == [reason, reason, None]
+    assert chk.values == [None, None, "0999-01-02T03:04:05Z"]  # four digits, as ISO 8601 says
+
+
+def test_iso_datetimes_keep_their_milliseconds() -> None:
+    arr = pa.array(
+        ["2026-01-01T10:00:00.123+01:00", "2026-01-01T10:00:00.5", "2026-01-01T10:00:00.000"],
+        pa.string(),
+    )
+    chk = check_array(arr, "datetime", None, FieldSpec(column="c"), None)
+    assert chk.values == [
+        "2026-01-01T09:00:00.123Z",
+        "2026-01-01T10:00:00.500Z",
+        "2026-01-01T10:00:00Z",
+    ]

@@ -12,6 +12,7 @@ from recordsync.config import FieldSpec
 from recordsync.validate import FieldDef, Schema, SelectOption, check_array
 
 SPEC = FieldSpec(column="c")
+EMAIL_REASON = "is not a valid email address (one @, a dot in the domain, no spaces)"
 
 
 def check(
@@ -123,8 +124,8 @@ def test_select_value_or_label_and_suggestion(schema: Schema) -> None:
 def test_email_url_relationship_user() -> None:
     assert check(["A@B.example", "a@", "a b@c.d"], "email") == [
         ("a@b.example", None),
-        (None, "is not a valid email address"),
-        (None, "is not a valid email address"),
+        (None, EMAIL_REASON),
+        (None, EMAIL_REASON),
     ]
     url = check(["https://x.example/a?b", "www.x.example", "ftp://x.example"], "url")
     assert url[0] == ("https://x.example/a?b", None)
@@ -143,3 +144,43 @@ def test_email_url_relationship_user() -> None:
 def test_select_without_schema_options_is_text() -> None:
     fdef = FieldDef("x", "select", options=(SelectOption("a", "A"),))
     assert check(["A"], "select", fdef) == [("a", None)]
+
+
+def test_decimal_places_are_counted_on_the_number_sent() -> None:
+    amount = FieldDef("amount", "currency", decimal_places=2)
+    cells = ["12345678.01", "123456789.001", "1e-7", "0.1", "99.9999999999", "1e20"]
+    out = check(cells, "currency", amount)
+    assert out[0] == (12345678.01, None)
+    assert out[1] == (None, "must have at most 2 decimal places")  # a tolerance let it through
+    assert out[2] == (None, "must have at most 2 decimal places")
+    assert out[3] == (0.1, None)
+    assert out[4] == (None, "must have at most 2 decimal places")
+    assert out[5] == (1e20, None)
+
+
+def test_whole_numbers_keep_their_digits_and_huge_ones_stay_numbers() -> None:
+    count = FieldDef("count", "number", decimal_places=0)
+    out = check(["12345678.01", "7.0", "-0", "1e20", "12345678901234567890"], "number", count)
+    assert out[0] == (None, "must have at most 0 decimal places")  # not cut to 12345678
+    assert out[1] == (7, None) and type(out[1][0]) is int
+    assert out[2] == (0, None)
+    assert out[3] == (1e20, None) and type(out[3][0]) is float  # no int64 overflow
+    assert out[4] == (12345678901234567890.0, None)
+
+
+def test_a_number_too_large_for_json_is_rejected() -> None:
+    reason = "is out of range (too large to be a number the service takes)"
+    assert check(["1e999", "-1e400"], "number") == [(None, reason), (None, reason)]
+
+
+def test_record_ids_too_long_for_an_id_are_rejected_not_a_crash() -> None:
+    big = ["99999999999999999999", "9223372036854775808", "9223372036854775807", "00042"]
+    out = check(big, "relationship")
+    assert out[0] == out[1] == (None, "is not a record id (an integer)")  # beyond 64 bits
+    assert out[2] == (2**63 - 1, None)
+    assert out[3] == (42, None)
+
+
+def test_phone_is_checked_by_check_array() -> None:
+    assert check(["+1 555 0100", "12"], "phone")[0] == ("+1 555 0100", None)
+    assert check(["12"], "phone")[0][1] is not None

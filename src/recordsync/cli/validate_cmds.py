@@ -26,7 +26,9 @@ def _json_data(path: Path, what: str) -> Any:
 @click.command("validate")
 @click.argument("pipeline", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
-    "--scan", is_flag=True, help="Also read every row and count valid / invalid / duplicate rows."
+    "--scan",
+    is_flag=True,
+    help="Also read every row and count valid / invalid / duplicate / merged rows.",
 )
 @click.option(
     "--schema",
@@ -59,7 +61,9 @@ def validate(pipeline: Path, scan: bool, schema_file: Path | None, users_file: P
         if rep.counts:
             total = sum(rep.counts.values())
             parts = ", ".join(
-                f"{rep.counts[k]} {k}" for k in ("valid", "invalid", "duplicate") if rep.counts[k]
+                f"{rep.counts[k]} {k}"
+                for k in ("valid", "invalid", "duplicate", "merged")
+                if rep.counts[k]
             )
             click.echo(f"   rows:    {total} ({parts})")
             for p in rep.first_problems:

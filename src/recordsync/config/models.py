@@ -37,6 +37,11 @@ class SourceConfig(Strict):
     encoding: str = "utf-8"
     skip_rows: int = Field(default=0, ge=0)
     batch_size: int = Field(default=16_384, ge=1, le=1_000_000)  # rows mapped at a time
+    max_quoted_lines: int = Field(default=100, ge=1)
+    """A quoted field spanning more physical lines is read as swallowed lines (unbalanced
+    quote?): each line is reported ``invalid`` on its own (docs/mapping.md)."""
+    max_quoted_bytes: int = Field(default=64 << 10, ge=1)
+    """The same for a quoted field spanning lines of more bytes than this."""
 
     @field_validator("delimiter", "quotechar", "escapechar")
     @classmethod
@@ -176,7 +181,13 @@ class MappingConfig(Strict):
     description: str | None = None
     match_by: list[MatchRule] = Field(default_factory=list)
     on_missing_key: Literal["create", "fail"] = "create"
-    duplicates: Literal["last", "fail"] = "last"
+    duplicates: Literal["first", "last", "fail"] = "last"
+    duplicates_expected: bool = False
+    """Rows not sent as duplicates do not count against exit 0 (they are still reported);
+    written ``duplicates: {keep: last, expected: true}``."""
+    merges: Literal["hold", "expected"] = "hold"
+    """``hold``: a row predicted to fold into the record another row claims is not sent
+    (status ``merged``); ``expected``: such rows are sent and reported ``updated``."""
     owner: OwnerConfig | None = None
     profile_image_url: FieldSpec | None = None
     fields: dict[str, FieldSpec] = Field(default_factory=dict)
@@ -192,6 +203,25 @@ class MappingConfig(Strict):
     @classmethod
     def _one_rule(cls, v: Any) -> Any:
         return [v] if isinstance(v, str | dict) else v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _duplicates_block(cls, data: Any) -> Any:
+        """``duplicates: {keep: first|last|fail, expected: bool}`` → the two options."""
+        if not isinstance(data, dict) or not isinstance(data.get("duplicates"), dict):
+            return data
+        block = dict(data["duplicates"])
+        unknown = sorted(set(block) - {"keep", "expected"})
+        if unknown:
+            raise ValueError(f"duplicates: unknown key(s) {', '.join(unknown)} (keep, expected)")
+        if "duplicates_expected" in data:
+            raise ValueError("give 'expected' inside 'duplicates', not also duplicates_expected")
+        out = {k: v for k, v in data.items() if k != "duplicates"}
+        if "keep" in block:
+            out["duplicates"] = block["keep"]
+        if "expected" in block:
+            out["duplicates_expected"] = block["expected"]
+        return out
 
     @model_validator(mode="after")
     def _rules(self) -> MappingConfig:

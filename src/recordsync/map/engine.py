@@ -89,20 +89,20 @@ class BatchMapper:
         n = batch.num_rows
         label = label_of(key, spec)
         if multi:
-            strings, null = ex.values, ex.explicit_null
-            multi_col = self._multi_column(key, label, spec, fdef, kind, strings, null)
-            return multi_col.put_first(ex.reasons, ex.shown)
-        chk = check_array(ex.values, kind, fdef, spec, self.user_ids, self._memo(key))
-        present = pc.is_valid(ex.values).to_numpy(zero_copy_only=False) | ex.explicit_null
-        col = Column(key, label, chk.values, present, chk.reasons, chk.hints)
-        if chk.reasons is not None:
-            col.shown = ex.values.to_pylist()
-        required = key == "name" or bool(fdef and fdef.required)
-        if required:
+            col = self._multi_column(key, label, spec, fdef, kind, ex.values, ex.explicit_null)
+        else:
+            chk = check_array(ex.values, kind, fdef, spec, self.user_ids, self._memo(key))
+            present = pc.is_valid(ex.values).to_numpy(zero_copy_only=False) | ex.explicit_null
+            col = Column(key, label, chk.values, present, chk.reasons, chk.hints)
+            if chk.reasons is not None:
+                col.shown = ex.values.to_pylist()
+        if key == "name" or (fdef is not None and fdef.required):
             missing = ~pc.is_valid(ex.values).to_numpy(zero_copy_only=False)
+            if key != "name" and fdef is not None and fdef.default_value is not None:
+                missing &= ex.explicit_null  # left out, it gets the default on create
             if missing.any():
                 reasons: list[str | None] = (
-                    list(chk.reasons) if chk.reasons is not None else [None] * n
+                    list(col.reasons) if col.reasons is not None else [None] * n
                 )
                 for i in np.flatnonzero(missing).tolist():
                     reasons[i] = "is required, but the value is empty"

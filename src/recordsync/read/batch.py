@@ -17,6 +17,9 @@ class BadLine:
     line: int
     text: str
     message: str
+    hides: str | None = None
+    """Why other rows may hide in this line (a quote that swallowed lines): mirror deletes
+    of the step are skipped, with this reason."""
 
 
 @dataclass(slots=True)

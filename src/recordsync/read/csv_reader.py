@@ -22,6 +22,7 @@ from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read.batch import BadLine, SourceBatch, may_contain
 from recordsync.read.paths import source_path
+from recordsync.read.swallow import split_swallowed
 from recordsync.read.utf8guard import guard, not_utf8_error
 
 BLOCK_SIZE = 1 << 20
@@ -193,6 +194,16 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
                 block *= 4
                 continue
             failure = _read_error(path, exc, src.encoding, False)
+            if "straddl" in str(exc):
+                failure = SourceError(
+                    f"a row after line {delivered} is longer than {MAX_BLOCK_SIZE >> 20} MiB:"
+                    " an unbalanced quote?",
+                    file=str(path),
+                    line=delivered + 1,
+                    key="source.quotechar",
+                    hint="fix the quoting after that line (a stray quote opens a field that"
+                    " runs on to the next quote), or set source.quotechar: null",
+                )
         except _NotUtf8 as exc:
             failure = _read_error(path, exc, src.encoding, True)
         if pending:  # rows read before a failure are still delivered, then the failure
@@ -282,6 +293,9 @@ def _parse_blocks(
             starts[1:] += np.cumsum(extra)[:-1]
             lines = starts[~is_bad]
             bad = [BadLine(int(starts[num - next_rec]), text, msg) for num, text, msg in here]
+            keep, bad = split_swallowed(batch, lines, valid_extra, bad, src)
+            if keep is not None:
+                batch, lines = batch.filter(pa.array(keep)), lines[keep]
             next_rec += span
             next_line = int(starts[-1] + extra[-1] + 1) if span else next_line
             blank = _blank_mask(batch)
@@ -291,12 +305,13 @@ def _parse_blocks(
                 lines = lines[~blank]
             yield SourceBatch(label, batch, lines, bad)
     if invalid:
-        yield SourceBatch(
-            label,
-            pa.RecordBatch.from_pylist([], schema=reader.schema),
-            np.zeros(0, dtype=np.int64),
-            [BadLine(next_line + i, t, m) for i, (_, t, m) in enumerate(invalid)],
-        )
+        empty = pa.RecordBatch.from_pylist([], schema=reader.schema)
+        none = np.zeros(0, dtype=np.int64)
+        tail: list[BadLine] = []
+        for _, text, msg in invalid:
+            tail.append(BadLine(next_line, text, msg))
+            next_line += text.count("\n") + 1
+        yield SourceBatch(label, empty, none, split_swallowed(empty, none, none, tail, src)[1])
 
 
 def _merge(parts: list[SourceBatch]) -> SourceBatch:

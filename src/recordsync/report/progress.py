@@ -58,7 +58,8 @@ class PlainProgress:
             f"step {tally.step} done: read {c['rows_read']}, unchanged {c['rows_unchanged']}, "
             f"sent {c['rows_sent']}, created {c['created']}, updated {c['updated']}, failed "
             f"{c['failed']}, in doubt {c['in_doubt']}, invalid {c['rows_invalid']}, duplicate "
-            f"{c['rows_duplicate']} ({c['rows_read'] / elapsed:.0f} rows/s)"
+            f"{c['rows_duplicate']}, merged {c['rows_merged'] + c['merged']} "
+            f"({c['rows_read'] / elapsed:.0f} rows/s)"
         )
 
 

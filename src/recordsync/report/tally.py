@@ -1,11 +1,14 @@
 """Per-step counts, kept twice: counters bumped by the runner, and counts of the per-row
 outcomes bumped by the report writer. The accounting check compares the two.
 
-    read = invalid + duplicate + unchanged + sent
-    sent = created + updated + failed + in_doubt        (dry run: sent = valid)
+    read = invalid + duplicate + merged-held + unchanged + sent
+    sent = created + updated + merged + failed + in_doubt        (dry run: sent = valid)
 
+A ``merged`` row is either held (predicted to fold into the record another row claims: not
+sent, ``rows_merged``) or sent and found on such a record (``merged``).
 ``rows_read`` and ``rows_sent`` come from the runner's counters; every other number from the
-outcomes written to ``results.csv``.
+outcomes written to ``results.csv``. ``rows_not_ok`` counts the rows that keep a run from
+exiting 0 (failed, invalid, in doubt, merged, and duplicates unless declared expected).
 """
 
 from __future__ import annotations
@@ -21,16 +24,19 @@ COUNT_KEYS = (
     "rows_read",
     "rows_invalid",
     "rows_duplicate",
+    "rows_merged",
     "rows_unchanged",
     "rows_sent",
     "created",
     "updated",
+    "merged",
     "failed",
     "in_doubt",
     "not_sent",
     "chunks",
     "deleted",
     "delete_failed",
+    "rows_not_ok",
 )
 MAX_REASONS = 2000
 OWNER_OUTCOMES = {
@@ -60,6 +66,7 @@ _NORMALISE = (
     (re.compile(r"\b(line|row|rows|record|records|result|chunk|found|after) #?\d+\b"), r"\1 N"),
     (re.compile(r"#\d+\b"), "#N"),
     (re.compile(r"(: )[+-]?\d+(?:\.\d+)? (?=is not )"), r"\1N "),
+    (re.compile(r" \(sent [^→]*?\)(?= → )"), ""),  # the value sent of a rejected value
 )
 
 
@@ -94,12 +101,22 @@ class StepTally:
     resent_after_lost_answer: int = 0
     """Rows resent (as is or by name) after a try that may have been applied."""
     aborted: str | None = None
+    duplicates_expected: bool = False
+    """The mapping declares duplicates expected: they do not count in ``rows_not_ok``."""
     # outcome counts (the report writer's)
     outcomes: Counter[RowStatus] = field(default_factory=Counter)
+    merge_held: int = 0
+    """``merged`` rows that were not sent (predicted); the others were sent."""
     not_sent: int = 0
     deleted: int = 0
     """Records soft-deleted by mirror deletes (not source rows: outside the accounting)."""
     delete_failed: int = 0
+    mirror_skipped: str | None = None
+    """Why the step's mirror deletes were skipped (a malformed line may hide rows), or None."""
+    source_changed: str | None = None
+    """A resumed step whose source changed since the interrupted attempt (how), or None."""
+    rejected: int = 0
+    """Failed rows whose value the service rejected (a retry fails the same way)."""
     reasons: Counter[str] = field(default_factory=Counter)
     merged_creates: int = 0
     merged_examples: list[str] = field(default_factory=list)
@@ -134,10 +151,16 @@ class StepTally:
     def sent_outcomes(self, dry_run: bool) -> int:
         if dry_run:
             return self.outcomes[RowStatus.VALID]
-        return sum(
-            self.outcomes[s]
-            for s in (RowStatus.CREATED, RowStatus.UPDATED, RowStatus.FAILED, RowStatus.IN_DOUBT)
-        )
+        sent = (RowStatus.CREATED, RowStatus.UPDATED, RowStatus.FAILED, RowStatus.IN_DOUBT)
+        merged = self.outcomes[RowStatus.MERGED] - self.merge_held  # sent, then found merged
+        return sum(self.outcomes[s] for s in sent) + merged
+
+    def not_ok(self) -> int:
+        """Rows that keep the run from exiting 0."""
+        o = self.outcomes
+        bad = (RowStatus.FAILED, RowStatus.IN_DOUBT, RowStatus.INVALID, RowStatus.MERGED)
+        n = sum(o[s] for s in bad)
+        return n if self.duplicates_expected else n + o[RowStatus.DUPLICATE]
 
     def counts(self) -> dict[str, int]:
         o = self.outcomes
@@ -145,16 +168,19 @@ class StepTally:
             "rows_read": self.read,
             "rows_invalid": o[RowStatus.INVALID],
             "rows_duplicate": o[RowStatus.DUPLICATE],
+            "rows_merged": self.merge_held,
             "rows_unchanged": o[RowStatus.UNCHANGED],
             "rows_sent": self.sent,
             "created": o[RowStatus.CREATED],
             "updated": o[RowStatus.UPDATED],
+            "merged": o[RowStatus.MERGED] - self.merge_held,
             "failed": o[RowStatus.FAILED],
             "in_doubt": o[RowStatus.IN_DOUBT],
             "not_sent": self.not_sent,
             "chunks": self.chunks,
             "deleted": self.deleted,
             "delete_failed": self.delete_failed,
+            "rows_not_ok": self.not_ok(),
         }
 
     def accounting_errors(self, dry_run: bool) -> list[str]:
@@ -163,16 +189,17 @@ class StepTally:
         settled = (
             o[RowStatus.INVALID]
             + o[RowStatus.DUPLICATE]
+            + self.merge_held
             + o[RowStatus.UNCHANGED]
             + self.sent_outcomes(dry_run)
         )
         if settled != self.read or sum(o.values()) != self.read:
             errors.append(
                 f"step {self.step}: {self.read} rows read but {sum(o.values())} outcomes "
-                f"written ({settled} invalid + duplicate + unchanged + sent)"
+                f"written ({settled} invalid + duplicate + merged (held) + unchanged + sent)"
             )
         if self.sent_outcomes(dry_run) != self.sent:
-            what = "valid" if dry_run else "created + updated + failed + in_doubt"
+            what = "valid" if dry_run else "created + updated + merged + failed + in_doubt"
             errors.append(
                 f"step {self.step}: {self.sent} rows sent but {self.sent_outcomes(dry_run)} {what}"
             )
@@ -187,8 +214,12 @@ class StepTally:
             "unreconciled_chunks": self.unreconciled_chunks,
             "resent_by_name": self.resent_by_name,
             "resent_after_lost_answer": self.resent_after_lost_answer,
+            "rejected_values": self.rejected,
             "aborted": self.aborted,
             "owners": self.owner_counts(),
+            "mirror_deletes_skipped": self.mirror_skipped,
+            "source_changed_since_interrupted_attempt": self.source_changed,
+            "duplicates_expected": self.duplicates_expected,
             "accounting_ok": not self.accounting_errors(dry_run),
             **({"references": self.refs} if self.refs else {}),
         }

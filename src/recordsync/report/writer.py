@@ -2,10 +2,10 @@
 
     summary.json   run, target, steps with counts, totals, accounting check
     results.csv    one line per source row (model.RESULTS_COLUMNS)
-    failures.csv   failed, invalid and in-doubt rows: original columns + _error, _step,
-                   _source_row (+ _status, _source_file; one more leading ``_`` each while a
-                   source column has such a name); formula-like cells neutralised (the header
-                   too); in results.csv the text cells are neutralised as well
+    failures.csv   failed, invalid, in-doubt, duplicate and merged rows: original columns +
+                   _error, _step, _source_row (+ _status, _source_file; one more leading ``_``
+                   each while a source column has such a name); formula-like cells neutralised
+                   (the header too); in results.csv the text cells are neutralised as well
     report.md      the human summary (see recordsync.report.markdown)
 
 Rows go to disk as they come. failures.csv needs the union of the steps' columns for its
@@ -26,11 +26,22 @@ from typing import IO, Any
 
 from recordsync.errors import RunAborted
 from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
+from recordsync.reconcile.field_errors import is_rejected_value
 from recordsync.report.csvsafe import needs_neutralising, neutralise
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals
 
-FAILURE_STATUSES = frozenset({RowStatus.FAILED, RowStatus.INVALID, RowStatus.IN_DOUBT})
+FAILURE_STATUSES = frozenset(
+    {
+        RowStatus.FAILED,
+        RowStatus.INVALID,
+        RowStatus.IN_DOUBT,
+        RowStatus.DUPLICATE,
+        RowStatus.MERGED,
+    }
+)
+"""Rows written to failures.csv (and grouped by reason in report.md): every row without a
+record of its own holding its values."""
 FAILURE_EXTRA = ("_error", "_step", "_source_row", "_status", "_source_file")
 NOT_SENT_PREFIX = "not sent: "
 
@@ -177,9 +188,13 @@ class ReportWriter:
         self.lines_written += 1
         tally.outcomes[status] += 1
         tally.add_owner(row.owner_resolution)
+        if status is RowStatus.MERGED and row.status is RowStatus.MERGED:
+            tally.merge_held += 1  # predicted: never sent
         if error and status in FAILURE_STATUSES:
             if status is RowStatus.FAILED and error.startswith(NOT_SENT_PREFIX):
                 tally.not_sent += 1
+            elif status is RowStatus.FAILED and is_rejected_value(error):
+                tally.rejected += 1
             tally.add_reason(error)
         if row.suggestions:
             _add_suggestions(tally, row.suggestions)

@@ -9,7 +9,11 @@ detection, so that a resolved reference is part of the hashed input):
   :mod:`recordsync.state.ref_index`), or fail the row (``invalid``, with the mapping and the
   key in the reason), or are left out (``unset``); each field's outcomes are counted
   (:meth:`StepPrep.ref_counts`, the step's ``references`` in summary.json);
-- the source keys of every row (any status) are collected for mirror deletes.
+- the source keys of every row (any status) are collected for mirror deletes, with every key
+  a malformed line may hold (:mod:`recordsync.prepare_salvage`); a line that may hide rows or
+  whose key cannot be read sets :attr:`StepPrep.mirror_skip` (the step deletes nothing);
+- a row predicted to merge into another row's record whose own key already has a record
+  in the ledger is sent after all (it updates its own record, by id or its match key).
 
 In a dry run, :class:`DryRunRefsHook` does the same against a
 :class:`recordsync.state.refs.RunLedger` (the state store's ledger if there is one, plus the
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, RowError
 from recordsync.model import PreparedRow, RowStatus
+from recordsync.prepare_merges import needed
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 
 if TYPE_CHECKING:
@@ -63,6 +68,9 @@ class StepPrep:
         self._first: dict[int, int] = {}
         collect = mirror and config.mirror_deletes.enabled
         self.seen_keys: list[str] | None = [] if collect else None
+        self.mirror_skip: str | None = None
+        """Why the step's mirror deletes are skipped (the first malformed line that may hide
+        rows or a key), or None."""
         self.refs: list[tuple[str, str, ReferenceResolver]] = []
         for fname, spec in config.fields.items():
             if spec.ref is None:
@@ -99,13 +107,24 @@ class StepPrep:
                 service=service,
             )
             self.refs.append((fname, spec.column, resolver))
-        self.active = bool(config.ledger_key or self.refs or self.seen_keys is not None)
+        self._ledger = (store, pipeline, step)
+        self._held_merges = needed(config) is not None
+        self.active = bool(
+            config.ledger_key or self.refs or self.seen_keys is not None or self._held_merges
+        )
 
     def apply(self, group: list[PreparedRow]) -> None:
         if self.config.ledger_key is not None:
             self._ledger_keys(group)
+        if self._held_merges:
+            self._release_owners(group)
         if self.seen_keys is not None:
             self.seen_keys.extend(r.key for r in group if r.key is not None)
+            for r in group:
+                if r.salvage is not None:
+                    self._salvaged(r)
+                elif r.key is None and r.status is RowStatus.INVALID and not self.mirror_skip:
+                    self._unkeyed(r)
         for fname, column, resolver in self.refs:
             valid = [r for r in group if r.status is RowStatus.VALID and r.payload is not None]
             resolver.prefetch(cell_text(r.source.values.get(column)) for r in valid)
@@ -136,6 +155,61 @@ class StepPrep:
                 **resolver.counts,
             }
         return out
+
+    def _salvaged(self, row: PreparedRow) -> None:
+        """The keys a malformed line may hold count as present; one that may hide rows, or
+        whose key cannot be read at all, skips the step's mirror deletes."""
+        assert row.salvage is not None and self.seen_keys is not None
+        salvage, cfg = row.salvage, self.config
+        keys: list[str | None] = list(salvage.keys)
+        if cfg.ledger_key is not None:
+            for i, values in enumerate(salvage.alignments):
+                keys[i] = ledger_key_of(cfg, values) or keys[i]
+        found = [k for k in keys if k]
+        self.seen_keys.extend(found)
+        if self.mirror_skip is not None:
+            return
+        if salvage.hides is not None:
+            self.mirror_skip = salvage.hides
+        elif not found and (cfg.match_by or cfg.ledger_key is not None):
+            self.mirror_skip = (
+                f"line {row.source.source_row}: malformed, and its key cannot be read"
+            )
+
+    def _unkeyed(self, row: PreparedRow) -> None:
+        """An invalid row without a key, though a key column holds a value: the key it had
+        cannot be told, so its record cannot be kept by key; the step's deletes are skipped."""
+        cfg = self.config
+        cols = [r.column for r in cfg.match_by if r.column]
+        for rule in cfg.match_by:
+            if rule.column is None and rule.by == "name":
+                cols += cfg.name.columns
+            elif rule.column is None and rule.by in cfg.fields:
+                cols += cfg.fields[rule.by].columns
+        if cfg.ledger_key is not None:
+            cols.append(cfg.ledger_key.column)
+        values = row.source.values
+        if any(cell_text(values.get(c)) for c in cols):
+            self.mirror_skip = (
+                f"line {row.source.source_row}: invalid, and its key cannot be read ({row.error})"
+            )
+
+    def _release_owners(self, group: list[PreparedRow]) -> None:
+        """Rows predicted to merge (:mod:`recordsync.prepare_merges`) whose key already has a
+        record of its own in the ledger: sent to that record (by id, or by their match key),
+        they are not folded into another: they are sent as usual."""
+        held = [r for r in group if r.status is RowStatus.MERGED and r.key is not None]
+        if not held:
+            return
+        store, pipeline, step = self._ledger
+        found = store.lookup_many(pipeline, step, [r.key for r in held if r.key is not None])
+        by_id = self.config.match_by_ledger_id
+        for r in held:
+            entry = found.get(r.key or "")
+            if entry is None or entry.record_id is None or entry.last_status == "deleted":
+                continue
+            if by_id or (r.payload or {}).get("match_by") is not None:
+                r.status, r.error = RowStatus.VALID, None
 
     def _ledger_keys(self, group: list[PreparedRow]) -> None:
         cfg = self.config

@@ -167,6 +167,7 @@ def build_plans(
     """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily, read
     batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``)."""
     from recordsync.prepare import prepare_step
+    from recordsync.reconcile.field_errors import FieldSources
     from recordsync.validate.pipeline_check import check_step
     from recordsync.validate.schema import Schema
 
@@ -189,11 +190,18 @@ def build_plans(
         def estimate(step: Any = step) -> int | None:
             return estimate_rows(step.config.source, step.base_dir)
 
-        def digested(snapshot: Any, fp: bytes, step: Any = step) -> Iterator[Any]:
+        def digested(
+            snapshot: Any, fp: bytes, owned: Any = None, step: Any = step
+        ) -> Iterator[Any]:
             from recordsync.prepare_digests import prepare_digested
 
             return prepare_digested(
-                step.config, base_dir=step.base_dir, snapshot=snapshot, fp=fp, **common
+                step.config,
+                base_dir=step.base_dir,
+                snapshot=snapshot,
+                fp=fp,
+                owned=owned,
+                **common,
             )
 
         def fingerprint(step: Any = step) -> bytes | None:
@@ -207,6 +215,9 @@ def build_plans(
             estimate,
             digested,
             fingerprint,
+            duplicates_expected=step.config.duplicates_expected,
+            merges_expected=step.config.merges == "expected",
+            explain=FieldSources(step.config).explain,
         )
         plans.append(wrap(plan) if wrap is not None else plan)
     return plans

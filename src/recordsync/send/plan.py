@@ -30,11 +30,20 @@ class StepPlan:
     object_type: str
     rows: Callable[[], Iterable[PreparedRow]]
     estimate: Callable[[], int | None] | None = None
-    digested: Callable[[Any, bytes], Iterable[Item]] | None = None
-    """``digested(snapshot, fingerprint)``: the rows with source-row digests, rows found in
-    the snapshot as UnchangedBlocks (:mod:`recordsync.prepare_digests`); None: not offered."""
+    digested: Callable[[Any, bytes, Any], Iterable[Item]] | None = None
+    """``digested(snapshot, fingerprint, owned)``: the rows with source-row digests, rows found
+    in the snapshot as UnchangedBlocks (:mod:`recordsync.prepare_digests`); None: not offered.
+    ``owned(keys)`` (or None): the keys that have a record of their own in the ledger (their
+    rows claim their dedup keys first in the merge scan, :mod:`recordsync.prepare_merges`)."""
     fingerprint: Callable[[], bytes | None] | None = None
     """What the rows' batch inputs depend on besides their cells (None: no digests)."""
+    duplicates_expected: bool = False
+    """The mapping declares duplicate rows expected: they do not fail the run."""
+    merges_expected: bool = False
+    """The mapping declares merges expected: rows landing on a record another row holds
+    stay ``updated`` (noted in the report) instead of ``merged``."""
+    explain: Callable[[PreparedRow, str], str] | None = None
+    """A failed entry's error told as its row's (:mod:`recordsync.reconcile.field_errors`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,6 +42,7 @@ from recordsync.state.checkpoint import BackgroundCheckpoints
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
+    from recordsync.state.journal_content import JournaledRows
     from recordsync.state.ref_lookup import Fetch
     from recordsync.state.snapshots import SnapshotWriter
 
@@ -93,6 +94,7 @@ class StateHook:
         self.mirror_deletes = True
         """False for a partial run (a retry of failed rows): no mirror deletes at all."""
         self._prep: dict[str, StepPrep] = {}
+        self._journaled: dict[str, JournaledRows] = {}
         self._snap: SnapshotWriter | None = None
         self._snap_fp = b""
         self.background: BackgroundCheckpoints | None = None
@@ -119,7 +121,14 @@ class StateHook:
         self._snap = SnapshotWriter(self.store, self.pipeline, plan.name, self.run_id)
         self._snap_fp = fp
         self._snap.source = old
-        return plan.digested(old, fp)
+        return plan.digested(old, fp, lambda keys: self._owned(plan, keys))
+
+    def _owned(self, plan: StepPlan, keys: list[str]) -> set[str]:
+        """The keys that have a live record of their own in the step's ledger."""
+        found = self.store.lookup_many(self.pipeline, plan.name, keys)
+        return {
+            k for k, e in found.items() if e.record_id is not None and e.last_status != "deleted"
+        }
 
     def _discard_snapshot(self) -> None:
         if self._snap is not None:
@@ -132,7 +141,11 @@ class StateHook:
         journal = self.journal
         journal.fold()  # earlier steps' outcomes, before references read their ledgers
         self._offset[plan.name] = journal.next_chunk_no(self.run_id, plan.name) - 1
-        done = journal.done_rows(self.run_id, plan.name) if self.resumed else None
+        done = None
+        if self.resumed:  # journaled rows are found by key and content, not by line
+            done = journal.journaled_rows(self.run_id, plan.name)
+            journal.restart_marks(self.run_id, plan.name)
+            self._journaled[plan.name] = done
         config = self.configs.get(plan.name)
         prep = None
         if config is not None:
@@ -152,7 +165,7 @@ class StateHook:
             plan.name,
             full_refresh=self.full_refresh,
             match_by_ledger_id=config is not None and config.match_by_ledger_id,
-            done_rows=done,
+            journaled=done,
         )
         snap = self._snap
         it = iter(rows)
@@ -178,14 +191,10 @@ class StateHook:
             if prep is not None and prep.active:
                 prep.apply(group)
             c = detector.classify(group)
-            if c.done:  # outcome journaled by the attempt that died: report it, never resend
-                outs = journal.outcomes_for(
-                    self.run_id, plan.name, [r.source.source_row for r in c.done]
-                )
-                for r in c.done:
-                    o = outs[r.source.source_row]
-                    r.status, r.error = RowStatus(o.status), o.error
-                    self._known[id(r)] = o.record_id
+            # outcome journaled by the attempt that died: report it, never resend
+            for r, o in zip(c.done, c.outcomes, strict=True):
+                r.status, r.error = RowStatus(o.status), o.error
+                self._known[id(r)] = o.record_id
             for u in c.unchanged:
                 u.row.status = RowStatus.UNCHANGED
                 if detector.match_by_ledger_id and u.row.payload is not None:
@@ -212,6 +221,32 @@ class StateHook:
 
     def record_id_of(self, row: PreparedRow) -> int | None:
         return self._known.pop(id(row), None)
+
+    def other_owners(
+        self, plan: StepPlan, pairs: list[tuple[str | None, int]]
+    ) -> dict[int, list[str]]:
+        """For ``(key, record id)`` pairs of rows just answered ``updated``: the ledger keys
+        holding each record id that a row's own key does not hold
+        (:mod:`recordsync.send.claims`: a key other than the row's own is a merge). A row
+        whose own key holds the id costs one indexed look-up; only the others are searched
+        by record id."""
+        keys = [k for k, _ in pairs if k is not None]
+        own = self.store.lookup_many(self.pipeline, plan.name, keys) if keys else {}
+        ask = sorted(
+            {rid for k, rid in pairs if k is None or k not in own or own[k].record_id != rid}
+        )
+        scope = self.store.scope_id(self.pipeline, plan.name, create=False)
+        if not ask or scope is None:
+            return {}
+        rows = self.store.connection.execute(
+            "SELECT source_key, record_id FROM ledger WHERE scope_id = ? AND last_status !="
+            f" 'deleted' AND record_id IN ({','.join('?' * len(ask))})",
+            (scope, *ask),
+        ).fetchall()
+        out: dict[int, list[str]] = {}
+        for key, rid in rows:
+            out.setdefault(int(rid), []).append(str(key))
+        return out
 
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
         from recordsync.state import JournalRow
@@ -246,9 +281,12 @@ class StateHook:
         forget = self._hash.pop
         snap = self._snap
         kept = (RowStatus.CREATED, RowStatus.UPDATED)
+        merged = RowStatus.MERGED
         for r, res in zip(rows, results, strict=True):
             status = res.status
-            add(ChunkResult(r.source.source_row, status.value, res.record_id, res.error))
+            # a merged row is journaled failed: its key never owns the record it landed on
+            journaled = RowStatus.FAILED.value if status is merged else status.value
+            add(ChunkResult(r.source.source_row, journaled, res.record_id, res.error))
             forget(id(r), None)
             if snap is not None and status in kept:
                 _keep(snap, r, res.record_id)
@@ -281,11 +319,28 @@ class StateHook:
         from recordsync.state import apply_deletes, plan_deletes
 
         self.journal.fold()  # the step's ledger complete: for mirror deletes and later steps
+        journaled = self._journaled.pop(plan.name, None)
+        if journaled is not None and (journaled.moved or journaled.left()):
+            tally.source_changed = (
+                f"the source changed since the interrupted attempt: {journaled.left()} rows it"
+                f" sent are not in it with the same key and content, {journaled.moved} are on"
+                " other lines; rows were matched by key and content and the others decided"
+                " again"
+            )
+            log.warning("step %s: %s", plan.name, tally.source_changed)
         if self._snap is not None:
             self._snap.commit(self._snap_fp)
             self._snap = None
         prep = self._prep.get(plan.name)
         if prep is None or prep.seen_keys is None:
+            return
+        if prep.mirror_skip is not None:  # unreadable is not absent: rows may hide in it
+            tally.mirror_skipped = (
+                f"{prep.mirror_skip}; rows may be missing from what was read, so no record was"
+                " deleted: fix the line in the source"
+            )
+            log.warning("step %s: mirror deletes skipped: %s", plan.name, tally.mirror_skipped)
+            prep.seen_keys = None
             return
         md = prep.config.mirror_deletes
         unlimited = self.allow_mass_deletes

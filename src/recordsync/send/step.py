@@ -26,6 +26,7 @@ from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
 from recordsync.send.breaker import CircuitBreaker
+from recordsync.send.claims import RecordClaims
 from recordsync.send.client import encode_batch
 from recordsync.send.plan import (
     DECIDED,
@@ -82,6 +83,8 @@ class StepRunner:
         """Set on the worker thread when a chunk stops the step: queued chunks are not sent."""
         self._traced: bool | None = None
         """Whether the transport reports when a request is written (None: not known yet)."""
+        self._claims = RecordClaims(expected=False)
+        """Which row of the step holds each record id (merges found after the fact)."""
 
     def run(self, plan: StepPlan) -> StepTally:
         """Run one step; a stop (RecordsyncError) is raised after the step's rows are reported.
@@ -92,11 +95,17 @@ class StepRunner:
         before it is answered and the breakers have passed.
         """
         tally = StepTally(plan.name, plan.mapping, plan.object_type)
+        tally.duplicates_expected = plan.duplicates_expected
         self.writer.start_step(tally)
         self.progress.step_started(plan)
         sender = self.make_sender(plan.object_type) if self.make_sender is not None else None
         self._plan = plan
         self._stopped = False
+        owners = getattr(self.hook, "other_owners", None) if sender is not None else None
+        self._claims = RecordClaims(
+            expected=plan.merges_expected,
+            other_owners=(lambda pairs: owners(plan, pairs)) if owners is not None else None,
+        )
         rows: Iterator[Item]
         if self.hook is not None:
             rows = iter(self.hook.classify(plan, self.hook.source(plan)))
@@ -153,6 +162,7 @@ class StepRunner:
     def drain(self, plan: StepPlan, stop: RecordsyncError) -> StepTally:
         """Report a step that never started (the run was stopped before it)."""
         tally = StepTally(plan.name, plan.mapping, plan.object_type, aborted=str(stop.message))
+        tally.duplicates_expected = plan.duplicates_expected
         self.writer.start_step(tally)
         try:
             self._drain(tally, plan.rows(), stop)
@@ -367,9 +377,9 @@ class StepRunner:
                 report, stop = chunk.future.result()
             except ChunkAborted as aborted:
                 report, stop = aborted.report, aborted.error
-            results = report.results
             for i, entry in report.sent_as.items():  # the key it really went by
                 chunk.to_send[i].payload = entry
+            results = self._claims.settle(chunk.to_send, report.results)
             tally.resent_by_name += report.resent_by_name
             tally.resent_after_lost_answer += report.resent_after_lost_answer
             tally.unreconciled_chunks += report.unreconciled is not None
@@ -392,6 +402,7 @@ class StepRunner:
         """Write every row of a settled chunk to the report, in source order."""
         outcome = iter(results)
         record = self.writer.record
+        explain = self._plan.explain if self._plan is not None else None
         count = 0
         for row in chunk.rows:
             if type(row) is UnchangedBlock:
@@ -402,11 +413,17 @@ class StepRunner:
             count += 1
             if row.status is RowStatus.VALID:
                 r = next(outcome)
-                record(tally, row, r.status, r.record_id, r.error)
+                error = r.error
+                if error is not None and explain is not None and r.status is RowStatus.FAILED:
+                    error = explain(row, error)
+                record(tally, row, r.status, r.record_id, error)
             elif row.status in DECIDED:  # held (retry, state store) or journaled (resume)
                 tally.sent += 1
                 rid = self.hook.record_id_of(row) if self.hook is not None else None
-                record(tally, row, row.status, rid, row.error)
+                error = row.error
+                if error is not None and explain is not None and row.status is RowStatus.FAILED:
+                    error = explain(row, error)  # journaled by the attempt that died
+                record(tally, row, row.status, rid, error)
             elif row.status is RowStatus.UNCHANGED and self.hook is not None:
                 record(tally, row, row.status, self.hook.record_id_of(row), row.error)
             else:

@@ -16,13 +16,14 @@ How a run uses it (the order matters; ``tests/state/test_resume_flow.py`` follow
         if resumed:
             held = journal.settle_in_flight(run.run_id)      # in-flight chunks: retry / hold
         for step in steps:                                   # in pipeline order
-            done = journal.done_rows(run.run_id, step) if resumed else None
+            done = journal.journaled_rows(run.run_id, step) if resumed else None
+            if resumed: journal.restart_marks(run.run_id, step)  # rows found by content
             detector = ChangeDetector(store, pipeline, mapping, full_refresh=...,
-                                      match_by_ledger_id=..., done_rows=done)
+                                      match_by_ledger_id=..., journaled=done)
             chunk_no = journal.next_chunk_no(run.run_id, step)
             for rows in chunks(prepare_step(...), 1000):
                 c = detector.classify(rows)                  # to_send / unchanged / skipped / done
-                # c.done → journal.outcomes_for(run_id, step, source rows) for the report
+                # c.done, c.outcomes: rows this run already sent, with their outcome
                 for part in batches(c.to_send, MAX_BATCH):
                     journal.begin_chunk(run_id, step, chunk_no, first_row, journal_rows,
                                         mapping=mapping)

@@ -12,9 +12,11 @@ lookup per chunk, never a query per row). For each VALID row with a key:
 
 VALID rows without a key cannot be tracked and are always sent (``untracked``). Rows that
 are not VALID (invalid, duplicate) are passed back untouched in ``skipped``: they were never
-going to be sent and keep their own status. On resume, rows listed in ``done_rows``
-(:meth:`Journal.done_rows`) come back in ``done`` whatever their status: their outcome is
-already journaled.
+going to be sent and keep their own status. On resume, a VALID row whose key and input hash
+(its content) this run already journaled with a final outcome (``journaled``,
+:meth:`Journal.journaled_rows`) comes back in ``done``, with that outcome: it is not sent
+again. Rows are found by content, never by line number, so a source re-exported in another
+order or changed after the kill has every other row decided again.
 
 ``full_refresh`` ignores the hashes but keeps the ledger: with ``match_by_ledger_id`` rows are
 still matched by record id, so a full refresh never creates second records. Dropping the
@@ -24,12 +26,14 @@ ledger itself is ``recordsync state reset`` (:meth:`StateStore.forget`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Container, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 
 from recordsync.model import BatchInput, PreparedRow, RowStatus
 from recordsync.state.hashing import encode_input, encode_inputs
+from recordsync.state.journal_content import JournaledRows
+from recordsync.state.journal_read import Outcome
 from recordsync.state.store import ACKED_FAILED, DELETED, Entry, StateStore
 
 
@@ -75,8 +79,9 @@ class Classification:
     skipped: list[PreparedRow] = field(default_factory=list)
     """Rows that are not VALID (invalid, duplicate): reported with their own status."""
     done: list[PreparedRow] = field(default_factory=list)
-    """Resume only: rows whose outcome this run already journaled (``done_rows``); report
-    them from :meth:`Journal.outcomes_for`, never send them again."""
+    """Resume only: rows whose key and content this run already journaled; report them with
+    ``outcomes`` (one for each), never send them again."""
+    outcomes: list[Outcome] = field(default_factory=list)
 
 
 def ledger_match(payload: BatchInput, entry: Entry | None) -> BatchInput:
@@ -101,14 +106,14 @@ class ChangeDetector:
         *,
         full_refresh: bool = False,
         match_by_ledger_id: bool = False,
-        done_rows: Container[int] | None = None,
+        journaled: JournaledRows | None = None,
     ) -> None:
         self.store = store
         self.pipeline = pipeline
         self.mapping = mapping
         self.full_refresh = full_refresh
         self.match_by_ledger_id = match_by_ledger_id
-        self.done_rows = done_rows
+        self.journaled = journaled
         self.counts: Counter[str] = Counter()
         """Running totals over every :meth:`classify` call: send reasons, ``unchanged``,
         ``skipped``."""
@@ -122,19 +127,23 @@ class ChangeDetector:
         result = Classification()
         valid: list[PreparedRow] = []
         payloads: list[BatchInput] = []
-        done = self.done_rows
         for row in rows:
-            if done is not None and row.source.source_row in done:
-                result.done.append(row)
-            elif row.status is RowStatus.VALID and row.payload is not None:
+            if row.status is RowStatus.VALID and row.payload is not None:
                 valid.append(row)
                 payloads.append(row.payload)
             else:
                 result.skipped.append(row)
         keys = [] if self.ledger_was_empty else [r.key for r in valid if r.key is not None]
         ledger = self.store.lookup_many(self.pipeline, self.mapping, keys) if keys else {}
+        journaled = self.journaled
         for row, (digest, encoded) in zip(valid, encode_inputs(payloads), strict=True):
             assert row.payload is not None
+            if journaled is not None:
+                o = journaled.take(row.key, digest, row.source.source_row)
+                if o is not None:
+                    result.done.append(row)
+                    result.outcomes.append(o)
+                    continue
             entry = ledger.get(row.key) if row.key is not None else None
             reason = self._reason(row, entry, digest)
             if reason is None:

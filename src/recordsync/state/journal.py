@@ -217,6 +217,12 @@ class Journal(LedgerFold):
             {r.source_row: (r.key, r.input_hash) for r in journal_rows},
         )
 
+    def restart_marks(self, run_id: str, step: str) -> None:
+        """A resumed attempt finds journaled rows by content (:meth:`journaled_rows`), not by
+        line: a line the dead attempt sent may hold another row now. From here the check that
+        no source row is journaled twice covers this attempt's chunks only."""
+        self._marks[(run_id, step)] = RowMarks()
+
     def _marks_of(self, run_id: str, step: str) -> RowMarks:
         """The source rows of ``step`` journaled in this run and not to be sent again: read
         from the journal once per step, then kept up to date by this object."""

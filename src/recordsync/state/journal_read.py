@@ -11,9 +11,12 @@ import sqlite3
 from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from recordsync.state.store import StateStore
+
+if TYPE_CHECKING:
+    from recordsync.state.journal_content import JournaledRows
 
 FINAL_STATUSES = frozenset({"created", "updated", "failed", "in_doubt"})
 PENDING = "pending"
@@ -200,6 +203,21 @@ class JournalReader:
             for step_name, chunk_no, text in batch:
                 for sr, key, _hash, status, rid, error in json.loads(text):
                     yield Outcome(step_name, chunk_no, sr, key, status, rid, error)
+
+    def journaled_rows(self, run_id: str, step: str) -> JournaledRows:
+        """The final outcomes of ``step`` in this run, by key and input hash (resume)."""
+        from recordsync.state.journal_content import JournaledRows
+
+        sql = (
+            "SELECT chunk_no, outcomes FROM chunk_log WHERE run_id = ? AND step = ?"
+            " AND outcomes IS NOT NULL"
+        )
+        found = JournaledRows(step)
+        for chunk_no, text in self._conn.execute(sql, (run_id, step)):
+            for sr, key, input_hash, status, rid, error in json.loads(text):
+                if status in FINAL_STATUSES:
+                    found.add(chunk_no, sr, key, input_hash, status, rid, error)
+        return found
 
     def done_rows(self, run_id: str, step: str) -> SourceRowSet:
         """Source rows of ``step`` with a final outcome in this run: skip them on resume."""

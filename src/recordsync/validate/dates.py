@@ -95,7 +95,11 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
             return None, reason, None
         if dt.tzinfo is None:
             dt = dt.replace(tzinfo=zone)
-        return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), None, None
+        try:
+            utc = dt.astimezone(UTC)
+        except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
+            return None, "is out of range (before year 1 or after 9999 in UTC)", None
+        return utc_text(utc), None, None
 
     if fmt is None:
         return Checked(*map_distinct(arr, strict, memo))
@@ -125,6 +129,17 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
     out = np.array(fast.to_pylist(), dtype=object)
     out[mask] = np.array(values, dtype=object)[mask]
     return Checked(out.tolist(), reasons)
+
+
+def utc_text(dt: datetime) -> str:
+    """``YYYY-MM-DDTHH:MM:SS[.mmm]Z`` with a 4-digit year (``strftime("%Y")`` does not pad
+    years before 1000 on every platform, and the service takes only 4 digits). Milliseconds
+    are kept when the value has a fraction (the service stores milliseconds)."""
+    text = (
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"
+        f"T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
+    )
+    return f"{text}.{dt.microsecond // 1000:03d}Z" if dt.microsecond else f"{text}Z"
 
 
 SECONDS_DIRECTIVES = ("%S", "%T", "%r", "%c", "%X")

@@ -1,7 +1,9 @@
 """Offline checks of a whole pipeline: configs, sources readable, columns present.
 
 Optionally against a saved schema/users (JSON of GET /api/meta/schema and /users), and
-optionally scanning every row (``scan``) to count valid, invalid and duplicate rows.
+optionally scanning every row (``scan``) to count valid, invalid, duplicate and merged rows,
+with the run's own preparation (:func:`recordsync.prepare.prepare_step`: the same duplicate
+groups, ledger keys included, and the same merge prediction).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ class StepReport:
     counts: Counter[str] = field(default_factory=Counter)
     first_problems: list[str] = field(default_factory=list)
     problems: int = 0
-    """Rows with an error (invalid or duplicate); ``first_problems`` shows the first few."""
+    """Rows with an error (invalid, duplicate, merged); ``first_problems`` shows the first few."""
 
     @property
     def ok(self) -> bool:

@@ -6,6 +6,8 @@ values to send and, per row, the reason a value is invalid (None when fine).
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -15,33 +17,22 @@ from recordsync.config.models import FieldSpec
 from recordsync.validate.checked import Checked, bad_mask, bad_where, reasons_at
 from recordsync.validate.dates import check_date, check_datetime
 from recordsync.validate.distinct import Memo, Outcome, map_distinct, pylist
+from recordsync.validate.formats import check_email, check_phone, check_url
 from recordsync.validate.schema import FieldDef
 from recordsync.validate.suggest import confident
 
-EMAIL_RE = r"^[^@\s]+@[^@\s]+\.[^@\s.]+$"
-URL_RE = r"(?i)^https?://[^\s/?#.]+(\.[^\s/?#.]+)+(:\d+)?([/?#]\S*)?$"
 NUMBER_RE = r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$"
 INT_RE = r"^\d+$"
 TRUE = frozenset({"true", "yes", "y", "1", "t", "on"})
 FALSE = frozenset({"false", "no", "n", "0", "f", "off"})
 NUMERIC_TYPES = frozenset({"number", "currency", "percentage"})
+INT64_MAX = str(2**63 - 1)
+SAFE_INT = 2.0**53
+"""Whole numbers below this (in magnitude) are sent as JSON integers."""
 
 
 def check_text(arr: pa.Array) -> Checked:
     return Checked(pylist(arr))
-
-
-def check_email(arr: pa.Array) -> Checked:
-    low = pc.utf8_lower(arr)
-    ok = pc.match_substring_regex(low, EMAIL_RE)
-    reasons = bad_where(arr, ok, "is not a valid email address")
-    return Checked(pc.if_else(ok, low, None).to_pylist(), reasons)
-
-
-def check_url(arr: pa.Array) -> Checked:
-    ok = pc.match_substring_regex(arr, URL_RE)
-    reasons = bad_where(arr, ok, "is not an http(s) URL (e.g. https://example.com/x)")
-    return Checked(pc.if_else(ok, arr, None).to_pylist(), reasons)
 
 
 def check_number(arr: pa.Array, fdef: FieldDef | None, spec: FieldSpec) -> Checked:
@@ -62,34 +53,57 @@ def check_number(arr: pa.Array, fdef: FieldDef | None, spec: FieldSpec) -> Check
     vals = pc.cast(pc.if_else(ok, s, None), pa.float64()).to_numpy(zero_copy_only=False)
     places = fdef.decimal_places if fdef else None
     bad = bad0 if reasons is not None else None
+    checks: list[tuple[npt.NDArray[np.bool_], str]] = [
+        (np.isinf(vals), "is out of range (too large to be a number the service takes)")
+    ]
     if fdef is not None:
-        checks: list[tuple[npt.NDArray[np.bool_], str]] = []
         with np.errstate(invalid="ignore"):
             if fdef.number_min is not None:
                 checks.append((vals < fdef.number_min, f"must be >= {_fmt(fdef.number_min)}"))
             if fdef.number_max is not None:
                 checks.append((vals > fdef.number_max, f"must be <= {_fmt(fdef.number_max)}"))
             if places is not None:
-                scaled = vals * (10.0**places)
-                frac = np.abs(scaled - np.round(scaled))
-                too_many = frac > 1e-6 * np.maximum(1.0, np.abs(scaled)) * 1e-3
-                checks.append((too_many, f"must have at most {places} decimal places"))
-        for mask, reason in checks:
-            if mask.any():
-                if bad is None:
-                    bad = np.zeros(len(vals), dtype=bool)
-                if reasons is None:
-                    reasons = [None] * len(vals)
-                new = mask & ~bad
-                for i in np.flatnonzero(new).tolist():
-                    reasons[i] = reason
-                bad |= new
+                reason = f"must have at most {places} decimal places"
+                checks.append((too_many_places(vals, places), reason))
+    for mask, reason in checks:
+        if mask.any():
+            if bad is None:
+                bad = np.zeros(len(vals), dtype=bool)
+            if reasons is None:
+                reasons = [None] * len(vals)
+            new = mask & ~bad
+            for i in np.flatnonzero(new).tolist():
+                reasons[i] = reason
+            bad |= new
     valid = ~np.isnan(vals)
     if bad is not None:
         valid &= ~bad
     obj = np.full(len(vals), None, dtype=object)
-    obj[valid] = vals[valid].astype(np.int64) if places == 0 else vals[valid]
+    obj[valid] = vals[valid]
+    if places == 0:  # whole numbers go as JSON integers, as far as a float holds them exactly
+        whole = valid & (np.abs(vals) < SAFE_INT)
+        obj[whole] = vals[whole].astype(np.int64)
     return Checked(obj.tolist(), reasons if bad is not None else None)
+
+
+def decimals(x: float) -> int:
+    """Decimal places of ``x`` as JSON writes it (its shortest repr): 0.1 has 1, 1e-07 has 7,
+    1e+20 and 7.0 have 0."""
+    exponent = Decimal(repr(float(x))).normalize().as_tuple().exponent
+    return max(0, -exponent) if isinstance(exponent, int) else 0
+
+
+def too_many_places(vals: npt.NDArray[np.float64], places: int) -> npt.NDArray[np.bool_]:
+    """Values whose JSON form has more than ``places`` decimals. Columnar where
+    ``round(v, places) == v`` decides it exactly (``v * 10**places`` well inside the 53-bit
+    mantissa, ``10**places`` exact); the others one by one through :func:`decimals`."""
+    finite = np.isfinite(vals)
+    with np.errstate(all="ignore"):
+        exact = finite & (np.abs(vals) * 10.0**places < 2.0**50) & (places <= 15)
+        out: npt.NDArray[np.bool_] = exact & (np.round(vals, places) != vals)
+    for i in np.flatnonzero(finite & ~exact).tolist():
+        out[i] = decimals(vals[i]) > places
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -133,7 +147,10 @@ def check_select(arr: pa.Array, fdef: FieldDef, memo: Memo | None = None) -> Che
 
 
 def check_relationship(arr: pa.Array) -> Checked:
-    ok = pc.match_substring_regex(arr, INT_RE)
+    digits = pc.utf8_ltrim(arr, characters="0")
+    size = pc.utf8_length(digits)  # a 64-bit integer: at most 9223372036854775807
+    fits = pc.or_(pc.less(size, 19), pc.and_(pc.equal(size, 19), pc.less_equal(digits, INT64_MAX)))
+    ok = pc.and_(pc.match_substring_regex(arr, INT_RE), fits)
     vals = pc.cast(pc.if_else(ok, arr, None), pa.int64())
     return Checked(vals.to_pylist(), bad_where(arr, ok, "is not a record id (an integer)"))
 
@@ -159,8 +176,10 @@ def check_array(
     fdef and spec each time)."""
     if ftype == "email":
         return check_email(arr)
+    if ftype == "phone":
+        return check_phone(arr)
     if ftype == "url":
-        return check_url(arr)
+        return check_url(arr, memo)
     if ftype in NUMERIC_TYPES:
         return check_number(arr, fdef, spec)
     if ftype == "boolean":

@@ -1,0 +1,181 @@
+"""Duplicate keys of one source (the first pass of :func:`recordsync.prepare.prepare_step`):
+rows grouped by the hash of their match key, and, for a mapping with a ``ledger_key``, of
+their normalised ledger key; the ``duplicates`` policy (first, last, fail) picks the row of a
+group that is sent."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from recordsync.config.models import MappingConfig
+from recordsync.map.engine import BatchMapper
+from recordsync.map.gcpause import gc_paused
+from recordsync.read import iter_source
+from recordsync.state.keys import NORMALIZERS, cell_text
+
+ROW_BITS = 40  # row identity = file index << 40 | row number
+
+
+class Duplicates:
+    """Rows sharing a key hash: hash → row identities in source order. A mapping with a
+    ``ledger_key`` also groups the rows that share a (normalised) ledger key; a row in both
+    kinds of group is in one group, the union (``ledger``: the hashes of groups holding a
+    ledger-key group)."""
+
+    def __init__(
+        self,
+        groups: dict[int, list[int]],
+        files: list[str] | None = None,
+        ledger: frozenset[int] = frozenset(),
+    ) -> None:
+        self.groups = groups
+        self.files = files or []
+        self.ledger = ledger
+        self._members: tuple[npt.NDArray[np.int64], list[list[int]]] | None = None
+        self._by_ledger = {id(g) for h, g in groups.items() if h in ledger}
+
+    def where(self, rid: int, fidx: int) -> str:
+        """'row N', plus the file's name when it is another file of the source."""
+        return where(rid, fidx, self.files)
+
+    def by_ledger_key(self, group: list[int]) -> bool:
+        return id(group) in self._by_ledger
+
+    def losers(self, policy: str) -> set[int]:
+        """Every grouped row that ``policy`` (first, last, fail) does not send."""
+        out: set[int] = set()
+        for g in self.groups.values():
+            keep = winner(g, policy)
+            out.update(r for r in g if r != keep)
+        return out
+
+    def groups_of(self, ids: npt.NDArray[np.int64]) -> Iterator[tuple[int, list[int]]]:
+        """``(i, group)`` for each row identity ``ids[i]`` that is in a group, found by its
+        identity (the first pass already hashed its key: the second pass does not again)."""
+        if self._members is None:  # every grouped identity, sorted, and its group
+            pairs = sorted((rid, g) for g in self.groups.values() for rid in g)
+            members = np.fromiter((rid for rid, _ in pairs), np.int64, len(pairs))
+            self._members = (members, [g for _, g in pairs])
+        members, owners = self._members
+        if not len(members) or not len(ids):
+            return
+        at = np.minimum(np.searchsorted(members, ids), len(members) - 1)
+        hit = members[at] == ids
+        for i, k in zip(np.flatnonzero(hit).tolist(), at[hit].tolist(), strict=True):
+            yield i, owners[k]
+
+    @classmethod
+    def combined(
+        cls,
+        groups: dict[int, list[int]],
+        ledger_groups: dict[int, list[int]],
+        files: list[str],
+    ) -> Duplicates:
+        """Match-key groups and ledger-key groups, overlapping ones joined."""
+        if not ledger_groups:
+            return cls(groups, files)
+        parent: dict[int, int] = {}
+
+        def root(r: int) -> int:
+            while parent.setdefault(r, r) != r:
+                r = parent[r]
+            return r
+
+        for g in [*groups.values(), *ledger_groups.values()]:
+            for r in g[1:]:
+                a, b = root(g[0]), root(r)
+                if a != b:
+                    parent[max(a, b)] = min(a, b)
+        by_root: dict[int, int] = {}  # root → the hash its joined group is kept under
+        out: dict[int, list[int]] = {}
+        ledger: set[int] = set()
+        for is_ledger, source in ((True, ledger_groups), (False, groups)):
+            for h, g in source.items():
+                key = by_root.setdefault(root(g[0]), h)
+                out.setdefault(key, []).extend(g)
+                if is_ledger:
+                    ledger.add(key)
+        return cls({h: sorted(set(g)) for h, g in out.items()}, files, frozenset(ledger))
+
+    @classmethod
+    def scan(cls, mapper: BatchMapper, mapping: MappingConfig, base_dir: Path) -> Duplicates:
+        files: dict[str, int] = {}
+        hashes: list[npt.NDArray[np.int64]] = []
+        ids: list[npt.NDArray[np.int64]] = []
+        l_hashes: list[npt.NDArray[np.int64]] = []
+        l_ids: list[npt.NDArray[np.int64]] = []
+        columns = mapping.key_columns()
+        if mapping.ledger_key is not None:
+            columns = [*columns, mapping.ledger_key.column]
+        for sb in iter_source(mapping.source, base_dir, columns):
+            fidx = files.setdefault(sb.file, len(files))
+            rids = (np.int64(fidx) << ROW_BITS) | sb.rows
+            if mapping.match_by:
+                with gc_paused():
+                    h, has = mapper.key_hashes(sb.batch)
+                hashes.append(h[has])
+                ids.append(rids[has])
+            if mapping.ledger_key is not None:
+                h, has = text_hashes(ledger_keys(mapping, sb.batch))
+                l_hashes.append(h)
+                l_ids.append(rids[has])
+        return cls.combined(shared_hashes(hashes, ids), shared_hashes(l_hashes, l_ids), list(files))
+
+
+def where(rid: int, fidx: int, files: list[str]) -> str:
+    """'row N' of row identity ``rid``, plus the file's name when it is not file ``fidx``."""
+    row = f"row {rid & ((1 << ROW_BITS) - 1)}"
+    other = rid >> ROW_BITS
+    if other != fidx and other < len(files):
+        return f"{row} of {Path(files[other]).name}"
+    return row
+
+
+def winner(group: list[int], policy: str) -> int | None:
+    """The row of a duplicate group that is sent: the first, the last, or none (fail)."""
+    if policy == "fail":
+        return None
+    return group[0] if policy == "first" else group[-1]
+
+
+def text_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Python hashes of the keys that are there (within one process), and which are."""
+    has = np.fromiter((k is not None for k in keys), bool, len(keys))
+    present = [k for k in keys if k is not None]
+    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
+
+
+def ledger_keys(mapping: MappingConfig, batch: pa.RecordBatch) -> list[str | None]:
+    """Each row's declared ledger key, normalised (None where the cell is blank)."""
+    spec = mapping.ledger_key
+    assert spec is not None
+    norm = NORMALIZERS[spec.normalize]
+    out: list[str | None] = []
+    for v in batch.column(spec.column).to_pylist():
+        text = cell_text(v)
+        out.append(norm(text) if text is not None else None)
+    return out
+
+
+def shared_hashes(
+    hashes: list[npt.NDArray[np.int64]], ids: list[npt.NDArray[np.int64]]
+) -> dict[int, list[int]]:
+    """hash → row identities, in source order, of every hash that two rows or more share."""
+    if not hashes:
+        return {}
+    h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
+    order = np.lexsort((id_all, h_all))
+    hs = h_all[order]
+    dup = np.zeros(len(hs), dtype=bool)
+    same = hs[1:] == hs[:-1]
+    dup[1:] |= same
+    dup[:-1] |= same
+    groups: dict[int, list[int]] = {}
+    for hv, rid in zip(hs[dup].tolist(), id_all[order][dup].tolist(), strict=True):
+        groups.setdefault(hv, []).append(rid)
+    return groups

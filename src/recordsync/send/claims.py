@@ -1,0 +1,80 @@
+"""Merges found after the fact: a sent row whose answer names a record that another row of
+the step (or another key of the identity ledger) already holds did not get a record of its
+own: the service folded it into that one (its dedup on create) and overwrote it.
+
+Such a row is reported ``merged`` with the row or key that holds the record, and journaled
+as failed, so that the ledger never records its key as owning that record (later runs would
+otherwise call both rows ``unchanged``). With ``merges: expected`` the row stays ``updated``
+(the report notes it among the rows the service merged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from recordsync.model import PreparedRow, RowStatus
+from recordsync.reconcile.batch import EntryResult
+
+OtherOwners = Callable[[list[tuple[str | None, int]]], dict[int, list[str]]]
+"""``(key, record id)`` pairs → for each record id that a ledger key other than the pair's
+key holds, the keys holding it (:meth:`recordsync.send.state_hook.StateHook.other_owners`)."""
+
+_LANDED = (RowStatus.CREATED, RowStatus.UPDATED)
+
+
+class RecordClaims:
+    """The record ids the rows of one step landed on, in the order the answers came."""
+
+    def __init__(self, *, expected: bool, other_owners: OtherOwners | None = None) -> None:
+        self.expected = expected
+        self.other_owners = other_owners
+        self._rows: dict[int, tuple[int, str | None]] = {}
+        """record id → (source row, key) of the first row of the step that landed on it."""
+
+    def settle(self, rows: list[PreparedRow], results: list[EntryResult]) -> list[EntryResult]:
+        """``results`` with each row that landed on a record another row holds as merged."""
+        if len(rows) != len(results):  # a short answer: the sender reports it, unchanged here
+            return results
+        updated = [
+            (r.key, res.record_id)
+            for r, res in zip(rows, results, strict=True)
+            if res.status is RowStatus.UPDATED and res.record_id is not None
+        ]
+        ledger: dict[int, list[str]] = {}
+        if updated and self.other_owners is not None:
+            ledger = self.other_owners(updated)
+        out: list[EntryResult] = []
+        for row, res in zip(rows, results, strict=True):
+            rid = res.record_id
+            if res.status not in _LANDED or rid is None:
+                out.append(res)
+                continue
+            first = self._rows.get(rid)
+            if first is not None and (
+                first[0] == row.source.source_row or (first[1] is not None and first[1] == row.key)
+            ):
+                first = None  # the same row or key again (a resend): its own record
+            holders = ledger.get(rid, []) if res.status is RowStatus.UPDATED else []
+            holder = next((k for k in holders if k != row.key), None)
+            if (first is None and holder is None) or self.expected:
+                self._rows.setdefault(rid, (row.source.source_row, row.key))
+                out.append(res)
+                continue
+            if first is not None:
+                who, fix = f"row {first[0]}", "Make the rows differ"
+            else:
+                who = f"ledger key {holder!r}"
+                fix = (
+                    "If that key's row was renamed or left the source, declare a stable "
+                    "`ledger_key` (e.g. the export's id); otherwise make the rows differ"
+                )
+            out.append(
+                EntryResult(
+                    RowStatus.MERGED,
+                    rid,
+                    f"merged: the service put it on record {rid}, which {who} already holds "
+                    f"(its dedup on create); that record now holds this row's values. {fix}, "
+                    "or declare `merges: expected` in the mapping",
+                )
+            )
+        return out

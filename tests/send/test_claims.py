@@ -1,0 +1,58 @@
+"""Merges found from the answers (recordsync.send.claims): a row that lands on a record id
+another row of the step or another ledger key holds is merged, not updated."""
+
+from __future__ import annotations
+
+from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.reconcile.batch import EntryResult
+from recordsync.send.claims import RecordClaims
+
+CREATED, UPDATED, MERGED = RowStatus.CREATED, RowStatus.UPDATED, RowStatus.MERGED
+
+
+def row(n: int, key: str | None) -> PreparedRow:
+    return PreparedRow(SourceRow("c.csv", n, {}), RowStatus.VALID, {"name": key}, key=key)
+
+
+def test_a_second_row_on_the_same_record_is_merged_naming_the_first() -> None:
+    claims = RecordClaims(expected=False)
+    first = claims.settle([row(2, "name:A")], [EntryResult(CREATED, 7)])
+    later = claims.settle(
+        [row(3, "name:B"), row(4, "name:C")], [EntryResult(UPDATED, 7), EntryResult(CREATED, 8)]
+    )
+    assert first == [EntryResult(CREATED, 7)]
+    assert [r.status for r in later] == [MERGED, CREATED]
+    assert later[0].record_id == 7
+    assert later[0].error is not None and "which row 2 already holds" in later[0].error
+
+
+def test_the_same_row_or_key_again_is_its_own_record() -> None:
+    claims = RecordClaims(expected=False)
+    claims.settle([row(2, "name:A")], [EntryResult(CREATED, 7)])
+    again = claims.settle([row(2, "name:A")], [EntryResult(UPDATED, 7)])
+    assert again == [EntryResult(UPDATED, 7)]
+
+
+def test_a_record_another_ledger_key_holds_and_merges_declared_expected() -> None:
+    asked: list[list[tuple[str | None, int]]] = []
+
+    def owners(pairs: list[tuple[str | None, int]]) -> dict[int, list[str]]:
+        asked.append(pairs)
+        return {7: ["name:New", "name:Old"]}
+
+    held = RecordClaims(expected=False, other_owners=owners)
+    (res,) = held.settle([row(5, "name:New")], [EntryResult(UPDATED, 7)])
+    assert res.status is MERGED and "ledger key 'name:Old'" in (res.error or "")
+    assert asked == [[("name:New", 7)]]
+    fine = RecordClaims(expected=True, other_owners=owners)
+    assert fine.settle([row(5, "name:New")], [EntryResult(UPDATED, 7)]) == [EntryResult(UPDATED, 7)]
+    failed = [EntryResult(RowStatus.FAILED, None, "x")]
+    assert held.settle([row(6, "name:X")], failed) == failed
+
+
+def test_the_holder_answered_in_the_same_chunk_keeps_its_record() -> None:
+    claims = RecordClaims(expected=False, other_owners=lambda pairs: {7: ["name:A"]})
+    out = claims.settle(
+        [row(2, "name:B"), row(3, "name:A")], [EntryResult(UPDATED, 7), EntryResult(UPDATED, 7)]
+    )
+    assert [r.status for r in out] == [MERGED, UPDATED]
