@@ -175,6 +175,15 @@ def test_pipeline_step_file_missing_and_duplicate_names(tmp_path: Path) -> None:
         load_pipeline(write(tmp_path, "p2.yaml", "steps: [m.yaml, m.yaml]\n"))
 
 
+def test_unknown_key_that_could_be_either_of_two_keys_suggests_neither(tmp_path: Path) -> None:
+    """``format`` is as close to ``date_format`` as to ``datetime_format``: no guess."""
+    text = MAPPING.replace("fields:\n", "fields:\n  when: {column: When, format: '%d/%m/%Y'}\n", 1)
+    with pytest.raises(ConfigError) as err:
+        load_mapping(write(tmp_path, "m.yaml", text))
+    assert err.value.key == "fields.when.format"
+    assert "unknown key" in str(err.value) and "did you mean" not in str(err.value)
+
+
 @pytest.mark.parametrize(
     ("text", "line", "key"),
     [

@@ -105,3 +105,19 @@ def test_options_that_do_not_fit_the_field_type(tmp_path: Path, schema: Schema) 
         )
     )
     assert check_mapping(m, schema).slug == "contacts"
+
+
+def test_transform_on_a_field_that_is_not_text_is_a_config_error(
+    tmp_path: Path, schema: Schema
+) -> None:
+    m = load_mapping(
+        _mapping(
+            tmp_path,
+            "object_type: companies\nfields:\n  domain: {column: W, transform: domain}\n"
+            "  linkedin_url: {column: L, transform: url_domain}\n",
+        )
+    )
+    with pytest.raises(ConfigError) as err:
+        check_mapping(m, schema)
+    assert err.value.key == "fields.linkedin_url.transform"
+    assert "gives a domain" in str(err.value) and "'linkedin_url' is a url field" in str(err.value)

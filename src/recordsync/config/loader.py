@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import types
 import typing
@@ -59,9 +58,11 @@ def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
     msg = "unknown key"
     key = loc[-1] if loc else None
     if isinstance(key, str):
-        close = difflib.get_close_matches(key, _allowed_keys(model, loc[:-1]), n=1, cutoff=0.6)
-        if close:
-            msg += f": did you mean '{close[0]}'?"
+        from recordsync.validate.suggest import did_you_mean  # validate imports config
+
+        close = did_you_mean(key, _allowed_keys(model, loc[:-1]))
+        if close is not None:
+            msg += f": did you mean '{close}'?"
     return msg + " (check the spelling; see docs/mapping.md for every option)"
 
 

@@ -71,6 +71,7 @@ class FieldSpec(Strict):
     value: Any = None
     trim: bool = True
     case: Literal["lower", "upper", "title"] | None = None
+    transform: Literal["domain", "url_domain", "email_domain"] | None = None
     value_map: dict[str, Any] | None = None
     split: str | None = None
     default: Any = None

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from recordsync.config.models import FieldSpec
 
@@ -25,6 +26,25 @@ class Column:
     reasons: list[str | None] | None
     hints: list[dict[str, Any] | None] | None
     shown: list[Any] | None = None
+
+    def put_first(self, reasons: list[str | None] | None, cells: pa.Array) -> Column:
+        """Rows with a ``reasons`` entry get that reason (quoting their cell) instead of any
+        later one: a ``transform`` that found nothing comes before the type check."""
+        if reasons is None:
+            return self
+        shown = cells.to_pylist()
+        mine = self.reasons if self.reasons is not None else [None] * len(reasons)
+        mine_shown = self.shown if self.shown is not None else [None] * len(reasons)
+        self.reasons = [r if r is not None else m for r, m in zip(reasons, mine, strict=True)]
+        self.shown = [
+            s if r is not None else m for r, s, m in zip(reasons, shown, mine_shown, strict=True)
+        ]
+        self.hints = (
+            [None if r is not None else h for r, h in zip(reasons, self.hints, strict=True)]
+            if self.hints is not None
+            else None
+        )
+        return self
 
     def error(self, i: int) -> str | None:
         if self.reasons is None or self.reasons[i] is None:

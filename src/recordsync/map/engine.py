@@ -107,7 +107,7 @@ class BatchMapper:
                 for i in np.flatnonzero(missing).tolist():
                     reasons[i] = "is required, but the value is empty"
                 col.reasons = reasons
-        return col
+        return col.put_first(ex.reasons, ex.shown)
 
     def _multi_column(
         self,

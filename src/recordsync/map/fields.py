@@ -15,6 +15,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.config.models import TEMPLATE_FIELD, FieldSpec
+from recordsync.map.domains import transform_one
+from recordsync.validate.distinct import map_distinct
 
 
 @dataclass(slots=True)
@@ -24,6 +26,8 @@ class Extracted:
     values: pa.Array
     explicit_null: npt.NDArray[np.bool_]
     shown: pa.Array  # what error messages quote: the cell (or rendered template) as read
+    reasons: list[str | None] | None = None
+    """Per row, why ``transform`` found no value in the cell (None lists: no such row)."""
 
 
 def as_string(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -89,7 +93,7 @@ def _may_have_space_runs(arr: pa.Array) -> bool:
 
 
 def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = None) -> Extracted:
-    """Apply trim, value_map, case and default to the spec's column(s)."""
+    """Apply trim, transform, value_map, case and default to the spec's column(s)."""
     n = batch.num_rows
     explicit = np.zeros(n, dtype=bool)
     if "value" in spec.model_fields_set:
@@ -102,6 +106,11 @@ def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = No
     if spec.trim:
         arr = pc.utf8_trim_whitespace(arr)
     arr = _blank_to_null(arr)
+    reasons: list[str | None] | None = None
+    if spec.transform is not None:
+        name = spec.transform
+        found, reasons, _ = map_distinct(arr, lambda text: transform_one(name, text))
+        arr = pa.array(found, pa.string())
     if spec.value_map:
         keys = list(spec.value_map)
         targets = pa.array([_str(spec.value_map[k]) for k in keys], pa.string())
@@ -125,7 +134,7 @@ def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = No
         arr = pc.if_else(fill, pa.scalar(_str(spec.default), pa.string()), arr)
     if spec.empty == "null":
         explicit |= pc.is_null(arr).to_numpy(zero_copy_only=False)
-    return Extracted(arr, explicit, shown)
+    return Extracted(arr, explicit, shown, reasons)
 
 
 def split_list(arr: pa.Array, sep: str) -> pa.ListArray:

@@ -50,6 +50,32 @@ def _table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+_OWNER_WORDS = (
+    ("by_email", "by e-mail"),
+    ("by_name", "by full name"),
+    ("by_id", "by user id"),
+    ("owners_file", "owners file"),
+    ("default", "default owner"),
+    ("blank", "blank cell"),
+    ("unowned", "left unowned"),
+    ("unknown", "unknown"),
+    ("ambiguous", "ambiguous"),
+    ("offline", "not checked (offline)"),
+    ("not_looked_up", "not looked up (unchanged from their digests, malformed lines)"),
+)
+
+
+def _owners(summary: dict[str, Any]) -> list[str]:
+    """How the owners of each step's rows were found (steps with an owner column)."""
+    lines: list[str] = []
+    for step in summary["steps"]:
+        counts = step.get("owners") or {}
+        found = [f"{words} {counts[key]}" for key, words in _OWNER_WORDS if counts.get(key)]
+        if len(found) > 1 or (found and not counts.get("not_looked_up")):  # an owner column
+            lines.append(f"- {_md(step['step'])}: " + ", ".join(found))
+    return ["", "## Owners", "", "Rows by how their owner was found:", "", *lines] if lines else []
+
+
 def _references(tallies: list[StepTally]) -> list[str]:
     """Per step and ``ref`` field: references set, blank, not found, ambiguous; a loud line
     for every field whose values found nothing."""
@@ -150,6 +176,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                 "answer (a try that may have been applied); some reported `updated` may have "
                 "been created by the lost try"
             )
+    lines += _owners(summary)
     reasons = [(t, r, n) for t in tallies for r, n in t.reasons.items()]
     if reasons:
         lines += ["", "## Top failure reasons", "", "| step | rows | reason |", "|---|---:|---|"]

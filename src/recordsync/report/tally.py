@@ -39,6 +39,19 @@ COUNT_KEYS = (
     "rows_not_ok",
 )
 MAX_REASONS = 2000
+OWNER_OUTCOMES = {
+    "users:email": "by_email",
+    "users:name": "by_name",
+    "users:id": "by_id",
+    "owners_file": "owners_file",
+    "default": "default",
+    "blank": "blank",
+    "unowned": "unowned",
+    "unknown": "unknown",
+    "ambiguous": "ambiguous",
+    "offline": "offline",
+}
+"""``PreparedRow.owner_resolution`` → the key it is counted under in a step's ``owners``."""
 
 # Only data goes (cell values, emails, UUIDs, dates, record ids, row and line numbers); the
 # rule's own words stay: its limits ("must be <= 100"), option lists, separators, formats, and
@@ -110,9 +123,23 @@ class StepTally:
     shared_records: int = 0
     shared_examples: list[str] = field(default_factory=list)
     suggestions: dict[str, Counter[str]] = field(default_factory=dict)
+    owners: Counter[str] = field(default_factory=Counter)
+    """Rows by how their owner was found (``OWNER_OUTCOMES`` values)."""
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per ``ref`` field: step, by, on_missing and the counts set, no_value, not_found,
     ambiguous, from_service (:meth:`recordsync.send.ledger_prep.StepPrep.ref_counts`)."""
+
+    def add_owner(self, resolution: str | None) -> None:
+        if resolution is not None:
+            self.owners[OWNER_OUTCOMES.get(resolution, resolution)] += 1
+
+    def owner_counts(self) -> dict[str, int]:
+        """Rows by how their owner was found, and ``not_looked_up``: the rows read whose
+        owner was not looked up in this run (no owner column; rows found unchanged from their
+        digests, never mapped; malformed lines). The counts add up to ``rows_read``."""
+        counts = {key: self.owners[key] for key in OWNER_OUTCOMES.values()}
+        counts["not_looked_up"] = max(0, self.read - sum(counts.values()))
+        return counts
 
     def add_reason(self, message: str) -> None:
         group = reason_group(message)
@@ -189,6 +216,7 @@ class StepTally:
             "resent_after_lost_answer": self.resent_after_lost_answer,
             "rejected_values": self.rejected,
             "aborted": self.aborted,
+            "owners": self.owner_counts(),
             "mirror_deletes_skipped": self.mirror_skipped,
             "source_changed_since_interrupted_attempt": self.source_changed,
             "duplicates_expected": self.duplicates_expected,

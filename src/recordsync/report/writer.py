@@ -163,15 +163,23 @@ class ReportWriter:
         record_id: int | None = None,
         error: str | None = None,
     ) -> None:
-        """Write the outcome of one source row."""
+        """Write the outcome of one source row. ``match_by`` and ``match_value`` are those of
+        the row's batch input (``row.payload``): what went on the wire, or would have (the
+        state store and resends may have rewritten the mapping's key, e.g. to the record id)."""
         src = row.source
+        payload = row.payload
+        by, value = (
+            (payload["match_by"], payload.get("match_value"))
+            if payload is not None and "match_by" in payload
+            else (row.match_by, row.match_value)
+        )
         self._results.writerow(
             [
                 neutralise(tally.step),
                 neutralise(src.source_file),
                 src.source_row,
-                row.match_by or "",
-                neutralise(_cell(row.match_value)),
+                by or "",
+                neutralise(_cell(value)),
                 status.value,
                 _cell(record_id),
                 neutralise(error or ""),
@@ -179,6 +187,7 @@ class ReportWriter:
         )
         self.lines_written += 1
         tally.outcomes[status] += 1
+        tally.add_owner(row.owner_resolution)
         if status is RowStatus.MERGED and row.status is RowStatus.MERGED:
             tally.merge_held += 1  # predicted: never sent
         if error and status in FAILURE_STATUSES:

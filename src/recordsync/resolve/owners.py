@@ -3,13 +3,17 @@
 Looked up, trimmed and case-insensitively, in this order: the users listing's ``email``
 (``users:email``), the owners file (``owners_file``), a user id given as is (``users:id``),
 a user's full name (``users:name``). Unknown owners follow ``on_unknown``: ``fail`` the row,
-``unowned`` (key omitted) or ``default``. Resolution runs once per distinct owner value.
+``unowned`` (key omitted) or ``default``. A value that fits several users (two users with one
+full name, or one e-mail) is ``ambiguous``: always a row error naming the candidates, never
+one of them picked. Resolution runs once per distinct owner value.
 """
 
 from __future__ import annotations
 
 import csv
 import difflib
+import re
+from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +23,9 @@ import yaml
 from recordsync.config.models import OwnerConfig
 from recordsync.errors import ConfigError
 from recordsync.validate.distinct import Outcome, boxed, distinct_outcomes, map_distinct
+
+_ID = re.compile(r"^\s*([0-9a-fA-F]{8}-[0-9a-fA-F-]{27}|\d+)\s*$")
+"""A user id in an owners CSV (a UUID, or digits): a first row holding one is no header."""
 
 
 def load_owners_file(path: Path) -> dict[str, str]:
@@ -39,8 +46,8 @@ def load_owners_file(path: Path) -> dict[str, str]:
             )
         return {str(k).strip().lower(): str(v).strip() for k, v in data.items()}
     rows = [r for r in csv.reader(text.splitlines()) if r and any(c.strip() for c in r)]
-    if rows and "@" not in rows[0][0]:
-        rows = rows[1:]  # header row
+    if rows and "@" not in rows[0][0] and not (len(rows[0]) > 1 and _ID.match(rows[0][1])):
+        rows = rows[1:]  # a header row: no e-mail in its first cell, no user id in its second
     out: dict[str, str] = {}
     for i, row in enumerate(rows, start=2):
         if len(row) < 2:
@@ -82,6 +89,25 @@ def _closest(raw: str, known: list[str]) -> str | None:
     return best[1] if best else None
 
 
+def _index(users: list[dict[str, Any]], attr: str, fold: bool) -> dict[str, list[str]]:
+    """``attr`` (trimmed, lower-cased or case-folded) → the ids of every user with it."""
+    out: defaultdict[str, list[str]] = defaultdict(list)
+    for u in users:
+        if u.get(attr) and u.get("id") is not None:
+            text = str(u[attr]).strip()
+            ids = out[text.casefold() if fold else text.lower()]
+            if str(u["id"]) not in ids:
+                ids.append(str(u["id"]))
+    return dict(out)
+
+
+def _only(ids: list[str], how: str) -> tuple[str | None, str, list[str]]:
+    """The one user of ``ids`` found ``how``, or ``ambiguous`` when there are several."""
+    if len(ids) == 1:
+        return ids[0], how, []
+    return None, "ambiguous", ids
+
+
 class OwnerResolver:
     """Resolves owner cells to user ids, per distinct value."""
 
@@ -92,20 +118,26 @@ class OwnerResolver:
         self.online = users is not None
         users = users or []
         self.ids = {str(u["id"]) for u in users if u.get("id") is not None}
-        self.by_email = {
-            str(u["email"]).strip().lower(): str(u["id"]) for u in users if u.get("email")
-        }
-        self.by_name = {
-            str(u["full_name"]).strip().casefold(): str(u["id"])
+        self.emails = {
+            str(u["id"]): str(u["email"]).strip().lower()
             for u in users
-            if u.get("full_name")
+            if u.get("id") is not None and u.get("email")
         }
+        self.by_email = _index(users, "email", fold=False)
+        self.by_name = _index(users, "full_name", fold=True)
         self.file: dict[str, str] = {}
         if cfg.owners_file:
             self.file = load_owners_file(base_dir / cfg.owners_file)
         self.default: str | None = None
         if cfg.on_unknown == "default" and cfg.default:
-            found, _ = self._lookup(cfg.default)
+            found, how, many = self._lookup(cfg.default)
+            if how == "ambiguous":
+                raise ConfigError(
+                    f"owner.default {cfg.default!r} fits {len(many)} users: "
+                    f"{self._candidates(many)}",
+                    key="owner.default",
+                    hint="give one user's id (or an e-mail only that user has)",
+                )
             if found is None and self.online:
                 raise ConfigError(
                     f"owner.default {cfg.default!r} is not a known user (e-mail, id or name)",
@@ -114,29 +146,57 @@ class OwnerResolver:
                 )
             self.default = found or cfg.default
 
-    def _lookup(self, raw: str) -> tuple[str | None, str]:
+    def _lookup(self, raw: str) -> tuple[str | None, str, list[str]]:
+        """(user id or None, how, the candidate ids when ``how`` is ``ambiguous``)."""
         key = raw.strip().lower()
-        if key in self.by_email:
-            return self.by_email[key], "users:email"
+        emails = self.by_email.get(key)
+        if emails is not None and (len(emails) == 1 or key not in self.file):
+            return _only(emails, "users:email")  # a shared e-mail pinned in the file: below
         if key in self.file:
             target = self.file[key]
             if target in self.ids or not self.online:
-                return target, "owners_file"
+                return target, "owners_file", []
             named = self.by_name.get(target.casefold())
             if named is not None:
-                return named, "owners_file"
-            return None, "unknown"
+                return _only(named, "owners_file")
+            return None, "unknown", []
         if raw.strip() in self.ids:
-            return raw.strip(), "users:id"
+            return raw.strip(), "users:id", []
         named = self.by_name.get(raw.strip().casefold())
         if named is not None:
-            return named, "users:name"
-        return None, "unknown" if self.online else "offline"
+            return _only(named, "users:name")
+        return None, "unknown" if self.online else "offline", []
+
+    def _candidates(self, ids: list[str]) -> str:
+        return ", ".join(
+            f"{self.emails[i]} (id {i})" if i in self.emails else f"id {i}" for i in ids
+        )
+
+    def _ambiguous(self, raw: str, ids: list[str]) -> str:
+        """The row error of an owner value that fits several users."""
+        value = raw.strip()
+        key = value.lower()
+        pinned = self.file.get(key)
+        if pinned is not None:  # the owners file names a full name that several users have
+            fix = (
+                f"the owners file {self.cfg.owners_file} maps it to {pinned!r}: "
+                f"write the right user's id there instead ('{key}: <user id>')"
+            )
+        else:
+            where = (
+                f"the owners file {self.cfg.owners_file}"
+                if self.cfg.owners_file
+                else "an owners file (owner.owners_file in the mapping)"
+            )
+            fix = f"pin the right one in {where} with a line '{key}: <user id>'"
+        return f"fits {len(ids)} users: {self._candidates(ids)}; {fix}"
 
     def _one(self, raw: str) -> Outcome:
-        found, how = self._lookup(raw)
+        found, how, many = self._lookup(raw)
         if found is not None:
             return (found, how), None, None
+        if how == "ambiguous":
+            return (None, "ambiguous"), self._ambiguous(raw, many), None
         if how == "offline":
             return (None, "offline"), None, None
         if self.cfg.on_unknown == "default":

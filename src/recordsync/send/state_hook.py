@@ -136,7 +136,7 @@ class StateHook:
             self._snap = None
 
     def classify(self, plan: StepPlan, rows: Iterable[Item]) -> Iterator[Item]:
-        from recordsync.state import ChangeDetector
+        from recordsync.state import ChangeDetector, ledger_match
 
         journal = self.journal
         journal.fold()  # earlier steps' outcomes, before references read their ledgers
@@ -178,6 +178,8 @@ class StateHook:
                     detector.counts["unchanged"] += len(item)
                     if snap is not None:
                         snap.add_from_block(item)
+                    if detector.match_by_ledger_id:  # it would be sent by its record id
+                        _by_record_id(item)
                     if prep is not None and prep.seen_keys is not None:
                         prep.seen_keys.extend(item.keys)
                 else:
@@ -195,6 +197,8 @@ class StateHook:
                 self._known[id(r)] = o.record_id
             for u in c.unchanged:
                 u.row.status = RowStatus.UNCHANGED
+                if detector.match_by_ledger_id and u.row.payload is not None:
+                    u.row.payload = ledger_match(u.row.payload, u.entry)  # as it would be sent
                 self._known[id(u.row)] = u.entry.record_id
                 if snap is not None:
                     _keep(snap, u.row, u.entry.record_id)
@@ -388,6 +392,15 @@ class StateHook:
         if step not in self._offset:  # the step never started in this attempt
             self._offset[step] = self.journal.next_chunk_no(self.run_id, step) - 1
         return self._offset[step]
+
+
+def _by_record_id(block: UnchangedBlock) -> None:
+    """Report a block's rows with the key they would be sent by (``match_by_ledger_id``):
+    ``id`` and the record id (the block's rows are all in the ledger with one)."""
+    pairs = zip(block.match_by, block.match_value, block.record_ids, strict=True)
+    keys = [("id", str(rid)) if rid is not None else (by, mv) for by, mv, rid in pairs]
+    block.match_by = [by for by, _ in keys]
+    block.match_value = [mv for _, mv in keys]
 
 
 def _keep(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:

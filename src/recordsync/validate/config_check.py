@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
-
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import FieldSpec, MappingConfig
 from recordsync.errors import ConfigError
 from recordsync.validate.schema import ObjectType, Schema
+from recordsync.validate.suggest import did_you_mean
 
 
 def _close(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'? " if close else ""
+    close = did_you_mean(word, choices)
+    return f"did you mean '{close}'? " if close is not None else ""
 
 
 def _option_problem(spec: FieldSpec, ftype: str, multi: bool) -> tuple[str, str] | None:
@@ -28,6 +27,8 @@ def _option_problem(spec: FieldSpec, ftype: str, multi: bool) -> tuple[str, str]
         return option, f"'{option}' applies to number, currency and percentage fields only"
     if spec.timezone is not None and ftype != "datetime":
         return "timezone", "'timezone' applies to datetime fields only"
+    if spec.transform is not None and (ftype not in ("text", "long_text") or multi):
+        return "transform", f"'transform: {spec.transform}' gives a domain: a text field's value"
     return None
 
 

@@ -6,7 +6,6 @@ values to send and, per row, the reason a value is invalid (None when fine).
 
 from __future__ import annotations
 
-import difflib
 from decimal import Decimal
 
 import numpy as np
@@ -20,6 +19,7 @@ from recordsync.validate.dates import check_date, check_datetime
 from recordsync.validate.distinct import Memo, Outcome, map_distinct, pylist
 from recordsync.validate.formats import check_email, check_phone, check_url
 from recordsync.validate.schema import FieldDef
+from recordsync.validate.suggest import confident
 
 NUMBER_RE = r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$"
 INT_RE = r"^\d+$"
@@ -127,6 +127,8 @@ def check_select(arr: pa.Array, fdef: FieldDef, memo: Memo | None = None) -> Che
     by_value = {o.value: o.value for o in fdef.options}
     folded = {o.value.casefold(): o.value for o in fdef.options}
     folded.update({o.label.casefold(): o.value for o in fdef.options})
+    spellings = {o.value: o.value for o in fdef.options}
+    spellings.update({o.label: o.value for o in fdef.options})
     listing = ", ".join(o.value for o in fdef.options[:8]) + (
         ", ..." if len(fdef.options) > 8 else ""
     )
@@ -137,8 +139,8 @@ def check_select(arr: pa.Array, fdef: FieldDef, memo: Memo | None = None) -> Che
         hit = folded.get(v.strip().casefold())
         if hit is not None:
             return hit, None, None
-        close = difflib.get_close_matches(v.casefold(), list(folded), n=1, cutoff=0.5)
-        hint = {"value_map": {v: folded[close[0]]}} if close else None
+        close = confident(v, spellings)
+        hint = {"value_map": {v: close}} if close is not None else None
         return None, f"is not an option ({listing})", hint
 
     return Checked(*map_distinct(arr, one, memo))
