@@ -143,6 +143,17 @@ def test_name_renames_are_read_back(tmp_path: Path) -> None:
     assert [(r["name"], r["amount"]) for r in held] == [("New", 5)]
 
 
+def test_a_rename_never_applied_is_resent_as_it_was(tmp_path: Path) -> None:
+    with loopback(tmp_path, [f"drop:every=2:{BATCH}"]) as client:
+        sender = ChunkSender(client, "deals")
+        sender.send("c1", 2, [deal("Old")])
+        rename = {**deal("New", 5), "match_by": "name", "match_value": "Old"}
+        report = sender.send("c2", 3, [rename])
+        held = records(client, "deals")
+    assert statuses(report) == ["updated"] and report.attempts == 2
+    assert [(r["name"], r["amount"]) for r in held] == [("New", 5)]
+
+
 def test_an_unreadable_target_holds_unsafe_entries_and_resends_safe_ones(tmp_path: Path) -> None:
     faults = [f"drop-after-apply:every=2:{BATCH}", "status:405:method=GET:path=/objects/contacts"]
     with loopback(tmp_path, faults) as client:

@@ -127,12 +127,13 @@ class Settler:
         claimed: set[int],
     ) -> Decision:
         """A ``match_by: name`` entry that renames ``old``: the record it wrote may be one this
-        run knows (so ``claimed`` does not rule records out); applied iff a record with the
-        new name and the entry's values was written since and none named ``old`` is left."""
+        run knows (so ``claimed`` does not rule records out). Absent when no record of the new
+        name was written since; applied when exactly one with the entry's values was and none
+        named ``old`` is left."""
+        if not found:  # no record of the new name was written since: it was not applied
+            return Decision("absent")
         ours = [r for r in found if holds(r, entry)]
         left, _ = self.reader.written_since(old, None)
-        if not ours:
-            return Decision("absent")
         if len(ours) == 1 and not left and server_since is not None:
             record = ours[0]
             rid = record_id(record)
