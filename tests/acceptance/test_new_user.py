@@ -95,7 +95,10 @@ def test_dry_run_of_an_unseen_csv_finds_every_bad_row_and_writes_nothing(tmp_pat
 
     with open(report / "failures.csv", newline="", encoding="utf-8") as f:
         failures = list(csv.DictReader(f))
-    assert sorted(int(r["_source_row"]) for r in failures) == sorted(BAD_LINES)
+    # every row without a record of its own: the bad lines, and the duplicate naming its winner
+    assert sorted(int(r["_source_row"]) for r in failures) == sorted([*BAD_LINES, DUPLICATE_LINE])
+    dup_row = next(r for r in failures if int(r["_source_row"]) == DUPLICATE_LINE)
+    assert dup_row["_status"] == "duplicate" and f"row {DUPLICATE_WINNER}" in dup_row["_error"]
 
 
 def test_unseen_csv_real_run_then_fix_and_retry(tmp_path: Path) -> None:
@@ -143,8 +146,10 @@ def test_unseen_csv_real_run_then_fix_and_retry(tmp_path: Path) -> None:
             "37": {"Interests": "VIP"},
         }
         for row in failures:
-            if row["_source_row"] == "25":  # the ragged line: split it back, drop the extra
-                row.update(zip(names[:10], row[names[0]].split(";")[:10], strict=True))
+            if row["_status"] == "duplicate":  # its winner holds the record: leave it out
+                assert row["_source_row"] == str(DUPLICATE_LINE)
+                continue
+            # the ragged line (25) came split into its columns, the extra cell aside: kept so
             row.update(fixes.get(row["_source_row"], {}))
             row["_status"] = "failed"
         with open(path, "w", newline="", encoding="utf-8") as f:

@@ -20,19 +20,21 @@ COMPANIES = [
     ["Acme Ltd", "https://www.acme.com/"],
     ["Globex", "globex.io"],
     ["Initech", "initech.com"],
-    ["INITECH", "initech.io"],  # the same name, folded: two companies
+    ["INITECH", "initech.io"],  # the same name, folded: the service would fold it (merged)
 ]
 CONTACTS = [
     ["Ann", "ann@x.example", "  acme   LTD "],  # trimmed, whitespace collapsed, case-folded
     ["Ben", "ben@x.example", "Globex"],
-    ["Cy", "cy@x.example", "Initech"],  # ambiguous
+    ["Cy", "cy@x.example", "Initech"],  # one record holds that name: INITECH is merged
     ["Di", "di@x.example", "Umbrella"],  # no such company
     ["Ed", "ed@x.example", ""],  # no reference
 ]
 
 
-def by_name_pipeline(tmp: Path, ref: str = "{step: companies, by: name}") -> Path:
-    write_csv(tmp / "companies.csv", ["Company Name", "Website"], COMPANIES)
+def by_name_pipeline(
+    tmp: Path, ref: str = "{step: companies, by: name}", companies: list[list[str]] = COMPANIES
+) -> Path:
+    write_csv(tmp / "companies.csv", ["Company Name", "Website"], companies)
     write_csv(tmp / "contacts.csv", ["Name", "Email", "Company"], CONTACTS)
     write(
         tmp / "companies.yaml",
@@ -63,13 +65,16 @@ def test_contacts_refer_to_companies_keyed_by_domain_by_company_name(tmp_path: P
     assert contacts["Ann"]["company_id"] == companies["https://www.acme.com/"]
     assert contacts["Ben"]["company_id"] == companies["globex.io"]
     assert contacts["Ed"].get("company_id") is None
-    assert "Cy" not in contacts and "Di" not in contacts
+    # INITECH would fold into Initech's record (same name once case-folded): it is held as
+    # merged, not sent, so one record holds the name and Cy's reference is not ambiguous
+    assert contacts["Cy"]["company_id"] == companies["initech.com"]
+    assert "initech.io" not in companies
+    (held,) = [r for r in results(real) if r["step"] == "companies" and r["source_row"] == "5"]
+    assert held["status"] == "merged" and "merges with row 4" in held["error"], held
+    assert totals(real, "companies")["rows_merged"] == 1
+    assert "Di" not in contacts
     got = outcomes(real, "contacts")
-    assert got["cy@x.example"] == (
-        "invalid",
-        "company_id: field 'name' = 'Initech' fits 2 rows of step 'companies' with different"
-        " keys ('initech.com', 'initech.io'): the reference is ambiguous and was not set",
-    )
+    assert got["cy@x.example"][0] == "created"
     assert got["di@x.example"] == (
         "invalid",
         "company_id: field 'name' = 'Umbrella' fits no row of step 'companies'",
@@ -80,10 +85,10 @@ def test_contacts_refer_to_companies_keyed_by_domain_by_company_name(tmp_path: P
         "step": "companies",
         "by": "field 'name'",
         "on_missing": "fail",
-        "set": 2,
+        "set": 3,
         "no_value": 1,
         "not_found": 1,
-        "ambiguous": 1,
+        "ambiguous": 0,
         "from_service": 0,
     }
     assert totals(dry, "contacts")["references"] == {"company_id": expected}
@@ -92,7 +97,7 @@ def test_contacts_refer_to_companies_keyed_by_domain_by_company_name(tmp_path: P
     assert real.exit_code == 1
     report = (real.report_dir / "report.md").read_text(encoding="utf-8")
     assert "## References" in report
-    assert "| contacts | company_id | companies | field 'name' | 2 | 1 | 1 | 1 |" in report
+    assert "| contacts | company_id | companies | field 'name' | 3 | 1 | 1 | 0 |" in report
 
 
 def test_unset_references_are_counted_and_said_loudly(tmp_path: Path) -> None:
@@ -116,7 +121,7 @@ def test_unset_references_are_counted_and_said_loudly(tmp_path: Path) -> None:
 
 
 def test_by_a_source_column_and_by_domain(tmp_path: Path) -> None:
-    pipeline = by_name_pipeline(tmp_path, "{step: companies, by: domain}")
+    pipeline = by_name_pipeline(tmp_path, "{step: companies, by: domain}", COMPANIES[:3])
     write_csv(
         tmp_path / "contacts.csv",
         ["Name", "Email", "Company"],
