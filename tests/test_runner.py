@@ -371,3 +371,64 @@ def test_the_hook_hears_when_the_source_is_read_while_the_last_chunks_are_out(
         hook=Hook(),
     )
     assert "source read" not in events
+
+
+def failing_source(rows: list[PreparedRow], error: Exception) -> StepPlan:
+    """A step whose source raises ``error`` after yielding ``rows`` (a file unreadable
+    part-way, e.g. a byte that is not UTF-8 past the part checked up front)."""
+
+    def source() -> Iterator[PreparedRow]:
+        yield from rows
+        raise error
+
+    return StepPlan("late", "configs/late.yaml", "contacts", source)
+
+
+def test_a_source_error_after_a_send_is_an_abort_and_every_row_read_is_reported(
+    tmp_path: Path,
+) -> None:
+    from recordsync.errors import EXIT_ABORTED, SourceError
+
+    broken = SourceError("not valid UTF-8 text", file="late.csv", line=39001, key="source")
+    with sandbox(tmp_path) as (client, _):
+        result = run(
+            tmp_path,
+            [
+                plan("first", "contacts", contacts(5)),
+                failing_source(contacts(25, prefix="l"), broken),
+                plan("never", "contacts", contacts(3, prefix="n")),
+            ],
+            client,
+        )
+        held = list(client.list_records("contacts"))
+    assert isinstance(result.error, RunAborted) and result.exit_code == EXIT_ABORTED
+    assert result.error.__cause__ is broken
+    assert "late.csv:39001" in str(result.error) and "were sent" in str(result.error)
+    first, late, never = result.summary["steps"]
+    assert first["created"] == 5 and late["rows_read"] == 25 and never["rows_read"] == 3
+    assert late["created"] + late["not_sent"] == 25 and late["created"] == len(held) - 5
+    assert never["not_sent"] == 3 and result.summary["accounting_ok"]
+    lines = (result.report_dir / "results.csv").read_text().splitlines()
+    assert len(lines) == 1 + 5 + 25 + 3
+
+
+def test_a_source_error_before_any_send_stays_a_config_error(tmp_path: Path) -> None:
+    from recordsync.errors import EXIT_CONFIG, SourceError
+
+    broken = SourceError("not valid UTF-8 text", file="late.csv", line=7, key="source")
+    invalid = contacts(4, invalid=(0, 1, 2, 3))
+    with sandbox(tmp_path) as (client, rec):
+        result = run(
+            tmp_path,
+            [plan("first", "contacts", invalid), failing_source(contacts(8), broken)],
+            client,
+        )
+        assert not [c for c in rec.calls if c[0] == "POST"]
+    assert result.error is broken and result.exit_code == EXIT_CONFIG
+    dry = run(
+        tmp_path / "dry",
+        [plan("first", "contacts", contacts(30)), failing_source(contacts(8), broken)],
+        None,
+        options=SendOptions(10, None, dry_run=True),
+    )
+    assert dry.error is broken and dry.exit_code == EXIT_CONFIG
