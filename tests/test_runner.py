@@ -425,6 +425,7 @@ def test_a_source_error_before_any_send_stays_a_config_error(tmp_path: Path) -> 
         )
         assert not [c for c in rec.calls if c[0] == "POST"]
     assert result.error is broken and result.exit_code == EXIT_CONFIG
+    assert result.summary["accounting_ok"] and result.summary["totals"]["not_sent"] == 8
     dry = run(
         tmp_path / "dry",
         [plan("first", "contacts", contacts(30)), failing_source(contacts(8), broken)],
@@ -432,3 +433,14 @@ def test_a_source_error_before_any_send_stays_a_config_error(tmp_path: Path) -> 
         options=SendOptions(10, None, dry_run=True),
     )
     assert dry.error is broken and dry.exit_code == EXIT_CONFIG
+
+
+def test_an_accounting_mismatch_alone_exits_1(tmp_path: Path) -> None:
+    """Every row ok, no error: a report that does not add up still makes the exit code 1."""
+    from recordsync.runner import RunResult
+
+    with sandbox(tmp_path) as (client, _):
+        result = run(tmp_path, [plan("contacts", "contacts", contacts(3))], client)
+    assert result.exit_code == 0 and result.summary["accounting_ok"]
+    broken = {**result.summary, "accounting_ok": False}
+    assert RunResult(broken, result.report_dir).exit_code == 1

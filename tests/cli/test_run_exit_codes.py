@@ -7,6 +7,7 @@ import csv
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +93,27 @@ def test_the_same_error_with_nothing_sent_is_exit_2(
     summaries = [json.loads((p / "summary.json").read_text()) for p in report_dirs(project)]
     (real,) = [s for s in summaries if not s["dry_run"]]
     assert real["totals"]["rows_sent"] == 0 and real["accounting_ok"]
+
+
+def test_a_report_that_does_not_add_up_exits_1_though_every_row_was_created(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    cli: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A bug that writes one row's outcome twice (fake: the run itself cannot produce it)."""
+    from recordsync.report.writer import ReportWriter
+
+    pipeline = write_project(project, bad_byte=False)
+    assert cli("run", str(pipeline), "--quiet", "--no-state") == 0
+    record = ReportWriter.record
+
+    def twice(self: ReportWriter, tally: Any, row: Any, *args: Any, **kw: Any) -> None:
+        record(self, tally, row, *args, **kw)
+        if row.source.source_row == 5:
+            record(self, tally, row, *args, **kw)
+
+    monkeypatch.setattr(ReportWriter, "record", twice)
+    capsys.readouterr()
+    assert cli("run", str(pipeline), "--quiet", "--no-state") == 1
+    assert "accounting mismatch" in capsys.readouterr().err
