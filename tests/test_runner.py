@@ -260,12 +260,19 @@ def test_each_chunk_is_on_the_wire_before_the_previous_one_is_reported(tmp_path:
     """Over a socket, the runner reports (and journals) the answered chunk only once the next
     chunk's request is written, so that its work overlaps the service's time and does not
     hold up the sender thread; without trace events (the in-process client of the other
-    tests) it does not wait."""
+    tests) it does not wait.
+
+    Checked by order only: the second chunk is held back before it is written until the first
+    one is reported, or for a moment. A runner that waits reports chunk 1 after that moment
+    whatever the load; one that does not reports it while chunk 2 is held."""
+    import threading
+
     import httpx
 
     from recordsync.sandbox.server import run_in_thread
 
     events: list[str] = []
+    first_reported = threading.Event()
 
     class Traced(RecordServiceClient):
         """Notes when each chunk's request is written (the runner builds each chunk's first
@@ -281,16 +288,23 @@ def test_each_chunk_is_on_the_wire_before_the_previous_one_is_reported(tmp_path:
 
             return super().build_batch(object_type, body, sent)
 
+    class HoldSecond(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if b'"Person 10"' in request.read():
+                first_reported.wait(0.5)
+            return super().handle_request(request)
+
     class Progress:
         def step_started(self, plan: Any) -> None: ...
         def chunk_done(self, step: str, report: Any) -> None: ...
         def step_finished(self, tally: Any) -> None: ...
         def rows_done(self, count: int) -> None:
             events.append(f"reported {count}")
+            first_reported.set()
 
     app = create_app(tmp_path / "s.db", api_key=KEY)
     try:
-        with run_in_thread(app) as url, httpx.Client() as http:
+        with run_in_thread(app) as url, httpx.Client(transport=HoldSecond()) as http:
             client = Traced(http, url, Secret(KEY), retry=RetryPolicy(sleep=lambda s: None))
             rows = contacts(40)
             result = run(
@@ -303,16 +317,12 @@ def test_each_chunk_is_on_the_wire_before_the_previous_one_is_reported(tmp_path:
     finally:
         app.state.store.close()
     assert result.summary["totals"]["created"] == 40 and result.summary["accounting_ok"]
-    assert events == [
-        "on wire Person 0",
-        "on wire Person 10",
-        "reported 10",
-        "on wire Person 20",
-        "reported 10",
-        "on wire Person 30",
-        "reported 10",
-        "reported 10",
-    ]
+    wire = [e for e in events if e.startswith("on wire")]
+    assert wire == [f"on wire Person {n}" for n in (0, 10, 20, 30)]
+    reports = [i for i, e in enumerate(events) if e.startswith("reported")]
+    assert [events[i] for i in reports] == ["reported 10"] * 4
+    for chunk in (1, 2, 3):  # chunk k is reported after chunk k + 1 is on the wire
+        assert events.index(f"on wire Person {chunk * 10}") < reports[chunk - 1], events
 
 
 def test_the_hook_hears_when_the_source_is_read_while_the_last_chunks_are_out(
