@@ -24,8 +24,8 @@ Exit codes (the one table, also in the README):
     0  every row ok
     1  the run finished, with failed, invalid or in-doubt rows (or an accounting mismatch)
     2  configuration or usage error: nothing was sent
-    3  aborted: authentication failure, unknown object type, circuit breaker, lock held, or a
-       configuration or source error found after something was sent
+    3  aborted: authentication failure, unknown object type, circuit breaker, lock held, a
+       configuration or source error found after something was sent, or any other exception
 """
 
 from __future__ import annotations

@@ -117,3 +117,26 @@ def test_a_report_that_does_not_add_up_exits_1_though_every_row_was_created(
     capsys.readouterr()
     assert cli("run", str(pipeline), "--quiet", "--no-state") == 1
     assert "accounting mismatch" in capsys.readouterr().err
+
+
+def test_an_unexpected_error_after_a_send_exits_3_not_1(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    cli: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A full disk as the report is finished (fake: the run cannot fill a disk): without
+    the catch, Python's own exit code for a traceback is 1, "the run finished"."""
+    import errno
+
+    from recordsync.report.writer import ReportWriter
+
+    def full(self: ReportWriter, *args: Any, **kw: Any) -> None:
+        self.abandon()  # the row files closed, summary.json cannot be written
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ReportWriter, "finish", full)
+    pipeline = write_project(project, bad_byte=False)
+    assert cli("run", str(pipeline), "--quiet", "--no-state") == 3
+    err = capsys.readouterr().err
+    assert "error: unexpected OSError: [Errno 28] No space left on device" in err

@@ -7,6 +7,7 @@ exactly one place, :func:`main` (see :func:`recordsync.errors.exit_code_for`).
 from __future__ import annotations
 
 import sys
+import traceback
 
 import click
 
@@ -52,5 +53,9 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except Exception as exc:  # a bug or the system (a full disk): aborted, not "rows failed"
+        traceback.print_exc()
+        click.echo(f"error: unexpected {type(exc).__name__}: {exc}", err=True)
+        sys.exit(exit_code_for(exc))
     else:
         sys.exit(0)
