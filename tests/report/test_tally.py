@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from recordsync.model import RowStatus
-from recordsync.report.tally import StepTally
+from recordsync.report.tally import MAX_REASONS, StepTally
 
 
 def tally(read: int, sent: int, **outcomes: int) -> StepTally:
@@ -48,3 +48,45 @@ def test_rows_read_that_differ_from_the_outcomes_fail_the_first_check() -> None:
         "step contacts: 4 rows read but 3 outcomes written (3 invalid + duplicate + unchanged"
         " + sent)"
     ]
+
+
+def test_an_outcome_outside_both_equations_fails_the_first_check() -> None:
+    """2 read, 2 sent, 2 created, and one more outcome (``valid`` has no place in a real
+    run): the equations' terms add up, the outcomes do not."""
+    t = tally(2, 2, created=2, valid=1)
+    assert t.accounting_errors(dry_run=False) == [
+        "step contacts: 2 rows read but 3 outcomes written (2 invalid + duplicate + unchanged"
+        " + sent)"
+    ]
+
+
+def test_the_step_json_has_every_documented_key_and_its_own_run_kind() -> None:
+    t = tally(3, 3, valid=3)
+    t.resent_by_name, t.resent_after_lost_answer, t.unreconciled_chunks = 4, 5, 6
+    data = t.as_json(dry_run=True)
+    assert data["accounting_ok"] is True and t.as_json(dry_run=False)["accounting_ok"] is False
+    assert (data["step"], data["mapping"], data["object_type"]) == (
+        "contacts",
+        "configs/contacts.yaml",
+        "contacts",
+    )
+    assert (data["resent_by_name"], data["resent_after_lost_answer"]) == (4, 5)
+    assert (data["unreconciled_chunks"], data["aborted"]) == (6, None)
+    assert set(data) == {
+        "step", "mapping", "object_type", "rows_read", "rows_invalid", "rows_duplicate",
+        "rows_unchanged", "rows_sent", "created", "updated", "failed", "in_doubt", "not_sent",
+        "chunks", "deleted", "delete_failed", "unreconciled_chunks", "resent_by_name",
+        "resent_after_lost_answer", "aborted", "accounting_ok",
+    }  # fmt: skip
+
+
+def test_reasons_past_the_cap_are_counted_as_other_reasons() -> None:
+    t = tally(0, 0)
+    for i in range(MAX_REASONS):
+        t.add_reason(f"reason {i}")
+    t.add_reason("reason 0")  # a known group is still counted in its own place
+    t.add_reason("one reason too many")
+    t.add_reason("and another")
+    assert len(t.reasons) == MAX_REASONS + 1
+    assert t.reasons["reason 0"] == 2 and t.reasons["(other reasons)"] == 2
+    assert "one reason too many" not in t.reasons
