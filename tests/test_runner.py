@@ -454,3 +454,19 @@ def test_an_accounting_mismatch_alone_exits_1(tmp_path: Path) -> None:
     assert result.exit_code == 0 and result.summary["accounting_ok"]
     broken = {**result.summary, "accounting_ok": False}
     assert RunResult(broken, result.report_dir).exit_code == 1
+
+
+def test_mirror_deletes_alone_count_as_sent() -> None:
+    """Every row unchanged, but records were soft-deleted: a later source error is an abort."""
+    from recordsync.errors import SourceError
+    from recordsync.report.tally import StepTally
+    from recordsync.runner import _after_sends
+
+    broken = SourceError("not valid UTF-8 text", file="deals.csv", line=9)
+    deleted = StepTally("contacts", "m", "contacts", deleted=2, delete_failed=1)
+    stop = _after_sends(broken, [deleted, StepTally("deals", "m", "deals")], dry_run=False)
+    assert isinstance(stop, RunAborted) and stop.__cause__ is broken
+    assert str(stop).startswith(
+        "run aborted after 0 chunk(s) and 3 mirror delete(s) were sent: deals.csv:9: not valid"
+    )
+    assert _after_sends(broken, [StepTally("deals", "m", "deals")], dry_run=False) is broken
