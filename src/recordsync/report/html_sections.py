@@ -1,0 +1,128 @@
+"""Sections of report.html (recordsync.report.html): suggested value maps, merges and
+duplicates, owners and references; and the escaping every section uses."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+import yaml
+
+from recordsync.report.markdown import _OWNER_WORDS
+from recordsync.report.tally import StepTally
+
+PAGE_EXAMPLES = 5
+"""Examples of rows the service merged, per step."""
+
+
+def e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def num(value: Any, *, step: str | None, key: str) -> str:
+    where = f'data-step="{e(step)}" data-key="{key}"' if step is not None else f'data-total="{key}"'
+    return f'<td class="n" {where}>{int(value or 0)}</td>'
+
+
+def value_maps(tallies: list[StepTally]) -> list[str]:
+    with_maps = [t for t in tallies if t.value_maps]
+    if not with_maps:
+        return []
+    out = [
+        '<section><h2>Suggested value maps</h2><p class="muted">Only confident ones (a typo, '
+        "another spelling or an abbreviation of an option). Paste into the step's mapping "
+        "(merge with a <code>value_map</code> it already has):</p>"
+    ]
+    for t in with_maps:
+        fields = {
+            f: ({"column": m["column"]} if m["column"] else {}) | {"value_map": m["value_map"]}
+            for f, m in t.value_maps.items()
+        }
+        snippet = yaml.safe_dump({"fields": fields}, sort_keys=False, allow_unicode=True)
+        out.append(f"<h3>{e(t.step)} <small>{e(t.mapping)}</small></h3><pre>{e(snippet)}</pre>")
+    return [*out, "</section>"]
+
+
+def owners_and_references(summary: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for step in summary["steps"]:
+        counts = step.get("owners") or {}
+        found = [(w, k) for k, w in _OWNER_WORDS if counts.get(k)]
+        if len(found) > 1 or (found and not counts.get("not_looked_up")):
+            cells = "".join(
+                f'<span class="key">{e(w)} <b data-step="{e(step["step"])}" '
+                f'data-key="owners.{k}">{int(counts[k])}</b></span>'
+                for w, k in found
+            )
+            out.append(f'<p><span class="tag">{e(step["step"])}</span> {cells}</p>')
+    if out:
+        out = [
+            '<section><h2>Owners</h2><p class="muted">Rows by how their owner was found:</p>',
+            *out,
+            "</section>",
+        ]
+    refs = [(s, f, c) for s in summary["steps"] for f, c in (s.get("references") or {}).items()]
+    if refs:
+        keys = ("set", "no_value", "not_found", "ambiguous")
+        head = "".join(f"<th>{k.replace('_', ' ')}</th>" for k in keys)
+        out.append(
+            '<section><h2>References</h2><table class="counts"><tr><th>step</th>'
+            f"<th>field</th><th>refers to</th><th>by</th>{head}</tr>"
+        )
+        for s, fname, c in refs:
+            nums = "".join(
+                num(c.get(k), step=s["step"], key=f"references.{fname}.{k}") for k in keys
+            )
+            loud = (
+                ' class="bad"'
+                if not c.get("set") and (c.get("not_found") or c.get("ambiguous"))
+                else ""
+            )
+            out.append(
+                f"<tr{loud}><th>{e(s['step'])}</th><td>{e(fname)}</td>"
+                f"<td>{e(c.get('step', ''))}</td><td>{e(c.get('by', ''))}</td>{nums}</tr>"
+            )
+        out.append("</table></section>")
+    return out
+
+
+def merges(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
+    items: list[str] = []
+    for step in summary["steps"]:
+        name = e(step["step"])
+        if step.get("rows_merged"):
+            items.append(
+                f"<li><b>{name}</b>: {step['rows_merged']} row(s) not sent: the service "
+                "would fold each into the record of the row named in <code>_error</code>"
+                "</li>"
+            )
+        if step.get("merged"):
+            items.append(
+                f"<li><b>{name}</b>: {step['merged']} row(s) sent and found on a record "
+                "that another row (or ledger key) already holds</li>"
+            )
+        if step.get("rows_duplicate"):
+            how = "declared expected" if step.get("duplicates_expected") else "they fail the run"
+            items.append(
+                f"<li><b>{name}</b>: {step['rows_duplicate']} duplicate row(s) not sent, "
+                f"each naming the row that has its key ({how})</li>"
+            )
+    for t in tallies:
+        for what, n, examples in (
+            (
+                "sent to create came back updated (deduplicated by the service)",
+                t.merged_creates,
+                t.merged_examples,
+            ),
+            (
+                "landed on a record id another row of this step also wrote",
+                t.shared_records,
+                t.shared_examples,
+            ),
+        ):
+            if n:
+                sub = "".join(f"<li>{e(x)}</li>" for x in examples[:PAGE_EXAMPLES])
+                items.append(f"<li><b>{e(t.step)}</b>: {n} row(s) {what}<ul>{sub}</ul></li>")
+    if not items:
+        return []
+    return ["<section><h2>Merges and duplicates</h2><ul>", *items, "</ul></section>"]
