@@ -44,7 +44,8 @@ tr.bad td, tr.bad th { color: var(--bad); }
 .rtext { overflow-wrap: anywhere; }
 table.ex { font-size: 13px; table-layout: fixed; }
 table.ex th { color: var(--muted); font-weight: 500; }
-table.ex th:nth-child(1) { width: 70px; text-align: right; } table.ex th:nth-child(2) { width: 26%; }
+table.ex th:nth-child(1) { width: 70px; text-align: right; }
+table.ex th:nth-child(2) { width: 26%; }
 table.ex th:nth-child(3) { width: 17%; } table.ex td { overflow-wrap: anywhere; }
 code, pre { font: 12.5px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; }
 td code { background: #f3f0ff; padding: 1px 5px; border-radius: 3px; white-space: pre-wrap;
