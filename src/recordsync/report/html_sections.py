@@ -38,7 +38,7 @@ def value_maps(tallies: list[StepTally]) -> list[str]:
             f: ({"column": m["column"]} if m["column"] else {}) | {"value_map": m["value_map"]}
             for f, m in t.value_maps.items()
         }
-        snippet = yaml.safe_dump({"fields": fields}, sort_keys=False, allow_unicode=True)
+        snippet = _yaml({"fields": fields})
         out.append(f"<h3>{e(t.step)} <small>{e(t.mapping)}</small></h3><pre>{e(snippet)}</pre>")
     return [*out, "</section>"]
 
@@ -84,6 +84,15 @@ def owners_and_references(summary: dict[str, Any]) -> list[str]:
             )
         out.append("</table></section>")
     return out
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    """``data`` as YAML, readable (unicode as is) unless that would not load back the same
+    (PyYAML folds some characters, e.g. U+0085, in quoted scalars): then escaped."""
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    if yaml.safe_load(text) == data:
+        return text
+    return yaml.safe_dump(data, sort_keys=False)
 
 
 def merges(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:

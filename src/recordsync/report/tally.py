@@ -58,7 +58,7 @@ OWNER_OUTCOMES = {
 # rule's own words stay: its limits ("must be <= 100"), option lists, separators, formats, and
 # the quoted names of columns, fields, templates, steps, mappings and pipelines.
 _NAME = r"(?:column|field|template|step|mapping|pipeline|profile|separator|[a-z]+_format:?)"
-_QUOTED = re.compile(rf"""(\b{_NAME} )?('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+_QUOTED = re.compile(rf"""(\b{_NAME} )?(?<!\w)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 _DUP_KEY = re.compile(r"\bduplicate key (\w+):.*?: (?=also on |row )")
 _NORMALISE = (
     (re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+"), "<email>"),
