@@ -112,10 +112,11 @@ def test_report_md_and_html_show_example_rows_with_their_values(tmp_path: Path) 
     page = (result.report_dir / "report.html").read_text("utf-8")
     contacts = tmp_path / "contacts.csv"
     assert (  # row, file, no column, the value the message quotes, then the message
-        f'<td class="n">4</td><td>{contacts}</td><td><span class="muted">—</span></td>'
+        f'<td class="n">4</td><td title="{contacts}">contacts.csv</td>'
+        '<td><span class="muted">—</span></td>'
         '<td><code>Umbrella</code><div class="msg">company_id: field &#x27;name&#x27;'
     ) in page
-    assert f'<td class="n">3</td><td>{contacts}</td><td>Email</td><td><code>&lt;script' in page
+    assert f'<td title="{contacts}">contacts.csv</td><td>Email</td><td><code>&lt;script' in page
 
 
 def test_suggested_value_maps_paste_as_yaml(tmp_path: Path) -> None:

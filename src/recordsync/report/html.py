@@ -10,6 +10,7 @@ value is HTML-escaped and formula-safe (as in failures.csv).
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from typing import Any
 
 from recordsync.report.examples import ReasonExample, safe_cell
@@ -88,7 +89,7 @@ def _steps(summary: dict[str, Any]) -> list[str]:
             f'<div class="step"><h3>{e(name)} <small>{e(step.get("object_type", ""))} · '
             f"{int(step.get('rows_read') or 0)} rows read</small></h3>{_bar(step, dry)}</div>"
         )
-    head = "".join(f"<th>{e(label)}</th>" for label, _ in TABLE_KEYS)
+    head = "".join(f'<th class="n">{e(label)}</th>' for label, _ in TABLE_KEYS)
     out.append(f'<table class="counts"><tr><th>step</th>{head}</tr>')
     for step in summary["steps"]:
         cells = "".join(num(step.get(k), step=step["step"], key=k) for _, k in TABLE_KEYS)
@@ -105,8 +106,9 @@ def _example_row(ex: ReasonExample) -> str:
     if ex.column is None:
         value += f'<div class="msg">{e(safe_cell(ex.error, 240))}</div>'
     column = e(ex.column) if ex.column is not None else '<span class="muted">—</span>'
+    name = PurePath(ex.source_file).name or ex.source_file  # the whole path in its title
     return (
-        f'<tr><td class="n">{ex.source_row}</td><td>{e(ex.source_file)}</td>'
+        f'<tr><td class="n">{ex.source_row}</td><td title="{e(ex.source_file)}">{e(name)}</td>'
         f"<td>{column}</td><td>{value}</td></tr>"
     )
 

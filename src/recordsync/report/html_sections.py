@@ -64,7 +64,7 @@ def owners_and_references(summary: dict[str, Any]) -> list[str]:
     refs = [(s, f, c) for s in summary["steps"] for f, c in (s.get("references") or {}).items()]
     if refs:
         keys = ("set", "no_value", "not_found", "ambiguous")
-        head = "".join(f"<th>{k.replace('_', ' ')}</th>" for k in keys)
+        head = "".join(f'<th class="n">{k.replace("_", " ")}</th>' for k in keys)
         out.append(
             '<section><h2>References</h2><table class="counts"><tr><th>step</th>'
             f"<th>field</th><th>refers to</th><th>by</th>{head}</tr>"

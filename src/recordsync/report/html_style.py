@@ -30,7 +30,7 @@ svg.bar { display: block; width: 100%; height: 22px; border-radius: 5px; backgro
 table { border-collapse: collapse; width: 100%; font-size: 13.5px; }
 th, td { padding: 5px 8px; border-bottom: 1px solid var(--line); text-align: left;
   vertical-align: top; }
-table.counts { margin-top: 16px; } table.counts th:not(:first-child) { text-align: right; }
+table.counts { margin-top: 16px; } th.n { text-align: right; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 tr.total th, tr.total td { font-weight: 700; border-top: 2px solid var(--line); }
 tr.bad td, tr.bad th { color: var(--bad); }
@@ -45,8 +45,8 @@ tr.bad td, tr.bad th { color: var(--bad); }
 table.ex { font-size: 13px; table-layout: fixed; }
 table.ex th { color: var(--muted); font-weight: 500; }
 table.ex th:nth-child(1) { width: 70px; text-align: right; }
-table.ex th:nth-child(2) { width: 26%; }
-table.ex th:nth-child(3) { width: 17%; } table.ex td { overflow-wrap: anywhere; }
+table.ex th:nth-child(2) { width: 20%; }
+table.ex th:nth-child(3) { width: 16%; } table.ex td { overflow-wrap: anywhere; }
 code, pre { font: 12.5px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; }
 td code { background: #f3f0ff; padding: 1px 5px; border-radius: 3px; white-space: pre-wrap;
   overflow-wrap: anywhere; }
