@@ -75,6 +75,11 @@ def test_every_run_and_dry_run_writes_a_self_contained_report_html(tmp_path: Pat
         hrefs = re.findall(r'href="([^"]*)"', page)
         assert hrefs and set(hrefs) <= {"failures.csv", "results.csv", "report.md", "summary.json"}
         assert ("dry run</span>" in page) is dry_run
+        bars = re.findall(r'<svg class="bar".*?</svg>', page)
+        for bar, step in zip(bars, summary_of(result)["steps"], strict=True):
+            segments = dict(re.findall(r"<title>([^<]*): (\d+)</title>", bar))
+            assert sum(map(int, segments.values())) == step["rows_read"]
+            assert ("valid (dry run)" in segments) is (dry_run and step["rows_sent"] > 0)
 
 
 def test_hostile_cells_are_escaped_and_formula_safe(tmp_path: Path) -> None:

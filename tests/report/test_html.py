@@ -7,7 +7,7 @@ import html
 import re
 
 import yaml
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from recordsync.model import SourceRow
@@ -24,6 +24,8 @@ def _tally_with(value_map: dict[str, str]) -> StepTally:
 
 @settings(max_examples=60, deadline=None)
 @given(st.dictionaries(st.text(min_size=1), st.text(), min_size=1, max_size=4))
+@example({"0": "\x85"})  # PyYAML folds U+0085 in a quoted scalar written as is
+@example({"Müller": "müller", "yes": "no", "#1": "a: b", "'=x'": '"'})
 def test_value_map_snippets_round_trip(value_map: dict[str, str]) -> None:
     summary = {"steps": [], "totals": {}, "run_id": "r"}
     page = render_html(summary, [_tally_with(value_map)])
