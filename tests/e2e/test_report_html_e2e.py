@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from recordsync.reconcile.retry import retry_report
 from recordsync.runner import RunResult
 from recordsync.send.pipeline import run_pipeline
 
@@ -135,3 +136,22 @@ def test_suggested_value_maps_paste_as_yaml(tmp_path: Path) -> None:
             }
         }
     }
+
+
+def test_a_retry_writes_report_html_too(tmp_path: Path) -> None:
+    write_csv(tmp_path / "deals.csv", ["Name", "Stage"], [["Deal 1", "won"], ["Deal 2", "lost"]])
+    write(
+        tmp_path / "deals.yaml",
+        "object_type: deals\nsource: {path: deals.csv}\nname: Name\nmatch_by: [name]\n"
+        "fields: {stage: Stage}\n",
+    )
+    path = write(tmp_path / "p.yaml", "steps: [deals.yaml]\n")
+    with served(tmp_path / "s.db", ["status:503:path=/batch"]) as url:
+        first = run_pipeline(request(tmp_path, path), target=target(url))
+    page = (first.report_dir / "report.html").read_text("utf-8")
+    assert "<title>failed: 2</title>" in page and "2 row(s) not ok" in page
+    with served(tmp_path / "s.db") as url:
+        again = retry_report(first.report_dir, request(tmp_path, path), target=target(url))
+    page = (again.report_dir / "report.html").read_text("utf-8")
+    assert f"retry of {first.summary['run_id']}" in page
+    assert "<title>created: 2</title>" in page and "Every row read has a record" in page
