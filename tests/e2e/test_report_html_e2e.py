@@ -76,6 +76,7 @@ def test_every_run_and_dry_run_writes_a_self_contained_report_html(tmp_path: Pat
         hrefs = re.findall(r'href="([^"]*)"', page)
         assert hrefs and set(hrefs) <= {"failures.csv", "results.csv", "report.md", "summary.json"}
         assert ("dry run</span>" in page) is dry_run
+        assert ("a real run would leave them without a record" in page) is dry_run
         bars = re.findall(r'<svg class="bar".*?</svg>', page)
         for bar, step in zip(bars, summary_of(result)["steps"], strict=True):
             segments = dict(re.findall(r"<title>([^<]*): (\d+)</title>", bar))
@@ -150,6 +151,7 @@ def test_a_retry_writes_report_html_too(tmp_path: Path) -> None:
         first = run_pipeline(request(tmp_path, path), target=target(url))
     page = (first.report_dir / "report.html").read_text("utf-8")
     assert "<title>failed: 2</title>" in page and "2 row(s) not ok" in page
+    assert f"<code>recordsync retry {first.report_dir}</code>" in page  # next steps
     with served(tmp_path / "s.db") as url:
         again = retry_report(first.report_dir, request(tmp_path, path), target=target(url))
     page = (again.report_dir / "report.html").read_text("utf-8")

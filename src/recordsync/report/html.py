@@ -14,7 +14,14 @@ from pathlib import PurePath
 from typing import Any
 
 from recordsync.report.examples import ReasonExample, safe_cell
-from recordsync.report.html_sections import e, merges, num, owners_and_references, value_maps
+from recordsync.report.html_sections import (
+    e,
+    merges,
+    next_steps,
+    num,
+    owners_and_references,
+    value_maps,
+)
 from recordsync.report.html_style import CSS
 from recordsync.report.tally import StepTally
 
@@ -182,26 +189,34 @@ def _notices(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
     ]
 
 
+def _verdict(summary: dict[str, Any]) -> tuple[str, str]:
+    """The one line at the top, and its class (``ok`` or ``bad``)."""
+    bad = int(summary.get("totals", {}).get("rows_not_ok") or 0)
+    dry = summary.get("dry_run")
+    if summary.get("aborted"):
+        return "The run was aborted: see the warnings below", "bad"
+    if not summary.get("accounting_ok", True):
+        return "The report does not add up (accounting mismatch)", "bad"
+    if bad and dry:
+        return (
+            f"{bad} row(s) not ok: a real run would leave them without a record of their own",
+            "bad",
+        )
+    if bad:
+        return f"{bad} row(s) not ok: they have no record of their own holding their values", "bad"
+    if dry:
+        return "Dry run, nothing was written: every row read would get a record of its own", "ok"
+    return "Every row read has a record of its own holding its values", "ok"
+
+
 def _header(summary: dict[str, Any]) -> list[str]:
-    t = summary.get("totals", {})
     dry = summary.get("dry_run")
     badges = ('<span class="badge">dry run</span>' if dry else "") + (
         f'<span class="badge">retry of {e(summary["retry_of"])}</span>'
         if summary.get("retry_of")
         else ""
     )
-    bad = int(t.get("rows_not_ok") or 0)
-    if not summary.get("accounting_ok", True):
-        verdict, cls = "The report does not add up (accounting mismatch)", "bad"
-    elif bad:
-        verdict, cls = (
-            f"{bad} row(s) not ok: they have no record of their own holding their values",
-            "bad",
-        )
-    elif dry:
-        verdict, cls = "Nothing was written: a dry run", "ok"
-    else:
-        verdict, cls = "Every row read has a record of its own holding its values", "ok"
+    verdict, cls = _verdict(summary)
     meta = "".join(
         f"<dt>{label}</dt><dd>{e(summary.get(key) or '')}</dd>"
         for label, key in (
@@ -231,6 +246,7 @@ def render_html(summary: dict[str, Any], tallies: list[StepTally]) -> str:
         *value_maps(tallies),
         *merges(summary, tallies),
         *owners_and_references(summary),
+        *next_steps(summary),
     ]
     title = f"recordsync run {summary.get('run_id', '')}"
     return (

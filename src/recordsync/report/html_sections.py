@@ -135,3 +135,41 @@ def merges(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
     if not items:
         return []
     return ["<section><h2>Merges and duplicates</h2><ul>", *items, "</ul></section>"]
+
+
+def next_steps(summary: dict[str, Any]) -> list[str]:
+    """What to do about the rows not ok (as report.md's "Next steps", shorter)."""
+    t = summary.get("totals", {})
+    if not t.get("rows_not_ok"):
+        return []
+    rejected = sum(int(s.get("rejected_values") or 0) for s in summary["steps"])
+    items = [
+        "every row not ok, with its own message (<code>_error</code>), is in "
+        '<a href="failures.csv">failures.csv</a>'
+    ]
+    if t.get("rows_invalid"):
+        items.append(
+            "invalid rows: fix the source or the mapping (the reasons and value maps above)"
+        )
+    if t.get("rows_merged") or t.get("merged"):
+        items.append(
+            "merged rows: make them differ from the row named in <code>_error</code>, "
+            "or declare <code>merges: expected</code> in the mapping"
+        )
+    if rejected:
+        items.append(
+            f"{rejected} failed row(s) have a value the service rejected: fix it, then "
+            "run again (a retry without a fix fails the same way)"
+        )
+    if t.get("in_doubt"):
+        items.append("in-doubt rows may have been applied: check them in the target first")
+    if int(t.get("failed") or 0) - rejected > 0 or t.get("in_doubt"):
+        where = e(summary.get("report_dir") or "<this directory>")
+        items.append(
+            f"resend the other failed and in-doubt rows: <code>recordsync retry {where}</code>"
+        )
+    return [
+        "<section><h2>Next steps</h2><ul>",
+        *(f"<li>{i}</li>" for i in items),
+        "</ul></section>",
+    ]
