@@ -13,7 +13,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -30,7 +30,7 @@ FLAGS = [
 ]
 
 
-def _unavailable(why: str) -> None:
+def _unavailable(why: str) -> NoReturn:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{why} (CI must test report.html in a real browser)")
     pytest.skip(why)

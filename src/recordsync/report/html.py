@@ -109,7 +109,13 @@ def _steps(summary: dict[str, Any]) -> list[str]:
 
 def _example_row(ex: ReasonExample) -> str:
     """Row, file, column and value; with no column, the row's own message too."""
-    value = "" if ex.value is None else f"<code>{e(safe_cell(ex.value))}</code>"
+    value = (
+        ""
+        if ex.value is None
+        else f"<code>{e(safe_cell(ex.value))}</code>"
+        if ex.value
+        else '<span class="muted">(empty)</span>'
+    )
     if ex.column is None:
         value += f'<div class="msg">{e(safe_cell(ex.error, 240))}</div>'
     column = e(ex.column) if ex.column is not None else '<span class="muted">—</span>'
