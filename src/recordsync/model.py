@@ -133,6 +133,9 @@ class PreparedRow:
     encoded: bytes | None = None
     """``payload`` as JSON, when change detection made it with the input hash
     (:func:`recordsync.state.hashing.encode_input`): the request body is joined from these."""
+    maybe_applied_since: float | None = None
+    """An earlier send of this row may have been applied, at or after this time (epoch): the
+    sender reads it back before sending it (:mod:`recordsync.send.settle`)."""
     salvage: Salvage | None = None
     """What could still be read of a malformed line (mirror deletes: unreadable is not
     absent); None for a row that parsed."""

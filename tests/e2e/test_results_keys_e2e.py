@@ -63,12 +63,11 @@ def test_results_name_the_key_each_row_was_sent_by(tmp_path: Path) -> None:
     }
 
 
-def test_a_row_resent_by_name_after_a_lost_answer_says_so(tmp_path: Path) -> None:
-    """Deals have no dedup key: after a lost answer they are resent as ``match_by: name``
-    (docs/run.md), and results.csv shows that key for those rows, none for the others."""
+def test_rows_after_a_lost_answer_keep_the_key_they_came_with(tmp_path: Path) -> None:
+    """Deals have no dedup key: after a lost answer they are read back, never resent by
+    another key (docs/run.md), so results.csv shows no key for any of them."""
     result, held = run_with(tmp_path, ["drop-after-apply:every=2:path=/batch"], "deals", 30)
-    by_name = [r for r in results(result) if r["match_by"] == "name"]
-    assert len(by_name) == result.summary["steps"][0]["resent_by_name"] > 0
-    assert all(r["match_value"] == f"deals {int(r['source_row']) - 2}" for r in by_name)
-    assert {r["match_by"] for r in results(result) if r not in by_name} == {""}
+    assert result.summary["steps"][0]["settled_by_reading"] > 0
+    assert {r["match_by"] for r in results(result)} == {""}
+    assert {r["status"] for r in results(result)} == {"created"}
     assert len(held) == 30

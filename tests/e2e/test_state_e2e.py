@@ -1,4 +1,4 @@
-"""The runner with the state store: unchanged rows are not sent, in-doubt rows stay held,
+"""The runner with the state store: unchanged rows are not sent, in-doubt rows are read back,
 every chunk is journaled and acknowledged."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from recordsync.model import PreparedRow, RowStatus, SourceRow
-from recordsync.runner import run_plans
+from recordsync.runner import new_run_id, run_plans
 from recordsync.send.state_hook import open_state
 from recordsync.send.step import SendOptions, StepPlan
 from recordsync.state import Journal, StateStore
@@ -85,16 +85,23 @@ def test_second_run_sends_only_what_changed(tmp_path: Path) -> None:
     assert len(held) == 26  # the changed row has no match key: a new record (mapping's choice)
 
 
-def test_rows_in_doubt_stay_held_on_the_next_run(tmp_path: Path) -> None:
-    with served(tmp_path / "s.db", ["drop-after-apply:path=/batch"]) as url:
-        first = run(tmp_path, url, "r1", deals(6), max_attempts=1)
+def test_rows_in_doubt_are_read_back_on_the_next_run(tmp_path: Path) -> None:
+    # the lost answers cannot be read back either: the target has no record list endpoint
+    unreadable = "status:405:method=GET:path=/objects/deals"
+    with served(tmp_path / "s.db", ["drop-after-apply:path=/batch", unreadable]) as url:
+        first = run(tmp_path, url, new_run_id("p"), deals(6), max_attempts=1)
     assert first.summary["totals"]["in_doubt"] == 6
-    with served(tmp_path / "s.db") as url:
-        second = run(tmp_path, url, "r2", deals(6))
-        held = all_records(url, "deals")
-    assert second.summary["totals"]["in_doubt"] == 6 and second.summary["totals"]["chunks"] == 0
+    with served(tmp_path / "s.db", [unreadable]) as url:  # still unreadable: held again
+        second = run(tmp_path, url, new_run_id("p"), deals(6))
+    assert second.summary["totals"]["in_doubt"] == 6
     assert set(column(second, "status")) == {"in_doubt"}
     assert "held in doubt" in column(second, "error")[0]
+    assert "no record list endpoint" in column(second, "error")[0]
+    with served(tmp_path / "s.db") as url:  # readable: each row takes the record it made
+        third = run(tmp_path, url, new_run_id("p"), deals(6))
+        held = all_records(url, "deals")
+    assert third.summary["totals"]["in_doubt"] == 0 and third.exit_code == 0
+    assert sorted(map(int, column(third, "record_id"))) == sorted(r["id"] for r in held)
     assert len(held) == 6  # applied once by the lost try, never twice
 
 

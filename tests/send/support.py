@@ -67,3 +67,23 @@ def ok_batch(request: httpx.Request, start_id: int = 1, status: str = "created")
     summary = {"total": len(objects), "created": 0, "updated": 0, "failed": 0}
     summary[status] = len(objects)
     return httpx.Response(200, json={"results": results, "summary": summary})
+
+
+@contextmanager
+def loopback(tmp_path: Path, faults: list[str], **kw: Any) -> Iterator[RecordServiceClient]:
+    """A RecordServiceClient talking to a sandbox served by uvicorn on a loopback port (real
+    sockets: dropped connections, Date headers), with ``faults`` injected."""
+    from recordsync.sandbox.server import run_in_thread
+
+    app = create_app(tmp_path / "sandbox.db", api_key=KEY, faults=faults)
+    try:
+        with run_in_thread(app) as url, httpx.Client(timeout=httpx.Timeout(10.0)) as http:
+            retry = RetryPolicy(sleep=Sleeps(), **kw)
+            yield RecordServiceClient(http, url, Secret(KEY), retry=retry)
+    finally:
+        app.state.store.close()
+
+
+def records(client: RecordServiceClient, object_type: str) -> list[dict[str, Any]]:
+    """Every live record of a type, read over the client (no faults on GET of the list)."""
+    return list(client.list_records(object_type))

@@ -87,57 +87,11 @@ def test_auth_failure_aborts_with_an_outcome_for_every_row() -> None:
     assert "401" in str(info.value.error)
 
 
-def test_lost_answer_resends_safe_entries_and_holds_unsafe_ones() -> None:
-    entries = [
-        {"name": "Ann", "fields": {"email": "ann@x.example"}},  # contact with email: safe
-        {"name": "Bob", "match_by": "id", "match_value": 7},  # matched: safe
-        {"name": "NoKey"},  # no dedup key, unique name: resent as match_by name
-        {"name": "Twin"},  # name twice in the step: held
-        {"name": "Twin"},
-    ]
-    handler, sent = scripted(httpx.RemoteProtocolError, "ok")
-    report = ChunkSender(fake_client(handler), "contacts").send("c", 2, entries)
-    assert statuses(report) == ["created", "created", "created", "in_doubt", "in_doubt"]
-    assert sent[1] == [
-        entries[0],
-        entries[1],
-        {"name": "NoKey", "match_by": "name", "match_value": "NoKey"},
-    ]
-    assert report.resent_by_name == 1
-    assert report.resent_after_lost_answer == 3
-    assert "cannot be resent" in (report.results[3].error or "")
-
-
-def test_a_row_resent_after_two_lost_answers_counts_once() -> None:
-    handler, sent = scripted(httpx.ReadTimeout, httpx.RemoteProtocolError, "ok")
-    entries = [{"name": "Ann", "fields": {"email": "ann@x.example"}}, {"name": "Solo"}]
-    report = ChunkSender(fake_client(handler), "contacts").send("c", 2, entries)
-    assert len(sent) == 3 and statuses(report) == ["created", "created"]
-    assert report.resent_after_lost_answer == 2
-
-
-def test_names_seen_in_earlier_chunks_make_a_name_unsafe() -> None:
-    handler, sent = scripted("ok", httpx.ReadTimeout, "ok")
-    sender = ChunkSender(fake_client(handler), "deals")
-    sender.send("c1", 2, [{"name": "Deal A"}])
-    report = sender.send("c2", 3, [{"name": "Deal A"}, {"name": "Deal B"}])
-    assert statuses(report) == ["in_doubt", "created"]
-    assert sent[2] == [{"name": "Deal B", "match_by": "name", "match_value": "Deal B"}]
-
-
 def test_companies_with_domain_are_resent_as_is() -> None:
     handler, sent = scripted(httpx.ReadTimeout, "ok")
     entry = {"name": "Acme", "fields": {"domain": "acme.example"}}
     report = ChunkSender(fake_client(handler), "companies").send("c", 2, [entry])
     assert statuses(report) == ["created"] and sent[1] == [entry]
-
-
-def test_lost_answers_until_exhausted_leave_converted_rows_in_doubt() -> None:
-    handler, _ = scripted(httpx.ReadTimeout, httpx.ReadTimeout, httpx.ReadTimeout)
-    entries = [{"name": "Ann", "fields": {"email": "ann@x.example"}}, {"name": "Solo"}]
-    report = ChunkSender(fake_client(handler, max_attempts=3), "contacts").send("c", 2, entries)
-    # Ann is safe to resend later as is: failed. Solo may exist now: in doubt.
-    assert statuses(report) == ["failed", "in_doubt"]
 
 
 def test_connect_error_is_not_in_doubt() -> None:

@@ -1,9 +1,11 @@
 """Property: whatever the network does, a chunk never creates a record twice for one entry,
-never lets an entry meant to create overwrite another entry's record, and every entry ends
-with exactly one outcome (hypothesis against a simulated service)."""
+never lets an entry meant to create overwrite another entry's record, never takes another
+entry's record as its own when reading back, and every entry ends with exactly one outcome
+(hypothesis against a simulated service, which also answers the list reads)."""
 
 from __future__ import annotations
 
+import email.utils
 import json
 from collections import Counter
 from typing import Any
@@ -18,6 +20,8 @@ from recordsync.send.sender import ChunkSender
 from .support import fake_client
 
 FAULTS = ("ok", "503", "connect", "drop_after", "500_after", "timeout_after")
+NOW = 1e9  # the clock of the client (tests' RetryPolicy) and of this service: all one second
+STAMP = "2001-09-09T01:46:40.000Z"
 
 
 class Service:
@@ -53,21 +57,34 @@ class Service:
             if found is not None:
                 if not fields["may_match"] and found["creator"] != fields["tag"]:
                     self.hijacked.append((fields["tag"], found["creator"]))
-                found.update(name=entry["name"], email=fields.get("email", found.get("email")))
+                found.update(fields, name=entry["name"])
                 results.append({"id": found["id"], "status": "updated"})
             else:
                 rec = {
                     "id": len(self.records) + 1,
+                    "email": None,
+                    **fields,
                     "name": entry["name"],
-                    "email": fields.get("email"),
                     "creator": fields["tag"],
+                    "created_at": STAMP,
+                    "updated_at": STAMP,
                 }
                 self.records.append(rec)
                 self.created_by[fields["tag"]] += 1
                 results.append({"id": rec["id"], "status": "created"})
         return results
 
+    def read(self, request: httpx.Request) -> httpx.Response:
+        """The list endpoint: ``filter[name]`` as a case-insensitive substring, one page."""
+        wanted = request.url.params.get("filter[name]", "").casefold()
+        data = [r for r in self.records if wanted in r["name"].casefold()]
+        page = {"total": len(data), "limit": 200, "offset": 0, "has_more": False}
+        date = email.utils.formatdate(NOW, usegmt=True)
+        return httpx.Response(200, json={"data": data, "pagination": page}, headers={"date": date})
+
     def __call__(self, request: httpx.Request) -> httpx.Response:
+        if request.method == "GET":
+            return self.read(request)
         fault = next(self.faults, "ok")
         objects = json.loads(request.content)["objects"]
         if fault == "503":
@@ -136,7 +153,8 @@ def test_no_entry_creates_two_records_and_every_entry_has_one_outcome(
         report = sender.send(f"c{n}", 2, batch)
         assert len(report.results) == len(batch)
         ids = {r["id"] for r in service.records}
-        for result in report.results:
+        creators = {r["id"]: r["creator"] for r in service.records}
+        for entry, result in zip(batch, report.results, strict=True):
             assert result.status in {
                 RowStatus.CREATED,
                 RowStatus.UPDATED,
@@ -145,6 +163,8 @@ def test_no_entry_creates_two_records_and_every_entry_has_one_outcome(
             }
             if result.status in (RowStatus.CREATED, RowStatus.UPDATED):
                 assert result.record_id in ids
+                if not entry["fields"]["may_match"]:  # its own record, not another entry's
+                    assert creators[result.record_id] == entry["fields"]["tag"]
             else:
                 assert result.error
     assert all(count == 1 for count in service.created_by.values()), service.created_by

@@ -152,9 +152,9 @@ def run_command(
     With the state store (default) only new, changed and previously failed rows are sent, a
     killed run is resumed, and a second run of the same pipeline is refused.
 
-    Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error;
-    3 aborted (authentication, unknown object type, circuit breaker, mirror-delete limit,
-    pipeline already running).
+    Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error,
+    nothing sent; 3 aborted (authentication, unknown object type, circuit breaker,
+    mirror-delete limit, pipeline already running, an error found after a send).
     """
     from recordsync.send.pipeline import RunRequest, run_pipeline
 

@@ -7,9 +7,12 @@ file that replaces the mapping's source; results are reported against the origin
 row (``_source_file``, ``_source_row``). The new report has ``retry_of`` = the old run id.
 
 In-doubt rows may already be in the target. One that is safe to resend
-(:func:`recordsync.send.safety.resend_as_is_safe`) goes as is; otherwise it is resent as
-``match_by: name`` when its name occurs once among the step's in-doubt rows, and held as
-``in_doubt`` again when it does not (unless ``resend_in_doubt=True``).
+(:func:`recordsync.send.safety.resend_as_is_safe`) goes as is. Each other one is marked
+``maybe_applied_since`` the earlier run's start, and the sender reads it back before sending
+it (:mod:`recordsync.send.settle`; the records that run's results.csv gives to its rows are
+never taken): absent, it is sent as it was; found, it takes that record and is not sent;
+unclear, it is held ``in_doubt`` again with what was found. ``resend_in_doubt=True`` sends
+them as they are. Nothing is resent by name: a name may be another row's record.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +34,7 @@ from recordsync.report.csvsafe import unneutralise
 from recordsync.report.writer import FAILURE_EXTRA
 from recordsync.runner import RunResult
 from recordsync.send.pipeline import RunRequest, run_pipeline
-from recordsync.send.safety import as_name_match, resend_as_is_safe
+from recordsync.send.safety import resend_as_is_safe
 from recordsync.send.step import StepPlan
 
 RETRY_STATUSES = frozenset({"failed", "in_doubt"})
@@ -160,13 +164,14 @@ def split_failures(report_dir: Path, out_dir: Path) -> dict[str, tuple[Path, dic
     return steps
 
 
-def _retry_plan(plan: StepPlan, origins: dict[int, Origin], resend_in_doubt: bool) -> StepPlan:
+def _retry_plan(
+    plan: StepPlan,
+    origins: dict[int, Origin],
+    resend_in_doubt: bool,
+    since: float | None,
+    claimed: frozenset[int],
+) -> StepPlan:
     def rows() -> Iterator[PreparedRow]:
-        names: Counter[str] = Counter()
-        for row in plan.rows():  # first pass: names of in-doubt rows (small: the failures)
-            origin = origins.get(row.source.source_row)
-            if origin and origin.status == "in_doubt" and row.payload:
-                names[str(row.payload.get("name"))] += 1
         for row in plan.rows():
             origin = origins.get(row.source.source_row)
             if origin is not None:
@@ -177,18 +182,39 @@ def _retry_plan(plan: StepPlan, origins: dict[int, Origin], resend_in_doubt: boo
             payload = row.payload or {}
             if resend_in_doubt or resend_as_is_safe(plan.object_type, payload):
                 yield row
-            elif names[str(payload.get("name"))] == 1:
-                row.payload = as_name_match(payload)
+            elif since is not None:
+                row.maybe_applied_since = since  # the sender reads it back first
                 yield row
             else:
                 row.status = RowStatus.IN_DOUBT
                 row.error = (
-                    "held in doubt: no dedup key and its name is not unique among the in-doubt "
-                    "rows; check the target, then retry with --resend-in-doubt"
+                    "held in doubt: it may be in the target already, and the earlier run's"
+                    " start (started_at in its summary.json) is not known to read it back;"
+                    " check the target, then retry with --resend-in-doubt"
                 )
                 yield row
 
-    return replace(plan, rows=rows)
+    return replace(plan, rows=rows, known_ids=claimed)
+
+
+def _earlier_run(report_dir: Path, summary: dict[str, Any]) -> tuple[float | None, frozenset[int]]:
+    """When the earlier run started (epoch) and the record ids its results.csv names."""
+    started = summary.get("started_at")
+    since: float | None = None
+    if isinstance(started, str):
+        try:
+            since = datetime.fromisoformat(started).timestamp()
+        except ValueError:
+            since = None
+    ids: set[int] = set()
+    path = report_dir / "results.csv"
+    if path.is_file():
+        with open(path, newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                rid = unneutralise(row.get("record_id") or "").strip()
+                if rid.isdigit():
+                    ids.add(int(rid))
+    return since, frozenset(ids)
 
 
 def retry_report(
@@ -243,9 +269,10 @@ def retry_report(
         override = pipeline.model_copy(update={"steps": steps})
         base = request or RunRequest(Path(pipeline_file))
         base = replace(base, pipeline_path=Path(pipeline_file), resend_in_doubt=resend_in_doubt)
+        since, claimed = _earlier_run(report_dir, summary)
 
         def wrap(plan: StepPlan) -> StepPlan:
-            return _retry_plan(plan, origins[plan.name], resend_in_doubt)
+            return _retry_plan(plan, origins[plan.name], resend_in_doubt, since, claimed)
 
         return run_pipeline(
             base,

@@ -167,10 +167,11 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                 f"- step {t.step}: {t.unreconciled_chunks} chunk(s) unreconciled (answer did "
                 "not match what was sent); their rows are in doubt"
             )
-        if t.resent_by_name:
+        if t.settled_by_reading:
             lines.append(
-                f"- step {t.step}: {t.resent_by_name} entr(y/ies) resent with match_by name "
-                "after an answer was lost"
+                f"- step {t.step}: {t.settled_by_reading} entr(y/ies) read back from the service "
+                "after an answer was lost (found: its record taken; absent: resent as it was; "
+                "unclear: held in doubt)"
             )
         if t.resent_after_lost_answer:
             lines.append(

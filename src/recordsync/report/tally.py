@@ -109,7 +109,7 @@ class StepTally:
     sent: int = 0
     chunks: int = 0
     unreconciled_chunks: int = 0
-    resent_by_name: int = 0
+    settled_by_reading: int = 0
     resent_after_lost_answer: int = 0
     """Rows resent (as is or by name) after a try that may have been applied."""
     aborted: str | None = None
@@ -238,7 +238,7 @@ class StepTally:
             "object_type": self.object_type,
             **self.counts(),
             "unreconciled_chunks": self.unreconciled_chunks,
-            "resent_by_name": self.resent_by_name,
+            "settled_by_reading": self.settled_by_reading,
             "resent_after_lost_answer": self.resent_after_lost_answer,
             "rejected_values": self.rejected,
             "aborted": self.aborted,

@@ -9,7 +9,13 @@ A fault is written as a short spec (``recordsync sandbox --fault SPEC``, repeata
     drop-after-apply:every=4           let the request apply, then drop the connection mid-body
     drop:every=3                       drop the connection before the request is applied
                                        (the client cannot tell the two drops apart)
+    status-after-apply:502:every=4     let the request apply, then answer 502 with {error}
+    html:502:every=3                   answer 502 with a proxy's HTML error page (not applied)
+    html-after-apply:504:every=3       let the request apply, then answer 504 with that page
+    timeout-after-apply:every=5        let the request apply, then never answer: the request
+                                       hangs until the client gives up and closes it
     ...:path=/batch                    only requests whose path contains "/batch" count
+    ...:method=GET                     only requests of that method count
     ...:after=10                       let the first 10 matching requests through untouched
 
 Every spec counts the requests it matches (its own counter, never random), so the Nth
@@ -19,12 +25,19 @@ request of a test run fails the same way each time. ``every`` defaults to 1 (eve
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from recordsync.errors import ConfigError
+from recordsync.sandbox.fault_replies import (
+    apply,
+    apply_then_drop,
+    cut,
+    send_html,
+    send_status,
+    wait_for_disconnect,
+)
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -37,10 +50,16 @@ VALID_FORMS = (
     "status:<code>[:every=N] | <code>[:every=N][:retry_after=S]",
     "drop-after-apply[:every=N]",
     "drop[:every=N]",
-    "options on any form: every=N, after=N, path=<substring>, retry_after=<seconds>",
+    "status-after-apply:<code> | html:<code> | html-after-apply:<code>",
+    "timeout-after-apply[:every=N]",
+    "options on any form: every=N, after=N, path=<substring>, method=<GET|POST|...>,"
+    " retry_after=<seconds>",
 )
 
-_KINDS = ("latency", "status", "drop-after-apply", "drop")
+_KINDS = ("latency", "status", "drop-after-apply", "drop", "timeout-after-apply")
+_AFTER_APPLY = ("status-after-apply", "html-after-apply", "timeout-after-apply")
+_CODED = ("status-after-apply", "html", "html-after-apply")
+"""Kinds that take a status code as their first argument."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +74,7 @@ class FaultSpec:
     after: int = 0
     path: str | None = None
     retry_after: str | None = None
+    method: str | None = None
 
     def __str__(self) -> str:
         return self.text
@@ -103,6 +123,10 @@ def parse_fault_spec(text: str) -> FaultSpec:
         if not rest or "=" in rest[0]:
             raise _bad(text, "status needs a code, e.g. status:503")
         kind, status, rest = "status", _parse_status(text, rest[0]), rest[1:]
+    elif head in _CODED:
+        if not rest or "=" in rest[0]:
+            raise _bad(text, f"{head} needs a code, e.g. {head}:502")
+        kind, status, rest = head, _parse_status(text, rest[0]), rest[1:]
     elif head == "latency":
         if not rest or "=" in rest[0]:
             raise _bad(text, "latency needs a duration, e.g. latency:50ms")
@@ -120,11 +144,11 @@ def parse_fault_spec(text: str) -> FaultSpec:
         if key in options:
             raise _bad(text, f"option {key!r} given twice")
         options[key] = value.strip()
-    unknown = set(options) - {"every", "after", "path", "retry_after"}
+    unknown = set(options) - {"every", "after", "path", "retry_after", "method"}
     if unknown:
         raise _bad(text, f"unknown option(s) {', '.join(sorted(unknown))}")
     retry_after = options.get("retry_after")
-    if retry_after is not None and status is None:
+    if retry_after is not None and kind != "status":
         raise _bad(text, "retry_after only applies to a status fault")
     return FaultSpec(
         kind=kind,
@@ -135,6 +159,7 @@ def parse_fault_spec(text: str) -> FaultSpec:
         after=_parse_count(text, "after", options.get("after", "0"), 0),
         path=options.get("path"),
         retry_after=retry_after,
+        method=options["method"].upper() if "method" in options else None,
     )
 
 
@@ -152,14 +177,20 @@ class FaultMiddleware:
         self.app = app
         self.specs = specs
         self._counters = [_Counter() for _ in specs]
+        self._applying = asyncio.Lock()
+        """Held while a request of an after-apply fault is applied: a request that arrives
+        meanwhile (a client's read-back after a timeout) waits until the write is done."""
+        self._gated = any(s.kind in _AFTER_APPLY for s in specs)
 
     def __getattr__(self, name: str) -> Any:  # expose the wrapped app's ``state`` etc.
         if name == "app":  # not set yet: never recurse
             raise AttributeError(name)
         return getattr(self.app, name)
 
-    def _fires(self, index: int, spec: FaultSpec, path: str) -> bool:
+    def _fires(self, index: int, spec: FaultSpec, path: str, method: str) -> bool:
         if spec.path is not None and spec.path not in path:
+            return False
+        if spec.method is not None and spec.method != method:
             return False
         counter = self._counters[index]
         counter.seen += 1
@@ -172,57 +203,39 @@ class FaultMiddleware:
             return
         path = str(scope.get("path", ""))
         # No await between counting and deciding: counters are exact on one event loop.
-        fired = [s for i, s in enumerate(self.specs) if self._fires(i, s, path)]
+        method = str(scope.get("method", ""))
+        fired = [s for i, s in enumerate(self.specs) if self._fires(i, s, path, method)]
         for spec in fired:
             if spec.kind == "latency":
                 await asyncio.sleep(spec.delay_s)
             elif spec.kind == "status":
-                await _send_status(send, spec)
+                await send_status(send, spec)
                 return
             elif spec.kind == "drop":
-                await _cut(send, 200, b"")
+                await cut(send, 200, b"")
                 return
             elif spec.kind == "drop-after-apply":
-                await _apply_then_drop(self.app, scope, receive, send, spec)
+                await apply_then_drop(self.app, scope, receive, send, spec)
                 return
+            elif spec.kind == "html":
+                await send_html(send, spec)
+                return
+            elif spec.kind in ("status-after-apply", "html-after-apply"):
+                async with self._applying:
+                    await apply(self.app, scope, receive)
+                await (send_status if spec.kind == "status-after-apply" else send_html)(
+                    send, spec
+                )
+                return
+            elif spec.kind == "timeout-after-apply":
+                async with self._applying:
+                    await apply(self.app, scope, receive)
+                await wait_for_disconnect(receive)
+                return
+        if self._gated:
+            async with self._applying:
+                pass
         await self.app(scope, receive, send)
-
-
-async def _send_status(send: Send, spec: FaultSpec) -> None:
-    assert spec.status is not None
-    body = json.dumps({"error": f"Injected fault ({spec.text}): HTTP {spec.status}"}).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
-    if spec.retry_after is not None:
-        headers.append((b"retry-after", spec.retry_after.encode()))
-    await send({"type": "http.response.start", "status": spec.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
-
-
-async def _apply_then_drop(
-    app: ASGIApp, scope: Scope, receive: Receive, send: Send, spec: FaultSpec
-) -> None:
-    """Run the request to completion (so it is applied), then start a response that promises
-    more bytes than it sends and stop: the server closes the socket and the client sees an
-    incomplete response (a protocol error), exactly like a connection lost after apply."""
-    captured: list[Message] = []
-
-    async def capture(message: Message) -> None:
-        captured.append(message)
-
-    await app(scope, receive, capture)
-    status = next((m["status"] for m in captured if m["type"] == "http.response.start"), 200)
-    body = b"".join(m.get("body", b"") for m in captured if m["type"] == "http.response.body")
-    await _cut(send, status, body[: len(body) // 2])
-
-
-async def _cut(send: Send, status: int, partial: bytes) -> None:
-    """Promise 1 KiB more than is sent, then return: the server closes the connection."""
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(partial) + 1024).encode()),
-    ]
-    await send({"type": "http.response.start", "status": status, "headers": headers})
-    await send({"type": "http.response.body", "body": partial, "more_body": True})
 
 
 def wrap_with_faults(app: ASGIApp, specs: list[FaultSpec | str] | None) -> ASGIApp:

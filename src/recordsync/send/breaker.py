@@ -1,7 +1,8 @@
 """Circuit breakers: stop a run that is clearly going wrong before it does more damage.
 
-- failure rate: once at least ``min_rows`` rows were sent in the run, a share of ``failed`` +
-  ``in_doubt`` above ``max_failure_rate`` stops the run;
+- failure rate: once at least ``min_rows`` rows were sent in the run, a share of ``failed``
+  above ``max_failure_rate`` stops the run (``in_doubt`` rows are not failures: the service
+  took the request and its answer was lost; they are settled or held for review);
 - creates: more than ``max_creates`` records created in the run stops it (a mapping that
   creates where it should update, e.g. a lost match key, shows up here first).
 
@@ -29,7 +30,7 @@ class CircuitBreaker:
     def observe(self, results: list[EntryResult]) -> None:
         statuses = [r.status for r in results]
         self.sent += len(statuses)
-        self.failed += statuses.count(RowStatus.FAILED) + statuses.count(RowStatus.IN_DOUBT)
+        self.failed += statuses.count(RowStatus.FAILED)
         self.created += statuses.count(RowStatus.CREATED)
 
     def check(self, where: str) -> None:

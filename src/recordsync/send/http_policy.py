@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import email.utils
 import json
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -96,8 +97,12 @@ def service_error(response: httpx.Response) -> str:
         body = None
     if isinstance(body, dict) and isinstance(body.get("error"), str):
         return str(body["error"])
-    text = response.text.strip().replace("\n", " ") if response.content else ""
     reason = response.reason_phrase or "no error message"
+    if "html" in response.headers.get("content-type", "").lower():
+        title = re.search(r"<title>(.*?)</title>", response.text, re.I | re.S)
+        what = f" ({' '.join(title.group(1).split())[:100]!r})" if title else ""
+        return f"{reason}: an HTML error page{what}, not the service's answer (a proxy or gateway)"
+    text = " ".join(response.text.split()) if response.content else ""
     return f"{reason}: {text[:200]}" if text else reason
 
 

@@ -44,6 +44,9 @@ class StepPlan:
     stay ``updated`` (noted in the report) instead of ``merged``."""
     explain: Callable[[PreparedRow, str], str] | None = None
     """A failed entry's error told as its row's (:mod:`recordsync.reconcile.field_errors`)."""
+    known_ids: frozenset[int] = frozenset()
+    """Record ids known to belong to rows (a retry: the earlier run's): reading back after a
+    lost answer never takes one of them for another row."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,19 +1,23 @@
-"""Which batch entries may be resent after an answer that never came (in-doubt sends).
+"""Which batch entries may be resent as they are after an answer that never came.
 
-A timeout or a dropped connection after a batch went out may mean it was applied. Resending
-an entry is safe only when a second application cannot create a second record:
+A timeout, a dropped connection or a 5xx after a batch went out may mean it was applied.
+Resending an entry as is is safe only when a second application cannot create a second
+record (nor write another row's record):
 
-    entry                                                   resend
-    match_by id / email                                     as is (it updates what it matched)
-    match_by name with match_value == name                  as is
-    contacts without match_by, with fields.email            as is (the service dedups by email)
-    companies without match_by, with fields.domain          as is (the service dedups by domain)
-    anything else that creates (custom objects, no key)     as ``match_by: name`` when that name
-                                                            occurs once among the entries sent in
-                                                            this step so far; otherwise held as
-                                                            ``in_doubt`` for review
+    entry                                                   resend as is
+    match_by id / email (with a match_value)                yes: it updates what it matched
+    match_by name with match_value == name                  yes: a second try finds the first
+    match_by name with match_value != name                  no: the first try renamed it
+    contacts without match_by, with fields.email            yes: the service dedups by email
+    companies without match_by, with fields.domain          yes: the service dedups by domain
+    anything else that creates (custom objects, no key,     no
+    contacts without email, companies without domain)
 
-:class:`NameTracker` remembers the names sent in a step as 16-byte digests (bounded, small).
+An entry that is not safe is never rewritten to match by another key (a name may be another
+row's record, made by this run, an earlier one, or someone else): the sender settles it by
+reading the service (:mod:`recordsync.send.settle`) or holds it ``in_doubt``. When two
+entries of one chunk may touch the same record (:func:`chunk_interferes`) even the safe ones,
+but those matched by id, are held.
 """
 
 from __future__ import annotations
@@ -69,14 +73,18 @@ def chunk_interferes(object_type: str, entries: list[BatchInput]) -> bool:
     matched by id are resent; the rest are held as in doubt. The cases: two entries with the
     same dedup key (email for contacts, domain for companies), an entry matched by name whose
     value is another entry's name, an entry that rewrites a dedup key (see
-    :func:`rewrites_dedup_key`).
+    :func:`rewrites_dedup_key`) in a chunk where another entry is found by that key (matched
+    by email, or a create that relies on the service's dedup).
     """
     field = _dedup_field(object_type)
     keys: set[str] = set()
     names: dict[str, int] = {}
     name_matches: list[tuple[str, Any]] = []
+    rewrites = keyed = 0
     for entry in entries:
-        if rewrites_dedup_key(object_type, entry):
+        rewrites += rewrites_dedup_key(object_type, entry)
+        keyed += _found_by_dedup_key(object_type, entry)
+        if rewrites and keyed:
             return True
         fields = entry.get("fields")
         fields = fields if isinstance(fields, dict) else {}
@@ -100,57 +108,25 @@ def chunk_interferes(object_type: str, entries: list[BatchInput]) -> bool:
     return any(names.get(value, 0) - (own == value) > 0 for value, own in name_matches)
 
 
-def resend_as_is_safe(object_type: str, entry: BatchInput, *, dedup_trusted: bool = True) -> bool:
-    """True when sending ``entry`` twice cannot create two records.
+def _found_by_dedup_key(object_type: str, entry: BatchInput) -> bool:
+    """True when a resend of ``entry`` finds its record by email or domain."""
+    match_by = entry.get("match_by")
+    if match_by == "email":
+        return True
+    return match_by is None and resend_as_is_safe(object_type, entry)
 
-    ``dedup_trusted=False`` when another entry of the same chunk may have rewritten the dedup
-    key of a record this entry created (see :func:`rewrites_dedup_key`): then a create that
-    relies on the service's email/domain dedup is not safe to resend as is.
-    """
+
+def resend_as_is_safe(object_type: str, entry: BatchInput) -> bool:
+    """True when sending ``entry`` twice cannot create two records (the table above)."""
     match_by = entry.get("match_by")
     if match_by in ("id", "email") and entry.get("match_value") is not None:
         return True
     if match_by == "name":
         return entry.get("match_value") == entry.get("name")
-    if not dedup_trusted:
+    if match_by is not None:
         return False
     fields = entry.get("fields")
     fields = fields if isinstance(fields, dict) else {}
     if object_type in _CONTACTS and _text(fields.get("email")):
         return True
     return object_type in _COMPANIES and _text(fields.get("domain")) is not None
-
-
-class NameTracker:
-    """Counts the names of entries sent in one step, to know which names are unique so far.
-
-    Names are kept as their (per-process) hashes: two different names with the same hash
-    count as one name sent twice, so a collision can only make a name look not unique, and
-    its entry held in doubt rather than resent by name: the safe side."""
-
-    __slots__ = ("_multi", "_seen")
-
-    def __init__(self) -> None:
-        self._seen: set[int] = set()
-        self._multi: set[int] = set()
-
-    def add(self, name: Any) -> None:
-        if not isinstance(name, str):
-            return
-        d = hash(name)
-        if d in self._seen:
-            self._multi.add(d)
-        else:
-            self._seen.add(d)
-
-    def unique(self, name: Any) -> bool:
-        """True when ``name`` was sent exactly once in this step."""
-        if not isinstance(name, str) or not name:
-            return False
-        d = hash(name)
-        return d in self._seen and d not in self._multi
-
-
-def as_name_match(entry: BatchInput) -> BatchInput:
-    """The entry rewritten to update the record it may already have created."""
-    return {**entry, "match_by": "name", "match_value": entry["name"]}

@@ -1,68 +1,61 @@
-"""Send one chunk: resend after transient failures, hold what cannot be resent safely.
+"""Send one chunk: resend after transient failures, settle what may have been applied.
 
 The outcome is one :class:`EntryResult` per entry, in order, always: a chunk never loses a row.
 
 - 2xx: the answer is reconciled (:mod:`recordsync.reconcile.batch`); a mismatch makes every
   entry ``in_doubt`` ("unreconciled chunk: ...").
-- 401/403/3xx and 404 raise (AuthError / ObjectTypeNotFound) with the outcome of the chunk
-  attached, so the runner can report the rows.
+- 401/403/3xx and 404 raise (AuthError / ObjectTypeNotFound) with every outcome attached.
+- 413: split in halves, each sent on its own (recursively); one entry alone fails alone.
 - other 4xx: every entry ``failed`` with the service's message.
 - 429: wait Retry-After and resend (own budget). 5xx, timeouts, dropped connections: back off
   with jitter and resend, up to ``RetryPolicy.max_attempts`` tries.
-- When a failed try may have been applied (``Verdict.maybe_applied``), only entries that are
-  safe to resend go out again (:mod:`recordsync.send.safety`); the others are ``in_doubt``.
-- Out of tries: ``failed`` with the last reason, except entries that may have been applied and
-  are not safe to resend as is: those are ``in_doubt``.
+- When a failed try may have been applied (``Verdict.maybe_applied``), entries safe to resend
+  as is (:mod:`recordsync.send.safety`) go again; each other entry is read back
+  (:mod:`recordsync.send.settle`): applied (its record is taken), absent (resent as it was),
+  or unknown (``in_doubt``, with what reading found). Nothing is resent by another key.
+- Out of tries: maybe-applied entries are read back once more (applied: their record;
+  absent: failed); the rest are ``failed`` when safe to resend as is, else ``in_doubt``.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from itertools import chain
 
 import httpx
 
 from recordsync.errors import FatalApiError
 from recordsync.model import BatchInput, RowStatus
 from recordsync.reconcile.batch import EntryResult, Unreconciled, reconcile_batch
+from recordsync.send.chunk_report import ChunkAborted, ChunkReport
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.http_policy import Verdict, is_fatal
 from recordsync.send.retry import RetryBudget
-from recordsync.send.safety import (
-    NameTracker,
-    as_name_match,
-    chunk_interferes,
-    resend_as_is_safe,
-)
+from recordsync.send.safety import chunk_interferes, resend_as_is_safe
+from recordsync.send.settle import Decision, Settler, earlier_send_doubt, lost_answer_doubt
+
+__all__ = ["ChunkAborted", "ChunkReport", "ChunkSender"]
+
+TOO_LARGE = 413
+RECENT_CHUNKS = 2000
+"""Answered chunks whose record ids the sender keeps, never taken for another entry when
+reading back (the service's clock is known to the second: their records may look recent)."""
 
 
 @dataclass(slots=True)
-class ChunkReport:
-    """What happened to one chunk (for the report and the logs)."""
+class _Run:
+    """The state of one chunk's sending, shared by its parts after a split."""
 
-    chunk_id: str
-    first_source_row: int
-    size: int
-    attempts: int = 0
-    waited_s: float = 0.0
-    unreconciled: str | None = None
-    resent_by_name: int = 0
-    resent_after_lost_answer: int = 0
-    last_problem: str | None = None
-    results: list[EntryResult] = field(default_factory=list)
-    sent_as: dict[int, BatchInput] = field(default_factory=dict)
-    """Entries last sent with another key than they came with (resent by name after a lost
-    answer), by index: results.csv names the key that went on the wire."""
-
-
-class ChunkAborted(Exception):
-    """A fatal verdict stopped the chunk; ``report.results`` holds an outcome for every entry."""
-
-    def __init__(self, error: FatalApiError, report: ChunkReport) -> None:
-        super().__init__(str(error))
-        self.error = error
-        self.report = report
+    entries: list[BatchInput]
+    outcome: list[EntryResult | None]
+    maybe_applied: list[bool]
+    interferes: bool | None = None
+    since: float | None = None
+    """Local time of the chunk's first try: what reading back looks for is newer."""
+    claimed: set[int] = field(default_factory=set)
+    """Record ids that reading back gave to entries of this chunk."""
 
 
 class ChunkSender:
@@ -71,15 +64,9 @@ class ChunkSender:
     def __init__(self, client: RecordServiceClient, object_type: str) -> None:
         self.client = client
         self.object_type = object_type
-        self.names = NameTracker()
-
-    def note(self, entries: list[BatchInput]) -> None:
-        """Count the names of a chunk about to be sent (for resends by name: a name is
-        resent as a match only if it is unique among the chunks noted so far). The runner
-        notes a chunk when it queues it, off the sender's thread."""
-        add = self.names.add
-        for entry in entries:
-            add(entry.get("name"))
+        self.settler = Settler(client, object_type, client.retry.clock)
+        self.recent: deque[list[int]] = deque(maxlen=RECENT_CHUNKS)
+        """Record ids of the step's last answered chunks (see :data:`RECENT_CHUNKS`)."""
 
     def send(
         self,
@@ -89,123 +76,208 @@ class ChunkSender:
         body: bytes | None = None,
         on_sent: Callable[[], object] | None = None,
         *,
-        noted: bool = False,
         request: httpx.Request | None = None,
+        doubtful: list[float | None] | None = None,
     ) -> ChunkReport:
         """Send one chunk (retrying as the policy says). ``body``: the entries already
         encoded as a batch request (:func:`recordsync.send.client.encode_batch`), used for
         the first try. ``on_sent``: called when a try's request is written (see
-        :meth:`RecordServiceClient.attempt`). ``noted``: the entries' names were already
-        given to :meth:`note`. ``request``: the first try's request, built ahead from
-        ``body`` and ``on_sent`` (:meth:`RecordServiceClient.build_batch`)."""
+        :meth:`RecordServiceClient.attempt`). ``request``: the first try's request, built
+        ahead from ``body`` and ``on_sent`` (:meth:`RecordServiceClient.build_batch`).
+        ``doubtful``: per entry, when an earlier send of it may have been applied (None: it
+        was not): such an entry is read back before the first try, unless safe to resend."""
         report = ChunkReport(chunk_id, first_source_row, len(entries))
-        if not noted:
-            self.note(entries)
-        memo: list[bool] = []
-
-        def interferes() -> bool:
-            """Whether entries may touch each other's records: only worked out when a
-            resend is considered (an answer was lost), never on the common path."""
-            if not memo:
-                memo.append(chunk_interferes(self.object_type, entries))
-            return memo[0]
-
-        def safe(entry: BatchInput) -> bool:
-            if interferes():
-                return entry.get("match_by") == "id" and entry.get("match_value") is not None
-            return resend_as_is_safe(self.object_type, entry)
-
-        current = list(entries)
-        outcome: list[EntryResult | None] = [None] * len(entries)
-        maybe_applied = [False] * len(entries)
+        run = _Run(entries, [None] * len(entries), [False] * len(entries))
         pending = list(range(len(entries)))
+        try:
+            if doubtful is not None:
+                pending = self._settle_earlier(report, run, doubtful)
+                if len(pending) != len(entries):  # the body built ahead holds them all
+                    body = request = None
+            self._drive(report, run, pending, body, on_sent, request)
+        finally:
+            if run.claimed:  # records that reading back gave to this chunk's entries
+                self.recent.append(list(run.claimed))
+            report.results = [
+                r if r is not None else EntryResult(RowStatus.IN_DOUBT, None, "no outcome recorded")
+                for r in run.outcome
+            ]
+        return report
+
+    def _safe(self, run: _Run, i: int) -> bool:
+        """Whether entry ``i`` may go again as is after a maybe-applied try. Whether entries
+        interfere is only worked out when an answer was lost, never on the common path."""
+        entry = run.entries[i]
+        if run.interferes is None:
+            run.interferes = chunk_interferes(self.object_type, run.entries)
+        if run.interferes:
+            return entry.get("match_by") == "id" and entry.get("match_value") is not None
+        return resend_as_is_safe(self.object_type, entry)
+
+    def _drive(
+        self,
+        report: ChunkReport,
+        run: _Run,
+        pending: list[int],
+        first: bytes | None,
+        on_sent: Callable[[], object] | None,
+        built: httpx.Request | None,
+    ) -> None:
+        """Send the entries ``pending`` until each has an outcome (one request at a time)."""
         budget = RetryBudget(self.client.retry)
+        try:
+            self._tries(report, run, pending, first, on_sent, built, budget)
+        finally:
+            report.waited_s += budget.waited
 
-        def give_up(i: int, reason: str) -> EntryResult:
-            if maybe_applied[i] and not safe(entries[i]):
-                return EntryResult(RowStatus.IN_DOUBT, None, f"in doubt: {reason}")
-            return EntryResult(RowStatus.FAILED, None, reason)
-
-        first, built = body, request
+    def _tries(
+        self,
+        report: ChunkReport,
+        run: _Run,
+        pending: list[int],
+        first: bytes | None,
+        on_sent: Callable[[], object] | None,
+        built: httpx.Request | None,
+        budget: RetryBudget,
+    ) -> None:
         while pending:
-            objects = [current[i] for i in pending]
+            if run.since is None:
+                run.since = self.settler.reader.clock()
+            objects = [run.entries[i] for i in pending]
             attempt = self.client.batch_once(
                 self.object_type, objects, first, on_sent, request=built
             )
             first = built = None  # a later try sends what is pending then, encoded anew
+            on_sent = None
             verdict = attempt.verdict
             report.attempts += 1
             if verdict.kind == "ok":
-                self._accept(report, attempt.body, attempt.body_error, pending, outcome)
-                break
+                self._accept(report, attempt.body, attempt.body_error, pending, run.outcome)
+                return
             report.last_problem = verdict.describe
+            if verdict.status == TOO_LARGE and len(pending) > 1:
+                report.split += 1
+                half = len(pending) // 2
+                self._drive(report, run, pending[:half], None, None, None)
+                self._drive(report, run, pending[half:], None, None, None)
+                return
             if is_fatal(verdict) or verdict.kind == "rejected":
+                reason = verdict.describe
+                if verdict.status == TOO_LARGE:
+                    reason = (
+                        f"{reason}: this row alone is larger than the service accepts in one"
+                        " request; shorten its longest values"
+                    )
                 for i in pending:
-                    outcome[i] = give_up(i, verdict.describe)
-                report.results = [r for r in outcome if r is not None]
+                    run.outcome[i] = self._final(run, i, reason, None)
                 if is_fatal(verdict):
+                    for i, r in enumerate(run.outcome):  # parts of a split not sent yet
+                        if r is None:
+                            run.outcome[i] = EntryResult(RowStatus.FAILED, None, reason)
                     error = verdict.to_error()
                     assert isinstance(error, FatalApiError)
                     raise ChunkAborted(error, report)
-                return report
+                return
             if verdict.maybe_applied:
-                pending = self._keep_safe(
-                    report, verdict, pending, current, outcome, maybe_applied, safe, interferes()
-                )
+                pending = self._settle(report, run, verdict, pending)
             wait = budget.next_wait(verdict)
             if wait is None:
-                tries = f"after {report.attempts} tries"
-                for i in pending:
-                    outcome[i] = give_up(i, f"{verdict.describe} ({tries})")
-                break
+                tries = f"{verdict.describe} (after {report.attempts} tries)"
+                self._give_up(report, run, tries, pending)
+                return
             if pending:
                 budget.wait(wait)
-        report.waited_s = budget.waited
-        if None in outcome:
-            report.results = [
-                r if r is not None else EntryResult(RowStatus.IN_DOUBT, None, "no outcome recorded")
-                for r in outcome
-            ]
-        else:
-            report.results = cast("list[EntryResult]", outcome)  # no None left
-        return report
 
-    def _keep_safe(
-        self,
-        report: ChunkReport,
-        verdict: Verdict,
-        pending: list[int],
-        current: list[BatchInput],
-        outcome: list[EntryResult | None],
-        maybe_applied: list[bool],
-        safe: Callable[[BatchInput], bool],
-        interferes: bool,
+    def _settle(
+        self, report: ChunkReport, run: _Run, verdict: Verdict, pending: list[int]
     ) -> list[int]:
+        """After a maybe-applied try: the entries to send again; the others get an outcome."""
         keep: list[int] = []
+        unsafe: list[int] = []
+        first: set[int] = set()
         for i in pending:
-            first = not maybe_applied[i]
-            maybe_applied[i] = True
-            entry = current[i]
-            if safe(entry):
-                keep.append(i)
-                report.resent_after_lost_answer += first
-            elif not interferes and self.names.unique(entry.get("name")):
-                current[i] = report.sent_as[i] = as_name_match(entry)
-                report.resent_by_name += 1
-                report.resent_after_lost_answer += first
+            if not run.maybe_applied[i]:
+                run.maybe_applied[i] = True
+                first.add(i)
+            (keep if self._safe(run, i) else unsafe).append(i)
+        decided = self._read_back(report, run, unsafe)
+        self._take(run, decided, keep, lambda d: lost_answer_doubt(verdict.describe, d))
+        keep.sort()
+        report.resent_after_lost_answer += sum(i in first for i in keep)
+        return keep
+
+    def _read_back(self, report: ChunkReport, run: _Run, todo: list[int]) -> dict[int, Decision]:
+        if not todo:
+            return {}
+        if run.interferes:
+            why = (
+                "another entry of this chunk may have written the same record (the same email"
+                " or domain, a name another entry matches by, or a changed email or domain),"
+                " so reading back cannot tell which entry wrote what"
+            )
+            return {i: Decision("unknown", why=why) for i in todo}
+        assert run.since is not None
+        return self._decide(report, run, todo, run.since)
+
+    def _decide(
+        self, report: ChunkReport, run: _Run, todo: list[int], since: float
+    ) -> dict[int, Decision]:
+        report.settled_by_reading += len(todo)
+        known = set(chain.from_iterable(self.recent))
+        claimed = run.claimed | known
+        decided = self.settler.settle(run.entries, todo, since, claimed)
+        run.claimed = claimed - known
+        return decided
+
+    def _settle_earlier(
+        self, report: ChunkReport, run: _Run, doubtful: list[float | None]
+    ) -> list[int]:
+        """Read back the entries an earlier send may have applied: the entries to send."""
+        keep: list[int] = []
+        todo: dict[float, list[int]] = {}
+        for i, since in enumerate(doubtful):
+            if since is None or resend_as_is_safe(self.object_type, run.entries[i]):
                 keep.append(i)
             else:
-                outcome[i] = EntryResult(
-                    RowStatus.IN_DOUBT,
-                    None,
-                    f"in doubt: {verdict.describe}; the batch may have been applied and this "
-                    "entry cannot be resent without risking a duplicate (no dedup key, name not "
-                    "unique in this step): check the target, then retry or drop it",
-                )
+                todo.setdefault(since, []).append(i)
+        for since, group in todo.items():
+            self._take(run, self._decide(report, run, group, since), keep, earlier_send_doubt)
+        keep.sort()
         return keep
 
     @staticmethod
+    def _take(
+        run: _Run,
+        decided: dict[int, Decision],
+        keep: list[int],
+        doubt: Callable[[Decision], EntryResult],
+    ) -> None:
+        """Absent: to send (``keep``); applied: its record; otherwise ``doubt``."""
+        for i, d in decided.items():
+            if d.kind == "absent":
+                keep.append(i)
+            elif d.kind == "applied" and d.result is not None:
+                run.outcome[i] = d.result
+            else:
+                run.outcome[i] = doubt(d)
+
+    def _give_up(self, report: ChunkReport, run: _Run, reason: str, pending: list[int]) -> None:
+        decided = self._read_back(report, run, [i for i in pending if run.maybe_applied[i]])
+        for i in pending:
+            run.outcome[i] = self._final(run, i, reason, decided.get(i))
+
+    def _final(self, run: _Run, i: int, reason: str, decision: Decision | None) -> EntryResult:
+        """The outcome of an entry that will not be sent again in this run."""
+        if decision is not None and decision.kind == "applied" and decision.result is not None:
+            return decision.result
+        if decision is not None and decision.kind == "absent":
+            return EntryResult(RowStatus.FAILED, None, f"{reason}; read back: not applied")
+        if run.maybe_applied[i] and not self._safe(run, i):
+            why = decision or Decision("unknown", why="it was not read back")
+            return lost_answer_doubt(reason, why)
+        return EntryResult(RowStatus.FAILED, None, reason)
     def _accept(
+        self,
         report: ChunkReport,
         body: object,
         body_error: str | None,
@@ -221,6 +293,7 @@ class ChunkSender:
             for i in pending:
                 outcome[i] = EntryResult(RowStatus.IN_DOUBT, None, f"unreconciled chunk: {exc}")
             return
+        self.recent.append([r.record_id for r in results if r.record_id is not None])
         if len(pending) == len(outcome):  # every entry answered in this try (the common case)
             outcome[:] = results
             return

@@ -211,6 +211,10 @@ class StateHook:
                     and not self.resend_in_doubt
                     and not resend_as_is_safe(plan.object_type, t.payload)
                 ):
+                    since = t.row.maybe_applied_since or _run_started(t.entry)
+                    if since is not None:  # the sender reads it back before sending it
+                        t.row.maybe_applied_since = since
+                        continue
                     t.row.status = RowStatus.IN_DOUBT
                     t.row.error = (
                         "held in doubt: an earlier send of this row may have been applied and "
@@ -452,3 +456,17 @@ def open_state(
                 hook.background.close()
     finally:
         store.close()
+
+
+def _run_started(entry: object) -> float | None:
+    """When the run that left ``entry`` in doubt started (its run id begins with the UTC
+    start, ``20261122T013000Z-...``; a resumed run keeps the first attempt's: earlier still)."""
+    from datetime import UTC, datetime
+
+    run_id = getattr(entry, "last_run_id", None)
+    if not isinstance(run_id, str):
+        return None
+    try:
+        return datetime.strptime(run_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
+    except ValueError:
+        return None

@@ -99,6 +99,8 @@ class StepRunner:
         self.writer.start_step(tally)
         self.progress.step_started(plan)
         sender = self.make_sender(plan.object_type) if self.make_sender is not None else None
+        if sender is not None and plan.known_ids:
+            sender.recent.append(list(plan.known_ids))
         self._plan = plan
         self._stopped = False
         owners = getattr(self.hook, "other_owners", None) if sender is not None else None
@@ -113,6 +115,7 @@ class StepRunner:
             rows = iter(plan.rows())
         limit = self.options.canary_size or self.options.chunk_size
         buffer: list[Item] = []
+        self._loose = buffer  # a source that fails part-way: these rows are reported not sent
         valid = buffered = 0
         pool = ThreadPoolExecutor(1, "recordsync-send") if sender is not None else None
         try:
@@ -132,6 +135,7 @@ class StepRunner:
                     if valid:
                         limit = self.options.chunk_size
                     buffer, valid, buffered = [], 0, 0
+                    self._loose = buffer
             self._advance(tally, sender, pool, buffer)
             if self.hook is not None and sender is not None:
                 self.hook.source_read(plan)
@@ -255,7 +259,6 @@ class StepRunner:
                 # queued: the worker sends it the moment the chunk before it is answered and
                 # the breakers passed (or never, after a stop)
                 payloads = [r.payload or {} for r in chunk.to_send]
-                sender.note(payloads)
                 chunk.future = pool.submit(self._send, sender, chunk, payloads)
         if buffer:
             self._queue.append(chunk)
@@ -293,8 +296,8 @@ class StepRunner:
                     payloads,
                     chunk.body,
                     self._on_sent(chunk),
-                    noted=True,
                     request=chunk.request,
+                    doubtful=_doubtful(chunk.to_send),
                 )
             except ChunkAborted:
                 self._stopped = True
@@ -377,11 +380,9 @@ class StepRunner:
                 report, stop = chunk.future.result()
             except ChunkAborted as aborted:
                 report, stop = aborted.report, aborted.error
-            for i, entry in report.sent_as.items():  # the key it really went by
-                chunk.to_send[i].payload = entry
             results = self._claims.settle(chunk.to_send, report.results)
-            tally.resent_by_name += report.resent_by_name
             tally.resent_after_lost_answer += report.resent_after_lost_answer
+            tally.settled_by_reading += report.settled_by_reading
             tally.unreconciled_chunks += report.unreconciled is not None
             if chunk.chunk_no:
                 self._flush_ack()  # one acknowledgement pending at a time
@@ -461,6 +462,12 @@ def _encoded(rows: list[PreparedRow]) -> bytes | None:
         return encode_batch([r.payload or {} for r in rows])
     except (TypeError, ValueError):
         return None
+
+
+def _doubtful(rows: list[PreparedRow]) -> list[float | None] | None:
+    """When an earlier send of each row may have been applied (None: no row of the chunk)."""
+    since = [r.maybe_applied_since for r in rows]
+    return since if any(s is not None for s in since) else None
 
 
 def _checked(row: PreparedRow) -> PreparedRow:
