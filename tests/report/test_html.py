@@ -22,7 +22,7 @@ def _tally_with(value_map: dict[str, str]) -> StepTally:
     return tally
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.dictionaries(st.text(min_size=1), st.text(), min_size=1, max_size=4))
 @example({"0": "\x85"})  # PyYAML folds U+0085 in a quoted scalar written as is
 @example({"Müller": "müller", "yes": "no", "#1": "a: b", "'=x'": '"'})
