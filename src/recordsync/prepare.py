@@ -37,7 +37,7 @@ from recordsync.prepare_merges import MergeScan, scan_merges
 from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
-from recordsync.read.paths import check_source_file, source_path
+from recordsync.read.paths import check_source_file, is_remote, source_path
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
@@ -231,7 +231,7 @@ def _near_miss(column: str, header: list[str]) -> str | None:
 def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
     """The source's columns, after checking it opens and has every column the mapping uses."""
     try:
-        if mapping.source.kind == "csv":
+        if mapping.source.kind == "csv" and not is_remote(mapping.source.path):
             check_source_file(source_path(base_dir, mapping.source.path), mapping.source.encoding)
         have = source_columns(mapping.source, base_dir)
     except ConfigError as exc:
@@ -256,7 +256,7 @@ def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
             file=mapping.label,
             line=mapping_line(mapping, "fields"),
             key="columns",
-            hint=f"columns of {mapping.source.path}: {', '.join(map(repr, have))}",
+            hint=f"columns of {mapping.source.label}: {', '.join(map(repr, have))}",
         )
     return have
 

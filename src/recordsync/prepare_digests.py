@@ -372,7 +372,7 @@ def _second_pass(mapping: MappingConfig, base_dir: Path, scan: _Scan) -> Iterato
         yield sb
     if b != len(scan.seen):
         raise SourceError(
-            f"{mapping.source.path}: the source ended early on the second pass over it",
+            f"{mapping.source.label}: the source ended early on the second pass over it",
             file=mapping.label,
             key="source.path",
             hint="run again once the export is complete",
