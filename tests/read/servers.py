@@ -6,6 +6,7 @@ where it fails: CI must run these tests (.ci/run installs PostgreSQL)."""
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import shutil
 import socket
@@ -93,6 +94,7 @@ def s3_server() -> Iterator[str]:
     except ImportError:
         unavailable("moto[server] is not installed (pip install -e '.[dev]')")
         raise AssertionError from None  # unreachable
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # no line per request
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:

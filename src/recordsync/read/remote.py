@@ -7,8 +7,8 @@ S3-compatible server, or the usual AWS config files); never from the mapping.
 
 from __future__ import annotations
 
-import fnmatch
 import os
+import re
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -75,6 +75,34 @@ def _error(uri: str, exc: Exception) -> SourceError:
     )
 
 
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A glob as a local glob reads it: ``*`` and ``?`` stop at ``/``, ``**/`` spans any
+    number of directories, ``[...]`` is a character class."""
+    out, i = [], 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif pattern[i] == "[" and "]" in pattern[i + 2 :]:
+            end = pattern.index("]", i + 2)
+            body = pattern[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
 def _scheme_prefix(uri: str) -> str:
     return uri.split("://", 1)[0] + "://"
 
@@ -123,7 +151,7 @@ def list_files(uri: str, suffix: str) -> list[str] | None:
                 )
             base, pattern = path.rstrip("/"), None
         else:
-            base, pattern = path[: path.rfind("/", 0, cut)], path
+            base, pattern = path[: path.rfind("/", 0, cut)], glob_regex(path)
         found = fs.get_file_info(pafs.FileSelector(base, recursive=True, allow_not_found=True))
     except (OSError, pa.ArrowException) as exc:
         raise _error(uri, exc) from None
@@ -131,6 +159,6 @@ def list_files(uri: str, suffix: str) -> list[str] | None:
         f.path
         for f in found
         if f.type == pafs.FileType.File
-        and (fnmatch.fnmatchcase(f.path, pattern) if pattern else f.path.endswith(suffix))
+        and (pattern.match(f.path) is not None if pattern else f.path.endswith(suffix))
     )
     return [prefix + f for f in files]
