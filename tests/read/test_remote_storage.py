@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import itertools
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,31 +16,6 @@ from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read import iter_source, source_columns
 from recordsync.read.remote import glob_regex
-
-_n = itertools.count()
-
-
-@pytest.fixture
-def bucket(s3_endpoint: str, monkeypatch: pytest.MonkeyPatch) -> tuple[pafs.S3FileSystem, str]:
-    """A fresh bucket; the reader finds the server and the keys through the environment."""
-    for var, value in {
-        "AWS_ENDPOINT_URL": s3_endpoint,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(var, value)
-    fs = pafs.S3FileSystem(
-        endpoint_override=s3_endpoint.split("://")[1],
-        scheme="http",
-        access_key="testing",
-        secret_key="testing",
-        region="us-east-1",
-        allow_bucket_creation=True,
-    )
-    name = f"exports-{next(_n)}"
-    fs.create_dir(name)
-    return fs, name
 
 
 def _put(fs: pafs.FileSystem, path: str, data: bytes) -> None:
@@ -101,7 +75,7 @@ def test_parquet_file_prefix_and_glob_of_partitions(
 def test_missing_objects_are_source_errors_naming_the_uri(
     bucket: tuple[pafs.S3FileSystem, str], tmp_path: Path
 ) -> None:
-    fs, name = bucket
+    _, name = bucket
     for path in (f"s3://{name}/none.csv", f"s3://{name}/none.parquet"):
         with pytest.raises(SourceError, match="not found") as info:
             source_columns(_src(path), tmp_path)

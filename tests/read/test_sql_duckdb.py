@@ -16,10 +16,8 @@ from recordsync.read import iter_source, source_columns
 
 def _people(base: Path, n: int = 10) -> None:
     ids = list(range(n, 0, -1))  # stored in reverse: the key orders them
-    pq.write_table(
-        pa.table({"id": ids, "name": [f"P{i}" for i in ids], "email": [f"p{i}@x.org" for i in ids]}),
-        base / "people.parquet",
-    )
+    names, emails = [f"P{i}" for i in ids], [f"p{i}@x.org" for i in ids]
+    pq.write_table(pa.table({"id": ids, "name": names, "email": emails}), base / "people.parquet")
 
 
 def _src(**kw: object) -> SourceConfig:

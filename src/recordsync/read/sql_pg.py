@@ -34,7 +34,10 @@ _TYPES: dict[int, pa.DataType] = {
     1114: pa.timestamp("us"),
     1184: pa.timestamp("us", tz="UTC"),
 }
-"""Arrow types of PostgreSQL type OIDs; any other type is read as its text (``str``)."""
+"""Arrow types of PostgreSQL type OIDs; any other type is read as text."""
+_AS_TEXT = (114, 3802, 1700, 2950, 1083, 1266, 1186)
+"""json, jsonb, numeric, uuid, time, timetz, interval: loaded as the server writes them
+(``{"a": 1}``, ``1.50``), never as a Python object's ``str``."""
 
 
 def _dsn(src: SourceConfig) -> str:
@@ -73,6 +76,10 @@ def _connect(src: SourceConfig) -> tuple[Any, str]:
             " server is up",
         ) from None
     conn.read_only = True
+    from psycopg.types.string import TextLoader
+
+    for oid in _AS_TEXT:  # PostgreSQL's own text of these values, not Python's repr
+        conn.adapters.register_loader(oid, TextLoader)
     return conn, dsn
 
 
