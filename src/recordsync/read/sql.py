@@ -104,8 +104,9 @@ def _duckdb_batches(
     con = _duckdb_connect(src, base_dir)
     try:
         try:
-            reader = con.sql(wrapped_query(src, columns)).to_arrow_reader(src.batch_size)
-            yield from reader
+            rel = con.sql(wrapped_query(src, columns))
+            stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
+            yield from stream(src.batch_size)  # to_arrow_reader: DuckDB 1.4 and later
         except duckdb.Error as exc:
             raise _duckdb_error(src, exc) from None
     finally:
