@@ -38,6 +38,7 @@ from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
 from recordsync.read.paths import check_source_file, is_remote, source_path
+from recordsync.read.sql import null_keys
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
@@ -139,6 +140,9 @@ def _build_rows(
     too_large = oversized(sb.batch, mb.payloads, max_request_bytes)
     if too_large:  # fails alone, as invalid (validate/entry_size.py)
         mb.errors = [too_large.get(i, e) if e is None else e for i, e in enumerate(mb.errors)]
+    if mapper.mapping.source.query is not None:  # a query row without its key is invalid
+        no_key = null_keys(sb.batch, mapper.mapping.source)
+        mb.errors = [no_key.get(i, e) if e is None else e for i, e in enumerate(mb.errors)]
     rows = sb.rows.tolist()
     origin = BatchValues(sb.batch, sb.rows)
     dup_of: dict[int, str] = {}

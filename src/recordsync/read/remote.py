@@ -1,13 +1,13 @@
 """Sources on object storage: ``s3://``, ``gs://``, ``hdfs://`` through pyarrow's own
-filesystems, any other scheme through fsspec (``pip install 'recordsync[s3]'`` brings fsspec
-and s3fs). Credentials come from the environment, as each filesystem reads them (for S3:
-``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for an
-S3-compatible server, or the usual AWS config files); never from the mapping.
+filesystems, any other scheme through fsspec (``pip install 'recordsync[s3]'`` brings it; a
+scheme's own package, e.g. gcsfs or adlfs, comes on top). Credentials come from the
+environment, as each filesystem reads them (for S3: ``AWS_ACCESS_KEY_ID``,
+``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT_URL`` for an S3-compatible server,
+or the AWS config files); never from the mapping. Globs are matched as local ones are.
 """
 
 from __future__ import annotations
 
-import os
 import re
 
 import pyarrow as pa
@@ -18,24 +18,12 @@ from recordsync.errors import SourceError
 _GLOB = "*?["
 
 
-def _endpoint_options(uri: str) -> str:
-    """``uri`` with the S3 endpoint of ``AWS_ENDPOINT_URL(_S3)`` as pyarrow's
-    ``endpoint_override`` (pyarrow's S3 client does not read that variable itself)."""
-    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
-    if not endpoint or not uri.lower().startswith("s3://") or "endpoint_override=" in uri:
-        return uri
-    scheme = "http" if endpoint.startswith("http://") else "https"
-    host = endpoint.split("://", 1)[-1].rstrip("/")
-    sep = "&" if "?" in uri else "?"
-    return f"{uri}{sep}endpoint_override={host}&scheme={scheme}"
-
-
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem of ``uri`` and the path within it (a glob stays in the path)."""
     cut = min((i for i in (uri.find(c) for c in _GLOB) if i >= 0), default=-1)
     head = uri if cut < 0 else uri[:cut]
     try:
-        fs, path = pafs.FileSystem.from_uri(_endpoint_options(head))
+        fs, path = pafs.FileSystem.from_uri(head)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         if "scheme" not in str(exc).lower() and "unrecognized" not in str(exc).lower():
             raise _error(uri, exc) from None

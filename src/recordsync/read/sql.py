@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
@@ -39,6 +40,27 @@ def wrapped_query(src: SourceConfig, columns: list[str] | None, *, limit0: bool 
     if limit0:
         return f"SELECT * FROM (\n{body}\n) AS q LIMIT 0"
     return f"SELECT {cols} FROM (\n{body}\n) AS q ORDER BY {order}"
+
+
+def null_keys(batch: pa.RecordBatch, src: SourceConfig) -> dict[int, str]:
+    """``{batch row: error}`` for the rows whose key is null (or, for text, empty): such a
+    row cannot be told apart across runs, so it is ``invalid`` rather than sent."""
+    names = batch.schema.names
+    out: dict[int, str] = {}
+    for k in src.key or []:
+        if k not in names:
+            continue
+        col = batch.column(names.index(k))
+        bad = pc.is_null(col)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            bad = pc.or_(bad, pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(col)), 0))
+        for i in np.flatnonzero(bad.fill_null(True).to_numpy(zero_copy_only=False)).tolist():
+            out.setdefault(
+                i,
+                f"key column {k!r} is empty: a row of {src.label} needs its key (source.key)"
+                " to be told apart across runs; fix the query or the data",
+            )
+    return out
 
 
 def _missing_extra(engine: str, package: str, extra: str) -> SourceError:
