@@ -38,3 +38,18 @@ def test_null_and_repeated_keys_are_reported_not_sent(tmp_path: Path) -> None:
         " apart across runs; fix the query or the data"
     )
     assert {r.source.source_file for r in rows} == {"query:duckdb"}
+
+
+def test_a_multi_line_value_of_a_query_never_stops_mirror_deletes(tmp_path: Path) -> None:
+    """Only a CSV quote can swallow rows: a query's text with newlines and commas is data."""
+    (tmp_path / "m.yaml").write_text(
+        "object_type: contacts\nsource:\n  key: id\n  query: >-\n"
+        "    SELECT 1 AS id, 'Ann' AS name, 'a@x.org' AS email,\n"
+        "    'line one' || chr(10) || 'a,b,c,d,e' AS note\n"
+        "name: {column: name}\nmatch_by: email\nfields:\n  email: email\n"
+        "  description: note\nmirror_deletes: {enabled: true}\n",
+        encoding="utf-8",
+    )
+    mapping = load_mapping(tmp_path / "m.yaml")
+    (row,) = prepare_step(mapping, base_dir=tmp_path, schema=None, users=None)
+    assert row.status is RowStatus.VALID and row.salvage is None

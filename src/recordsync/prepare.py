@@ -81,7 +81,7 @@ def _rows_of(
     # ``salvage.hides``, :mod:`recordsync.read.swallow`)
     src = mapper.mapping.source
     mirror = mapper.mapping.mirror_deletes.enabled
-    hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror else {}
+    hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror and src.kind == "csv" else {}
     for part in _slices(sb, slice_rows or len(sb.rows)):
         with gcb.building():
             rows = _build_rows(part, mapper, dups, fidx, policy, max_request_bytes, merges)
