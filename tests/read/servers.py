@@ -57,19 +57,14 @@ def postgres_server() -> Iterator[str]:
         shutil.chown(root, "postgres")
     data, sock = root / "data", root
     port = _free_port()  # names the socket file; nothing listens on TCP
-    run = {"check": True, "capture_output": True, "timeout": 300}
     try:
-        subprocess.run(
-            [*as_user, str(bindir / "initdb"), "-D", str(data), "-U", "postgres",
-             "-A", "trust", "--no-sync", "-E", "UTF8", "--locale=C.UTF-8"],
-            **run,  # type: ignore[call-overload]
-        )
+        initdb = [str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust"]
+        initdb += ["--no-sync", "-E", "UTF8", "--locale=C.UTF-8"]
+        subprocess.run([*as_user, *initdb], check=True, capture_output=True, timeout=300)
         opts = f"-c listen_addresses='' -k {sock} -p {port} -c fsync=off"
-        subprocess.run(
-            [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-w",
-             "-t", "300", "-l", str(root / "log"), "start"],
-            **run,  # type: ignore[call-overload]
-        )
+        start = [str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-w", "-t", "300"]
+        start += ["-l", str(root / "log"), "start"]
+        subprocess.run([*as_user, *start], check=True, capture_output=True, timeout=300)
     except subprocess.CalledProcessError as exc:
         log = (root / "log").read_text() if (root / "log").exists() else ""
         shutil.rmtree(root, ignore_errors=True)
