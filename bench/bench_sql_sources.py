@@ -129,6 +129,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=1, help="runs per case (the best is shown)")
+    ap.add_argument("--cases", nargs="+", default=["parquet", "duckdb", "postgres"])
     ap.add_argument("--child", nargs=3, metavar=("KIND", "TARGET", "META"))
     args = ap.parse_args()
     if args.child:
@@ -146,7 +147,8 @@ def main() -> None:
         load_postgres(dsn, pq_path)
         print(f"loaded {n:,} rows into PostgreSQL in {time.perf_counter() - t0:.1f} s", flush=True)
         env = dict(os.environ, BENCH_PG_DSN=dsn)
-        for kind, target in (("parquet", str(pq_path)), ("duckdb", str(db)), ("postgres", "")):
+        cases = (("parquet", str(pq_path)), ("duckdb", str(db)), ("postgres", ""))
+        for kind, target in (c for c in cases if c[0] in args.cases):
             runs = [run_case(kind, target, meta, env) for _ in range(args.repeat)]
             secs = min(r["seconds"] for r in runs)
             cpu = min(r["cpu_seconds"] for r in runs)

@@ -13,6 +13,7 @@ report, and the key columns identify it across runs.
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,13 @@ def _missing_extra(engine: str, package: str, extra: str) -> SourceError:
     )
 
 
-def _duckdb_connect(src: SourceConfig, base_dir: Path) -> Any:
+DUCKDB_MEMORY = "256MB"
+"""DuckDB's working memory for a query source (mostly the sort of the result by key); what
+does not fit spills to a temporary directory, so a large query keeps recordsync's memory
+bounded (DuckDB's default is 80% of the machine's RAM)."""
+
+
+def _duckdb_connect(src: SourceConfig, base_dir: Path, spill: str | None = None) -> Any:
     try:
         import duckdb
     except ImportError:
@@ -92,6 +99,9 @@ def _duckdb_connect(src: SourceConfig, base_dir: Path) -> Any:
         # files named in the query are found relative to the mapping file's directory
         search = str(base_dir.resolve()).replace("'", "''")
         con.execute(f"SET file_search_path = '{search}'")
+        con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
+        if spill is not None:
+            con.execute("SET temp_directory = '" + spill.replace("'", "''") + "'")
     except duckdb.Error as exc:
         raise SourceError(f"cannot open DuckDB: {exc}", key="source.database") from None
     return con
@@ -123,16 +133,17 @@ def _duckdb_batches(
 ) -> Iterator[pa.RecordBatch]:
     import duckdb
 
-    con = _duckdb_connect(src, base_dir)
-    try:
+    with tempfile.TemporaryDirectory(prefix="recordsync-duckdb-") as spill:
+        con = _duckdb_connect(src, base_dir, spill)
         try:
-            rel = con.sql(wrapped_query(src, columns))
-            stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
-            yield from stream(src.batch_size)  # to_arrow_reader: DuckDB 1.4 and later
-        except duckdb.Error as exc:
-            raise _duckdb_error(src, exc) from None
-    finally:
-        con.close()
+            try:
+                rel = con.sql(wrapped_query(src, columns))
+                stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
+                yield from stream(src.batch_size)  # to_arrow_reader: DuckDB 1.4 and later
+            except duckdb.Error as exc:
+                raise _duckdb_error(src, exc) from None
+        finally:
+            con.close()
 
 
 def sql_columns(src: SourceConfig, base_dir: Path) -> list[str]:
