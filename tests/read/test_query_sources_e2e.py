@@ -104,7 +104,8 @@ def test_a_postgres_query_syncs_like_a_file(
         conn.execute("CREATE TABLE e2e_people (id int, first text, email text, score text)")
         with conn.cursor() as cur:
             cur.executemany("INSERT INTO e2e_people VALUES (%s, %s, %s, %s)", ROWS[::-1])
-    monkeypatch.setenv("E2E_PG_DSN", pg_dsn)
+    # the server trusts local connections: the password is ignored, but must never show
+    monkeypatch.setenv("E2E_PG_DSN", pg_dsn.replace("postgres@", "postgres:Pw-n0t-in-reports@"))
     source = (
         "  engine: postgres\n  dsn_env: E2E_PG_DSN\n  key: id\n  batch_size: 7\n"
         "  query: SELECT id, first, email, score FROM e2e_people"
@@ -115,6 +116,8 @@ def test_a_postgres_query_syncs_like_a_file(
             c.execute("UPDATE e2e_people SET score = '99' WHERE id = 12")
 
     _three_runs(_project(tmp_path, source), tmp_path / "work", change, "query:postgres")
+    for f in (tmp_path / "work" / "reports").rglob("*"):
+        assert not f.is_file() or "Pw-n0t-in-reports" not in f.read_text(encoding="utf-8")
 
 
 def test_a_csv_on_s3_syncs_like_a_local_file(

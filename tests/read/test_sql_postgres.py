@@ -111,3 +111,10 @@ def test_connection_and_query_errors_never_show_the_password(
         source_columns(_src(query="SELECT name FROM people"), tmp_path)
     with pytest.raises(SourceError, match="duplicate column names: id"):
         source_columns(_src(query="SELECT id, id FROM people"), tmp_path)
+
+
+def test_a_dsn_without_a_password_may_be_in_the_mapping(people: str, tmp_path: Path) -> None:
+    src = SourceConfig.model_validate(
+        {"engine": "postgres", "dsn": people, "key": "id", "query": "SELECT id FROM people"}
+    )
+    assert sum(b.batch.num_rows for b in iter_source(src, tmp_path)) == 26
