@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import duckdb
@@ -84,3 +85,16 @@ def test_a_missing_key_column_a_bad_query_and_a_missing_database_name_the_option
     with pytest.raises(SourceError, match="DuckDB database not found") as info:
         source_columns(_src(query="SELECT 1 AS id", database="none.duckdb"), tmp_path)
     assert info.value.key == "source.database"
+
+
+@pytest.mark.parametrize(("engine", "module", "extra"), [("duckdb", "duckdb", "duckdb"),
+                                                        ("postgres", "psycopg", "postgres")])
+def test_a_missing_engine_package_names_the_extra(
+    engine: str, module: str, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
+    monkeypatch.setenv("SOME_DSN", "postgresql://app@db/crm")
+    more = {"engine": "postgres", "dsn_env": "SOME_DSN"} if engine == "postgres" else {}
+    with pytest.raises(SourceError, match=f"needs the Python package '{module}'") as info:
+        source_columns(_src(query="SELECT 1 AS id", **more), tmp_path)
+    assert info.value.hint == f"pip install 'recordsync[{extra}]'"

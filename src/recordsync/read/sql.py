@@ -117,9 +117,9 @@ def _duckdb_error(src: SourceConfig, exc: Exception) -> SourceError:
 
 
 def _duckdb_columns(src: SourceConfig, base_dir: Path) -> list[str]:
+    con = _duckdb_connect(src, base_dir)  # first: it names the extra when duckdb is missing
     import duckdb
 
-    con = _duckdb_connect(src, base_dir)
     try:
         return list(con.sql(wrapped_query(src, None, limit0=True)).columns)
     except duckdb.Error as exc:
@@ -131,10 +131,9 @@ def _duckdb_columns(src: SourceConfig, base_dir: Path) -> list[str]:
 def _duckdb_batches(
     src: SourceConfig, base_dir: Path, columns: list[str] | None
 ) -> Iterator[pa.RecordBatch]:
-    import duckdb
-
     with tempfile.TemporaryDirectory(prefix="recordsync-duckdb-") as spill:
         con = _duckdb_connect(src, base_dir, spill)
+        import duckdb
         try:
             try:
                 rel = con.sql(wrapped_query(src, columns))

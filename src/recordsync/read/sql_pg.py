@@ -94,9 +94,9 @@ def _query_error(src: SourceConfig, exc: Exception, dsn: str) -> SourceError:
 
 def pg_columns(src: SourceConfig) -> list[str]:
     """The query's column names (run with ``LIMIT 0``)."""
+    conn, dsn = _connect(src)  # first: it names the extra when psycopg is missing
     import psycopg
 
-    conn, dsn = _connect(src)
     try:
         with conn.cursor() as cur:
             cur.execute(wrapped_query(src, None, limit0=True).encode())
@@ -116,9 +116,9 @@ def _column(values: list[Any], typ: pa.DataType | None) -> pa.Array:
 def pg_batches(src: SourceConfig, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
     """The query's rows in key order, ``src.batch_size`` at a time (a named cursor: the
     server keeps the result; the client holds one batch)."""
+    conn, dsn = _connect(src)
     import psycopg
 
-    conn, dsn = _connect(src)
     try:
         with conn.transaction(), conn.cursor(name="recordsync_source") as cur:
             cur.itersize = src.batch_size
