@@ -9,6 +9,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
@@ -98,3 +100,24 @@ def test_a_missing_engine_package_names_the_extra(
     with pytest.raises(SourceError, match=f"needs the Python package '{module}'") as info:
         source_columns(_src(query="SELECT 1 AS id", **more), tmp_path)
     assert info.value.hint == f"pip install 'recordsync[{extra}]'"
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.dictionaries(st.integers(-(2**40), 2**40), st.text(max_size=12) | st.none(), max_size=40),
+    st.integers(1, 7),
+)
+def test_a_query_gives_back_every_row_in_key_order(
+    tmp_path: Path, rows: dict[int, str | None], batch_size: int
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("text", pa.string())])
+    table = pa.table({"id": list(rows), "text": list(rows.values())}, schema=schema)
+    pq.write_table(table, tmp_path / "t.parquet")
+    src = _src(query="SELECT * FROM 't.parquet'", batch_size=batch_size)
+    batches = list(iter_source(src, tmp_path))
+    assert all(0 < b.batch.num_rows <= batch_size for b in batches)
+    got = [r for b in batches for r in b.batch.to_pylist()]
+    assert got == [{"id": k, "text": rows[k]} for k in sorted(rows)]
+    assert [int(n) for b in batches for n in b.rows] == list(range(1, len(rows) + 1))
