@@ -14,7 +14,7 @@ from typing import Any
 
 from recordsync.config.models import PipelineConfig, StepConfig
 from recordsync.errors import ConfigError
-from recordsync.read.paths import source_path
+from recordsync.read.paths import locate
 from recordsync.validate.schema import Schema
 
 
@@ -48,7 +48,8 @@ def check_step(
     from recordsync.prepare import check_source, prepare_step
 
     m = step.config
-    source = str(source_path(step.base_dir, m.source.path))
+    src = m.source
+    source = str(locate(step.base_dir, src.path)) if src.query is None else src.label
     rep = StepReport(step.step_name, m.label, m.object_type, source)
     try:
         rep.columns = len(check_source(m, step.base_dir))
