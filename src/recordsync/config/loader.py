@@ -117,6 +117,10 @@ def load_mapping(path: str | Path) -> MappingConfig:
     mapping._path = p
     mapping._node = node
     check_require_key(mapping, line_of(node, ["require_key"]))
+    if mapping.source.header_case == "insensitive":
+        from recordsync.config.header_case import fold_header
+
+        mapping = fold_header(mapping, line_of(node, ["source", "header_case"]))
     return mapping
 
 
