@@ -92,7 +92,9 @@ def _write(path: Path, text: str, force: bool) -> None:
 
 
 def _print_proposal(prop: Any, path: Path) -> None:
-    mapped = len(prop.fields) + (prop.name is not None) + (prop.owner is not None)
+    name = prop.name or {}
+    named = name.get("template", "").count("{") if "template" in name else len(name)
+    mapped = len(prop.fields) + named + (prop.owner is not None)
     unmapped = len(prop.unmapped)
     click.echo(f"wrote {path}: {mapped} column(s) mapped, {unmapped} not mapped", err=True)
     for w in prop.warnings:

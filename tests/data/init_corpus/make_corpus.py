@@ -64,7 +64,8 @@ GEN = {
     "url": lambda i: f"https://www.{COMPANIES[i % 15].lower().replace(' ', '')}{i}.com/",
     "bare_domain": lambda i: f"{COMPANIES[i % 15].lower().replace(' ', '')}{i}.com",
     "www_domain": lambda i: f"www.{COMPANIES[i % 15].lower().replace(' ', '')}{i}.com",
-    "linkedin": lambda i: f"https://www.linkedin.com/company/{COMPANIES[i % 15].lower().replace(' ', '-')}{i}",
+    "linkedin": lambda i: "https://www.linkedin.com/company/"
+    + f"{COMPANIES[i % 15].lower().replace(' ', '-')}{i}",
     "industry_label": lambda i: pick(["Software", "Retail", "Finance", "Healthcare", "Other"]),
     "industry_value": lambda i: pick(["software", "retail", "finance", "manufacturing"]),
     "employees_comma": lambda i: f"{R.randrange(1, 20)},{R.randrange(100, 999)}",
@@ -138,7 +139,8 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
     ]),
     ("companies_snake.csv", "companies", [
         ("name", "name", "company_plain"), ("domain", "domain", "bare_domain"),
-        ("industry", "industry", "industry_value"), ("employee_count", "employee_count", "employees"),
+        ("industry", "industry", "industry_value"),
+        ("employee_count", "employee_count", "employees"),
         ("annual_revenue", "annual_revenue", "money_eu"), ("founded_on", "founded_on", "iso_date"),
         ("linkedin_url", "linkedin_url", "linkedin"), ("phone", "phone", "phone_plain"),
         ("owner", "owner", "owner_name"), ("description", "description", "text"),
@@ -171,7 +173,8 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
     ("pipedrive_persons.csv", "contacts", [
         ("Person - Name", "name", "full"), ("Person - Email", "email", "email"),
         ("Person - Phone", "phone", "phone"), ("Person - Owner", "owner", "owner_name"),
-        ("Person - Organization", None, "company"), ("Person - Add time", "signed_up_at", "space_time"),
+        ("Person - Organization", None, "company"),
+        ("Person - Add time", "signed_up_at", "space_time"),
         ("Person - Job title", "job_title", "title"),
     ]),
     ("zoho_accounts.csv", "companies", [
@@ -185,7 +188,8 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
         ("FirstName", "name.part", "first"), ("LastName", "name.part", "last"),
         ("EmailAddress", "email", "email"), ("MobilePhone", "phone", "phone"),
         ("LeadScore", "lead_score", "score"), ("OptIn", "newsletter_opt_in", "truefalse"),
-        ("LastContacted", "last_contacted", "iso_date"), ("SignupTime", "signed_up_at", "space_time"),
+        ("LastContacted", "last_contacted", "iso_date"),
+        ("SignupTime", "signed_up_at", "space_time"),
         ("CompanyName", None, "company"),
     ]),
 ]
