@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recordsync.infer.corpus import score_corpus
 from tests.e2e.support import loopback_client, served
+
+from recordsync.infer.corpus import score_corpus
 
 CORPUS = Path(__file__).resolve().parents[1] / "data" / "init_corpus"
 
