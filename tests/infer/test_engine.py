@@ -85,3 +85,10 @@ def test_dates_carry_their_format_and_an_ambiguous_one_is_warned_about() -> None
 def test_without_a_name_column_name_is_required() -> None:
     prop = run({"Email": ["a@x.example"]})
     assert prop.name is None and prop.missing_required[0] == "name"
+
+
+def test_a_select_gets_a_value_map_only_for_confident_spellings_of_its_options() -> None:
+    prop = run({"Name": ["A"], "Stage": ["Lead", "Custmer", "customer", "Prospect"]})
+    (choice,) = prop.fields
+    assert choice.field == "lifecycle_stage"
+    assert choice.options == {"value_map": {"Custmer": "customer"}}  # never 'Prospect'

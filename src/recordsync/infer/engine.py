@@ -125,7 +125,16 @@ def _fit_select(fdef: FieldDef, values: list[str]) -> tuple[bool, dict[str, Any]
     if not distinct:
         return False, {}, ""
     share = len(distinct & known) / len(distinct)
-    opts = {"split": sep} if sep and sep != "," else {}
+    opts: dict[str, Any] = {"split": sep} if sep and sep != "," else {}
+    if share >= 0.5:  # other spellings of an option, by the report's own rules
+        from recordsync.validate.suggest import confident
+
+        spellings = {o.value: o.value for o in fdef.options}
+        spellings.update({o.label: o.value for o in fdef.options})
+        first = {i.casefold(): i for i in reversed(items)}
+        fixes = {first[v]: confident(first[v], spellings) for v in sorted(distinct - known)}
+        if found := {k: v for k, v in fixes.items() if v is not None}:
+            opts["value_map"] = found
     return share >= 0.5, opts, f"{share:.0%} of the distinct values are options"
 
 

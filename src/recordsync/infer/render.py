@@ -64,7 +64,12 @@ def render_mapping(prop: Proposal, sample: Sample, source: Path, mapping_path: P
             out.append(f"  {c.field}: {_q(c.column)}   {comment}")
             continue
         out += [f"  {c.field}:   {comment}", f"    column: {_q(c.column)}"]
-        out += [f"    {k}: {_q(v)}" for k, v in c.options.items()]
+        for k, v in c.options.items():
+            if isinstance(v, dict):  # a value_map: other spellings of options
+                out.append(f"    {k}:   # values that spell an option another way")
+                out += [f"      {_q(a)}: {_q(b)}" for a, b in v.items()]
+            else:
+                out.append(f"    {k}: {_q(v)}")
     if prop.unmapped:
         out.append("# Columns not mapped (add them under fields: if they belong to a field):")
         out += [f"#   {col!r}: {why}" for col, why in prop.unmapped]
