@@ -160,3 +160,14 @@ def test_the_embedded_sandbox_takes_a_custom_seed(
     capsys.readouterr()
     assert cli("run", "pets.yaml", "--dry-run", "-q") == 2  # the default seed has no pets
     assert "unknown object type 'pets'" in capsys.readouterr().err
+
+
+def test_a_mapping_run_as_a_pipeline_keeps_its_state_under_the_file_stem(tmp_path: Path) -> None:
+    from recordsync.state.names import state_name_of
+
+    mapping = tmp_path / "firms.yaml"
+    mapping.write_text("object_type: companies\nsource: {path: f.csv}\nname: Company Name\n")
+    assert state_name_of(str(mapping)) == "firms"  # not the record name's column
+    pipeline = tmp_path / "p.yaml"
+    pipeline.write_text("name: nightly\nsteps: [firms.yaml]\n")
+    assert state_name_of(str(pipeline)) == "nightly"
