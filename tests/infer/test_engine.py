@@ -92,3 +92,11 @@ def test_a_select_gets_a_value_map_only_for_confident_spellings_of_its_options()
     (choice,) = prop.fields
     assert choice.field == "lifecycle_stage"
     assert choice.options == {"value_map": {"Custmer": "customer"}}  # never 'Prospect'
+
+
+def test_a_column_named_like_a_field_is_not_taken_for_the_owner() -> None:
+    colleagues = run({"Name": ["Ada"], "Email": ["ada@acme.example"]})  # users' own e-mails
+    assert colleagues.as_dict() == {"name": "Name", "email": "Email"}
+    assert run({"Name": ["Ada"], "Rep": ["ada@acme.example"]}).as_dict()["owner"] == "Rep"
+    blank = run({"Name": ["Ada"], "Lead Score": ["", " "]}).unmapped
+    assert blank == [("Lead Score", "its sampled cells are all blank")]

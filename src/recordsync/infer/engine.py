@@ -163,7 +163,7 @@ def infer(
     prop = Proposal(otype.slug)
     used: set[str] = set()
     _name(prop, header, otype, used)
-    _owner(prop, header, samples, users, used)
+    _owner(prop, header, samples, users, used, otype, displays or {})
     singular = otype.singular or otype.slug.rstrip("s")
     cands: list[tuple[float, int, str, FieldDef, dict[str, Any], str]] = []
     rejected: dict[str, str] = {}
@@ -178,8 +178,9 @@ def infer(
             ns, why = name_score(col, fdef.name, display, singular)
             ok, opts, ev = fit(fdef, values, shapes[col])
             if ns and not ok:
-                rejected.setdefault(col, f"named like '{fdef.name}' but its values do not fit a"
-                                    f" {fdef.type} field")
+                why = f"named like '{fdef.name}' but its values do not fit a {fdef.type} field"
+                empty = shapes[col].kind == "empty"
+                rejected.setdefault(col, "its sampled cells are all blank" if empty else why)
             elif ns and ok:
                 cands.append((ns + 0.05, i, col, fdef, opts, f"{why}; {ev}"))
             elif ok and _value_only(fdef, shapes[col], ev, otype):
@@ -232,7 +233,12 @@ def _owner(
     samples: dict[str, list[str]],
     users: list[dict[str, Any]],
     used: set[str],
+    otype: ObjectType,
+    displays: dict[str, str],
 ) -> None:
+    """The owner column: mostly users' e-mails or full names; a header that names a field
+    (``Email`` of a contacts export of colleagues) stays that field's unless it says owner."""
+    singular = otype.singular or otype.slug.rstrip("s")
     emails = {str(u.get("email") or "").casefold() for u in users} - {""}
     names = {str(u.get("full_name") or u.get("name") or "").casefold() for u in users} - {""}
     best: tuple[float, int, str, str] | None = None
@@ -246,6 +252,13 @@ def _owner(
         by_name = len(distinct & names) / len(distinct)
         share, how = max((by_email, "e-mails"), (by_name, "full names"))
         named = is_one_of(col, OWNER_NAMES)
+        field_named = any(
+            name_score(col, f, displays.get(f, f), singular)[0] >= 0.9
+            for f in otype.fields
+            if f not in SKIPPED_FIELDS
+        )
+        if field_named and not named:
+            continue
         if share >= 0.5 or (named and share > 0):
             score = share + (0.5 if named else 0)
             if best is None or score > best[0]:
