@@ -96,6 +96,9 @@ def test_import_not_confirmed_sends_nothing(
     assert "Send 24 of 24 rows to embedded-sandbox:" in err
     assert "import not confirmed: nothing was sent" in err
     assert len(reports(project)) == 1  # the dry run only
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # a script without --yes
+    assert cli("import", "d.csv", "--type", "deals", "-q") == 3
+    assert "hint: --yes skips asking" in capsys.readouterr().err
 
 
 def test_run_takes_a_mapping_file_and_says_what_it_expected_otherwise(

@@ -6,7 +6,6 @@ infer the mapping with :mod:`recordsync.infer`; the dry run then says what would
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -116,6 +115,15 @@ def _dry_run(path: Path, target: Any, quiet: bool) -> Any:
         return run_pipeline(RunRequest(path, dry_run=True), progress=progress, target=target)
 
 
+def _confirm(question: str) -> bool:
+    """The answer; no answer (end of input, Ctrl-C at the prompt) is a no."""
+    try:
+        return click.confirm(question, default=False, err=True)
+    except click.exceptions.Abort:
+        click.echo("", err=True)
+        return False
+
+
 @click.command("init")
 @click.argument("source", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--type", "object_type", required=True, help="Object type: contacts, companies, ...")
@@ -208,14 +216,13 @@ def import_command(
         t = dry.summary["totals"]
         would = t.get("rows_sent", 0) + t.get("rows_unchanged", 0)
         ask = f"Send {would} of {t.get('rows_read', 0)} rows to {target.name}?"
-        if not yes and not click.confirm(ask, default=False, err=True):
+        if not yes and not _confirm(ask):
             raise RunAborted("import not confirmed: nothing was sent", hint="--yes skips asking")
         progress, ctx = _progress(quiet)
         with ctx:
             result = run_pipeline(RunRequest(work), progress=progress, target=target)
     kept = result.report_dir / work.name
     kept.write_text(render_mapping(prop, sample, source, kept), encoding="utf-8")
-    shutil.copystat(work, kept)
     click.echo(f"mapping kept: {kept} (repeat with `recordsync run {kept}`)", err=True)
     _finish(result, quiet)
 
