@@ -25,6 +25,8 @@ KIND_TYPES: dict[str, frozenset[str]] = {
     "phone_plain": frozenset({"phone"}),
     "url": frozenset({"url"}),
     "linkedin": frozenset({"url"}),
+    "site": frozenset({"url"}),
+    "birthday": frozenset({"date", "datetime"}),
     "score": frozenset({"number", "currency", "percentage", "relationship", "phone"}),
     "employees": frozenset({"number", "currency", "percentage", "relationship", "phone"}),
     "id": frozenset({"number", "currency", "percentage", "relationship", "phone"}),

@@ -93,6 +93,11 @@ GEN = {
     "rating_word": lambda i: pick(["Hot", "Warm", "Cold"]),
     "ip": lambda i: f"10.0.{R.randrange(0, 255)}.{R.randrange(1, 255)}",
     "pipeline": lambda i: pick(["Sales", "Renewals"]),
+    "salutation": lambda i: pick(["Mr.", "Ms.", "Dr.", ""]),
+    "middle": lambda i: pick(["J.", "", "Marie", ""]),
+    "type_label": lambda i: pick(["* Work", "Home", "* Other"]),
+    "site": lambda i: f"https://{FIRST[i % 12].lower()}{i}.example.org/",
+    "birthday": lambda i: a_date(1960, 2000).isoformat(),
 }
 FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
     ("hubspot_contacts.csv", "contacts", [
@@ -183,6 +188,21 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
         ("Annual Revenue", "annual_revenue", "money_plain"), ("Phone", "phone", "phone"),
         ("Account Owner", "owner", "owner_email"), ("Description", "description", "text"),
         ("Created Time", None, "us_time"), ("Billing Code", None, "zip"),
+    ]),
+    ("google_contacts.csv", "contacts", [
+        ("Name", "name", "full"), ("Given Name", None, "first"), ("Family Name", None, "last"),
+        ("E-mail 1 - Type", None, "type_label"), ("E-mail 1 - Value", "email", "email"),
+        ("Phone 1 - Type", None, "type_label"), ("Phone 1 - Value", "phone", "phone"),
+        ("Organization 1 - Name", None, "company"),
+        ("Organization 1 - Title", "job_title", "title"), ("Notes", None, "text"),
+    ]),
+    ("outlook_contacts.csv", "contacts", [
+        ("Title", None, "salutation"), ("First Name", "name.part", "first"),
+        ("Middle Name", None, "middle"), ("Last Name", "name.part", "last"),
+        ("Company", None, "company"), ("Job Title", "job_title", "title"),
+        ("Business Phone", "phone", "phone"), ("Mobile Phone", None, "phone_plain"),
+        ("E-mail Address", "email", "email"), ("Web Page", "website", "site"),
+        ("Birthday", None, "birthday"), ("Notes", None, "text"),
     ]),
     ("typed_contacts.parquet", "contacts", [
         ("FirstName", "name.part", "first"), ("LastName", "name.part", "last"),
