@@ -6,8 +6,8 @@ Loads the default seed's schema and users from a sandbox served on loopback, inf
 mapping for every export of tests/data/init_corpus/ (15 files in the styles of HubSpot,
 Salesforce, Mailchimp, Pipedrive, Zoho, Google and Outlook contacts, snake_case, UPPERCASE,
 European numbers and dates, a typed Parquet file) and prints the share of mappable columns
-mapped right with no edit, the misses, columns mapped to a field their values cannot fit (target: none) and columns
-mapped where none was expected. Target: >= 90% right, no wrong type.
+mapped right with no edit, the misses, columns mapped to a field their values cannot fit
+(target: none) and columns mapped where none was expected. Target: >= 90% right, no wrong type.
 """
 
 from __future__ import annotations
