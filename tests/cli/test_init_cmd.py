@@ -81,6 +81,7 @@ def test_import_sends_after_yes_keeps_the_mapping_and_repeats_it(
     kept = real.relative_to(project) / "crm.yaml"
     assert f"mapping kept: {kept} (repeat with `recordsync run {kept}`)" in err
     assert yaml.safe_load(kept.read_text())["source"]["path"] == "../../crm.csv"
+    assert runs[real]["pipeline_file"] == str(kept.resolve())  # what a retry loads
     assert cli("run", str(kept), "-q") == 0  # the same import again: nothing new
     (again,) = [s for d in reports(project) if d not in runs for s in [summary_of(d)]]
     assert again["totals"]["created"] == 0 and again["totals"]["rows_read"] == 24

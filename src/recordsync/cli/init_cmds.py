@@ -115,6 +115,19 @@ def _dry_run(path: Path, target: Any, quiet: bool) -> Any:
         return run_pipeline(RunRequest(path, dry_run=True), progress=progress, target=target)
 
 
+def _point_summary_at(summary_path: Path, kept: Path) -> None:
+    """``pipeline_file`` of the run's summary → the kept copy of the mapping, so that
+    ``recordsync retry`` of this report uses it (the working copy is rewritten by the next
+    import of a file of the same name)."""
+    import json
+
+    summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    summary["pipeline_file"] = str(kept.resolve())
+    tmp = summary_path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(summary_path)
+
+
 def _confirm(question: str) -> bool:
     """The answer; no answer (end of input, Ctrl-C at the prompt) is a no."""
     try:
@@ -223,6 +236,7 @@ def import_command(
             result = run_pipeline(RunRequest(work), progress=progress, target=target)
     kept = result.report_dir / work.name
     kept.write_text(render_mapping(prop, sample, source, kept), encoding="utf-8")
+    _point_summary_at(result.report_dir / "summary.json", kept)
     click.echo(f"mapping kept: {kept} (repeat with `recordsync run {kept}`)", err=True)
     _finish(result, quiet)
 
