@@ -93,3 +93,21 @@ def test_header_case_insensitive_refuses_two_names_that_fold_together(tmp_path: 
                                              " header_case: insensitive}"), encoding="utf-8")
     with pytest.raises(ConfigError, match="'Name', 'NAME' differ only in case"):
         load_mapping(path)
+
+
+def test_validate_with_a_schema_reports_unknown_columns_and_fields_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from recordsync.cli import main
+
+    path = write(tmp_path, "name: First Name\nfields:\n  emial: Email\n  phone: E-mail Address\n")
+    schema = tmp_path / "schema.json"
+    schema.write_text(json.dumps({"data": [{"slug": "contacts", "fields": []}]}))
+    with pytest.raises(SystemExit) as exit_:
+        main(["validate", str(path), "--schema", str(schema)])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 2
+    assert f"{path}:5 [fields.emial]: column 'Email' is not in the header; did you mean" in out
+    assert f"also: {path}:5 [fields.emial]: unknown field 'emial' on contacts" in out

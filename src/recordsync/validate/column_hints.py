@@ -36,7 +36,8 @@ def column_keys(mapping: MappingConfig) -> dict[str, tuple[int | str, ...]]:
 
 def closest(column: str, header: list[str]) -> str | None:
     """The header column ``column`` most likely means: the same words once case and
-    punctuation are ignored, else a close spelling (difflib ratio >= 0.75)."""
+    punctuation are ignored, else a close spelling (difflib ratio >= 0.75), else the one
+    header name holding all of its words."""
     from recordsync.infer.names import normalize
 
     key = normalize(column)
@@ -45,7 +46,11 @@ def closest(column: str, header: list[str]) -> str | None:
         return same[0]
     by_norm = {normalize(h): h for h in header}
     close = difflib.get_close_matches(key, list(by_norm), n=1, cutoff=0.75)
-    return by_norm[close[0]] if close else None
+    if close:
+        return by_norm[close[0]]
+    words = set(key.split())  # 'Email' for 'E-mail Address': the one header with its words
+    wider = [h for n, h in by_norm.items() if words and words <= set(n.split())]
+    return wider[0] if len(wider) == 1 else None
 
 
 def missing_lines(mapping: MappingConfig, missing: list[str], header: list[str]) -> list[str]:
