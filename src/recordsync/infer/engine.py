@@ -117,20 +117,27 @@ def _fit_time(t: str, shape: Shape) -> tuple[bool, dict[str, Any], str]:
     return False, {}, ""
 
 
-def _fit_select(fdef: FieldDef, values: list[str]) -> tuple[bool, dict[str, Any], str]:
+def _select_share(fdef: FieldDef, values: list[str]) -> tuple[list[str], set[str], float]:
+    """(items, distinct casefolded items, share of the distinct ones that are options)."""
     known = {o.value.casefold() for o in fdef.options} | {o.label.casefold() for o in fdef.options}
     sep = split_char(values) if fdef.allow_multiple else None
     items = [i.strip() for v in values for i in (v.split(sep) if sep else [v]) if i.strip()]
     distinct = {i.casefold() for i in items}
+    return items, distinct, len(distinct & known) / len(distinct) if distinct else 0.0
+
+
+def _fit_select(fdef: FieldDef, values: list[str]) -> tuple[bool, dict[str, Any], str]:
+    items, distinct, share = _select_share(fdef, values)
     if not distinct:
         return False, {}, ""
-    share = len(distinct & known) / len(distinct)
+    sep = split_char(values) if fdef.allow_multiple else None
     opts: dict[str, Any] = {"split": sep} if sep and sep != "," else {}
     if share >= 0.5:  # other spellings of an option, by the report's own rules
         from recordsync.validate.suggest import confident
 
         spellings = {o.value: o.value for o in fdef.options}
         spellings.update({o.label: o.value for o in fdef.options})
+        known = {k.casefold() for k in spellings}
         first = {i.casefold(): i for i in reversed(items)}
         fixes = {first[v]: confident(first[v], spellings) for v in sorted(distinct - known)}
         if found := {k: v for k, v in fixes.items() if v is not None}:
@@ -138,13 +145,16 @@ def _fit_select(fdef: FieldDef, values: list[str]) -> tuple[bool, dict[str, Any]
     return share >= 0.5, opts, f"{share:.0%} of the distinct values are options"
 
 
-def _value_only(fdef: FieldDef, shape: Shape, ev: str, otype: ObjectType) -> bool:
-    """Values alone may decide only for a type that is distinctive and unique here."""
-    if fdef.type in ("email", "url", "phone") or fdef.name == "domain":
+def _value_only(fdef: FieldDef, shape: Shape, values: list[str], otype: ObjectType) -> bool:
+    """Values alone may decide only for a type that is distinctive and unique here: the one
+    e-mail, URL or phone field, or a select whose options nearly all values are."""
+    if fdef.type in ("email", "url", "phone"):
         same = [f for f in otype.fields.values() if f.type == fdef.type]
-        distinctive = shape.kind in ("email", "url", "phone", "domain")
-        return len(same) == 1 and distinctive
-    return fdef.type == "select" and ev.startswith(("100%", "9", "8"))
+        return len(same) == 1 and shape.kind == fdef.type
+    if fdef.type == "select":
+        _items, distinct, share = _select_share(fdef, values)
+        return len(distinct) >= 2 and share >= 0.8
+    return False
 
 
 def infer(
@@ -183,7 +193,7 @@ def infer(
                 rejected.setdefault(col, "its sampled cells are all blank" if empty else why)
             elif ns and ok:
                 cands.append((ns + 0.05, i, col, fdef, opts, f"{why}; {ev}"))
-            elif ok and _value_only(fdef, shapes[col], ev, otype):
+            elif ok and _value_only(fdef, shapes[col], values, otype):
                 cands.append((0.4, i, col, fdef, opts, f"by its values: {ev}"))
     taken: set[str] = set()
     for score, _i, col, fdef, opts, ev in sorted(cands, key=lambda c: (-c[0], c[1])):

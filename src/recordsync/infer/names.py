@@ -108,10 +108,10 @@ def name_score(header: str, field_name: str, display: str, singular: str) -> tup
     h = normalize(header)
     own = {normalize(field_name), normalize(display)}
     prefixes = ("", f"{normalize(singular)} ", "primary ", "main ")
-    if any(h == p + o for o in own for p in prefixes):
+    if any(_same(h, p + o) for o in own for p in prefixes):
         return 1.0, f"header {header!r} is the field's name"
     synonyms = {normalize(s) for s in SYNONYMS.get(field_name, ())}
-    if any(h == p + s for s in synonyms for p in prefixes):
+    if any(_same(h, p + s) for s in synonyms for p in prefixes):
         return 0.9, f"header {header!r} is a usual name for {field_name}"
     words = set(h.split())
     for o in sorted(own | synonyms, key=len, reverse=True):
@@ -120,5 +120,12 @@ def name_score(header: str, field_name: str, display: str, singular: str) -> tup
     return 0.0, ""
 
 
+def _same(a: str, b: str) -> bool:
+    """Equal words, or equal once spaces are dropped (``LinkedIn``, read ``linked in``, is
+    ``linkedin``; ``Lead Score`` is ``leadscore``)."""
+    return a == b or a.replace(" ", "") == b.replace(" ", "")
+
+
 def is_one_of(header: str, names: tuple[str, ...]) -> bool:
-    return normalize(header) in {normalize(n) for n in names}
+    h = normalize(header)
+    return any(_same(h, normalize(n)) for n in names)
