@@ -79,13 +79,18 @@ def infer_file(source: Path, object_type: str, target: Any, mapping_path: Path) 
     return render_mapping(prop, sample, source, mapping_path), (prop, sample)
 
 
-def _write(path: Path, text: str, force: bool) -> None:
-    if path.exists() and not force:
+def _refuse_existing(path: Path | None, option: str, force: bool) -> None:
+    """An existing file is never overwritten without ``--force``."""
+    if path is not None and path.exists() and not force:
         raise ConfigError(
             f"{path} exists; nothing was written",
-            key="--output",
-            hint="give another --output, or --force to overwrite it",
+            key=option,
+            hint=f"give another {option}, or --force to overwrite it",
         )
+
+
+def _write(path: Path, text: str, option: str, force: bool) -> None:
+    _refuse_existing(path, option, force)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text, encoding="utf-8")
 
@@ -174,16 +179,15 @@ def init_command(
     from recordsync.cli.run_cmds import _finish
 
     path = output or Path(f"{source.name.split('.')[0]}.yaml")
-    for p in (path, pipeline):
-        if p is not None and p.exists() and not force:
-            _write(p, "", force)  # raises before anything is inferred
+    _refuse_existing(path, "--output", force)  # before anything is inferred
+    _refuse_existing(pipeline, "--pipeline", force)
     with _target(source, base_url, profile, sandbox_seed) as target:
         text, (prop, _sample) = infer_file(source, object_type, target, path)
-        _write(path, text, force)
+        _write(path, text, "--output", force)
         if pipeline is not None:
             from recordsync.infer.render import render_pipeline
 
-            _write(pipeline, render_pipeline(path, pipeline), force)
+            _write(pipeline, render_pipeline(path, pipeline), "--pipeline", force)
         _print_proposal(prop, path)
         result = _dry_run(path, target, quiet)
     click.echo(f"next: review {path}, then `recordsync run {path}`", err=True)
@@ -219,7 +223,7 @@ def import_command(
     work = IMPORTS_DIR / f"{stem}.yaml"
     with _target(source, base_url, profile, sandbox_seed) as target:
         text, (prop, sample) = infer_file(source, object_type, target, work)
-        _write(work, text, True)
+        _write(work, text, "--output", True)
         _print_proposal(prop, work)
         dry = _dry_run(work, target, quiet)
         if not quiet:
