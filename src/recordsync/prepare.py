@@ -253,12 +253,16 @@ def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
         msg = f"column(s) not in the source's header: {', '.join(map(repr, missing))}"
         near = [n for n in (_near_miss(c, have) for c in missing) if n]
         if near:  # a header that differs only in spaces or case: say so first, never match it
-            fix = "write the column exactly as in the header, or fix the header"
+            fix = "write the column exactly as in the header, or fix the header (or set"
+            fix += " source.header_case: insensitive)"
             msg = f"{'; '.join(near)}: {fix}" + ("" if len(near) == len(missing) else f"; {msg}")
+        from recordsync.validate.column_hints import first_line, missing_lines
+
+        msg += "\n  " + "\n  ".join(missing_lines(mapping, missing, have))
         raise ConfigError(
             msg,
             file=mapping.label,
-            line=mapping_line(mapping, "fields"),
+            line=first_line(mapping, missing),
             key="columns",
             hint=f"columns of {mapping.source.label}: {', '.join(map(repr, have))}",
         )

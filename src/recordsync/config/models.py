@@ -57,6 +57,9 @@ class SourceConfig(Strict):
     quote?): each line is reported ``invalid`` on its own (docs/mapping.md)."""
     max_quoted_bytes: int = Field(default=64 << 10, ge=1)
     """The same for a quoted field spanning lines of more bytes than this."""
+    header_case: Literal["exact", "insensitive"] = "exact"
+    """``insensitive``: the columns the mapping names match header names that differ only in
+    case and surrounding spaces (CSV; :mod:`recordsync.config.header_case`)."""
 
     @field_validator("delimiter", "quotechar", "escapechar")
     @classmethod

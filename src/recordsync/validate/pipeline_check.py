@@ -62,8 +62,30 @@ def check_step(
                     if len(rep.first_problems) < show:
                         rep.first_problems.append(_problem(row.source.source_row, row.error))
     except ConfigError as exc:
-        rep.error = exc
+        rep.error = _with_schema_problems(exc, step, schema)
     return rep
+
+
+def _with_schema_problems(
+    exc: ConfigError, step: StepConfig, schema: Schema | None
+) -> ConfigError:
+    """A missing-columns error, with the mapping's schema problems (unknown fields, ...) in
+    the same message: every unknown column and field in one pass."""
+    if schema is None or exc.key != "columns":
+        return exc
+    from recordsync.validate.config_check import check_mapping
+
+    try:
+        check_mapping(step.config, schema)
+    except ConfigError as also:
+        return ConfigError(
+            f"{exc.detail}\n  also: " + str(also).replace("\n  hint: ", " (") + ")",
+            file=exc.file,
+            line=exc.line,
+            key=exc.key,
+            hint=exc.hint,
+        )
+    return exc
 
 
 def _problem(source_row: int, error: str) -> str:
