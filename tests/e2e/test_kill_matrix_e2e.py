@@ -15,6 +15,7 @@ so the resumed run sends them as new rows instead of holding them in doubt.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sqlite3
@@ -67,10 +68,8 @@ def kill_mid_run(tmp_path: Path, pipeline: Path, url: str) -> dict[int, str]:
         # a condition the stuck run reaches and then keeps: not a race with the client
         while last not in chunk_states(db):
             assert proc.poll() is None, f"the run ended ({proc.returncode}) before its kill"
-            try:
-                proc.wait(0.05)
-            except subprocess.TimeoutExpired:
-                pass
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(0.05)  # a pause between looks; the run's exit ends it early
         return chunk_states(db)
     finally:
         proc.send_signal(signal.SIGKILL)
@@ -112,3 +111,27 @@ def test_kill_9_mid_run_then_resume_retry_and_rerun(tmp_path: Path, shape: str) 
         held = all_records(url, object_type)
     assert check(again, shape, held) == 0
     assert Counter(r["name"] for r in held) == Counter(r["Name"] for r in source_rows(shape))
+
+
+def test_no_request_is_written_before_its_chunk_is_cleared_in_the_journal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What makes ``queued`` mean "never written": when the sender takes a chunk, the
+    committed journal already holds it ``begun``, whatever the interleaving."""
+    from recordsync.send.sender import ChunkSender
+
+    pipeline = write_project(tmp_path, "no key")
+    one_row_a_chunk(pipeline)
+    seen: list[tuple[int, str | None]] = []
+    real = ChunkSender.send
+
+    def send(self: ChunkSender, chunk_id: str, *args: object, **kwargs: object) -> object:
+        number = int(chunk_id.rsplit("#", 1)[1])
+        seen.append((number, chunk_states(tmp_path / "state.db").get(number)))
+        return real(self, chunk_id, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ChunkSender, "send", send)
+    with served(tmp_path / "s.db") as url:
+        result = run_pipeline(request(tmp_path, pipeline, "1"), target=target(url))
+    assert result.exit_code == 0
+    assert seen == [(n, "begun") for n in range(1, 13)]
