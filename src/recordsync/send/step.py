@@ -247,8 +247,8 @@ class StepRunner:
             except BaseException:
                 if pending is not None:  # rolled back with the begin: acknowledged later
                     self._to_ack = pending
-                while self._queue and self._queue[0].cleared.is_set():
-                    self._settle_oldest(tally, clear=False)
+                while self._queue:
+                    self._settle_oldest(tally)
                 raise
             for c in cleared:
                 c.cleared.set()
@@ -272,19 +272,18 @@ class StepRunner:
         while len(self._queue) > ahead:
             self._settle_oldest(tally)
 
-    def _settle_oldest(self, tally: StepTally, *, clear: bool = True) -> None:
+    def _settle_oldest(self, tally: StepTally) -> None:
         """Collect the oldest queued chunk (raise a stop after reporting it), let the worker
         put the next one on the wire, then report the collected chunk. Its acknowledgement
         is committed with the next chunk's begin (or on its own, whichever comes first).
-        ``clear=False``: commit nothing to clear a chunk (the journal just failed)."""
-        if clear:
-            self._ensure_cleared(self._queue[0])
+        A chunk not yet cleared to be sent is cleared before it is waited for."""
+        self._ensure_cleared(self._queue[0])
         chunk = self._queue.popleft()
         settled = self._collect(tally, chunk)
         following = next((c for c in self._queue if c.future is not None), None)
-        if following is not None and clear:
+        if following is not None:
             self._ensure_cleared(following)
-        if following is not None and following.cleared.is_set() and self._traced is not False:
+        if following is not None and self._traced is not False:
             # Let the worker put that chunk on the wire before the work below competes with
             # it for the interpreter lock: that work then overlaps the service's time only.
             following.sent.wait()
