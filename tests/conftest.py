@@ -7,8 +7,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from recordsync.cli import main
+
+# Hypothesis fails an example that takes over 200 ms by default: a wall-clock bound that a
+# loaded machine breaks. Examples are bounded by max_examples alone.
+settings.register_profile("recordsync", deadline=None)
+settings.load_profile("recordsync")
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -60,3 +60,31 @@ def test_detail_keeps_the_bare_message_for_rewrapping() -> None:
     again = ApiError(err.detail, status=err.status, method=err.method, path=err.path)
     assert str(again) == "GET /api/meta/schema: HTTP 401: Invalid API key"
     assert ConfigError("bad", file="a.yaml", key="k").detail == "bad"
+
+
+def test_config_error_names_only_what_it_was_given() -> None:
+    assert str(ConfigError("bad")) == "bad"
+    assert str(ConfigError("bad", key="send.chunk_size")) == "[send.chunk_size]: bad"
+    assert str(ConfigError("bad", file="p.yaml")) == "p.yaml: bad"
+    assert str(ConfigError("bad", file="p.yaml", key="k")) == "p.yaml [k]: bad"
+
+
+def test_row_error_keeps_column_value_rule_and_hint() -> None:
+    err = RowError("too big", column="Score", value="150", rule="<= 100", hint="fix the cell")
+    assert (err.column, err.value, err.rule, err.hint) == ("Score", "150", "<= 100", "fix the cell")
+    assert str(err) == "too big\n  hint: fix the cell"
+
+
+def test_api_error_without_method_path_or_status_is_the_bare_message() -> None:
+    assert str(ApiError("connection lost")) == "connection lost"
+    assert str(ApiError("lost", method="POST", path="/api/x")) == "POST /api/x: lost"
+    assert str(ApiError("teapot", status=418)) == "HTTP 418: teapot"
+
+
+def test_an_auth_error_with_a_hint_keeps_everything_else() -> None:
+    err = AuthError("Invalid API key", status=401, method="GET", path="/api/meta/schema")
+    hinted = err.with_hint("set RECORDSYNC_API_KEY")
+    assert str(hinted) == (
+        "GET /api/meta/schema: HTTP 401: Invalid API key\n  hint: set RECORDSYNC_API_KEY"
+    )
+    assert (hinted.status, hinted.method, hinted.path) == (401, "GET", "/api/meta/schema")

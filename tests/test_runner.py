@@ -260,12 +260,19 @@ def test_each_chunk_is_on_the_wire_before_the_previous_one_is_reported(tmp_path:
     """Over a socket, the runner reports (and journals) the answered chunk only once the next
     chunk's request is written, so that its work overlaps the service's time and does not
     hold up the sender thread; without trace events (the in-process client of the other
-    tests) it does not wait."""
+    tests) it does not wait.
+
+    Checked by order only: the second chunk is held back before it is written until the first
+    one is reported, or for a moment. A runner that waits reports chunk 1 after that moment
+    whatever the load; one that does not reports it while chunk 2 is held."""
+    import threading
+
     import httpx
 
     from recordsync.sandbox.server import run_in_thread
 
     events: list[str] = []
+    first_reported = threading.Event()
 
     class Traced(RecordServiceClient):
         """Notes when each chunk's request is written (the runner builds each chunk's first
@@ -281,16 +288,23 @@ def test_each_chunk_is_on_the_wire_before_the_previous_one_is_reported(tmp_path:
 
             return super().build_batch(object_type, body, sent)
 
+    class HoldSecond(httpx.HTTPTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if b'"Person 10"' in request.read():
+                first_reported.wait(0.5)
+            return super().handle_request(request)
+
     class Progress:
         def step_started(self, plan: Any) -> None: ...
         def chunk_done(self, step: str, report: Any) -> None: ...
         def step_finished(self, tally: Any) -> None: ...
         def rows_done(self, count: int) -> None:
             events.append(f"reported {count}")
+            first_reported.set()
 
     app = create_app(tmp_path / "s.db", api_key=KEY)
     try:
-        with run_in_thread(app) as url, httpx.Client() as http:
+        with run_in_thread(app) as url, httpx.Client(transport=HoldSecond()) as http:
             client = Traced(http, url, Secret(KEY), retry=RetryPolicy(sleep=lambda s: None))
             rows = contacts(40)
             result = run(
@@ -303,16 +317,12 @@ def test_each_chunk_is_on_the_wire_before_the_previous_one_is_reported(tmp_path:
     finally:
         app.state.store.close()
     assert result.summary["totals"]["created"] == 40 and result.summary["accounting_ok"]
-    assert events == [
-        "on wire Person 0",
-        "on wire Person 10",
-        "reported 10",
-        "on wire Person 20",
-        "reported 10",
-        "on wire Person 30",
-        "reported 10",
-        "reported 10",
-    ]
+    wire = [e for e in events if e.startswith("on wire")]
+    assert wire == [f"on wire Person {n}" for n in (0, 10, 20, 30)]
+    reports = [i for i, e in enumerate(events) if e.startswith("reported")]
+    assert [events[i] for i in reports] == ["reported 10"] * 4
+    for chunk in (1, 2, 3):  # chunk k is reported after chunk k + 1 is on the wire
+        assert events.index(f"on wire Person {chunk * 10}") < reports[chunk - 1], events
 
 
 def test_the_hook_hears_when_the_source_is_read_while_the_last_chunks_are_out(
@@ -371,3 +381,92 @@ def test_the_hook_hears_when_the_source_is_read_while_the_last_chunks_are_out(
         hook=Hook(),
     )
     assert "source read" not in events
+
+
+def failing_source(rows: list[PreparedRow], error: Exception) -> StepPlan:
+    """A step whose source raises ``error`` after yielding ``rows`` (a file unreadable
+    part-way, e.g. a byte that is not UTF-8 past the part checked up front)."""
+
+    def source() -> Iterator[PreparedRow]:
+        yield from rows
+        raise error
+
+    return StepPlan("late", "configs/late.yaml", "contacts", source)
+
+
+def test_a_source_error_after_a_send_is_an_abort_and_every_row_read_is_reported(
+    tmp_path: Path,
+) -> None:
+    from recordsync.errors import EXIT_ABORTED, SourceError
+
+    broken = SourceError("not valid UTF-8 text", file="late.csv", line=39001, key="source")
+    with sandbox(tmp_path) as (client, _):
+        result = run(
+            tmp_path,
+            [
+                plan("first", "contacts", contacts(5)),
+                failing_source(contacts(25, prefix="l"), broken),
+                plan("never", "contacts", contacts(3, prefix="n")),
+            ],
+            client,
+        )
+        held = list(client.list_records("contacts"))
+    assert isinstance(result.error, RunAborted) and result.exit_code == EXIT_ABORTED
+    assert result.error.__cause__ is broken
+    assert "late.csv:39001" in str(result.error) and "were sent" in str(result.error)
+    first, late, never = result.summary["steps"]
+    assert first["created"] == 5 and late["rows_read"] == 25 and never["rows_read"] == 3
+    assert late["created"] + late["not_sent"] == 25 and late["created"] == len(held) - 5
+    assert never["not_sent"] == 3 and result.summary["accounting_ok"]
+    lines = (result.report_dir / "results.csv").read_text().splitlines()
+    assert len(lines) == 1 + 5 + 25 + 3
+
+
+def test_a_source_error_before_any_send_stays_a_config_error(tmp_path: Path) -> None:
+    from recordsync.errors import EXIT_CONFIG, SourceError
+
+    broken = SourceError("not valid UTF-8 text", file="late.csv", line=7, key="source")
+    invalid = contacts(4, invalid=(0, 1, 2, 3))
+    with sandbox(tmp_path) as (client, rec):
+        result = run(
+            tmp_path,
+            [plan("first", "contacts", invalid), failing_source(contacts(8), broken)],
+            client,
+        )
+        assert not [c for c in rec.calls if c[0] == "POST"]
+    assert result.error is broken and result.exit_code == EXIT_CONFIG
+    assert result.summary["accounting_ok"] and result.summary["totals"]["not_sent"] == 8
+    dry = run(
+        tmp_path / "dry",
+        [plan("first", "contacts", contacts(30)), failing_source(contacts(8), broken)],
+        None,
+        options=SendOptions(10, None, dry_run=True),
+    )
+    assert dry.error is broken and dry.exit_code == EXIT_CONFIG
+
+
+def test_an_accounting_mismatch_alone_exits_1(tmp_path: Path) -> None:
+    """Every row ok, no error: a report that does not add up still makes the exit code 1."""
+    from recordsync.runner import RunResult
+
+    with sandbox(tmp_path) as (client, _):
+        result = run(tmp_path, [plan("contacts", "contacts", contacts(3))], client)
+    assert result.exit_code == 0 and result.summary["accounting_ok"]
+    broken = {**result.summary, "accounting_ok": False}
+    assert RunResult(broken, result.report_dir).exit_code == 1
+
+
+def test_mirror_deletes_alone_count_as_sent() -> None:
+    """Every row unchanged, but records were soft-deleted: a later source error is an abort."""
+    from recordsync.errors import SourceError
+    from recordsync.report.tally import StepTally
+    from recordsync.runner import _after_sends
+
+    broken = SourceError("not valid UTF-8 text", file="deals.csv", line=9)
+    deleted = StepTally("contacts", "m", "contacts", deleted=2, delete_failed=1)
+    stop = _after_sends(broken, [deleted, StepTally("deals", "m", "deals")], dry_run=False)
+    assert isinstance(stop, RunAborted) and stop.__cause__ is broken
+    assert str(stop).startswith(
+        "run aborted after 0 chunk(s) and 3 mirror delete(s) were sent: deals.csv:9: not valid"
+    )
+    assert _after_sends(broken, [StepTally("deals", "m", "deals")], dry_run=False) is broken

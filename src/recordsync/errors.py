@@ -12,6 +12,10 @@
     ├── AccountingError             the report does not add up                              (exit 1)
     └── RunAborted                  a circuit breaker or lock stopped the run               (exit 3)
 
+A ConfigError found after something was sent (a source unreadable part-way through) is
+turned into a RunAborted by :func:`recordsync.runner.run_plans`: exit 2 promises that nothing
+was sent.
+
 Messages name the culprit (file, line, key, row, column, status and path) and say what to
 do next. They never contain secrets: API keys are typed as :class:`recordsync.secret.Secret`.
 
@@ -20,7 +24,8 @@ Exit codes (the one table, also in the README):
     0  every row ok
     1  the run finished, with failed, invalid or in-doubt rows (or an accounting mismatch)
     2  configuration or usage error: nothing was sent
-    3  aborted: authentication failure, unknown object type, circuit breaker, lock held
+    3  aborted: authentication failure, unknown object type, circuit breaker, lock held, a
+       configuration or source error found after something was sent, or any other exception
 """
 
 from __future__ import annotations
@@ -45,7 +50,8 @@ class RecordsyncError(Exception):
 
 
 class ConfigError(RecordsyncError):
-    """A config file, flag or environment value is wrong. Nothing was sent."""
+    """A config file, flag or environment value is wrong. Nothing was sent (a run that finds
+    one after a send returns it as :class:`RunAborted`)."""
 
     exit_code = EXIT_CONFIG
 
@@ -149,7 +155,7 @@ class AccountingError(RecordsyncError):
 
 
 class RunAborted(RecordsyncError):
-    """A circuit breaker, a held lock, or the user stopped the run."""
+    """A circuit breaker, a held lock, the user, or an error found after a send stopped the run."""
 
     exit_code = EXIT_ABORTED
 

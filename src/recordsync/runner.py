@@ -5,9 +5,12 @@ report; :func:`run_pipeline` builds the steps from a pipeline file with
 :func:`recordsync.prepare.prepare_step` and calls it.
 
 Stops: an authentication failure or a circuit breaker stops the run; an unknown object type
-stops its step only. Either way every source row still gets a line in results.csv (valid rows
-not sent: ``failed`` with ``not sent: ...``), the report is written, and the error is returned
-for the caller to turn into an exit code.
+stops its step only. A configuration or source error (say, a byte that is not UTF-8 deep in a
+later step's file) stops the run too; once something was sent it is returned as
+:class:`RunAborted` (exit 3), since exit 2 promises that nothing was sent. Either way every
+source row read still gets a line in results.csv (valid rows not sent: ``failed`` with
+``not sent: ...``), the report is written, and the error is returned for the caller to turn
+into an exit code.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from recordsync.errors import (
     ConfigError,
     ObjectTypeNotFound,
     RecordsyncError,
+    RunAborted,
     exit_code_for,
 )
 from recordsync.report.tally import StepTally
@@ -165,7 +169,7 @@ def run_plans(
             except AuthError as exc:
                 stop = _with_target_hint(exc, target)
             except RecordsyncError as exc:
-                stop = exc
+                stop = _after_sends(exc, writer.tallies, options.dry_run)
     except BaseException:
         writer.abandon()
         raise
@@ -196,6 +200,27 @@ def run_plans(
         raise report_write_error(report_dir, exc) from None
     error = stop if stop is not None else (step_errors[0] if step_errors else None)
     return RunResult(summary, report_dir, error, writer.tallies)
+
+
+def _after_sends(
+    exc: RecordsyncError, tallies: list[StepTally], dry_run: bool
+) -> RecordsyncError:
+    """A configuration or source error that stops a run after requests went out (chunks or
+    mirror deletes) is returned as :class:`RunAborted`: exit 2 means nothing was sent."""
+    if not isinstance(exc, ConfigError) or dry_run:
+        return exc
+    chunks = sum(t.chunks for t in tallies)
+    deletes = sum(t.deleted + t.delete_failed for t in tallies)
+    if not chunks and not deletes:
+        return exc
+    sent = f"{chunks} chunk(s)" + (f" and {deletes} mirror delete(s)" if deletes else "")
+    aborted = RunAborted(
+        f"run aborted after {sent} were sent: {exc.message}",
+        hint=(f"{exc.hint}; " if exc.hint else "")
+        + "results.csv lists every row sent before the error; fix it and run again",
+    )
+    aborted.__cause__ = exc
+    return aborted
 
 
 def _with_target_hint(exc: AuthError, target: Target | None) -> AuthError:

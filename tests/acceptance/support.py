@@ -32,8 +32,10 @@ class Done:
     err: str
 
 
-def recordsync(*args: str | Path, cwd: Path, key: str | None = KEY, timeout: float = 20) -> Done:
-    """Run ``python -m recordsync ARGS`` like a user would (no terminal, clean env)."""
+def recordsync(*args: str | Path, cwd: Path, key: str | None = KEY, timeout: float = 600) -> Done:
+    """Run ``python -m recordsync ARGS`` like a user would (no terminal, clean env).
+
+    ``timeout`` only stops a hung command: a loaded machine may take long to start Python."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("RECORDSYNC_")}
     env["RECORDSYNC_STATE_DB"] = str(cwd / "state.db")
     if key is not None:
@@ -77,6 +79,12 @@ def all_records(base_url: str, object_type: str) -> list[dict[str, Any]]:
             offset += 100
             if not body["pagination"]["has_more"]:
                 return out
+
+
+def report_of(done: Done, cwd: Path) -> Path:
+    """The report directory a run names on stderr (``report: DIR``)."""
+    (line,) = [ln for ln in done.err.splitlines() if ln.startswith("report: ")]
+    return cwd / line.removeprefix("report: ")
 
 
 def report_dirs(reports: Path) -> list[Path]:

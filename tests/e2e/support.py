@@ -39,7 +39,7 @@ def target(url: str, key: str = KEY) -> Target:
 @contextmanager
 def loopback_client(url: str, key: str = KEY, **retry: Any) -> Iterator[RecordServiceClient]:
     policy = RetryPolicy(sleep=lambda s: None, **retry)
-    http = make_http_client(httpx.Timeout(10.0))
+    http = make_http_client(httpx.Timeout(60.0))  # a loaded machine answers late, not never
     try:
         yield RecordServiceClient(http, url, Secret(key), retry=policy)
     finally:

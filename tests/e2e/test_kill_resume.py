@@ -91,12 +91,12 @@ def test_kill_9_mid_run_then_resume_sends_nothing_twice(tmp_path: Path) -> None:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
         )
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 300  # a guard against a hang, not a bound to meet
         while acked_chunks(db) < 5 and first.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
         assert first.poll() is None, "the run ended before it could be killed"
         first.send_signal(signal.SIGKILL)
-        first.wait(10)
+        first.wait(60)
         assert first.returncode == -signal.SIGKILL
         assert first.stderr is not None
         first.stderr.close()
@@ -109,7 +109,7 @@ def test_kill_9_mid_run_then_resume_sends_nothing_twice(tmp_path: Path) -> None:
             cwd=tmp_path,
             capture_output=True,
             text=True,
-            timeout=60,
+            timeout=600,
         )
         assert second.returncode == 0, second.stderr
         held = all_records(url, "contacts")

@@ -106,6 +106,23 @@ def test_broken_counters_fail_the_accounting(tmp_path: Path) -> None:
     assert any("2 rows read but 1 outcomes" in e for e in summary["accounting_errors"])
 
 
+def test_an_outcome_counted_without_its_results_line_fails_the_accounting(
+    tmp_path: Path,
+) -> None:
+    """The step's own equations hold (2 read, 2 sent, 2 created); results.csv has one line."""
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("s", "m", "contacts")
+    writer.start_step(tally)
+    tally.read, tally.sent = 2, 2
+    writer.record(tally, row(2, RowStatus.VALID), RowStatus.CREATED, 1)
+    tally.outcomes[RowStatus.CREATED] += 1  # counted, but its line was never written
+    summary = writer.finish({})
+    assert summary["steps"][0]["accounting_ok"] is True  # type: ignore[index]
+    assert summary["accounting_ok"] is False
+    assert summary["accounting_errors"] == ["1 lines in results.csv for 2 outcomes"]
+    assert len((tmp_path / "run" / "results.csv").read_text().splitlines()) == 2  # header + 1
+
+
 def test_report_md_groups_reasons_and_lists_merges(tmp_path: Path) -> None:
     _, out = write_sample(tmp_path)
     md = (out / "report.md").read_text()

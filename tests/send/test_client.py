@@ -231,3 +231,27 @@ def test_the_client_keeps_no_cookies() -> None:
         http.cookies = {"lb": "node-7"}
     http.cookies.set("x", "y")  # set by hand: this client's jar only, never shared
     assert len(make_http_client(base_url="http://service.example").cookies) == 0
+
+
+def test_an_answer_that_echoes_the_key_never_carries_it_further() -> None:
+    """A proxy or service quoting the request's key back (fake: the sandbox never does):
+    the error text and the parsed answer hold stars instead."""
+    from recordsync.secret import Secret
+    from recordsync.send.client import RecordServiceClient
+
+    key = "sk_live_echoed_back_0123456789"
+
+    def echo(request: httpx.Request) -> httpx.Response:
+        said = request.headers["x-api-key"]
+        if request.url.path.endswith("/schema"):
+            return httpx.Response(401, json={"error": f"invalid API key {said}"})
+        entry = {"status": "failed", "error": f"key {said} may not write here"}
+        return httpx.Response(200, json={"results": [entry], "summary": {"total": 1}})
+
+    http = httpx.Client(transport=httpx.MockTransport(echo))
+    client = RecordServiceClient(http, "https://crm.example", Secret(key))
+    with pytest.raises(AuthError) as info:
+        client.schema()
+    assert key not in str(info.value) and "invalid API key **********" in str(info.value)
+    attempt = client.batch_once("contacts", [{"name": "A"}])
+    assert key not in repr(attempt.body) and "key ********** may not" in repr(attempt.body)

@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from recordsync.cli.options import state_db_option
-from recordsync.errors import EXIT_OK, RecordsyncError
+from recordsync.errors import EXIT_OK, ConfigError, RecordsyncError
 
 
 def _progress(quiet: bool) -> tuple[Any, contextlib.AbstractContextManager[Any]]:
@@ -152,9 +152,9 @@ def run_command(
     With the state store (default) only new, changed and previously failed rows are sent, a
     killed run is resumed, and a second run of the same pipeline is refused.
 
-    Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error;
-    3 aborted (authentication, unknown object type, circuit breaker, mirror-delete limit,
-    pipeline already running).
+    Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error,
+    nothing sent; 3 aborted (authentication, unknown object type, circuit breaker,
+    mirror-delete limit, pipeline already running, an error found after a send).
     """
     from recordsync.send.pipeline import RunRequest, run_pipeline
 
@@ -250,7 +250,10 @@ def retry_command(
 @click.command("report")
 @click.argument("report_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json instead.")
-def report_command(report_dir: Path, as_json: bool) -> None:
+@click.option(
+    "--open", "open_html", is_flag=True, help="Open report.html in the web browser instead."
+)
+def report_command(report_dir: Path, as_json: bool, open_html: bool) -> None:
     """Print the summary and grouped failures of the run in REPORT_DIR."""
     from recordsync.reconcile.retry import read_summary
 
@@ -258,10 +261,33 @@ def report_command(report_dir: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
+    if open_html:
+        _open_html(report_dir)
+        return
     md = report_dir / "report.md"
     if not md.is_file():
         raise RecordsyncError(f"{md} is missing", hint="the run may have crashed; see results.csv")
     click.echo(md.read_text(encoding="utf-8"))
+
+
+def _open_html(report_dir: Path) -> None:
+    """Open report.html with :func:`webbrowser.open` (the system's browser)."""
+    import webbrowser
+
+    page = report_dir / "report.html"
+    if not page.is_file():
+        raise RecordsyncError(
+            f"{page} is missing",
+            hint="reports written before report.html existed have report.md only: run"
+            f" `recordsync report {report_dir}` to print it",
+        )
+    uri = page.resolve().as_uri()
+    if not webbrowser.open(uri):
+        raise ConfigError(
+            f"no web browser could be started to open {page}",
+            hint=f"open {uri} in a browser yourself (or set the BROWSER environment variable)",
+        )
+    click.echo(f"opened {page}", err=True)
 
 
 COMMANDS: list[click.Command] = [run_command, retry_command, report_command]

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from recordsync.report.examples import example_text
 from recordsync.report.tally import StepTally
 
 TOP_REASONS = 10
 ALL_REASONS = 30
 """Up to this many reason groups, report.md lists them all; beyond, the top TOP_REASONS."""
+MD_EXAMPLES = 3
+"""Example rows per reason group in report.md (report.html shows all that were kept)."""
 _COLUMNS = (
     ("step", "step"),
     ("object type", "object_type"),
@@ -179,11 +182,14 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     lines += _owners(summary)
     reasons = [(t, r, n) for t in tallies for r, n in t.reasons.items()]
     if reasons:
-        lines += ["", "## Top failure reasons", "", "| step | rows | reason |", "|---|---:|---|"]
+        lines += ["", "## Top failure reasons", ""]
+        lines += ["| step | rows | reason | examples (source row, value) |", "|---|---:|---|---|"]
         reasons.sort(key=lambda item: -item[2])
         shown = reasons if len(reasons) <= ALL_REASONS else reasons[:TOP_REASONS]
         for t, reason, n in shown:
-            lines.append(f"| {_md(t.step)} | {n} | {_md(reason)} |")
+            examples = t.examples.get(reason, [])[:MD_EXAMPLES]
+            cell = "; ".join(_md(example_text(e)) for e in examples)
+            lines.append(f"| {_md(t.step)} | {n} | {_md(reason)} | {cell} |")
         if len(reasons) > len(shown):
             rest = reasons[len(shown) :]
             lines.append(

@@ -18,7 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from recordsync.model import RowStatus
+from recordsync.model import RowStatus, SourceRow
+from recordsync.report.examples import PER_REASON, ReasonExample, make_example
 
 COUNT_KEYS = (
     "rows_read",
@@ -57,7 +58,7 @@ OWNER_OUTCOMES = {
 # rule's own words stay: its limits ("must be <= 100"), option lists, separators, formats, and
 # the quoted names of columns, fields, templates, steps, mappings and pipelines.
 _NAME = r"(?:column|field|template|step|mapping|pipeline|profile|separator|[a-z]+_format:?)"
-_QUOTED = re.compile(rf"""(\b{_NAME} )?('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+_QUOTED = re.compile(rf"""(\b{_NAME} )?(?<!\w)('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
 _DUP_KEY = re.compile(r"\bduplicate key (\w+):.*?: (?=also on |row )")
 _NORMALISE = (
     (re.compile(r"[\w.+-]+@[\w-]+(\.[\w-]+)+"), "<email>"),
@@ -83,6 +84,17 @@ def reason_group(message: str) -> str:
     for pattern, repl in _NORMALISE:
         text = pattern.sub(repl, text)
     return text
+
+
+def message_value(message: str) -> str | None:
+    """The first data value a failure message holds (what :func:`reason_group` takes out):
+    the key of a duplicate, else the first quoted value that is not a name."""
+    if m := _DUP_KEY.search(message):
+        return m.group(0)[len("duplicate key ") : -2]
+    for m in _QUOTED.finditer(message):
+        if not (m.group(1) or message.startswith(" record ", m.end())):
+            return m.group(2)[1:-1]
+    return None
 
 
 @dataclass(slots=True)
@@ -123,6 +135,11 @@ class StepTally:
     shared_records: int = 0
     shared_examples: list[str] = field(default_factory=list)
     suggestions: dict[str, Counter[str]] = field(default_factory=dict)
+    value_maps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per field: ``column`` (the one its messages name, or None) and ``value_map`` {source
+    value: option} of the suggestions, for a snippet to paste (report.html)."""
+    examples: dict[str, list[ReasonExample]] = field(default_factory=dict)
+    """Per reason group: its first :data:`~recordsync.report.examples.PER_REASON` rows."""
     owners: Counter[str] = field(default_factory=Counter)
     """Rows by how their owner was found (``OWNER_OUTCOMES`` values)."""
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -141,12 +158,21 @@ class StepTally:
         counts["not_looked_up"] = max(0, self.read - sum(counts.values()))
         return counts
 
-    def add_reason(self, message: str) -> None:
+    def add_reason(self, message: str, source: SourceRow | None = None) -> None:
+        """Count ``message`` under its group; keep ``source`` as one of its examples."""
         group = reason_group(message)
-        if group in self.reasons or len(self.reasons) < MAX_REASONS:
-            self.reasons[group] += 1
-        else:
-            self.reasons["(other reasons)"] += 1
+        if not (group in self.reasons or len(self.reasons) < MAX_REASONS):
+            group = "(other reasons)"
+        self.reasons[group] += 1
+        if source is not None:
+            kept = self.examples.setdefault(group, [])
+            if len(kept) < PER_REASON:
+                data = message_value(message)
+                kept.append(
+                    make_example(
+                        source.source_file, source.source_row, source.values, message, data
+                    )
+                )
 
     def sent_outcomes(self, dry_run: bool) -> int:
         if dry_run:

@@ -7,6 +7,7 @@
                    each while a source column has such a name); formula-like cells neutralised
                    (the header too); in results.csv the text cells are neutralised as well
     report.md      the human summary (see recordsync.report.markdown)
+    report.html    the same and more, for a browser (see recordsync.report.html)
 
 Rows go to disk as they come. failures.csv needs the union of the steps' columns for its
 header, so failing rows are spooled as JSON lines and turned into CSV at :meth:`finish`.
@@ -28,6 +29,8 @@ from recordsync.errors import RunAborted
 from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.field_errors import is_rejected_value
 from recordsync.report.csvsafe import needs_neutralising, neutralise
+from recordsync.report.examples import named_column
+from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals
 
@@ -78,10 +81,18 @@ def _plain(text: str) -> bool:
 _QUOTED_CHARS = (",", '"', "\r", "\n")
 
 
-def _add_suggestions(tally: StepTally, suggestions: dict[str, Any]) -> None:
+def _add_suggestions(tally: StepTally, suggestions: dict[str, Any], error: str | None) -> None:
     """``{"field": "stage", "value_map": {"Custmer": "customer"}}`` → under "stage /
-    value_map": ``Custmer: customer``, counted over rows."""
+    value_map": ``Custmer: customer``, counted over rows (and in ``tally.value_maps``, with
+    the column the row's message names, up to MAX_EXAMPLES values per field)."""
     field = suggestions.get("field")
+    value_map = suggestions.get("value_map")
+    if field and isinstance(value_map, dict):
+        entry = tally.value_maps.setdefault(str(field), {"column": None, "value_map": {}})
+        entry["column"] = entry["column"] or named_column(error or "")
+        for src, dst in value_map.items():
+            if len(entry["value_map"]) < MAX_EXAMPLES:
+                entry["value_map"].setdefault(_cell(src), _cell(dst))
     for key, value in suggestions.items():
         if key == "field":
             continue
@@ -195,9 +206,9 @@ class ReportWriter:
                 tally.not_sent += 1
             elif status is RowStatus.FAILED and is_rejected_value(error):
                 tally.rejected += 1
-            tally.add_reason(error)
+            tally.add_reason(error, src)
         if row.suggestions:
-            _add_suggestions(tally, row.suggestions)
+            _add_suggestions(tally, row.suggestions, error)
         if status in FAILURE_STATUSES:
             self._spool_failure(tally.step, row, status, error)
         elif status is RowStatus.UPDATED and record_id is not None:
@@ -319,6 +330,9 @@ class ReportWriter:
         os.replace(tmp, self.directory / "summary.json")
         (self.directory / "report.md").write_text(
             render_report(summary, self.tallies), encoding="utf-8"
+        )
+        (self.directory / "report.html").write_text(
+            render_html(summary, self.tallies), encoding="utf-8"
         )
         return summary
 

@@ -1,5 +1,8 @@
 """The record service client: one injected ``httpx.Client``, the key sent as ``x-api-key``.
 
+An answer that echoes the key back (a proxy's error page, a service quoting the request) has
+it replaced by stars before its text reaches an error, a log line or the report.
+
 Redirects are never followed (a 3xx is an authentication failure, see
 :mod:`recordsync.send.http_policy`). Reads (schema, users, list) are retried by the client;
 a batch is tried once per call to :meth:`RecordServiceClient.batch_once`, because whether a
@@ -20,7 +23,7 @@ import orjson
 
 from recordsync.errors import ApiError, RetriableApiError
 from recordsync.model import BatchInput
-from recordsync.secret import Secret
+from recordsync.secret import Secret, redact
 from recordsync.send.http_policy import (
     Verdict,
     classify_exception,
@@ -158,13 +161,17 @@ class RecordServiceClient:
             return Attempt(verdict)
         verdict = classify_response(method, path, response, self.retry.clock())
         if verdict.kind != "ok":
+            verdict = replace(verdict, message=redact(verdict.message, self._api_key))
             log.info("%s", verdict.describe)
             return Attempt(verdict)
         if not response.content:  # e.g. 204 on DELETE
             return Attempt(verdict, body=None)
         date = response.headers.get("date") if method == "GET" else None
+        content = response.content
+        if self._api_key and self._api_key.reveal().encode() in content:
+            content = redact(content.decode("utf-8", "replace"), self._api_key).encode()
         try:
-            return Attempt(verdict, body=parse_json(response.content), date=date)
+            return Attempt(verdict, body=parse_json(content), date=date)
         except ValueError as exc:
             return Attempt(verdict, body_error=f"answer is not JSON ({type(exc).__name__})")
 

@@ -115,6 +115,7 @@ class StepRunner:
             rows = iter(plan.rows())
         limit = self.options.canary_size or self.options.chunk_size
         buffer: list[Item] = []
+        self._loose = buffer  # a source that fails part-way: these rows are reported not sent
         valid = buffered = 0
         pool = ThreadPoolExecutor(1, "recordsync-send") if sender is not None else None
         try:
@@ -134,6 +135,7 @@ class StepRunner:
                     if valid:
                         limit = self.options.chunk_size
                     buffer, valid, buffered = [], 0, 0
+                    self._loose = buffer
             self._advance(tally, sender, pool, buffer)
             if self.hook is not None and sender is not None:
                 self.hook.source_read(plan)

@@ -28,6 +28,12 @@ EVERY_S = 0.5
 """Seconds between two background checkpoints."""
 
 
+def checkpoint_once(conn: sqlite3.Connection) -> bool:
+    """One passive checkpoint through ``conn``; True if the log had frames to copy."""
+    row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    return bool(row and row[1] > 0)
+
+
 class BackgroundCheckpoints:
     """A daemon thread checkpointing ``path``'s write-ahead log; stop it with :meth:`close`
     (idempotent; also a context manager)."""
@@ -48,8 +54,7 @@ class BackgroundCheckpoints:
                 try:
                     if conn is None:
                         conn = sqlite3.connect(self.path, isolation_level=None, timeout=0)
-                    row = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                    self.checkpoints += bool(row and row[1] > 0)  # the log had frames
+                    self.checkpoints += checkpoint_once(conn)
                 except sqlite3.Error as exc:
                     log.debug("background checkpoint of %s failed: %s", self.path, exc)
         finally:

@@ -1,0 +1,81 @@
+"""A few example rows per failure reason group, for report.md and report.html.
+
+Each example is the source row number, the column the message names (when it names one the
+row has) and that cell's value: enough to find the cell in the source without opening
+failures.csv. A message that names no column of the row gives the first value it quotes
+instead (the key of a reference or of a duplicate). At most :data:`PER_REASON` examples per
+reason group, and the groups are bounded (:data:`recordsync.report.tally.MAX_REASONS`), so a
+10M-row run keeps a few thousand at most. Values are kept raw; each renderer escapes them.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from recordsync.report.csvsafe import neutralise
+
+PER_REASON = 5
+"""Example rows kept per reason group (report.html shows them all, report.md the first 3)."""
+MAX_VALUE = 80
+"""Characters of a value or message shown; the full text is in failures.csv."""
+
+_COLUMN = re.compile(r"""\bcolumn ('(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")""")
+_ESCAPE = re.compile(r"\\(.)")
+
+
+@dataclass(frozen=True, slots=True)
+class ReasonExample:
+    """One failing row of a reason group."""
+
+    source_file: str
+    source_row: int
+    column: str | None
+    """The column the message names, when the row has it; else None."""
+    value: str | None
+    """That cell's value; with no column, the first value the message quotes, if any."""
+    error: str
+
+
+def named_column(message: str) -> str | None:
+    """The first column a failure message names (``column 'Email' → field 'email': ...``)."""
+    m = _COLUMN.search(message)
+    return _ESCAPE.sub(r"\1", m.group(1)[1:-1]) if m else None
+
+
+def make_example(
+    source_file: str, source_row: int, values: dict[str, Any], error: str, data: str | None
+) -> ReasonExample:
+    """The example of a failing row: the cell of the column its message names, else ``data``
+    (the first value the message quotes, :func:`recordsync.report.tally.message_value`)."""
+    column = named_column(error)
+    if column is not None and column in values:
+        return ReasonExample(source_file, source_row, column, _text(values[column]), error)
+    return ReasonExample(source_file, source_row, None, data, error)
+
+
+def _text(cell: Any) -> str:
+    if cell is None:
+        return ""
+    if isinstance(cell, float) and cell.is_integer():
+        return str(int(cell))
+    return str(cell)
+
+
+def shown(text: str, limit: int = MAX_VALUE) -> str:
+    """``text`` on one line, cut to ``limit`` characters."""
+    text = text.replace("\r", " ").replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def safe_cell(text: str, limit: int = MAX_VALUE) -> str:
+    """:func:`shown`, formula-safe as in failures.csv (a table copied into a spreadsheet)."""
+    return neutralise(shown(text, limit))
+
+
+def example_text(example: ReasonExample) -> str:
+    """One line for report.md: ``row 12 'john.doe@'`` (or ``row 40: <message>``)."""
+    if example.value is not None:
+        return f"row {example.source_row} {shown(example.value)!r}"
+    return f"row {example.source_row}: {shown(example.error)}"

@@ -1,0 +1,175 @@
+"""Sections of report.html (recordsync.report.html): suggested value maps, merges and
+duplicates, owners and references; and the escaping every section uses."""
+
+from __future__ import annotations
+
+from html import escape
+from typing import Any
+
+import yaml
+
+from recordsync.report.markdown import _OWNER_WORDS
+from recordsync.report.tally import StepTally
+
+PAGE_EXAMPLES = 5
+"""Examples of rows the service merged, per step."""
+
+
+def e(value: object) -> str:
+    return escape(str(value), quote=True)
+
+
+def num(value: Any, *, step: str | None, key: str) -> str:
+    where = f'data-step="{e(step)}" data-key="{key}"' if step is not None else f'data-total="{key}"'
+    return f'<td class="n" {where}>{int(value or 0)}</td>'
+
+
+def value_maps(tallies: list[StepTally]) -> list[str]:
+    with_maps = [t for t in tallies if t.value_maps]
+    if not with_maps:
+        return []
+    out = [
+        '<section><h2>Suggested value maps</h2><p class="muted">Only confident ones (a typo, '
+        "another spelling or an abbreviation of an option). Paste into the step's mapping "
+        "(merge with a <code>value_map</code> it already has):</p>"
+    ]
+    for t in with_maps:
+        fields = {
+            f: ({"column": m["column"]} if m["column"] else {}) | {"value_map": m["value_map"]}
+            for f, m in t.value_maps.items()
+        }
+        snippet = _yaml({"fields": fields})
+        out.append(f"<h3>{e(t.step)} <small>{e(t.mapping)}</small></h3><pre>{e(snippet)}</pre>")
+    return [*out, "</section>"]
+
+
+def owners_and_references(summary: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    for step in summary["steps"]:
+        counts = step.get("owners") or {}
+        found = [(w, k) for k, w in _OWNER_WORDS if counts.get(k)]
+        if len(found) > 1 or (found and not counts.get("not_looked_up")):
+            cells = "".join(
+                f'<span class="key">{e(w)} <b data-step="{e(step["step"])}" '
+                f'data-key="owners.{k}">{int(counts[k])}</b></span>'
+                for w, k in found
+            )
+            out.append(f'<p><span class="tag">{e(step["step"])}</span> {cells}</p>')
+    if out:
+        out = [
+            '<section><h2>Owners</h2><p class="muted">Rows by how their owner was found:</p>',
+            *out,
+            "</section>",
+        ]
+    refs = [(s, f, c) for s in summary["steps"] for f, c in (s.get("references") or {}).items()]
+    if refs:
+        keys = ("set", "no_value", "not_found", "ambiguous")
+        head = "".join(f'<th class="n">{k.replace("_", " ")}</th>' for k in keys)
+        out.append(
+            '<section><h2>References</h2><table class="counts"><tr><th>step</th>'
+            f"<th>field</th><th>refers to</th><th>by</th>{head}</tr>"
+        )
+        for s, fname, c in refs:
+            nums = "".join(
+                num(c.get(k), step=s["step"], key=f"references.{fname}.{k}") for k in keys
+            )
+            loud = (
+                ' class="bad"'
+                if not c.get("set") and (c.get("not_found") or c.get("ambiguous"))
+                else ""
+            )
+            out.append(
+                f"<tr{loud}><th>{e(s['step'])}</th><td>{e(fname)}</td>"
+                f"<td>{e(c.get('step', ''))}</td><td>{e(c.get('by', ''))}</td>{nums}</tr>"
+            )
+        out.append("</table></section>")
+    return out
+
+
+def _yaml(data: dict[str, Any]) -> str:
+    """``data`` as YAML, readable (unicode as is) unless that would not load back the same
+    (PyYAML folds some characters, e.g. U+0085, in quoted scalars): then escaped."""
+    text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    if yaml.safe_load(text) == data:
+        return text
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def merges(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
+    items: list[str] = []
+    for step in summary["steps"]:
+        name = e(step["step"])
+        if step.get("rows_merged"):
+            items.append(
+                f"<li><b>{name}</b>: {step['rows_merged']} row(s) not sent: the service "
+                "would fold each into the record of the row named in <code>_error</code>"
+                "</li>"
+            )
+        if step.get("merged"):
+            items.append(
+                f"<li><b>{name}</b>: {step['merged']} row(s) sent and found on a record "
+                "that another row (or ledger key) already holds</li>"
+            )
+        if step.get("rows_duplicate"):
+            how = "declared expected" if step.get("duplicates_expected") else "they fail the run"
+            items.append(
+                f"<li><b>{name}</b>: {step['rows_duplicate']} duplicate row(s) not sent, "
+                f"each naming the row that has its key ({how})</li>"
+            )
+    for t in tallies:
+        for what, n, examples in (
+            (
+                "sent to create came back updated (deduplicated by the service)",
+                t.merged_creates,
+                t.merged_examples,
+            ),
+            (
+                "landed on a record id another row of this step also wrote",
+                t.shared_records,
+                t.shared_examples,
+            ),
+        ):
+            if n:
+                sub = "".join(f"<li>{e(x)}</li>" for x in examples[:PAGE_EXAMPLES])
+                items.append(f"<li><b>{e(t.step)}</b>: {n} row(s) {what}<ul>{sub}</ul></li>")
+    if not items:
+        return []
+    return ["<section><h2>Merges and duplicates</h2><ul>", *items, "</ul></section>"]
+
+
+def next_steps(summary: dict[str, Any]) -> list[str]:
+    """What to do about the rows not ok (as report.md's "Next steps", shorter)."""
+    t = summary.get("totals", {})
+    if not t.get("rows_not_ok"):
+        return []
+    rejected = sum(int(s.get("rejected_values") or 0) for s in summary["steps"])
+    items = [
+        "every row not ok, with its own message (<code>_error</code>), is in "
+        '<a href="failures.csv">failures.csv</a>'
+    ]
+    if t.get("rows_invalid"):
+        items.append(
+            "invalid rows: fix the source or the mapping (the reasons and value maps above)"
+        )
+    if t.get("rows_merged") or t.get("merged"):
+        items.append(
+            "merged rows: make them differ from the row named in <code>_error</code>, "
+            "or declare <code>merges: expected</code> in the mapping"
+        )
+    if rejected:
+        items.append(
+            f"{rejected} failed row(s) have a value the service rejected: fix it, then "
+            "run again (a retry without a fix fails the same way)"
+        )
+    if t.get("in_doubt"):
+        items.append("in-doubt rows may have been applied: check them in the target first")
+    if int(t.get("failed") or 0) - rejected > 0 or t.get("in_doubt"):
+        where = e(summary.get("report_dir") or "<this directory>")
+        items.append(
+            f"resend the other failed and in-doubt rows: <code>recordsync retry {where}</code>"
+        )
+    return [
+        "<section><h2>Next steps</h2><ul>",
+        *(f"<li>{i}</li>" for i in items),
+        "</ul></section>",
+    ]
