@@ -329,8 +329,8 @@ class StepRunner:
     def _clearable(self, newest: _Chunk) -> list[_Chunk]:
         """The journaled chunks not yet cleared to be sent (``newest`` last) that may be
         cleared now: in order, each one whose journaled chunk before it was written (its
-        ``sent`` is set) or that has none. So at most two chunks are cleared and not
-        acknowledged, and a resume holds in doubt only those (docs/state.md)."""
+        ``sent`` is set) or that has none. So at most one cleared chunk waits unwritten, and
+        a resume holds in doubt only chunks that were written but for that one."""
         out: list[_Chunk] = []
         before_written = True
         for c in (*self._queue, newest):
