@@ -37,7 +37,8 @@ from recordsync.prepare_merges import MergeScan, scan_merges
 from recordsync.prepare_salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
-from recordsync.read.paths import check_source_file, source_path
+from recordsync.read.paths import check_source_file, is_remote, source_path
+from recordsync.read.sql import null_keys
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.keys import NORMALIZERS, cell_text
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
@@ -80,7 +81,7 @@ def _rows_of(
     # ``salvage.hides``, :mod:`recordsync.read.swallow`)
     src = mapper.mapping.source
     mirror = mapper.mapping.mirror_deletes.enabled
-    hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror else {}
+    hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror and src.kind == "csv" else {}
     for part in _slices(sb, slice_rows or len(sb.rows)):
         with gcb.building():
             rows = _build_rows(part, mapper, dups, fidx, policy, max_request_bytes, merges)
@@ -139,6 +140,9 @@ def _build_rows(
     too_large = oversized(sb.batch, mb.payloads, max_request_bytes)
     if too_large:  # fails alone, as invalid (validate/entry_size.py)
         mb.errors = [too_large.get(i, e) if e is None else e for i, e in enumerate(mb.errors)]
+    if mapper.mapping.source.query is not None:  # a query row without its key is invalid
+        no_key = null_keys(sb.batch, mapper.mapping.source)
+        mb.errors = [no_key.get(i, e) if e is None else e for i, e in enumerate(mb.errors)]
     rows = sb.rows.tolist()
     origin = BatchValues(sb.batch, sb.rows)
     dup_of: dict[int, str] = {}
@@ -231,7 +235,7 @@ def _near_miss(column: str, header: list[str]) -> str | None:
 def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
     """The source's columns, after checking it opens and has every column the mapping uses."""
     try:
-        if mapping.source.kind == "csv":
+        if mapping.source.kind == "csv" and not is_remote(mapping.source.path):
             check_source_file(source_path(base_dir, mapping.source.path), mapping.source.encoding)
         have = source_columns(mapping.source, base_dir)
     except ConfigError as exc:
@@ -249,14 +253,18 @@ def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
         msg = f"column(s) not in the source's header: {', '.join(map(repr, missing))}"
         near = [n for n in (_near_miss(c, have) for c in missing) if n]
         if near:  # a header that differs only in spaces or case: say so first, never match it
-            fix = "write the column exactly as in the header, or fix the header"
+            fix = "write the column exactly as in the header, or fix the header (or set"
+            fix += " source.header_case: insensitive)"
             msg = f"{'; '.join(near)}: {fix}" + ("" if len(near) == len(missing) else f"; {msg}")
+        from recordsync.validate.column_hints import first_line, missing_lines
+
+        msg += "\n  " + "\n  ".join(missing_lines(mapping, missing, have))
         raise ConfigError(
             msg,
             file=mapping.label,
-            line=mapping_line(mapping, "fields"),
+            line=first_line(mapping, missing),
             key="columns",
-            hint=f"columns of {mapping.source.path}: {', '.join(map(repr, have))}",
+            hint=f"columns of {mapping.source.label}: {', '.join(map(repr, have))}",
         )
     return have
 

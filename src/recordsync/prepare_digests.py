@@ -109,7 +109,8 @@ class _Scan:
                 found = snapshot.match(digests, ok)
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
-            if snapshot is not None and mapping.mirror_deletes.enabled and fast.any():
+            mirror = mapping.mirror_deletes.enabled and mapping.source.kind == "csv"
+            if snapshot is not None and mirror and fast.any():  # quotes hide rows in CSV only
                 hiding = hiding_rows(sb.batch, sb.rows, mapping.source.delimiter)
                 if hiding:  # prepared in full, to stop the step's mirror deletes
                     hidden += ids[np.isin(sb.rows, list(hiding))].tolist()
@@ -372,7 +373,7 @@ def _second_pass(mapping: MappingConfig, base_dir: Path, scan: _Scan) -> Iterato
         yield sb
     if b != len(scan.seen):
         raise SourceError(
-            f"{mapping.source.path}: the source ended early on the second pass over it",
+            f"{mapping.source.label}: the source ended early on the second pass over it",
             file=mapping.label,
             key="source.path",
             hint="run again once the export is complete",

@@ -37,6 +37,15 @@ def test_pipeline_example_loads(tmp_path: Path) -> None:
         (tmp_path / "configs" / f"{name}.yaml").write_text(
             f"object_type: {name}\nsource: {{path: x.csv}}\nname: N\n"
         )
-    (tmp_path / "pipelines" / "nightly.yaml").write_text(BLOCKS[1], encoding="utf-8")
+    (pipeline,) = [b for b in BLOCKS if "\nsteps:" in b]  # the pipeline example
+    (tmp_path / "pipelines" / "nightly.yaml").write_text(pipeline, encoding="utf-8")
     p = load_pipeline(tmp_path / "pipelines" / "nightly.yaml")
     assert [s.step_name for s in p.steps] == ["companies", "contacts", "deals"]
+
+
+def test_query_source_example_loads(tmp_path: Path) -> None:
+    (block,) = [b for b in BLOCKS if b.startswith("source:\n  query:")]
+    path = tmp_path / "m.yaml"
+    path.write_text(f"object_type: contacts\nname: first_name\n{block}", encoding="utf-8")
+    source = load_mapping(path).source
+    assert source.key == ["id"] and source.label == "query:contacts"

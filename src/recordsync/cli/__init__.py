@@ -26,9 +26,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from recordsync.cli import run_cmds, sandbox_cmds, state_cmds, validate_cmds
+    from recordsync.cli import init_cmds, run_cmds, sandbox_cmds, state_cmds, validate_cmds
 
-    for module in (sandbox_cmds, validate_cmds, run_cmds, state_cmds):
+    for module in (sandbox_cmds, validate_cmds, run_cmds, state_cmds, init_cmds):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -15,3 +15,21 @@ state_db_option = click.option(
     default=None,
     help=f"State database [env {STATE_PATH_ENV}; default .recordsync/state.db].",
 )
+
+
+def sandbox_db_for(seed: Path | None) -> Path:
+    """The embedded sandbox's database: the default one, or one per custom seed file (so the
+    records of one seed's object types never appear under another seed's types)."""
+    from recordsync.settings import DEFAULT_SANDBOX_DB
+
+    if seed is None:
+        return DEFAULT_SANDBOX_DB
+    return DEFAULT_SANDBOX_DB.with_name(f"sandbox-{seed.stem}.db")
+
+
+sandbox_seed_option = click.option(
+    "--sandbox-seed",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    help="Seed file (object types, fields, users) of the embedded sandbox; its records go to"
+    " .recordsync/sandbox-<seed name>.db.",
+)

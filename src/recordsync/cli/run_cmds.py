@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from recordsync.cli.options import state_db_option
+from recordsync.cli.options import sandbox_db_for, sandbox_seed_option, state_db_option
 from recordsync.errors import EXIT_OK, ConfigError, RecordsyncError
 
 
@@ -128,6 +128,7 @@ def _announce(quiet: bool) -> Any:
     help="Run even when a step keyed only by the state store's ledger finds its ledger empty"
     " while the target holds records of its type (creates every row again).",
 )
+@sandbox_seed_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def run_command(
     pipeline: Path,
@@ -145,9 +146,12 @@ def run_command(
     allow_mass_deletes: bool,
     durable_state: bool,
     allow_recreate: bool,
+    sandbox_seed: Path | None,
     quiet: bool,
 ) -> None:
     """Run PIPELINE: send every step's rows in chunks and write reports/<run_id>/.
+
+    PIPELINE may also be a mapping file: it runs as a one-step pipeline named after the file.
 
     With the state store (default) only new, changed and previously failed rows are sent, a
     killed run is resumed, and a second run of the same pipeline is refused.
@@ -176,6 +180,8 @@ def run_command(
         allow_mass_deletes=allow_mass_deletes,
         durable_state=durable_state,
         allow_recreate=allow_recreate,
+        sandbox_db=sandbox_db_for(sandbox_seed),
+        sandbox_seed=sandbox_seed,
     )
     progress, ctx = _progress(quiet)
     with ctx:

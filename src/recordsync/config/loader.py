@@ -12,6 +12,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from recordsync.config.idempotency import check_require_key
+from recordsync.config.kind import file_kind, neither_error, one_step_pipeline, refuse_data_file
 from recordsync.config.models import RUNTIME_KEYS, MappingConfig, PipelineConfig
 from recordsync.config.yamlmarks import line_of, load_yaml
 from recordsync.errors import ConfigError
@@ -116,13 +117,24 @@ def load_mapping(path: str | Path) -> MappingConfig:
     mapping._path = p
     mapping._node = node
     check_require_key(mapping, line_of(node, ["require_key"]))
+    if mapping.source.header_case == "insensitive":
+        from recordsync.config.header_case import fold_header
+
+        mapping = fold_header(mapping, line_of(node, ["source", "header_case"]))
     return mapping
 
 
 def load_pipeline(path: str | Path) -> PipelineConfig:
-    """Read a pipeline and every mapping it names (paths relative to the pipeline file)."""
+    """Read a pipeline and every mapping it names (paths relative to the pipeline file).
+
+    A mapping file is read as a one-step pipeline (:mod:`recordsync.config.kind`)."""
     p = Path(path)
+    refuse_data_file(p)
     data, node = load_yaml(p)
+    if file_kind(data) == "mapping":  # a mapping is a one-step pipeline
+        return one_step_pipeline(p, load_mapping(p))
+    if file_kind(data) is None:
+        raise neither_error(p, data)
     pipeline = _validate(PipelineConfig, data, p, node, "pipeline")
     pipeline._path = p
     for i, step in enumerate(pipeline.steps):

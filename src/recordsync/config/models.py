@@ -25,10 +25,25 @@ class Strict(BaseModel):
 
 
 class SourceConfig(Strict):
-    """Where the rows come from. ``path`` is relative to the mapping file's directory."""
+    """Where the rows come from: a file (``path``, relative to the mapping file's directory,
+    or a URI such as ``s3://bucket/key``) or a SQL ``query`` (:mod:`recordsync.read.sql`)."""
 
-    path: str
+    path: str = ""
     format: Literal["csv", "parquet"] | None = None
+    query: str | None = None
+    """A SQL query instead of a file; its rows are read in the order of ``key``."""
+    engine: Literal["duckdb", "postgres"] = "duckdb"
+    database: str | None = None
+    """DuckDB: a database file to open read-only (relative to the mapping's directory)."""
+    dsn_env: str | None = None
+    """PostgreSQL: the environment variable holding the connection string."""
+    dsn: str | None = None
+    """PostgreSQL: a connection string without a password (libpq finds it: PGPASSWORD,
+    ~/.pgpass); one with a password is refused."""
+    key: list[str] | None = None
+    """The column(s) identifying a query's row: required with ``query``."""
+    name: str | None = None
+    """How reports name a query source: ``query:<name>`` (default ``query:<engine>``)."""
     delimiter: str = ","
     quotechar: str | None = '"'
     escapechar: str | None = None
@@ -42,6 +57,9 @@ class SourceConfig(Strict):
     quote?): each line is reported ``invalid`` on its own (docs/mapping.md)."""
     max_quoted_bytes: int = Field(default=64 << 10, ge=1)
     """The same for a quoted field spanning lines of more bytes than this."""
+    header_case: Literal["exact", "insensitive"] = "exact"
+    """``insensitive``: the columns the mapping names match header names that differ only in
+    case and surrounding spaces (CSV; :mod:`recordsync.config.header_case`)."""
 
     @field_validator("delimiter", "quotechar", "escapechar")
     @classmethod
@@ -50,14 +68,39 @@ class SourceConfig(Strict):
             raise ValueError('must be exactly one character (use "\\t" for tab)')
         return v
 
+    @field_validator("key", mode="before")
+    @classmethod
+    def _one_key(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
     @model_validator(mode="after")
     def _columns_without_header(self) -> SourceConfig:
         if not self.header and not self.columns:
             raise ValueError("'columns' is required when 'header' is false")
+        if self.query is None:
+            sql_only = ("database", "dsn_env", "dsn", "key", "name")
+            given = [k for k in sql_only if getattr(self, k) is not None]
+            if "engine" in self.model_fields_set:
+                given.insert(0, "engine")
+            if not self.path:
+                raise ValueError("give 'path' (a file) or 'query' (SQL)")
+            if given:
+                raise ValueError(f"{', '.join(given)}: only for a 'query' source")
+            return self
+        from recordsync.config.sqlsource import check_query_source
+
+        check_query_source(self)
         return self
 
     @property
-    def kind(self) -> Literal["csv", "parquet"]:
+    def label(self) -> str:
+        """How reports and messages name the source: the path, or ``query:<name>``."""
+        return self.path if self.query is None else f"query:{self.name or self.engine}"
+
+    @property
+    def kind(self) -> Literal["csv", "parquet", "sql"]:
+        if self.query is not None:
+            return "sql"
         if self.format is not None:
             return self.format
         return "parquet" if ".parquet" in self.path or self.path.endswith(".pq") else "csv"
@@ -203,6 +246,22 @@ class MappingConfig(Strict):
     @classmethod
     def _one_rule(cls, v: Any) -> Any:
         return [v] if isinstance(v, str | dict) else v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _query_key_is_ledger_key(cls, data: Any) -> Any:
+        """A query source's one-column ``key`` is the ledger key unless one is given: the
+        state store then knows a row by it across runs (docs/mapping.md)."""
+        if not isinstance(data, dict) or "ledger_key" in data:
+            return data
+        source = data.get("source")
+        if not isinstance(source, dict) or source.get("query") is None:
+            return data
+        key = source.get("key")
+        key = [key] if isinstance(key, str) else key
+        if isinstance(key, list) and len(key) == 1 and isinstance(key[0], str):
+            return {**data, "ledger_key": {"column": key[0]}}
+        return data
 
     @model_validator(mode="before")
     @classmethod

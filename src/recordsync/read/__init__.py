@@ -1,4 +1,5 @@
-"""Sources: CSV and Parquet files streamed in record batches with bounded memory.
+"""Sources: CSV and Parquet files (local or on object storage) and SQL queries, streamed in
+record batches with bounded memory.
 
 :func:`iter_source` yields :class:`SourceBatch` es (a pyarrow RecordBatch, the line or row
 number of each row, and the malformed lines found among them — reported, never dropped).
@@ -14,6 +15,7 @@ from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
 from recordsync.read.parquet_reader import iter_parquet, parquet_columns
 from recordsync.read.prefetch import read_ahead
+from recordsync.read.sql import iter_sql, sql_columns
 
 
 def iter_source(
@@ -22,6 +24,8 @@ def iter_source(
     """Stream ``source`` (path relative to ``base_dir``). ``columns`` may narrow a Parquet
     read; CSV always parses every column (line numbering needs every cell). The next batch
     is read in a background thread while the current one is used (:mod:`.prefetch`)."""
+    if source.kind == "sql":
+        return read_ahead(iter_sql(source, base_dir, columns))
     if source.kind == "parquet":
         return read_ahead(iter_parquet(source, base_dir, columns))
     return read_ahead(iter_csv(source, base_dir))
@@ -29,6 +33,8 @@ def iter_source(
 
 def source_columns(source: SourceConfig, base_dir: Path) -> list[str]:
     """The column names of a source, without reading its rows."""
+    if source.kind == "sql":
+        return sql_columns(source, base_dir)
     if source.kind == "parquet":
         return parquet_columns(source, base_dir)
     return read_header(source, base_dir)

@@ -21,7 +21,8 @@ import pyarrow.csv as pcsv
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read.batch import BadLine, SourceBatch, may_contain
-from recordsync.read.paths import source_path
+from recordsync.read.paths import locate
+from recordsync.read.remote import open_stream
 from recordsync.read.swallow import split_swallowed
 from recordsync.read.utf8guard import guard, not_utf8_error
 
@@ -34,7 +35,7 @@ CHECK_BLOCK_SIZE = 4 << 20  # what check_source parses up front (encoding errors
 HEADER_BLOCK_SIZE = 64 << 10  # enough for the header row; parsing a whole block is wasted work
 
 
-def _encoding(name: str, path: Path) -> str:
+def _encoding(name: str, path: Path | str) -> str:
     try:
         canonical = codecs.lookup(name).name
     except LookupError:
@@ -47,7 +48,9 @@ def _encoding(name: str, path: Path) -> str:
     return "utf8" if canonical in ("utf-8", "utf-8-sig") else canonical
 
 
-def _open(path: Path) -> pa.NativeFile:
+def _open(path: Path | str) -> pa.NativeFile:
+    if isinstance(path, str):  # a URI (object storage)
+        return open_stream(path)
     if not path.is_file():
         raise SourceError(
             f"source file not found: {path}",
@@ -62,7 +65,7 @@ def _open(path: Path) -> pa.NativeFile:
 
 def _options(
     src: SourceConfig,
-    path: Path,
+    path: Path | str,
     names: list[str] | None,
     handler: object,
     block_size: int | None = None,
@@ -105,14 +108,16 @@ def read_header(src: SourceConfig, base_dir: Path, *, quick: bool = False) -> li
     Reading the names parses (and so checks) the first block of the file; ``quick`` parses
     a small block first, for callers that read the whole file right after anyway. A block
     checked before (the same bytes, the same settings) is not parsed again."""
-    path = source_path(base_dir, src.path)
+    path = locate(base_dir, src.path)
     if src.columns:
         _open(path).close()
         return list(src.columns)
+    seen: tuple[str, bytes, str] | None = None
     try:
-        with open(path, "rb") as raw:
-            digest = hashlib.sha256(raw.read(CHECK_BLOCK_SIZE + (1 << 16))).digest()
-        seen: tuple[str, bytes, str] | None = (str(path), digest, src.model_dump_json())
+        if isinstance(path, Path):  # a remote file is checked each time
+            with open(path, "rb") as raw:
+                digest = hashlib.sha256(raw.read(CHECK_BLOCK_SIZE + (1 << 16))).digest()
+            seen = (str(path), digest, src.model_dump_json())
     except OSError:  # reported by the parse below, as before
         seen = None
     with _checked_lock:
@@ -128,7 +133,7 @@ def read_header(src: SourceConfig, base_dir: Path, *, quick: bool = False) -> li
     return names
 
 
-def _parse_header(src: SourceConfig, path: Path, quick: bool) -> list[str]:
+def _parse_header(src: SourceConfig, path: Path | str, quick: bool) -> list[str]:
     names: list[str] | None = None
     sizes = (HEADER_BLOCK_SIZE, CHECK_BLOCK_SIZE) if quick else (CHECK_BLOCK_SIZE,)
     for block_size in sizes:
@@ -155,7 +160,7 @@ def _parse_header(src: SourceConfig, path: Path, quick: bool) -> list[str]:
     return names
 
 
-def _read_error(path: Path, exc: Exception, encoding: str, not_utf8: bool) -> SourceError:
+def _read_error(path: Path | str, exc: Exception, encoding: str, not_utf8: bool) -> SourceError:
     """``not_utf8``: pyarrow could not decode a malformed line (see :mod:`.utf8guard`)."""
     text = str(exc)
     if not_utf8 or "UTF8" in text or "utf-8" in text.lower():
@@ -171,7 +176,7 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
 
     A row longer than a block makes pyarrow fail ("straddling object"); the file is then
     parsed again with blocks 4x larger, delivering only the rows not delivered yet."""
-    path = source_path(base_dir, src.path)
+    path = locate(base_dir, src.path)
     names = read_header(src, base_dir, quick=True)
     block = BLOCK_SIZE
     delivered = 0  # last line number delivered (line numbers grow through rows and bad lines)
@@ -233,7 +238,7 @@ def _last_line(sb: SourceBatch) -> int:
 
 
 def _iter_blocks(
-    src: SourceConfig, path: Path, names: list[str], block_size: int
+    src: SourceConfig, path: Path | str, names: list[str], block_size: int
 ) -> Iterator[SourceBatch]:
     """One SourceBatch per parsed block (ArrowException on a parse failure)."""
     invalid: list[tuple[int, str, str]] = []
@@ -259,7 +264,7 @@ class _NotUtf8(Exception):
 
 def _parse_blocks(
     src: SourceConfig,
-    path: Path,
+    path: Path | str,
     options: tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions],
     invalid: list[tuple[int, str, str]],
 ) -> Iterator[SourceBatch]:

@@ -1,4 +1,5 @@
-"""Stream Parquet sources (a file, a directory of files, or a glob) in record batches."""
+"""Stream Parquet sources (a file, a directory of files, or a glob; local or on object
+storage) in record batches."""
 
 from __future__ import annotations
 
@@ -13,11 +14,22 @@ import pyarrow.parquet as pq
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read.batch import SourceBatch
-from recordsync.read.paths import source_path
+from recordsync.read.paths import is_remote, source_path
+from recordsync.read.remote import list_files, open_file
 
 
-def parquet_files(src: SourceConfig, base_dir: Path) -> list[Path]:
-    """The files a Parquet source names, sorted; SourceError when there are none."""
+def parquet_files(src: SourceConfig, base_dir: Path) -> list[Path | str]:
+    """The files a Parquet source names, sorted; SourceError when there are none. Files on
+    object storage (:mod:`.remote`) are URIs."""
+    if is_remote(src.path):
+        listed = list_files(src.path, ".parquet")
+        if listed == []:
+            raise SourceError(
+                f"no Parquet files match {src.path}",
+                key="source.path",
+                hint="check the prefix or glob pattern",
+            )
+        return [src.path] if listed is None else list(listed)
     target = source_path(base_dir, src.path)
     if any(ch in src.path for ch in "*?["):
         files = sorted(Path(p) for p in glob.glob(str(target), recursive=True))
@@ -38,11 +50,13 @@ def parquet_files(src: SourceConfig, base_dir: Path) -> list[Path]:
             key="source.path",
             hint="check the directory or glob pattern",
         )
-    return files
+    return list(files)
 
 
-def _open(path: Path) -> pq.ParquetFile:
+def _open(path: Path | str) -> pq.ParquetFile:
     try:
+        if isinstance(path, str):
+            return pq.ParquetFile(open_file(path))
         return pq.ParquetFile(str(path))
     except (OSError, pa.ArrowException) as exc:
         raise SourceError(

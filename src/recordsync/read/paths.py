@@ -3,7 +3,26 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
+
+
+def is_remote(path: str) -> bool:
+    """True for a URI of a filesystem other than the local one (``s3://bucket/key``,
+    ``gs://...``, ``memory://...``); ``file://`` and plain paths are local."""
+    found = _SCHEME.match(path)
+    return found is not None and found.group(1).lower() != "file"
+
+
+def locate(base_dir: Path, path: str) -> Path | str:
+    """A remote URI as it is (:mod:`.remote` opens it), else :func:`source_path`."""
+    if is_remote(path):
+        return path
+    if path.lower().startswith("file://"):
+        path = path[len("file://") :]
+    return source_path(base_dir, path)
 
 
 def source_path(base_dir: Path, path: str) -> Path:

@@ -82,7 +82,7 @@ def first_bad_line(stream: pa.NativeFile) -> int | None:
             return None
 
 
-def not_utf8_error(path: Path, stream: pa.NativeFile, encoding: str) -> SourceError:
+def not_utf8_error(path: Path | str, stream: pa.NativeFile, encoding: str) -> SourceError:
     """The encoding-hint error for ``path``, naming its first line that is not UTF-8."""
     line = first_bad_line(stream)
     return SourceError(

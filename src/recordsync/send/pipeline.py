@@ -51,6 +51,8 @@ class RunRequest:
     max_failure_rate: float | None = None
     max_creates: int | None = None
     sandbox_db: Path = DEFAULT_SANDBOX_DB
+    sandbox_seed: Path | None = None
+    """The embedded sandbox's seed file (schema and users); None: the default seed."""
     env: Mapping[str, str] | None = None
     retry: RetryPolicy | None = None
     state: bool = True
@@ -301,7 +303,9 @@ def run_pipeline(
         env=request.env,
         profiles_path=profiles_path(request),
     )
-    with open_target(choice, env=request.env, sandbox_db=request.sandbox_db) as opened:
+    with open_target(
+        choice, env=request.env, sandbox_db=request.sandbox_db, seed=request.sandbox_seed
+    ) as opened:
         if on_target is not None:
             on_target(opened)
         return go(opened)

@@ -31,6 +31,9 @@ def state_name_of(arg: str) -> str:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, yaml.YAMLError):
             data = None
+        mapping = isinstance(data, dict) and "object_type" in data and "steps" not in data
+        if mapping:  # a mapping run as a one-step pipeline: its `name:` is the record name
+            data = None
         if isinstance(data, dict) and isinstance(data.get("name"), str) and data["name"]:
             name = data["name"]
     return state_name(name, path)

@@ -84,7 +84,7 @@ def check_ref_by(pipeline: Any, cfg: MappingConfig, fname: str, ref: RefSpec) ->
             file=cfg.label,
             line=line,
             key=f"fields.{fname}.ref.by",
-            hint=f"columns of {target.config.source.path}: {', '.join(map(repr, have))}",
+            hint=f"columns of {target.config.source.label}: {', '.join(map(repr, have))}",
         )
 
 

@@ -46,15 +46,27 @@ def check_mapping(mapping: MappingConfig, schema: Schema) -> ObjectType:
             + ", ".join(schema.slugs),
         )
     names = sorted(otype.fields)
-    for fname in mapping.fields:
-        if otype.field(fname) is None:
-            raise ConfigError(
-                f"unknown field '{fname}' on {otype.slug}",
-                file=file,
-                line=mapping_line(mapping, "fields", fname),
-                key=f"fields.{fname}",
-                hint=f"{_close(fname, names)}fields of {otype.slug}: {', '.join(names)}",
+    unknown = [f for f in mapping.fields if otype.field(f) is None]
+    if unknown:  # every one of them at once, each with its line and closest name
+        fname = unknown[0]
+        msg = f"unknown field '{fname}' on {otype.slug}"
+        if len(unknown) > 1:
+            each = [
+                f"{file}:{mapping_line(mapping, 'fields', f)} [fields.{f}]: unknown field '{f}'"
+                + (f" ({_close(f, names).strip()})" if _close(f, names) else "")
+                for f in unknown
+            ]
+            msg = f"{len(unknown)} unknown fields on {otype.slug}: " + ", ".join(
+                repr(f) for f in unknown
             )
+            msg += "\n  " + "\n  ".join(each)
+        raise ConfigError(
+            msg,
+            file=file,
+            line=mapping_line(mapping, "fields", fname),
+            key=f"fields.{fname}",
+            hint=f"{_close(fname, names)}fields of {otype.slug}: {', '.join(names)}",
+        )
     for fname, spec in mapping.fields.items():
         fdef = otype.field(fname)
         assert fdef is not None

@@ -14,7 +14,7 @@ from typing import Any
 
 from recordsync.config.models import PipelineConfig, StepConfig
 from recordsync.errors import ConfigError
-from recordsync.read.paths import source_path
+from recordsync.read.paths import locate
 from recordsync.validate.schema import Schema
 
 
@@ -48,7 +48,8 @@ def check_step(
     from recordsync.prepare import check_source, prepare_step
 
     m = step.config
-    source = str(source_path(step.base_dir, m.source.path))
+    src = m.source
+    source = str(locate(step.base_dir, src.path)) if src.query is None else src.label
     rep = StepReport(step.step_name, m.label, m.object_type, source)
     try:
         rep.columns = len(check_source(m, step.base_dir))
@@ -61,8 +62,30 @@ def check_step(
                     if len(rep.first_problems) < show:
                         rep.first_problems.append(_problem(row.source.source_row, row.error))
     except ConfigError as exc:
-        rep.error = exc
+        rep.error = _with_schema_problems(exc, step, schema)
     return rep
+
+
+def _with_schema_problems(
+    exc: ConfigError, step: StepConfig, schema: Schema | None
+) -> ConfigError:
+    """A missing-columns error, with the mapping's schema problems (unknown fields, ...) in
+    the same message: every unknown column and field in one pass."""
+    if schema is None or exc.key != "columns":
+        return exc
+    from recordsync.validate.config_check import check_mapping
+
+    try:
+        check_mapping(step.config, schema)
+    except ConfigError as also:
+        return ConfigError(
+            f"{exc.detail}\n  also: " + str(also).replace("\n  hint: ", " (") + ")",
+            file=exc.file,
+            line=exc.line,
+            key=exc.key,
+            hint=exc.hint,
+        )
+    return exc
 
 
 def _problem(source_row: int, error: str) -> str:

@@ -1,0 +1,1 @@
+"""Infer a mapping from a source file and a schema (``recordsync init`` and ``import``)."""

@@ -1,0 +1,194 @@
+"""Query sources: the rows of a SQL query, streamed as Arrow record batches.
+
+DuckDB (embedded, the default engine) runs the query in-process over local files or a DuckDB
+database file, and hands its result over as an Arrow stream. PostgreSQL is read through a
+psycopg 3 server-side cursor, ``batch_size`` rows at a time, turned into Arrow columns typed
+from the result's column types (:mod:`.sql_pg`). Either way memory holds about one batch.
+
+The query is wrapped as ``SELECT <columns> FROM (<query>) ORDER BY <key>``: every pass over
+the source (the duplicate scan, then the rows) sees the rows in the same order, so a row's
+number (``source_row``, 1-based in key order) names the same row in each pass and in the
+report, and the key columns identify it across runs.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from recordsync.config.models import SourceConfig
+from recordsync.errors import SourceError
+from recordsync.read.batch import SourceBatch
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a double-quoted SQL identifier (DuckDB and PostgreSQL alike)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def wrapped_query(src: SourceConfig, columns: list[str] | None, *, limit0: bool = False) -> str:
+    """The source's query narrowed to ``columns`` (all when None) and ordered by its key."""
+    assert src.query is not None and src.key
+    body = src.query.strip().rstrip(";")
+    cols = "*" if columns is None else ", ".join(quote_ident(c) for c in columns) or "*"
+    order = ", ".join(f"q.{quote_ident(k)}" for k in src.key)
+    if limit0:
+        return f"SELECT * FROM (\n{body}\n) AS q LIMIT 0"
+    return f"SELECT {cols} FROM (\n{body}\n) AS q ORDER BY {order}"
+
+
+def null_keys(batch: pa.RecordBatch, src: SourceConfig) -> dict[int, str]:
+    """``{batch row: error}`` for the rows whose key is null (or, for text, empty): such a
+    row cannot be told apart across runs, so it is ``invalid`` rather than sent."""
+    names = batch.schema.names
+    out: dict[int, str] = {}
+    for k in src.key or []:
+        if k not in names:
+            continue
+        col = batch.column(names.index(k))
+        bad = pc.is_null(col)
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            bad = pc.or_(bad, pc.equal(pc.utf8_length(pc.utf8_trim_whitespace(col)), 0))
+        for i in np.flatnonzero(bad.fill_null(True).to_numpy(zero_copy_only=False)).tolist():
+            out.setdefault(
+                i,
+                f"key column {k!r} is empty: a row of {src.label} needs its key (source.key)"
+                " to be told apart across runs; fix the query or the data",
+            )
+    return out
+
+
+def _missing_extra(engine: str, package: str, extra: str) -> SourceError:
+    return SourceError(
+        f"source.engine {engine} needs the Python package {package!r}, which is not installed",
+        key="source.engine",
+        hint=f"pip install 'recordsync[{extra}]'",
+    )
+
+
+DUCKDB_MEMORY = "256MB"
+"""DuckDB's working memory for a query source (mostly the sort of the result by key); what
+does not fit spills to a temporary directory, so a large query keeps recordsync's memory
+bounded (DuckDB's default is 80% of the machine's RAM)."""
+
+
+def _duckdb_connect(src: SourceConfig, base_dir: Path, spill: str | None = None) -> Any:
+    try:
+        import duckdb
+    except ImportError:
+        raise _missing_extra("duckdb", "duckdb", "duckdb") from None
+    try:
+        if src.database is None:
+            con = duckdb.connect(":memory:")
+        else:
+            db = Path(src.database)
+            db = db if db.is_absolute() else base_dir / db
+            if not db.is_file():
+                raise SourceError(
+                    f"DuckDB database not found: {db}",
+                    key="source.database",
+                    hint="check source.database (relative to the mapping file's directory)",
+                )
+            con = duckdb.connect(str(db), read_only=True)
+        # files named in the query are found relative to the mapping file's directory
+        search = str(base_dir.resolve()).replace("'", "''")
+        con.execute(f"SET file_search_path = '{search}'")
+        con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
+        if spill is not None:
+            con.execute("SET temp_directory = '" + spill.replace("'", "''") + "'")
+    except duckdb.Error as exc:
+        raise SourceError(f"cannot open DuckDB: {exc}", key="source.database") from None
+    return con
+
+
+def _duckdb_error(src: SourceConfig, exc: Exception) -> SourceError:
+    return SourceError(
+        f"{src.label}: the DuckDB query failed: {exc}",
+        key="source.query",
+        hint="check the query (files are found relative to the mapping file's directory)"
+        " and that it returns the key column(s) " + ", ".join(map(repr, src.key or [])),
+    )
+
+
+def _duckdb_columns(src: SourceConfig, base_dir: Path) -> list[str]:
+    con = _duckdb_connect(src, base_dir)  # first: it names the extra when duckdb is missing
+    import duckdb
+
+    try:
+        return list(con.sql(wrapped_query(src, None, limit0=True)).columns)
+    except duckdb.Error as exc:
+        raise _duckdb_error(src, exc) from None
+    finally:
+        con.close()
+
+
+def _duckdb_batches(
+    src: SourceConfig, base_dir: Path, columns: list[str] | None
+) -> Iterator[pa.RecordBatch]:
+    with tempfile.TemporaryDirectory(prefix="recordsync-duckdb-") as spill:
+        con = _duckdb_connect(src, base_dir, spill)
+        import duckdb
+        try:
+            try:
+                rel = con.sql(wrapped_query(src, columns))
+                stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
+                yield from stream(src.batch_size)  # to_arrow_reader: DuckDB 1.4 and later
+            except duckdb.Error as exc:
+                raise _duckdb_error(src, exc) from None
+        finally:
+            con.close()
+
+
+def sql_columns(src: SourceConfig, base_dir: Path) -> list[str]:
+    """The query's column names (it is run with ``LIMIT 0``); SourceError when it fails or
+    lacks a key column."""
+    if src.engine == "postgres":
+        from recordsync.read.sql_pg import pg_columns
+
+        names = pg_columns(src)
+    else:
+        names = _duckdb_columns(src, base_dir)
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SourceError(
+            f"{src.label}: the query returns duplicate column names: {', '.join(dup)}",
+            key="source.query",
+            hint="give each column its own name (AS ...)",
+        )
+    missing = [k for k in src.key or [] if k not in names]
+    if missing:
+        raise SourceError(
+            f"{src.label}: key column(s) {', '.join(map(repr, missing))} not in the query's"
+            f" columns ({', '.join(map(repr, names))})",
+            key="source.key",
+            hint="select the key column(s) in the query, or fix source.key",
+        )
+    return names
+
+
+def iter_sql(
+    src: SourceConfig, base_dir: Path, columns: list[str] | None = None
+) -> Iterator[SourceBatch]:
+    """Yield the query's rows in key order, numbered 1, 2, ... (``source_row``)."""
+    if columns is not None:  # the key orders the rows: read it too
+        columns = list(dict.fromkeys([*columns, *(src.key or [])]))
+    if src.engine == "postgres":
+        from recordsync.read.sql_pg import pg_batches
+
+        batches = pg_batches(src, columns)
+    else:
+        batches = _duckdb_batches(src, base_dir, columns)
+    label = src.label
+    start = 1
+    for batch in batches:
+        n = batch.num_rows
+        if n == 0:
+            continue
+        yield SourceBatch(label, batch, np.arange(start, start + n, dtype=np.int64))
+        start += n

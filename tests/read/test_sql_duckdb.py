@@ -1,0 +1,123 @@
+"""DuckDB query sources: rows in key order, numbered 1.., in batches of batch_size."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recordsync.config.models import SourceConfig
+from recordsync.errors import SourceError
+from recordsync.read import iter_source, source_columns
+
+
+def _people(base: Path, n: int = 10) -> None:
+    ids = list(range(n, 0, -1))  # stored in reverse: the key orders them
+    names, emails = [f"P{i}" for i in ids], [f"p{i}@x.org" for i in ids]
+    pq.write_table(pa.table({"id": ids, "name": names, "email": emails}), base / "people.parquet")
+
+
+def _src(**kw: object) -> SourceConfig:
+    return SourceConfig.model_validate({"key": "id", **kw})
+
+
+def test_a_query_over_a_local_file_streams_in_key_order(tmp_path: Path) -> None:
+    _people(tmp_path)
+    src = _src(query="SELECT id, name, email FROM 'people.parquet' WHERE id > 2", batch_size=3)
+    batches = list(iter_source(src, tmp_path))
+    assert [b.batch.num_rows for b in batches] == [3, 3, 2]
+    assert all(b.file == "query:duckdb" for b in batches)
+    ids = [i for b in batches for i in b.batch.column("id").to_pylist()]
+    rows = [int(r) for b in batches for r in b.rows]
+    assert ids == list(range(3, 11)) and rows == list(range(1, 9))
+    assert source_columns(src, tmp_path) == ["id", "name", "email"]
+
+
+def test_narrowed_columns_still_read_the_key(tmp_path: Path) -> None:
+    _people(tmp_path)
+    src = _src(query="SELECT * FROM read_parquet('people.parquet')", batch_size=4)
+    batches = list(iter_source(src, tmp_path, ["email"]))
+    assert batches[0].batch.schema.names == ["email", "id"]
+    assert batches[0].batch.column("email").to_pylist()[0] == "p1@x.org"
+
+
+def test_a_composite_key_orders_by_each_column(tmp_path: Path) -> None:
+    src = _src(
+        query="SELECT * FROM (VALUES (2, 'b'), (1, 'z'), (2, 'a'), (1, 'y')) t(k1, k2)",
+        key=["k1", "k2"],
+    )
+    (sb,) = list(iter_source(src, tmp_path))
+    assert sb.batch.to_pylist() == [
+        {"k1": 1, "k2": "y"}, {"k1": 1, "k2": "z"}, {"k1": 2, "k2": "a"}, {"k1": 2, "k2": "b"}
+    ]
+
+
+def test_a_duckdb_database_file_is_opened_read_only(tmp_path: Path) -> None:
+    db = tmp_path / "crm.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute("CREATE TABLE people AS SELECT range AS id, 'P' || range AS name FROM range(5)")
+    con.close()
+    src = _src(query="SELECT * FROM people", database="crm.duckdb", name="crm")
+    (sb,) = list(iter_source(src, tmp_path))
+    assert sb.file == "query:crm" and sb.batch.num_rows == 5
+    bad = _src(query="DELETE FROM people RETURNING id", database="crm.duckdb")
+    with pytest.raises(SourceError, match="the DuckDB query failed"):
+        list(iter_source(bad, tmp_path))
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*) FROM people").fetchone() == (5,)
+    con.close()
+
+
+def test_a_missing_key_column_a_bad_query_and_a_missing_database_name_the_option(
+    tmp_path: Path,
+) -> None:
+    _people(tmp_path)
+    with pytest.raises(SourceError, match=r"key column\(s\) 'id' not in") as info:
+        source_columns(_src(query="SELECT name FROM 'people.parquet'"), tmp_path)
+    assert info.value.key == "source.key"
+    with pytest.raises(SourceError, match="the DuckDB query failed") as info:
+        source_columns(_src(query="SELECT * FROM 'nowhere.parquet'"), tmp_path)
+    assert info.value.key == "source.query"
+    with pytest.raises(SourceError, match="DuckDB database not found") as info:
+        source_columns(_src(query="SELECT 1 AS id", database="none.duckdb"), tmp_path)
+    assert info.value.key == "source.database"
+
+
+@pytest.mark.parametrize(("engine", "module", "extra"), [("duckdb", "duckdb", "duckdb"),
+                                                        ("postgres", "psycopg", "postgres")])
+def test_a_missing_engine_package_names_the_extra(
+    engine: str, module: str, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
+    monkeypatch.setenv("SOME_DSN", "postgresql://app@db/crm")
+    more = {"engine": "postgres", "dsn_env": "SOME_DSN"} if engine == "postgres" else {}
+    with pytest.raises(SourceError, match=f"needs the Python package '{module}'") as info:
+        source_columns(_src(query="SELECT 1 AS id", **more), tmp_path)
+    assert info.value.hint == f"pip install 'recordsync[{extra}]'"
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.dictionaries(st.integers(-(2**40), 2**40), st.text(max_size=12) | st.none(), max_size=40),
+    st.integers(1, 7),
+)
+def test_a_query_gives_back_every_row_in_key_order(
+    tmp_path: Path, rows: dict[int, str | None], batch_size: int
+) -> None:
+    schema = pa.schema([("id", pa.int64()), ("text", pa.string())])
+    table = pa.table({"id": list(rows), "text": list(rows.values())}, schema=schema)
+    pq.write_table(table, tmp_path / "t.parquet")
+    src = _src(query="SELECT * FROM 't.parquet'", batch_size=batch_size)
+    batches = list(iter_source(src, tmp_path))
+    assert all(0 < b.batch.num_rows <= batch_size for b in batches)
+    got = [r for b in batches for r in b.batch.to_pylist()]
+    assert got == [{"id": k, "text": rows[k]} for k in sorted(rows)]
+    assert [int(n) for b in batches for n in b.rows] == list(range(1, len(rows) + 1))
