@@ -209,3 +209,21 @@ def test_outcomes_for_finds_rows_in_any_chunk_also_acknowledged_later(store: Sta
     j.ack_chunk("r1", "s", 4, _created(_rows(40, 2)))
     assert j.outcomes_for("r1", "s", [40, 41])[41].record_id == 1041
     assert j.outcomes_for("r1", "other", [10]) == {}
+
+
+def test_a_chunk_never_cleared_to_be_sent_is_retried_not_held(store: StateStore) -> None:
+    """A queued chunk (journaled, never cleared: its request was never written) comes back
+    as ``retry`` after a kill, even for rows that are not safe to resend; a cleared one may
+    have been written, so its unsafe rows are held in doubt."""
+    j = Journal(store, "p")
+    j.start_run("r1")
+    j.begin_chunk("r1", "deals", 1, 2, _rows(2, 2, safe=False), cleared=False)
+    j.begin_chunk("r1", "deals", 2, 4, _rows(4, 2, safe=False), cleared=False)
+    j.begin_chunk("r1", "deals", 3, 6, _rows(6, 2, safe=False), cleared=False)
+    j.clear_chunks("r1", "deals", [1])
+    assert [c.maybe_written for c in j.pending_chunks("r1")] == [True, False, False]
+    held = j.settle_in_flight("r1")
+    assert sorted(o.source_row for o in held) == [2, 3]
+    retried = {o.source_row for o in j._journaled("r1") if o.status == "retry"}
+    assert retried == {4, 5, 6, 7}
+    assert j.pending_chunks("r1") == []

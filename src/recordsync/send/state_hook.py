@@ -271,7 +271,14 @@ class StateHook:
             rows[0].source.source_row if rows else None,
             journal_rows,
             mapping=plan.name,
+            cleared=False,  # queued: the runner clears it before its request is written
         )
+
+    def clear(self, plan: StepPlan, chunk_nos: list[int]) -> None:
+        """Clear begun chunks to be sent (:meth:`Journal.clear_chunks`); in the caller's
+        transaction when there is one."""
+        offset = self._offset.get(plan.name, 0)
+        self.journal.clear_chunks(self.run_id, plan.name, [n + offset for n in chunk_nos])
 
     def ack(
         self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow], results: list[EntryResult]

@@ -152,6 +152,7 @@ class StepRunner:
             raise
         finally:
             self._stopped = True  # whatever is still queued (an unexpected error) stays unsent
+            self._wake_all()
             self._queue.clear()
             self._loose = []
             self._flush_ack()
@@ -239,16 +240,22 @@ class StepRunner:
         if sending and self.hook is not None and self._plan is not None:
             chunk.chunk_no = tally.chunks + 1  # the chunks queued before it are counted
             pending = self._to_ack
+            gated = getattr(self.hook, "clear", None) is not None
             try:
                 with self.hook.atomic():  # one commit: the last answer's and this chunk's
                     self._flush_ack()
                     self.hook.begin(self._plan, chunk.chunk_no, chunk.to_send)
+                    cleared = self._clear(self._clearable(chunk)) if gated else [chunk]
             except BaseException:
                 if pending is not None:  # rolled back with the begin: acknowledged later
                     self._to_ack = pending
                 while self._queue:
                     self._settle_oldest(tally)
                 raise
+            for c in cleared:
+                c.cleared.set()
+        else:
+            chunk.cleared.set()  # not journaled: nothing to clear
         if chunk.to_send and buffer:
             tally.chunks += 1
             tally.sent += len(chunk.to_send)
@@ -270,10 +277,14 @@ class StepRunner:
     def _settle_oldest(self, tally: StepTally) -> None:
         """Collect the oldest queued chunk (raise a stop after reporting it), let the worker
         put the next one on the wire, then report the collected chunk. Its acknowledgement
-        is committed with the next chunk's begin (or on its own, whichever comes first)."""
+        is committed with the next chunk's begin (or on its own, whichever comes first).
+        A chunk not yet cleared to be sent is cleared before it is waited for."""
+        self._ensure_cleared(self._queue[0])
         chunk = self._queue.popleft()
         settled = self._collect(tally, chunk)
         following = next((c for c in self._queue if c.future is not None), None)
+        if following is not None:
+            self._ensure_cleared(following)
         if following is not None and self._traced is not False:
             # Let the worker put that chunk on the wire before the work below competes with
             # it for the interpreter lock: that work then overlaps the service's time only.
@@ -287,6 +298,7 @@ class StepRunner:
         """On the worker thread: send one chunk unless an earlier one stopped the step, then
         check the breakers (a trip stops the chunks queued behind this one)."""
         try:
+            chunk.cleared.wait()  # journaled as cleared to be sent, or the step stopped
             if self._stopped:
                 raise _NotSent
             try:
@@ -314,6 +326,54 @@ class StepRunner:
             return report, tripped
         return report, None
 
+    def _clearable(self, newest: _Chunk) -> list[_Chunk]:
+        """The journaled chunks not yet cleared to be sent (``newest`` last) that may be
+        cleared now: in order, each one whose journaled chunk before it was written (its
+        ``sent`` is set) or that has none. So at most one cleared chunk waits unwritten, and
+        a resume holds in doubt only chunks that were written but for that one."""
+        out: list[_Chunk] = []
+        before_written = True
+        for c in (*self._queue, newest):
+            if not c.chunk_no:
+                continue
+            if not c.cleared.is_set():
+                if not before_written:
+                    break
+                out.append(c)
+            before_written = c.sent.is_set()
+        return out
+
+    def _clear(self, chunks: list[_Chunk]) -> list[_Chunk]:
+        """Journal ``chunks`` as cleared to be sent (in the caller's transaction, if any);
+        their ``cleared`` events are set by the caller once that has committed."""
+        if chunks and self.hook is not None and self._plan is not None:
+            self.hook.clear(self._plan, [c.chunk_no for c in chunks])  # type: ignore[attr-defined]
+        return chunks
+
+    def _ensure_cleared(self, target: _Chunk) -> None:
+        """Before waiting for ``target`` to be sent: clear it and the uncleared chunks queued
+        before it, in one commit with the acknowledgement pending (if any)."""
+        if target.cleared.is_set() or self.hook is None:
+            return
+        chunks: list[_Chunk] = []
+        for c in self._queue:
+            if c.chunk_no and not c.cleared.is_set():
+                chunks.append(c)
+            if c is target:
+                break
+        with self.hook.atomic():
+            self._flush_ack()
+            self._clear(chunks)
+        for c in chunks:
+            c.cleared.set()
+        target.cleared.set()
+
+    def _wake_all(self) -> None:
+        """The step stopped (``_stopped`` is set): a worker waiting for a chunk to be
+        cleared wakes and sends nothing."""
+        for c in self._queue:
+            c.cleared.set()
+
     def _on_sent(self, chunk: _Chunk) -> Callable[[], None]:
         def sent() -> None:
             self._traced = True
@@ -327,6 +387,7 @@ class StepRunner:
         sent after all (a stop raised on this side while the worker had taken it) is settled:
         its outcome is reported and acknowledged. Then the rows read but not yet queued."""
         self._stopped = True  # a stop raised on this side: queued chunks must not go either
+        self._wake_all()
         while self._queue:
             chunk = self._queue.popleft()
             if chunk.future is not None:
@@ -449,6 +510,9 @@ class _Chunk:
     """The first try's request, built ahead (None: the sender builds it)."""
     sent: threading.Event = field(default_factory=threading.Event)
     """Set when the chunk's request is written, or its sending ended (or never began)."""
+    cleared: threading.Event = field(default_factory=threading.Event)
+    """Set once the journal holds the chunk as cleared to be sent (or it is not journaled,
+    or the step stopped): the worker writes no request of it before."""
 
 
 def _encoded(rows: list[PreparedRow]) -> bytes | None:

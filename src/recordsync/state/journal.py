@@ -16,6 +16,11 @@ Storage (state schema version 3): one ``chunk_log`` record a chunk, its rows as 
 it is begun and its outcomes as JSON when it is acknowledged: one insert and one update a
 chunk, not one a row.
 
+Chunk states: ``queued`` (journaled; its request must not be written yet), ``begun`` (cleared
+to be sent: it may be on the wire), ``acked``, ``settled``. The runner clears a chunk only
+once the chunk before it was written (:meth:`Journal.clear_chunks`, in the commit of the next
+begin), so a resume holds in doubt only chunks that may really have been sent.
+
 Row states in the journal: ``pending`` (begun, no answer yet), ``created`` / ``updated`` /
 ``failed`` / ``in_doubt`` (final), ``retry`` (was in flight, safe to resend: a later chunk
 of the resumed run carries its final outcome).
@@ -32,8 +37,10 @@ import orjson
 from recordsync.errors import AccountingError, RecordsyncError
 from recordsync.state.journal_fold import LedgerFold
 from recordsync.state.journal_read import (
+    BEGUN,
     FINAL_STATUSES,
     PENDING,
+    QUEUED,
     RETRY,
     ChunkResult,
     JournalRow,
@@ -64,8 +71,10 @@ _Journaled = dict[int, tuple[str | None, str | None]]
 """source row → (source key, input hash) of a begun chunk."""
 
 __all__ = [
+    "BEGUN",
     "FINAL_STATUSES",
     "PENDING",
+    "QUEUED",
     "RETRY",
     "ChunkResult",
     "Journal",
@@ -160,9 +169,12 @@ class Journal(LedgerFold):
         rows: Sequence[JournalRow | tuple[int, str | None, str | None]],
         *,
         mapping: str | None = None,
+        cleared: bool = True,
     ) -> None:
         """Journal a chunk before it is sent (committed and, with a durable store, fsynced).
-        ``mapping`` (default: ``step``) is the ledger the acknowledgement updates."""
+        ``mapping`` (default: ``step``) is the ledger the acknowledgement updates.
+        ``cleared=False`` journals it ``queued``: not to be sent until :meth:`clear_chunks`
+        has committed it ``begun``, so that a resume knows it was never written."""
         journal_rows = [r if type(r) is JournalRow else JournalRow(*r) for r in rows]
         numbers = [r.source_row for r in journal_rows]
         if run_id not in self._running:
@@ -181,7 +193,7 @@ class Journal(LedgerFold):
             with self.store.transaction() as conn:
                 conn.execute(
                     "INSERT INTO chunks (run_id, step, chunk_no, mapping, first_source_row,"
-                    " row_count, state, begun_at) VALUES (?, ?, ?, ?, ?, ?, 'begun', ?)",
+                    " row_count, state, begun_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         run_id,
                         step,
@@ -189,6 +201,7 @@ class Journal(LedgerFold):
                         mapping or step,
                         first_source_row,
                         len(journal_rows),
+                        BEGUN if cleared else QUEUED,
                         utc_now(),
                     ),
                 )
@@ -216,6 +229,19 @@ class Journal(LedgerFold):
             mapping or step,
             {r.source_row: (r.key, r.input_hash) for r in journal_rows},
         )
+
+    def clear_chunks(self, run_id: str, step: str, chunk_nos: Iterable[int]) -> None:
+        """Clear ``queued`` chunks to be sent (``begun``: their request may be written from
+        the moment this commits). A chunk's request must never be written before this."""
+        numbers = sorted(set(chunk_nos))
+        if not numbers:
+            return
+        with self.store.transaction() as conn:
+            conn.executemany(
+                "UPDATE chunks SET state = ? WHERE run_id = ? AND step = ? AND chunk_no = ?"
+                " AND state = ?",
+                [(BEGUN, run_id, step, n, QUEUED) for n in numbers],
+            )
 
     def restart_marks(self, run_id: str, step: str) -> None:
         """A resumed attempt finds journaled rows by content (:meth:`journaled_rows`), not by
@@ -259,7 +285,7 @@ class Journal(LedgerFold):
             if begun is not None:  # begun by this process: state, mapping and rows known
                 mapping, journaled = begun
             else:
-                mapping = self._chunk_mapping(run_id, step, chunk_no, expect_state="begun")
+                mapping = self._chunk_mapping(run_id, step, chunk_no)
                 row = conn.execute(
                     "SELECT rows FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no = ?",
                     (run_id, step, chunk_no),
@@ -334,9 +360,11 @@ class Journal(LedgerFold):
         )
 
     def settle_in_flight(self, run_id: str) -> list[Outcome]:
-        """Settle the chunks of ``run_id`` that were begun but never acknowledged: their
-        resend-safe rows become ``retry`` (send them again in a new chunk), the others
-        ``in_doubt`` (held for review; the ledger records in_doubt). Returns the held rows."""
+        """Settle the chunks of ``run_id`` that were journaled but never acknowledged: the
+        rows of a chunk never cleared to be sent (``queued``: its request was never written)
+        and the resend-safe rows of the others become ``retry`` (send them again in a new
+        chunk), the rest ``in_doubt`` (held for review; the ledger records in_doubt).
+        Returns the held rows."""
         held: list[Outcome] = []
         with self.store.transaction() as conn:
             for chunk in self.pending_chunks(run_id):
@@ -348,7 +376,7 @@ class Journal(LedgerFold):
                 )
                 settled = [
                     ChunkResult(r.source_row, RETRY)
-                    if r.resend_safe
+                    if r.resend_safe or not chunk.maybe_written
                     else ChunkResult(r.source_row, "in_doubt", None, reason)
                     for r in chunk.rows
                 ]
@@ -389,12 +417,12 @@ class Journal(LedgerFold):
                 hint="call Journal.start_run() (or resume_or_start()) first",
             )
 
-    def _chunk_mapping(self, run_id: str, step: str, chunk_no: int, *, expect_state: str) -> str:
+    def _chunk_mapping(self, run_id: str, step: str, chunk_no: int) -> str:
         row = self._conn.execute(
             "SELECT mapping, state FROM chunks WHERE run_id = ? AND step = ? AND chunk_no = ?",
             (run_id, step, chunk_no),
         ).fetchone()
-        if row is None or row[1] != expect_state:
+        if row is None or row[1] not in (BEGUN, QUEUED):
             state = "not journaled" if row is None else f"already {row[1]}"
             raise AccountingError(
                 f"run {run_id}, step '{step}', chunk {chunk_no} is {state}; only a begun chunk"

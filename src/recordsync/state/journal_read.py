@@ -21,6 +21,10 @@ if TYPE_CHECKING:
 FINAL_STATUSES = frozenset({"created", "updated", "failed", "in_doubt"})
 PENDING = "pending"
 RETRY = "retry"
+QUEUED = "queued"
+"""A chunk journaled but not cleared to be sent: its request was never written."""
+BEGUN = "begun"
+"""A chunk cleared to be sent (or journaled by a writer that sends at once): maybe written."""
 
 
 class JournalRow(NamedTuple):
@@ -70,6 +74,8 @@ class PendingChunk(NamedTuple):
     mapping: str
     first_source_row: int | None
     rows: list[JournalRow]
+    maybe_written: bool = True
+    """False: the chunk was never cleared to be sent (``queued``), so never written."""
 
 
 class SourceRowSet:
@@ -165,10 +171,10 @@ class JournalReader:
         """Chunks begun and never acknowledged, of ``run_id`` or of every run of the
         pipeline still marked running."""
         sql = (
-            "SELECT c.run_id, c.step, c.chunk_no, c.mapping, c.first_source_row, l.rows"
+            "SELECT c.run_id, c.step, c.chunk_no, c.mapping, c.first_source_row, l.rows, c.state"
             " FROM chunks c JOIN runs r ON r.run_id = c.run_id"
             " JOIN chunk_log l ON l.run_id = c.run_id AND l.step = c.step"
-            " AND l.chunk_no = c.chunk_no WHERE r.pipeline = ? AND c.state = 'begun'"
+            " AND l.chunk_no = c.chunk_no WHERE r.pipeline = ? AND c.state IN ('begun', 'queued')"
         )
         params: tuple[object, ...] = (self.pipeline,)
         if run_id is not None:
@@ -178,9 +184,9 @@ class JournalReader:
             sql += " AND r.state = 'running'"
         chunks = self._conn.execute(sql + " ORDER BY c.run_id, c.step, c.chunk_no", params)
         out: list[PendingChunk] = []
-        for run, step, chunk_no, mapping, first, text in chunks.fetchall():
+        for run, step, chunk_no, mapping, first, text, state in chunks.fetchall():
             rows = sorted(JournalRow(r[0], r[1], r[2], bool(r[3])) for r in json.loads(text))
-            out.append(PendingChunk(run, step, chunk_no, mapping, first, rows))
+            out.append(PendingChunk(run, step, chunk_no, mapping, first, rows, state != QUEUED))
         return out
 
     # -- reading back ----------------------------------------------------------------
