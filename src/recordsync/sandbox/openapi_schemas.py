@@ -136,13 +136,6 @@ BATCH_INPUT = obj(
     },
     ["name"],
 )
-RECORD_INPUT = obj(
-    {
-        "name": {"type": "string"},
-        "fields": {"type": "object"},
-        "profile_image_url": {"type": "string", "format": "uri"},
-    },
-)
 BATCH_ITEM = {
     "description": "A BatchInput. The service takes any JSON value here: an entry that is "
     "not a valid BatchInput fails on its own (status failed, with an error); the other "
