@@ -87,7 +87,7 @@ def test_a_5xx_on_the_users_fetch_after_the_retries_writes_the_report(tmp_path: 
     aborted = result.summary["aborted"]
     assert "HTTP 503" in aborted and "/api/meta/users" in aborted
     assert result.summary["accounting_ok"]
-    assert_every_row_not_sent(result, "run stopped")
+    assert_every_row_not_sent(result, "service unavailable or unreachable: ")
 
 
 def test_an_unreachable_target_in_a_dry_run_still_writes_the_report(tmp_path: Path) -> None:
@@ -98,7 +98,7 @@ def test_an_unreachable_target_in_a_dry_run_still_writes_the_report(tmp_path: Pa
     s = result.summary
     assert s["dry_run"] is True and s["accounting_ok"] and "/api/meta/schema" in s["aborted"]
     assert (s["totals"]["rows_read"], s["totals"]["failed"]) == (5, 5)
-    assert_every_row_not_sent(result, "run stopped")
+    assert_every_row_not_sent(result, "service unavailable or unreachable: ")
 
 
 def test_an_unreadable_source_is_a_note_on_its_step(

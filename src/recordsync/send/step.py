@@ -483,4 +483,7 @@ def _stop_kind(stop: RecordsyncError) -> str:
         "RunAborted": "run aborted",
         "AuthError": "authentication failed",
         "ObjectTypeNotFound": "object type not found, step aborted",
+        "RetriableApiError": "service unavailable or unreachable",
+        "FatalApiError": "service error",
+        "ApiError": "service error",
     }.get(name, f"run stopped ({name})")
