@@ -180,3 +180,15 @@ def test_typical_bodies_are_valid_and_accepted(client: TestClient) -> None:
     legacy = {"id": created.json()["data"]["id"], "fieldName": "name", "fieldValue": "Ann B"}
     assert _valid("POST", "/api/objects/contact", legacy)
     assert client.post("/api/objects/contact", json=legacy).status_code == 200
+
+
+def test_filters_are_the_types_fields(client: TestClient) -> None:
+    params = schema.raw_schema["paths"]["/api/objects/contacts"]["get"]["parameters"]
+    (filters,) = [p for p in params if p["name"] == "filter"]
+    assert (filters["style"], filters["schema"]["additionalProperties"]) == ("deepObject", False)
+    props = filters["schema"]["properties"]
+    assert props["newsletter_opt_in"]["enum"] == ["true", "false", "1", "0"]
+    assert "colour" not in props
+    assert client.get("/api/objects/contacts?filter[colour]=red").status_code == 400
+    assert client.get("/api/objects/contacts?filter[newsletter_opt_in]=yes").status_code == 400
+    assert client.get("/api/objects/contacts?filter[newsletter_opt_in]=1").status_code == 200

@@ -13,6 +13,7 @@ from recordsync.sandbox.openapi_fields import (
     RECORD_ID,
     TEXT,
     create_body,
+    filter_param,
     legacy_body,
     patch_body,
     sortable,
@@ -58,7 +59,7 @@ def _objects(ot: ObjectType, name: str, users: list[str]) -> dict[str, Any]:
         ["data", "pagination"],
     )
     read_answer = {"oneOf": [_data(ref("Record")), record_page]}
-    fetch = [_q("id", {"type": "integer"})]
+    fetch = [_q("id", {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1})]
     if ot.is_contacts:
         fetch.append(_q("email", TEXT))
     return {
@@ -72,6 +73,7 @@ def _objects(ot: ObjectType, name: str, users: list[str]) -> dict[str, Any]:
                 _q("sort_by", {"type": "string", "enum": sortable(ot)}),
                 _q("sort_order", {"type": "string", "enum": ["asc", "desc"]}),
                 _q("include_deleted", {"type": "boolean"}),
+                filter_param(ot),
                 *fetch,
             ],
             "responses": answers(read_answer, "A record or a page of records", 400, 404),

@@ -174,3 +174,19 @@ def legacy_body(ot: ObjectType, user_ids: list[str]) -> dict[str, Any]:
 
 def sortable(ot: ObjectType) -> list[str]:
     return [*COLUMN_FIELDS, *(n for n in ot.fields if n not in COLUMN_FIELDS)]
+
+
+def filter_param(ot: ObjectType) -> dict[str, Any]:
+    """``filter[<field>]=<value>``: a case-insensitive substring of the field's value (a
+    boolean field: true or false), several ANDed; another field name is a 400."""
+    flag = {"type": "string", "enum": ["true", "false", "1", "0"]}
+    props = {n: flag if n in ot.fields and ot.fields[n].type == "boolean" else TEXT
+             for n in sortable(ot)}
+    return {
+        "name": "filter",
+        "in": "query",
+        "required": False,
+        "style": "deepObject",
+        "explode": True,
+        "schema": {"type": "object", "properties": props, "additionalProperties": False},
+    }
