@@ -100,6 +100,7 @@ def test_a_run_stopped_at_the_schema_fetch_still_writes_its_report(
     assert "**aborted**: GET /api/meta/schema: HTTP 401" in out and "report: " in err
     done = [line for line in err.splitlines() if " done: read " in line]
     assert len(done) == 3 and all(", sent 0, " in line and " not sent)" in line for line in done)
+    assert sum(" -> " in line for line in err.splitlines()) == 3  # each drained step starts
 
 
 def test_profile_key_comes_from_its_env_var(
