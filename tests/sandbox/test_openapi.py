@@ -192,3 +192,16 @@ def test_filters_are_the_types_fields(client: TestClient) -> None:
     assert client.get("/api/objects/contacts?filter[colour]=red").status_code == 400
     assert client.get("/api/objects/contacts?filter[newsletter_opt_in]=yes").status_code == 400
     assert client.get("/api/objects/contacts?filter[newsletter_opt_in]=1").status_code == 200
+
+
+def test_batch_entries_are_documented_per_type(client: TestClient) -> None:
+    entry_schema = schema.raw_schema["components"]["schemas"]["BatchInput_deals"]
+    validator = jsonschema.Draft202012Validator(entry_schema)
+    good = {"name": "Big deal", "fields": {"stage": "won", "amount": 10.5}}
+    unknown = {"name": "Odd deal", "fields": {"stage": "won", "colour": "red"}}
+    by_email = {"name": "Deal", "match_by": "email", "match_value": "a@x.example"}
+    assert validator.is_valid(good)
+    assert not validator.is_valid(unknown) and not validator.is_valid(by_email)
+    answer = client.post("/api/objects/deals/batch", json={"objects": [good, unknown, by_email]})
+    assert answer.status_code == 200  # a bad entry fails on its own
+    assert [r["status"] for r in answer.json()["results"]] == ["created", "failed", "failed"]

@@ -12,6 +12,7 @@ from recordsync.sandbox.catalog import Catalog, ObjectType
 from recordsync.sandbox.openapi_fields import (
     RECORD_ID,
     TEXT,
+    batch_input,
     create_body,
     filter_param,
     legacy_body,
@@ -113,14 +114,15 @@ def _objects(ot: ObjectType, name: str, users: list[str]) -> dict[str, Any]:
     }
 
 
-def _batch(name: str) -> dict[str, Any]:
+def _batch(ot: ObjectType, name: str) -> dict[str, Any]:
+    entry = {**BATCH_ITEM, "anyOf": [ref(f"BatchInput_{ot.slug}"), {}]}
     return {
         "post": {
             "operationId": f"batchUpsert_{name.replace('-', '_')}",
             "summary": "Create or update up to 100 records",
             "requestBody": body(
                 obj(
-                    {"objects": {"type": "array", "maxItems": 100, "items": BATCH_ITEM}},
+                    {"objects": {"type": "array", "maxItems": 100, "items": entry}},
                     ["objects"],
                 )
             ),
@@ -143,7 +145,7 @@ def openapi_document(catalog: Catalog) -> dict[str, Any]:
     for name in names:
         ot = catalog.by_name[name]
         per_type[f"/api/objects/{name}"] = _objects(ot, name, users)
-        per_type[f"/api/objects/{name}/batch"] = _batch(name)
+        per_type[f"/api/objects/{name}/batch"] = _batch(ot, name)
     view_id = {"name": "viewId", "in": "path", "required": True, "schema": {"type": "string"}}
     skill_id = {"name": "skillId", "in": "path", "required": True, "schema": {"type": "string"}}
     paths = {
@@ -273,6 +275,10 @@ def openapi_document(catalog: Catalog) -> dict[str, Any]:
                 "User": USER,
                 "View": VIEW,
                 "BatchInput": BATCH_INPUT,
+                **{
+                    f"BatchInput_{ot.slug}": batch_input(ot, users)
+                    for ot in catalog.types.values()
+                },
                 "BatchResponse": obj(
                     {
                         "results": {"type": "array", "items": BATCH_RESULT},

@@ -190,3 +190,25 @@ def filter_param(ot: ObjectType) -> dict[str, Any]:
         "explode": True,
         "schema": {"type": "object", "properties": props, "additionalProperties": False},
     }
+
+
+def batch_input(ot: ObjectType, user_ids: list[str]) -> dict[str, Any]:
+    """A well-formed batch entry of the type (documentation: the service takes any value as
+    an entry, and an entry that is not well formed, or names a record or a user that does
+    not exist, or creates a record without its required fields, fails on its own)."""
+    by = ["id", "email", "name"] if ot.is_contacts else ["id", "name"]
+    return {
+        "type": "object",
+        "properties": {
+            "name": NAME,
+            "match_by": {"type": "string", "enum": by},
+            "match_value": {
+                "type": ["string", "integer"],
+                "description": "a record id (an integer or a numeric string) for match_by id",
+            },
+            "fields": _nullable(fields_schema(ot, user_ids, create=False)),
+            "profile_image_url": _nullable(URL),
+        },
+        "required": ["name"],
+        "dependentRequired": {"match_by": ["match_value"]},
+    }

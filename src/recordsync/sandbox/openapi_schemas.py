@@ -137,7 +137,7 @@ BATCH_INPUT = obj(
     ["name"],
 )
 BATCH_ITEM = {
-    "description": "A BatchInput. The service takes any JSON value here: an entry that is "
-    "not a valid BatchInput fails on its own (status failed, with an error); the other "
-    "entries still run."
+    "description": "A BatchInput (of the path's type: BatchInput_<slug>). The service takes "
+    "any JSON value here: an entry that is not a valid BatchInput fails on its own (status "
+    "failed, with an error); the other entries still run."
 }
