@@ -5,12 +5,13 @@ report; :func:`run_pipeline` builds the steps from a pipeline file with
 :func:`recordsync.prepare.prepare_step` and calls it.
 
 Stops: an authentication failure or a circuit breaker stops the run; an unknown object type
-stops its step only. A configuration or source error (say, a byte that is not UTF-8 deep in a
-later step's file) stops the run too; once something was sent it is returned as
-:class:`RunAborted` (exit 3), since exit 2 promises that nothing was sent. Either way every
-source row read still gets a line in results.csv (valid rows not sent: ``failed`` with
-``not sent: ...``), the report is written, and the error is returned for the caller to turn
-into an exit code.
+stops its step only; a run that cannot fetch the schema or the users sends nothing. A
+configuration or source error (say, a byte that is not UTF-8 deep in a later step's file)
+stops the run too; once something was sent it is returned as :class:`RunAborted` (exit 3),
+since exit 2 promises that nothing was sent. Either way every source row read still gets a
+line in results.csv (valid rows not sent, and every row of a run stopped before its first
+step: ``failed`` with ``not sent: ...``), the report is written, and the error is returned
+for the caller to turn into an exit code.
 """
 
 from __future__ import annotations
@@ -117,8 +118,12 @@ def run_plans(
     retry_of: str | None = None,
     pipeline_file: str | None = None,
     warnings: list[str] | None = None,
+    stopped: RecordsyncError | None = None,
 ) -> RunResult:
-    """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only."""
+    """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only.
+
+    ``stopped``: the run stopped before its first step (the schema or users could not be
+    fetched): nothing is sent, every step is reported with every row ``failed`` (not sent)."""
     if client is None and not options.dry_run:
         raise ValueError("a real run needs a client")
     started = datetime.now(UTC)
@@ -152,12 +157,12 @@ def run_plans(
         None if options.dry_run else make_sender,
         hook,
     )
-    stop: RecordsyncError | None = None
+    stop: RecordsyncError | None = stopped
     step_errors: list[RecordsyncError] = []
     try:
         for plan in plans:
             if stop is not None:
-                runner.drain(plan, stop)
+                runner.drain(plan, stop, unchecked=stopped is not None)
                 continue
             try:
                 # the sender thread takes the interpreter lock promptly when an answer arrives

@@ -80,6 +80,29 @@ def test_wrong_key_names_the_variable_and_never_prints_it(
     assert "sk_live_wrong_key_abc" not in out + err
 
 
+def test_a_run_stopped_at_the_schema_fetch_still_writes_its_report(
+    project: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Callable[..., int],
+) -> None:
+    app = create_app(project / "real.db", api_key=KEY)
+    monkeypatch.setenv("RECORDSYNC_API_KEY", "sk_live_wrong_key_abc")
+    with run_in_thread(app) as url:
+        code = cli("run", "pipelines/nightly.yaml", "--base-url", url)
+    app.state.store.close()
+    out, err = capsys.readouterr()
+    assert code == 3
+    summary = json.loads((only_report(project) / "summary.json").read_text())
+    assert "HTTP 401" in summary["aborted"] and summary["accounting_ok"]
+    t = summary["totals"]
+    assert t["rows_read"] == t["failed"] == t["not_sent"] > 0 and t["created"] == 0
+    assert "**aborted**: GET /api/meta/schema: HTTP 401" in out and "report: " in err
+    done = [line for line in err.splitlines() if " done: read " in line]
+    assert len(done) == 3 and all(", sent 0, " in line and " not sent)" in line for line in done)
+    assert sum(" -> " in line for line in err.splitlines()) == 3  # each drained step starts
+
+
 def test_profile_key_comes_from_its_env_var(
     project: Path,
     capsys: pytest.CaptureFixture[str],

@@ -6,8 +6,6 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import pytest
-
 from recordsync.errors import EXIT_ABORTED, AuthError, exit_code_for
 from recordsync.send.pipeline import run_pipeline
 
@@ -39,10 +37,9 @@ def test_a_nightly_with_mirror_deletes_runs_against_hosted_quirks(tmp_path: Path
 
 def test_a_bad_key_redirect_is_an_authentication_failure(tmp_path: Path) -> None:
     pipeline = mirror_pipeline(tmp_path, 3)
-    with (
-        served(tmp_path / "s.db", quirks="hosted") as url,
-        pytest.raises(AuthError) as info,
-    ):
-        run_pipeline(request(tmp_path, pipeline), target=target(url, "sk_live_wrong"))
-    assert exit_code_for(info.value) == EXIT_ABORTED
-    assert "HTTP 307" in str(info.value) and "/login" not in str(info.value)
+    with served(tmp_path / "s.db", quirks="hosted") as url:
+        result = run_pipeline(request(tmp_path, pipeline), target=target(url, "sk_live_wrong"))
+    assert isinstance(result.error, AuthError)  # the report is written, every row not sent
+    assert exit_code_for(result.error) == EXIT_ABORTED == result.exit_code
+    assert "HTTP 307" in str(result.error) and "/login" not in str(result.error)
+    assert result.summary["totals"]["not_sent"] == 3

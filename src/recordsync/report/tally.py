@@ -2,7 +2,7 @@
 outcomes bumped by the report writer. The accounting check compares the two.
 
     read = invalid + duplicate + merged-held + unchanged + sent
-    sent = created + updated + merged + failed + in_doubt        (dry run: sent = valid)
+    sent = created + updated + merged + failed + in_doubt   (dry run: sent = valid + failed)
 
 A ``merged`` row is either held (predicted to fold into the record another row claims: not
 sent, ``rows_merged``) or sent and found on such a record (``merged``).
@@ -175,8 +175,8 @@ class StepTally:
                 )
 
     def sent_outcomes(self, dry_run: bool) -> int:
-        if dry_run:
-            return self.outcomes[RowStatus.VALID]
+        if dry_run:  # failed: only rows not sent (not validated) as the run stopped early
+            return self.outcomes[RowStatus.VALID] + self.outcomes[RowStatus.FAILED]
         sent = (RowStatus.CREATED, RowStatus.UPDATED, RowStatus.FAILED, RowStatus.IN_DOUBT)
         merged = self.outcomes[RowStatus.MERGED] - self.merge_held  # sent, then found merged
         return sum(self.outcomes[s] for s in sent) + merged

@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from recordsync.sandbox.catalog import Catalog
+from recordsync.sandbox.catalog import Catalog, ObjectType
+from recordsync.sandbox.openapi_fields import (
+    RECORD_ID,
+    TEXT,
+    batch_input,
+    create_body,
+    filter_param,
+    legacy_body,
+    patch_body,
+    sortable,
+)
 from recordsync.sandbox.openapi_schemas import (
     ANY,
     BATCH_INPUT,
@@ -18,7 +28,6 @@ from recordsync.sandbox.openapi_schemas import (
     OBJECT_TYPE,
     PAGINATION,
     RECORD,
-    RECORD_INPUT,
     USER,
     VIEW,
     answers,
@@ -32,61 +41,54 @@ def _data(schema: dict[str, Any]) -> dict[str, Any]:
     return obj({"data": schema}, ["data"])
 
 
-def openapi_document(catalog: Catalog) -> dict[str, Any]:
-    names = sorted(catalog.by_name)
-    type_param = {
-        "name": "objectType",
-        "in": "path",
-        "required": True,
-        "description": "Object type slug (plural, or singular where the seed declares one)",
-        "schema": {"type": "string", "enum": names},
-    }
+def _q(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema}
 
-    def q(name: str, schema: dict[str, Any]) -> dict[str, Any]:
-        return {"name": name, "in": "query", "required": False, "schema": schema}
 
+PAGE = [
+    _q("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
+    _q("offset", {"type": "integer", "minimum": 0}),
+]
+
+
+def _objects(ot: ObjectType, name: str, users: list[str]) -> dict[str, Any]:
+    """The path item ``/api/objects/<name>`` of one object type (``name``: its plural slug or
+    its singular one), with request schemas exact to its fields."""
+    op = name.replace("-", "_")
     record_page = obj(
         {"data": {"type": "array", "items": ref("Record")}, "pagination": ref("Pagination")},
         ["data", "pagination"],
     )
     read_answer = {"oneOf": [_data(ref("Record")), record_page]}
-    objects = {
-        "parameters": [type_param],
+    fetch = [_q("id", {"type": "integer", "minimum": -(2**63), "maximum": 2**63 - 1})]
+    if ot.is_contacts:
+        fetch.append(_q("email", TEXT))
+    return {
         "get": {
-            "operationId": "readRecords",
-            "summary": "List records, or fetch one by id or email",
+            "operationId": f"readRecords_{op}",
+            "summary": "List records, or fetch one by id"
+            + (" or email" if ot.is_contacts else ""),
             "parameters": [
-                q("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
-                q("offset", {"type": "integer", "minimum": 0}),
-                q("search", {"type": "string"}),
-                q("sort_by", {"type": "string"}),
-                q("sort_order", {"type": "string", "enum": ["asc", "desc"]}),
-                q("include_deleted", {"type": "boolean"}),
-                q("id", {"type": "integer"}),
-                q("email", {"type": "string"}),
+                *PAGE,
+                _q("search", TEXT),
+                _q("sort_by", {"type": "string", "enum": sortable(ot)}),
+                _q("sort_order", {"type": "string", "enum": ["asc", "desc"]}),
+                _q("include_deleted", {"type": "boolean"}),
+                filter_param(ot),
+                *fetch,
             ],
             "responses": answers(read_answer, "A record or a page of records", 400, 404),
         },
         "put": {
-            "operationId": "createRecord",
-            "summary": "Create (contacts/companies deduplicate)",
-            "requestBody": body(RECORD_INPUT),
+            "operationId": f"createRecord_{op}",
+            "summary": "Create" + (" (deduplicates)" if ot.is_contacts or ot.is_companies else ""),
+            "requestBody": body(create_body(ot, users)),
             "responses": answers(_data(ref("Record")), "Object created", 400, 404, 413),
         },
         "post": {
-            "operationId": "updateField",
+            "operationId": f"updateField_{op}",
             "summary": "Update a single field (legacy)",
-            "requestBody": body(
-                obj(
-                    {
-                        "fieldName": {"type": "string"},
-                        "fieldValue": ANY,
-                        "id": {"type": "integer"},
-                        "email": {"type": "string"},
-                    },
-                    ["fieldName", "fieldValue"],
-                )
-            ),
+            "requestBody": body(legacy_body(ot, users)),
             "responses": answers(
                 obj({"data": ref("Record"), "message": {"type": "string"}}, ["data", "message"]),
                 "Field updated",
@@ -96,55 +98,58 @@ def openapi_document(catalog: Catalog) -> dict[str, Any]:
             ),
         },
         "patch": {
-            "operationId": "updateRecord",
+            "operationId": f"updateRecord_{op}",
             "summary": "Update several fields",
-            "requestBody": body(
-                obj(
-                    {
-                        "id": {"type": "integer"},
-                        "email": {"type": "string"},
-                        "name": {"type": "string"},
-                        "fields": {"type": "object"},
-                        "profile_image_url": {"type": ["string", "null"], "format": "uri"},
-                    }
-                )
-            ),
+            "requestBody": body(patch_body(ot, users)),
             "responses": answers(_data(ref("Record")), "Record updated", 400, 404, 413),
         },
         "delete": {
-            "operationId": "deleteRecord",
+            "operationId": f"deleteRecord_{op}",
             "summary": "Soft-delete a record",
-            "requestBody": body(obj({"id": {"type": "integer"}}, ["id"])),
+            "requestBody": body(obj({"id": RECORD_ID}, ["id"])),
             "responses": answers(
                 obj({"success": {"type": "boolean"}}, ["success"]), "Object deleted", 400, 404, 413
             ),
         },
     }
-    batch = {
-        "parameters": [type_param],
+
+
+def _batch(ot: ObjectType, name: str) -> dict[str, Any]:
+    entry = {**BATCH_ITEM, "anyOf": [ref(f"BatchInput_{ot.slug}"), {}]}
+    return {
         "post": {
-            "operationId": "batchUpsert",
+            "operationId": f"batchUpsert_{name.replace('-', '_')}",
             "summary": "Create or update up to 100 records",
             "requestBody": body(
                 obj(
-                    {
-                        "objects": {
-                            "type": "array",
-                            "maxItems": 100,
-                            "items": BATCH_ITEM,
-                        }
-                    },
+                    {"objects": {"type": "array", "maxItems": 100, "items": entry}},
                     ["objects"],
                 )
             ),
             "responses": answers(ref("BatchResponse"), "Batch processed", 400, 404, 413),
         },
     }
+
+
+def openapi_document(catalog: Catalog) -> dict[str, Any]:
+    names = sorted(catalog.by_name)
+    users = sorted(catalog.user_ids)
+    type_param = {
+        "name": "objectType",
+        "in": "path",
+        "required": True,
+        "description": "Object type slug (plural, or singular where the seed declares one)",
+        "schema": {"type": "string", "enum": names},
+    }
+    per_type: dict[str, Any] = {}
+    for name in names:
+        ot = catalog.by_name[name]
+        per_type[f"/api/objects/{name}"] = _objects(ot, name, users)
+        per_type[f"/api/objects/{name}/batch"] = _batch(ot, name)
     view_id = {"name": "viewId", "in": "path", "required": True, "schema": {"type": "string"}}
     skill_id = {"name": "skillId", "in": "path", "required": True, "schema": {"type": "string"}}
     paths = {
-        "/api/objects/{objectType}": objects,
-        "/api/objects/{objectType}/batch": batch,
+        **per_type,
         "/api/meta/schema": {
             "get": {
                 "operationId": "getSchema",
@@ -174,10 +179,7 @@ def openapi_document(catalog: Catalog) -> dict[str, Any]:
             "get": {
                 "operationId": "runView",
                 "summary": "Records of a view (its filters and sort)",
-                "parameters": [
-                    q("limit", {"type": "integer", "minimum": 1, "maximum": 200}),
-                    q("offset", {"type": "integer", "minimum": 0}),
-                ],
+                "parameters": PAGE,
                 "responses": answers(
                     obj(
                         {
@@ -253,7 +255,13 @@ def openapi_document(catalog: Catalog) -> dict[str, Any]:
     }
     return {
         "openapi": "3.1.0",
-        "info": {"title": "recordsync sandbox record service", "version": "1.0.0"},
+        "info": {
+            "title": "recordsync sandbox record service",
+            "version": "1.0.0",
+            "description": "Every request body is a JSON object; a string anywhere in it that "
+            "holds NUL or a lone surrogate is a 400 (Invalid JSON body). Keys that a body "
+            "schema does not list are ignored, except in `fields`.",
+        },
         "security": [{"ApiKey": []}],
         "paths": paths,
         "components": {
@@ -267,6 +275,10 @@ def openapi_document(catalog: Catalog) -> dict[str, Any]:
                 "User": USER,
                 "View": VIEW,
                 "BatchInput": BATCH_INPUT,
+                **{
+                    f"BatchInput_{ot.slug}": batch_input(ot, users)
+                    for ot in catalog.types.values()
+                },
                 "BatchResponse": obj(
                     {
                         "results": {"type": "array", "items": BATCH_RESULT},

@@ -136,15 +136,8 @@ BATCH_INPUT = obj(
     },
     ["name"],
 )
-RECORD_INPUT = obj(
-    {
-        "name": {"type": "string"},
-        "fields": {"type": "object"},
-        "profile_image_url": {"type": "string", "format": "uri"},
-    },
-)
 BATCH_ITEM = {
-    "description": "A BatchInput. The service takes any JSON value here: an entry that is "
-    "not a valid BatchInput fails on its own (status failed, with an error); the other "
-    "entries still run."
+    "description": "A BatchInput (of the path's type: BatchInput_<slug>). The service takes "
+    "any JSON value here: an entry that is not a valid BatchInput fails on its own (status "
+    "failed, with an error); the other entries still run."
 }

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from recordsync.config.idempotency import idempotency_warnings
-from recordsync.errors import AuthError, ConfigError
+from recordsync.errors import ApiError, AuthError, ConfigError
 from recordsync.model import PreparedRow
 from recordsync.run_guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
@@ -165,9 +165,12 @@ def build_plans(
     wrap: PlanWrapper | None = None,
     steps: set[str] | None = None,
     slice_rows: int | None = None,
+    check: bool = True,
 ) -> list[StepPlan]:
     """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily, read
-    batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``)."""
+    batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``).
+    ``check=False``: the steps are not checked against the schema first (a run that stopped
+    before it had one only reports its rows as not sent)."""
     from recordsync.prepare import prepare_step
     from recordsync.reconcile.field_errors import FieldSources
     from recordsync.validate.pipeline_check import check_step
@@ -175,7 +178,7 @@ def build_plans(
 
     schema = Schema.from_api(schema_json) if schema_json is not None else None
     for step in pipeline.steps:  # every step is checked against the schema before any send
-        if steps is None or step.step_name in steps:
+        if check and (steps is None or step.step_name in steps):
             problem = check_step(step, schema=schema, users=users, scan=False).error
             if problem is not None:
                 raise problem
@@ -373,14 +376,26 @@ def _run(
         client = RecordServiceClient(
             http_client, target.base_url, target.api_key, retry=request.retry
         )
+        run_steps, warnings = idempotency
         try:
             schema_json = client.schema()
             users = client.users()
-        except AuthError as exc:
-            raise exc.with_hint(target.auth_hint()) from None
+        except ApiError as exc:  # 401/3xx, 5xx after the retries, unreachable: nothing sent
+            stop = exc.with_hint(target.auth_hint()) if isinstance(exc, AuthError) else exc
+            return run_plans(
+                build_plans(pipeline, None, None, wrap, steps, check=False),
+                pipeline=name,
+                report_root=report_root,
+                options=options,
+                client=None if options.dry_run else client,
+                target=target,
+                progress=progress,
+                retry_of=retry_of,
+                pipeline_file=str(request.pipeline_path.resolve()),
+                warnings=warnings,
+                stopped=stop,
+            )
         from recordsync.prepare import SLICE_ROWS
-
-        run_steps, warnings = idempotency
 
         def has_records(object_type: str) -> bool:
             return next(iter(client.list_records(object_type, page_size=1)), None) is not None

@@ -164,13 +164,18 @@ class StepRunner:
             self.progress.step_finished(tally)
         return tally
 
-    def drain(self, plan: StepPlan, stop: RecordsyncError) -> StepTally:
-        """Report a step that never started (the run was stopped before it)."""
+    def drain(
+        self, plan: StepPlan, stop: RecordsyncError, *, unchecked: bool = False
+    ) -> StepTally:
+        """Report a step that never started (the run was stopped before it). ``unchecked``:
+        the run stopped before the schema and users were known, so no row could be validated
+        against them: every row is ``failed`` with ``not sent: ...``, invalid-looking or not."""
         tally = StepTally(plan.name, plan.mapping, plan.object_type, aborted=str(stop.message))
         tally.duplicates_expected = plan.duplicates_expected
         self.writer.start_step(tally)
+        self.progress.step_started(plan)
         try:
-            self._drain(tally, plan.rows(), stop)
+            self._drain(tally, plan.rows(), stop, unchecked=unchecked)
         except RecordsyncError as exc:  # the step's source cannot even be read now
             tally.aborted = f"{stop.message}; and its rows could not be read: {exc.message}"
         self.progress.step_finished(tally)
@@ -183,9 +188,11 @@ class StepRunner:
         stop: RecordsyncError,
         *,
         counted: bool = False,
+        unchecked: bool = False,
     ) -> None:
         """Report ``rows`` without sending; ``counted``: they were read (and counted) before
-        the stop, else they are the rest of the source, counted here."""
+        the stop, else they are the rest of the source, counted here; ``unchecked``: every
+        row is reported ``failed`` (not sent), whatever its status (see :meth:`drain`)."""
         reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
         for row in rows:
             if type(row) is UnchangedBlock:
@@ -198,7 +205,7 @@ class StepRunner:
             if not counted:
                 tally.read += 1
             row = _checked(row)
-            if row.status is RowStatus.VALID:
+            if row.status is RowStatus.VALID or unchecked:
                 tally.sent += 1
                 self.writer.record(tally, row, RowStatus.FAILED, None, reason)
             elif row.status in DECIDED:
@@ -547,4 +554,7 @@ def _stop_kind(stop: RecordsyncError) -> str:
         "RunAborted": "run aborted",
         "AuthError": "authentication failed",
         "ObjectTypeNotFound": "object type not found, step aborted",
+        "RetriableApiError": "service unavailable or unreachable",
+        "FatalApiError": "service error",
+        "ApiError": "service error",
     }.get(name, f"run stopped ({name})")
