@@ -21,7 +21,9 @@ def require(module: str) -> ModuleType:
     except ImportError:
         if os.environ.get(REQUIRE_EXTRAS):
             raise
-        pytest.skip(f"{module} is not installed: pip install -e '.[dev]' again")
+        pytest.skip(
+            f"{module} is not installed: pip install -e '.[dev]' again", allow_module_level=True
+        )
 
 
 CLEAN_CSV = """Company Name,Website

@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from tests.e2e.support import KEY, served
 from tests.integrations.support import clean_mapping, require
 
