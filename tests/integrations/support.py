@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
@@ -24,6 +25,15 @@ def require(module: str) -> ModuleType:
         pytest.skip(
             f"{module} is not installed: pip install -e '.[dev]' again", allow_module_level=True
         )
+
+
+def require_installed(package: str) -> None:
+    """As :func:`require`, without importing the package into the test process (a test that
+    runs it in a subprocess)."""
+    if importlib.util.find_spec(package) is None:
+        if os.environ.get(REQUIRE_EXTRAS):
+            raise ImportError(f"{package} is not installed")
+        pytest.skip(f"{package} is not installed: pip install -e '.[dev]' again")
 
 
 CLEAN_CSV = """Company Name,Website

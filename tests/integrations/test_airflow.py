@@ -27,18 +27,38 @@ class TaskInstance:
         self.xcom[key] = json.loads(json.dumps(value))  # XCom values are JSON
 
 
+LoggerState = tuple[list[logging.Handler], bool, int, bool]
+
+
+def _loggers() -> dict[str, LoggerState]:
+    named = logging.Logger.manager.loggerDict.items()
+    every = [("", logging.getLogger())]
+    every += [(n, v) for n, v in named if isinstance(v, logging.Logger)]
+    return {n: (list(lg.handlers), lg.propagate, lg.level, lg.disabled) for n, lg in every}
+
+
+def _restore(before: dict[str, LoggerState]) -> None:
+    """Undo what Airflow's logging setup did to loggers not its own (the root logger's
+    handler and level, uvicorn's and httpx's loggers): other tests read stdout and logs."""
+    for name in _loggers():
+        if name.startswith("airflow"):
+            continue
+        lg = logging.getLogger(name or None)
+        handlers, lg.propagate, level, lg.disabled = before.get(name, ([], True, 0, False))
+        lg.handlers[:] = handlers
+        lg.setLevel(level)
+
+
 @pytest.fixture(scope="module")
 def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """Airflow imported with its home in a temporary directory; the root logger's handler
-    and level it installs on import are taken back (other tests read stdout)."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+    """Airflow imported with its home in a temporary directory, the loggers it configures
+    on import (besides its own) put back as they were."""
+    before = _loggers()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow")))
         sdk = require("airflow.sdk")
         from recordsync.integrations import airflow as integration
-    root.handlers[:] = handlers
-    root.setLevel(level)
+    _restore(before)
     yield integration
     assert sdk is not None
 
@@ -135,3 +155,12 @@ def test_the_dry_run_flag_is_not_airflows_dry_run_method(airflow: Any, project: 
     meta = _run(op)
     assert meta["dry_run"] is True and meta["totals"]["created"] == 0
     assert callable(op.dry_run)
+
+
+def test_importing_airflow_leaves_other_loggers_as_they_were(airflow: Any) -> None:
+    assert airflow.RecordsyncOperator is not None
+    uvicorn = logging.getLogger("uvicorn.error")
+    assert uvicorn.propagate and not uvicorn.handlers  # (the sandbox sets its level)
+    assert logging.getLogger("httpx").level == logging.NOTSET
+    assert not [h for h in logging.getLogger().handlers if "airflow" in type(h).__module__]
+    assert all(type(h).__module__.startswith("_pytest") for h in logging.getLogger().handlers)
