@@ -87,13 +87,12 @@ def test_a_clean_pipeline_returns_its_totals_and_logs_the_report(
 
 
 def test_rows_not_ok_fail_the_task_and_push_the_summary(airflow: Any, project: Path) -> None:
-    from airflow.sdk.exceptions import AirflowException, AirflowFailException
+    from airflow.sdk.exceptions import AirflowFailException
 
     ti = TaskInstance()
     op = airflow.RecordsyncOperator(task_id="nightly", pipeline="pipelines/nightly.yaml")
-    with pytest.raises(AirflowException) as info:
+    with pytest.raises(AirflowFailException) as info:  # never retried: a rerun cannot fix it
         _run(op, ti)
-    assert not isinstance(info.value, AirflowFailException)  # retries allowed
     assert "exited 1: 16 invalid, 1 duplicate rows: see" in str(info.value)
     pushed = ti.xcom[airflow.XCOM_KEY]
     assert pushed["exit_code"] == 1 and pushed["totals"]["rows_not_ok"] == 17
@@ -129,7 +128,7 @@ def test_the_target_comes_from_the_environment_and_the_key_never_shows(
     capsys: Out,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    from airflow.sdk.exceptions import AirflowException
+    from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
     caplog.set_level(logging.DEBUG)
     ti = TaskInstance()
@@ -143,6 +142,7 @@ def test_the_target_comes_from_the_environment_and_the_key_never_shows(
             _run(op, ti)
     assert meta["target"] == url
     assert "exited 3" in str(info.value) and "RECORDSYNC_API_KEY" in str(info.value)
+    assert not isinstance(info.value, AirflowFailException)  # retried as `retries` say
     assert Path(ti.xcom[airflow.XCOM_KEY]["report_dir"]).is_dir()
     log = _task_log(capsys, caplog)
     assert KEY not in json.dumps([meta, ti.xcom]) + str(info.value) + log

@@ -28,6 +28,12 @@ with DAG("recordsync_test", schedule=None, start_date=datetime(2026, 1, 1)) as d
         task_id="accepted", pipeline=PROJECT + "/pipelines/nightly.yaml", accept_rows_not_ok=True
     )
     RecordsyncOperator(
+        task_id="rows_not_ok",
+        pipeline=PROJECT + "/pipelines/nightly.yaml",
+        retries=3,
+        retry_delay=timedelta(0),
+    )
+    RecordsyncOperator(
         task_id="config_error",
         pipeline=PROJECT + "/pipelines/missing.yaml",
         retries=3,
@@ -50,7 +56,7 @@ if __name__ == "__main__":
 
 
 @pytest.mark.slow
-def test_a_dag_run_keeps_the_summary_in_xcom_and_never_retries_a_config_error(
+def test_a_dag_run_keeps_the_summary_in_xcom_and_retries_no_run_a_rerun_cannot_fix(
     project: Path, tmp_path: Path
 ) -> None:
     require_installed("airflow")
@@ -81,10 +87,12 @@ def test_a_dag_run_keeps_the_summary_in_xcom_and_never_retries_a_config_error(
     tasks, xcom = result["tasks"], result["xcom"]
     assert tasks["clean"][0] == "success" and tasks["accepted"][0] == "success"
     assert tasks["config_error"] == ["failed", 1]  # AirflowFailException: no retry
+    assert tasks["rows_not_ok"] == ["failed", 1]
     assert result["run"] == "failed"
     assert xcom["clean.return_value"]["totals"]["created"] == 3
     assert xcom["accepted.return_value"]["totals"]["rows_not_ok"] == 17
     assert Path(xcom["accepted.return_value"]["report_html"]).is_file()
     assert xcom["config_error.recordsync"]["exit_code"] == 2
     assert "missing.yaml" in xcom["config_error.recordsync"]["error"]
+    assert xcom["rows_not_ok.recordsync"]["totals"]["rows_not_ok"] == 17
     assert "accepted (accept_rows_not_ok): 16 invalid" in done.stdout

@@ -21,6 +21,10 @@ def _materialization(result: Any) -> dict[str, Any]:
     return dict(event.materialization.metadata)
 
 
+def _retries(result: Any) -> list[Any]:
+    return [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+
+
 def _check(result: Any) -> Any:
     (evaluation,) = result.get_asset_check_evaluations()
     assert evaluation.check_name == ROWS_OK_CHECK
@@ -44,11 +48,13 @@ def test_a_clean_pipeline_materializes_with_its_totals_and_report(project: Path)
 
 
 def test_rows_not_ok_fail_the_materialization_by_default(project: Path) -> None:
+    retry = dg.RetryPolicy(max_retries=2)
     result = dg.materialize(
-        [recordsync_asset("pipelines/nightly.yaml", state_db=project / "s.db")],
+        [recordsync_asset("pipelines/nightly.yaml", state_db=project / "s.db", retry_policy=retry)],
         raise_on_error=False,
     )
     assert not result.success
+    assert not _retries(result)  # a rerun cannot fix rows not ok
     (event,) = result.get_step_failure_events()
     user = event.step_failure_data.user_failure_data
     assert "exited 1: 16 invalid, 1 duplicate rows" in user.description
@@ -84,8 +90,7 @@ def test_a_config_error_fails_without_retries_and_names_the_file(project: Path) 
     assert "exited 2" in user.description and "bad.yaml" in user.description
     assert dict(user.metadata)["exit_code"].value == 2
     # allow_retries=False: the retry policy does not run the step again
-    assert len(result.get_step_failure_events()) == 1
-    assert not [e for e in result.all_events if e.event_type_value == "STEP_UP_FOR_RETRY"]
+    assert not _retries(result)
 
 
 def test_the_target_comes_from_the_environment_and_the_key_never_shows(
@@ -96,9 +101,13 @@ def test_the_target_comes_from_the_environment_and_the_key_never_shows(
         monkeypatch.setenv("RECORDSYNC_API_KEY", KEY)
         result = dg.materialize([recordsync_asset(clean_mapping(project))])
         monkeypatch.setenv("RECORDSYNC_API_KEY", KEY + "x")  # a wrong key: exit 3, retryable
-        wrong = dg.materialize([recordsync_asset(clean_mapping(project))], raise_on_error=False)
+        retry = dg.RetryPolicy(max_retries=1)
+        wrong = dg.materialize(
+            [recordsync_asset(clean_mapping(project), retry_policy=retry)], raise_on_error=False
+        )
     assert result.success
     assert _materialization(result)["target"].value == url
+    assert len(_retries(wrong)) == 1  # exit 3: the retry policy applies
     (event,) = wrong.get_step_failure_events()
     user = event.step_failure_data.user_failure_data
     assert "exited 3" in user.description and "RECORDSYNC_API_KEY" in user.description

@@ -16,9 +16,9 @@ from recordsync.integrations.outcome import SyncOutcome, run_sync
 @pytest.mark.parametrize(
     ("code", "accept", "fails", "retry"),
     [
-        (0, False, False, True),
-        (1, False, True, True),
-        (1, True, False, True),
+        (0, False, False, False),
+        (1, False, True, False),
+        (1, True, False, False),
         (2, True, True, False),
         (3, True, True, True),
     ],

@@ -16,8 +16,8 @@ The task logs the totals and the path of report.html and returns the run's metad
 (totals, ``accounting_ok``, per-step counts, the report), which Airflow keeps as the XCom
 ``return_value``; a failing task pushes the same under the key ``recordsync`` first, for a
 downstream alerting task. Exit 1 (rows not ok) fails the task unless
-``accept_rows_not_ok=True`` (then it is logged as a warning); exit 2 (nothing sent) raises
-:class:`AirflowFailException`, which Airflow never retries; exit 3 (aborted) raises
+``accept_rows_not_ok=True`` (then it is logged as a warning). Exits 1 and 2 (nothing sent)
+raise :class:`AirflowFailException`, which Airflow never retries; exit 3 (aborted) raises
 :class:`AirflowException`, retried as the task's ``retries`` say.
 """
 

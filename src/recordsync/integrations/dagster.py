@@ -14,8 +14,8 @@
 A materialization carries the run's totals (numbers Dagster plots run over run),
 ``accounting_ok``, the per-step counts and the path of report.html. Exit 1 (rows not ok)
 fails the run unless ``accept_rows_not_ok=True``: then it materializes, with the asset check
-``rows_ok`` failed at WARN severity. Exit 2 (nothing sent) raises a :class:`dagster.Failure`
-that no retry policy repeats; exit 3 (aborted) a retryable one.
+``rows_ok`` failed at WARN severity. Exits 1 and 2 (nothing sent) raise a
+:class:`dagster.Failure` that no retry policy repeats; exit 3 (aborted) a retryable one.
 """
 
 # no `from __future__ import annotations`: Dagster reads the context annotation as a type

@@ -5,7 +5,8 @@ equivalents, then ``RECORDSYNC_BASE_URL``/``RECORDSYNC_PROFILE``, then the pipel
 ``target:``, else the embedded sandbox): :func:`run_pipeline` does it. Keys come only from
 the worker's environment, never from a parameter (an orchestrator shows its task parameters
 in its UI). Outcomes follow the CLI's exit codes: 0 succeeds; 1 (rows not ok) fails unless
-``accept_rows_not_ok``; 2 (nothing sent) and 3 (aborted) always fail.
+``accept_rows_not_ok``; 2 (nothing sent) and 3 (aborted) always fail. Only 3 is worth
+retrying.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from recordsync.errors import (
-    EXIT_CONFIG,
+    EXIT_ABORTED,
     EXIT_OK,
     EXIT_ROWS_FAILED,
     ConfigError,
@@ -71,8 +72,10 @@ class SyncOutcome:
         return f"recordsync run {self.pipeline} exited {self.exit_code}: {self.reason()}"
 
     def retry_may_help(self) -> bool:
-        """False for exit 2: a configuration error stays until someone fixes it."""
-        return self.exit_code != EXIT_CONFIG
+        """True for exit 3 only (aborted: the service was down, a lock was held, ...). A
+        configuration error (2) stays until someone fixes it; rows not ok (1) are the source's
+        or the mapping's to fix (failed and in-doubt rows are sent again by the next run)."""
+        return self.exit_code == EXIT_ABORTED
 
     def reason(self) -> str:
         """One line: what went wrong and where to look (empty for exit 0)."""
