@@ -1,0 +1,159 @@
+"""One pipeline run for an orchestrator: the run, its outcome as metadata, success or failure.
+
+The target is chosen exactly as ``recordsync run`` chooses it (``--profile``/``--base-url``
+equivalents, then ``RECORDSYNC_BASE_URL``/``RECORDSYNC_PROFILE``, then the pipeline's
+``target:``, else the embedded sandbox): :func:`run_pipeline` does it. Keys come only from
+the worker's environment, never from a parameter (an orchestrator shows its task parameters
+in its UI). Outcomes follow the CLI's exit codes: 0 succeeds; 1 (rows not ok) fails unless
+``accept_rows_not_ok``; 2 (nothing sent) and 3 (aborted) always fail. Only 3 is worth
+retrying.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from recordsync.errors import (
+    EXIT_ABORTED,
+    EXIT_OK,
+    EXIT_ROWS_FAILED,
+    ConfigError,
+    RecordsyncError,
+    exit_code_for,
+)
+
+STEP_COUNTS = (
+    "rows_read",
+    "rows_invalid",
+    "rows_duplicate",
+    "rows_merged",
+    "rows_unchanged",
+    "rows_sent",
+    "created",
+    "updated",
+    "merged",
+    "failed",
+    "in_doubt",
+    "deleted",
+    "delete_failed",
+    "rows_not_ok",
+)
+"""The per-step counts an orchestrator shows (summary.json has them all)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOutcome:
+    """A finished (or refused) run: its exit code, summary and report, as the CLI sees them."""
+
+    pipeline: Path
+    exit_code: int
+    summary: Mapping[str, Any] | None
+    """summary.json; None when the run was refused before it wrote a report (exit 2, or 3 for
+    a lock held)."""
+    report_dir: Path | None
+    error: str | None
+    """Why the run stopped or was refused (recordsync's message: it never holds a key)."""
+
+    @property
+    def report_html(self) -> Path | None:
+        return None if self.report_dir is None else self.report_dir / "report.html"
+
+    @property
+    def rows_not_ok(self) -> bool:
+        return self.exit_code == EXIT_ROWS_FAILED
+
+    def failure(self, accept_rows_not_ok: bool = False) -> str | None:
+        """Why the orchestrator's task fails, or None when it succeeds."""
+        if self.exit_code == EXIT_OK or (self.rows_not_ok and accept_rows_not_ok):
+            return None
+        return f"recordsync run {self.pipeline} exited {self.exit_code}: {self.reason()}"
+
+    def retry_may_help(self) -> bool:
+        """True for exit 3 only (aborted: the service was down, a lock was held, ...). A
+        configuration error (2) stays until someone fixes it; rows not ok (1) are the source's
+        or the mapping's to fix (failed and in-doubt rows are sent again by the next run)."""
+        return self.exit_code == EXIT_ABORTED
+
+    def reason(self) -> str:
+        """One line: what went wrong and where to look (empty for exit 0)."""
+        from recordsync.cli.run_cmds import _why  # the CLI's own line for exit 1
+
+        if self.error is not None:
+            where = f" (report: {self.report_dir})" if self.report_dir is not None else ""
+            return f"{self.error}{where}"
+        if self.summary is None or self.report_dir is None or self.exit_code == EXIT_OK:
+            return ""
+        if not self.summary["accounting_ok"]:
+            return f"the report does not add up (accounting mismatch): see {self.report_dir}"
+        return _why(dict(self.summary), self.report_dir) or f"see {self.report_dir}"
+
+    def metadata(self) -> dict[str, Any]:
+        """Flat, JSON-able metadata: the exit code, totals, accounting_ok, warnings, the report
+        and per-step counts (``steps``: step name → counts)."""
+        meta: dict[str, Any] = {"pipeline": str(self.pipeline), "exit_code": self.exit_code}
+        if self.error is not None:
+            meta["error"] = self.error
+        if self.summary is None or self.report_dir is None:
+            return meta
+        s = self.summary
+        meta.update(
+            run_id=s["run_id"],
+            target=s.get("target"),
+            dry_run=bool(s.get("dry_run")),
+            accounting_ok=bool(s["accounting_ok"]),
+            report_dir=str(self.report_dir),
+            report_html=str(self.report_html),
+            warnings=list(s.get("warnings") or []),
+            mirror_deletes_skipped=[
+                st["step"] for st in s["steps"] if st.get("mirror_deletes_skipped")
+            ],
+            totals={k: v for k, v in s["totals"].items() if isinstance(v, int)},
+            steps={st["step"]: {k: st.get(k, 0) for k in STEP_COUNTS} for st in s["steps"]},
+        )
+        return meta
+
+
+def run_sync(
+    pipeline: str | Path,
+    *,
+    dry_run: bool = False,
+    profile: str | None = None,
+    base_url: str | None = None,
+    report_dir: str | Path | None = None,
+    state_db: str | Path | None = None,
+    full_refresh: bool = False,
+    sandbox_seed: str | Path | None = None,
+) -> SyncOutcome:
+    """Run a pipeline file as ``recordsync run -q`` does and return its outcome.
+
+    Errors recordsync names become the outcome (exit 2 or 3, as the CLI's); anything else (a
+    bug) propagates with its traceback, which the orchestrator shows."""
+    from recordsync.cli.options import sandbox_db_for
+    from recordsync.send.pipeline import RunRequest, run_pipeline
+
+    path = Path(pipeline)
+    seed = Path(sandbox_seed) if sandbox_seed is not None else None
+    request = RunRequest(
+        path,
+        dry_run=dry_run,
+        base_url=base_url,
+        profile=profile,
+        report_dir=Path(report_dir) if report_dir is not None else None,
+        state_db=Path(state_db) if state_db is not None else None,
+        full_refresh=full_refresh,
+        sandbox_db=sandbox_db_for(seed),
+        sandbox_seed=seed,
+    )
+    try:
+        if not path.is_file():
+            raise ConfigError("the pipeline file does not exist", file=str(path))
+        result = run_pipeline(request)
+    except RecordsyncError as exc:
+        return SyncOutcome(path, exit_code_for(exc), None, None, str(exc))
+    error = str(result.error) if result.error is not None else None
+    return SyncOutcome(
+        path, result.exit_code, result.summary, result.report_dir.resolve(), error
+    )
