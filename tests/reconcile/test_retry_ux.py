@@ -58,3 +58,21 @@ def test_rows_to_resend_are_not_nothing(tmp_path: Path) -> None:
     assert nothing_to_retry(_report(tmp_path, ["invalid", "failed"])) is None
     (tmp_path / "run1").rename(tmp_path / "old")
     assert nothing_to_retry(_report(tmp_path, ["in_doubt"])) is None
+
+
+def test_a_resumed_runs_doubt_starts_at_its_first_attempt(tmp_path: Path) -> None:
+    """A resumed run keeps the first attempt's id and has its own, later started_at: rows it
+    holds in doubt may have been written by the first attempt, so a retry reads back from the
+    earlier of the two."""
+    from datetime import UTC, datetime
+
+    from recordsync.reconcile.retry import _earlier_run
+
+    summary = {"run_id": "20261125T100000Z-nightly-ab12", "started_at": "2026-11-25T11:30:00Z"}
+    since, _ = _earlier_run(tmp_path, summary)
+    assert since == datetime(2026, 11, 25, 10, 0, tzinfo=UTC).timestamp()
+    summary = {"run_id": "20261125T100000Z-nightly-ab12", "started_at": "2026-11-25T09:59:59Z"}
+    assert _earlier_run(tmp_path, summary)[0] == datetime(
+        2026, 11, 25, 9, 59, 59, tzinfo=UTC
+    ).timestamp()
+    assert _earlier_run(tmp_path, {"run_id": "no-stamp", "started_at": "bad"})[0] is None

@@ -17,6 +17,7 @@ them as they are. Nothing is resent by name: a name may be another row's record.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -32,6 +33,7 @@ from recordsync.errors import ConfigError
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.report.csvsafe import unneutralise
 from recordsync.report.writer import FAILURE_EXTRA
+from recordsync.run_ids import first_attempt_started
 from recordsync.runner import RunResult
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.safety import resend_as_is_safe
@@ -198,14 +200,18 @@ def _retry_plan(
 
 
 def _earlier_run(report_dir: Path, summary: dict[str, Any]) -> tuple[float | None, frozenset[int]]:
-    """When the earlier run started (epoch) and the record ids its results.csv names."""
+    """When the earlier run started (epoch) and the record ids its results.csv names.
+
+    The earlier of its ``started_at`` and the start its run id carries: a resumed run keeps
+    the id of the attempt that died, and rows it holds in doubt may have been written by
+    that attempt, before the resumed one's ``started_at`` (seconds before, or hours)."""
+    starts = [first_attempt_started(summary.get("run_id"))]
     started = summary.get("started_at")
-    since: float | None = None
     if isinstance(started, str):
-        try:
-            since = datetime.fromisoformat(started).timestamp()
-        except ValueError:
-            since = None
+        with contextlib.suppress(ValueError):
+            starts.append(datetime.fromisoformat(started).timestamp())
+    known = [s for s in starts if s is not None]
+    since = min(known) if known else None
     ids: set[int] = set()
     path = report_dir / "results.csv"
     if path.is_file():

@@ -35,6 +35,7 @@ from recordsync.config.models import MappingConfig
 from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
+from recordsync.run_ids import first_attempt_started
 from recordsync.send.ledger_prep import StepPrep
 from recordsync.send.safety import resend_as_is_safe
 from recordsync.send.step import Item, StepPlan
@@ -467,13 +468,5 @@ def open_state(
 
 def _run_started(entry: object) -> float | None:
     """When the run that left ``entry`` in doubt started (its run id begins with the UTC
-    start, ``20261122T013000Z-...``; a resumed run keeps the first attempt's: earlier still)."""
-    from datetime import UTC, datetime
-
-    run_id = getattr(entry, "last_run_id", None)
-    if not isinstance(run_id, str):
-        return None
-    try:
-        return datetime.strptime(run_id[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC).timestamp()
-    except ValueError:
-        return None
+    start; a resumed run keeps the first attempt's: earlier still)."""
+    return first_attempt_started(getattr(entry, "last_run_id", None))
