@@ -82,3 +82,11 @@ def test_an_entry_matched_by_email_that_changes_its_email_interferes_alone() -> 
         "fields": {"email": "b@x.io"},
     }
     assert chunk_interferes("contacts", [entry])
+
+
+def test_emails_are_told_apart_as_the_service_lower_cases_them() -> None:
+    # "STRASSE" is the upper case of both: only lower-casing keeps them two records
+    one = {"name": "A", "fields": {"email": "straße@x.io"}}
+    two = {"name": "B", "fields": {"email": "strasse@x.io"}}
+    assert not chunk_interferes("contacts", [one, two])
+    assert chunk_interferes("contacts", [one, {"name": "C", "fields": {"email": "STRAßE@x.io"}}])

@@ -1,0 +1,124 @@
+"""Settling a lost answer entry by entry, against a list endpoint whose records and ``Date``
+header the test fixes (the sandbox's timestamps and clock cannot be pinned to the second)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from recordsync.model import RowStatus
+from recordsync.reconcile.batch import EntryResult
+from recordsync.send.settle import Decision, Settler, earlier_send_doubt, lost_answer_doubt
+
+from .support import Handler, fake_client
+
+DATE = "Wed, 25 Nov 2026 10:00:00 GMT"  # the service's clock when it answers the read
+AT = "2026-11-25T10:00:00Z"  # the same instant: with since == clock, server_since is this
+EARLIER = "2026-11-25T09:00:00Z"
+RENAME = {"name": "New", "match_by": "name", "match_value": "Old", "fields": {"stage": "won"}}
+
+
+def record(rid: int, name: str, created: str = AT, **fields: Any) -> dict[str, Any]:
+    return {"id": rid, "name": name, "created_at": created, "updated_at": AT, **fields}
+
+
+def listing(held: list[dict[str, Any]], date: str | None = DATE) -> Handler:
+    """A list endpoint over ``held`` (filter[name] as a case-insensitive substring)."""
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        wanted = request.url.params["filter[name]"].casefold()
+        data = [r for r in held if wanted in r["name"].casefold()]
+        headers = {"date": date} if date else {}
+        body = {"data": data, "pagination": {"has_more": False}}
+        return httpx.Response(200, json=body, headers=headers)
+
+    return handler
+
+
+def settle(
+    held: list[dict[str, Any]],
+    entries: list[dict[str, Any]],
+    claimed: set[int] | None = None,
+    date: str | None = DATE,
+) -> dict[int, Decision]:
+    settler = Settler(fake_client(listing(held, date)), "deals", clock=lambda: 1000.0)
+    claimed = claimed if claimed is not None else set()
+    return settler.settle(entries, list(range(len(entries))), 1000.0, claimed)
+
+
+def test_an_entry_without_a_name_is_unknown_and_the_next_is_still_decided() -> None:
+    out = settle([], [{"fields": {"stage": "won"}}, {"name": "B", "fields": {}}])
+    assert out == {
+        0: Decision("unknown", why="the entry has no name to look it up by"),
+        1: Decision("absent"),
+    }
+
+
+def test_a_target_without_a_list_endpoint_leaves_every_entry_unknown() -> None:
+    client = fake_client(lambda request: httpx.Response(404, json={"error": "not found"}))
+    entries: list[dict[str, Any]] = [dict(RENAME), {"name": "B", "fields": {}}]
+    out = Settler(client, "deals", clock=lambda: 1000.0).settle(entries, [0, 1], 1000.0, set())
+    assert [d.kind for d in out.values()] == ["unknown", "unknown"]
+    for decision in out.values():
+        assert decision.why.startswith("it could not be read back: the target has no record list")
+
+
+def test_a_rename_that_created_its_record_is_applied_as_created() -> None:
+    claimed: set[int] = set()
+    out = settle([record(5, "New", stage="won")], [dict(RENAME), {"name": "B"}], claimed)
+    assert out == {
+        0: Decision("applied", EntryResult(RowStatus.CREATED, 5)),
+        1: Decision("absent"),
+    }
+    assert claimed == {5}
+
+
+def test_a_rename_of_a_record_created_before_the_chunk_is_an_update() -> None:
+    out = settle([record(5, "New", created=EARLIER, stage="won")], [dict(RENAME)])
+    assert out == {0: Decision("applied", EntryResult(RowStatus.UPDATED, 5))}
+
+
+def test_a_rename_of_a_record_this_run_knows_is_an_update() -> None:
+    claimed = {5}
+    out = settle([record(5, "New", stage="won")], [dict(RENAME)], claimed)
+    assert out == {0: Decision("applied", EntryResult(RowStatus.UPDATED, 5))}
+    assert claimed == {5}
+
+
+def test_a_rename_with_the_old_name_still_there_is_unknown() -> None:
+    held = [record(5, "New", stage="won"), record(6, "Old", created=EARLIER)]
+    out = settle(held, [dict(RENAME)])
+    assert out == {
+        0: Decision(
+            "unknown",
+            why="1 record(s) named 'New' with its values were written since the chunk was sent"
+            " and 1 named 'Old' are left",
+        )
+    }
+
+
+def test_a_rename_without_a_date_header_is_unknown() -> None:
+    out = settle([record(5, "New", stage="won")], [dict(RENAME)], date=None)
+    assert out[0].kind == "unknown"
+    assert "and 0 named 'Old' are left" in out[0].why
+
+
+def test_a_record_without_a_creation_time_counts_as_updated() -> None:
+    held = [{"id": 5, "name": "New", "updated_at": AT, "stage": "won"}]
+    assert settle(held, [dict(RENAME)])[0] == Decision(
+        "applied", EntryResult(RowStatus.UPDATED, 5)
+    )
+
+
+def test_doubt_messages_say_what_to_do_next() -> None:
+    why = Decision("unknown", why="2 hold this row's values")
+    lost = lost_answer_doubt("HTTP 502", why).error or ""
+    assert lost.endswith("2 hold this row's values; check the target, then retry or drop it")
+    earlier = earlier_send_doubt(why)
+    assert earlier.status is RowStatus.IN_DOUBT and earlier.record_id is None
+    assert earlier.error == (
+        "held in doubt: an earlier send of this row may have been applied and it cannot be"
+        " resent without risking a duplicate: 2 hold this row's values; check the target,"
+        " then `recordsync retry --resend-in-doubt` the report"
+    )
