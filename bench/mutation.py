@@ -54,12 +54,16 @@ GROUPS: dict[str, Group] = {
     ),
     "writer": Group(
         ("src/recordsync/report/writer.py",),
-        ("tests/report/", "tests/cli/test_run_exit_codes.py", "tests/reconcile/"),
+        (
+            "tests/report/test_writer.py",
+            "tests/report/test_tally_merged.py",
+            "tests/reconcile/test_retry_roundtrip.py",
+        ),
     ),
-    "mirror": Group(("src/recordsync/state/mirror.py",), ("tests/state/",)),
+    "mirror": Group(("src/recordsync/state/mirror.py",), ("tests/state/test_mirror.py",)),
     "classifier": Group(
         ("src/recordsync/send/http_policy.py", "src/recordsync/reconcile/batch.py"),
-        ("tests/send/", "tests/reconcile/"),
+        ("tests/send/test_http_policy.py", "tests/reconcile/test_batch.py"),
     ),
     "read-errors": Group(
         (
@@ -67,7 +71,11 @@ GROUPS: dict[str, Group] = {
             "src/recordsync/read/swallow.py",
             "src/recordsync/prepare_salvage.py",
         ),
-        ("tests/read/", "tests/test_prepare_salvage.py"),
+        (
+            "tests/read/test_csv.py",
+            "tests/read/test_swallow.py",
+            "tests/test_prepare_salvage.py",
+        ),
     ),
 }
 
@@ -79,6 +87,7 @@ EQUIVALENT: frozenset[str] = frozenset(
     }
 )
 
+_KILLED = ("killed", "caught by type check")
 _MUTMUT_SECTION = re.compile(r"^\[tool\.mutmut\]\n(?:(?!\[).*\n)*", re.MULTILINE)
 
 
@@ -112,8 +121,9 @@ def _dotted(module: str) -> str:
     return module.removeprefix("src/").removesuffix(".py").replace("/", ".")
 
 
-def run_group(name: str, group: Group) -> tuple[dict[str, str], float]:
-    """Every mutant of the group with its verdict, and the group's wall time in seconds."""
+def run_group(name: str, group: Group) -> tuple[dict[str, str], float, str]:
+    """Every mutant of the group with its verdict, the group's wall time in seconds and the
+    diffs of the survivors that are not known equivalents."""
     with tempfile.TemporaryDirectory(prefix=f"mutation-{name}-") as scratch:
         where = Path(scratch)
         _scratch_copy(group, where)
@@ -128,12 +138,19 @@ def run_group(name: str, group: Group) -> tuple[dict[str, str], float]:
             capture_output=True,
             text=True,
         ).stdout
-    verdicts = {}
-    for line in listing.splitlines():
-        mutant, _, status = line.strip().rpartition(": ")
-        if mutant:
-            verdicts[mutant] = status
-    return verdicts, elapsed
+        verdicts = {}
+        for line in listing.splitlines():
+            mutant, _, status = line.strip().rpartition(": ")
+            if mutant:
+                verdicts[mutant] = status
+        diffs = [
+            subprocess.run(
+                [*mutmut, "show", mutant], cwd=where, check=False, capture_output=True, text=True
+            ).stdout
+            for mutant, status in verdicts.items()
+            if status not in _KILLED and mutant not in EQUIVALENT
+        ]
+    return verdicts, elapsed, "".join(diffs)
 
 
 def main() -> int:
@@ -147,12 +164,13 @@ def main() -> int:
     rows: list[str] = []
     for name in chosen:
         group = GROUPS[name]
-        verdicts, elapsed = run_group(name, group)
+        verdicts, elapsed, diffs = run_group(name, group)
+        print(diffs, flush=True)
         for module in group.modules:
             dotted = _dotted(module) + "."
             mine = {m: s for m, s in verdicts.items() if m.startswith(dotted)}
-            killed = sum(1 for s in mine.values() if s in ("killed", "caught by type check"))
-            alive = sorted(m for m, s in mine.items() if s not in ("killed", "caught by type check"))
+            killed = sum(1 for s in mine.values() if s in _KILLED)
+            alive = sorted(m for m, s in mine.items() if s not in _KILLED)
             equivalent = [m for m in alive if m in EQUIVALENT]
             survivors += [f"{m}: {mine[m]}" for m in alive if m not in EQUIVALENT]
             rows.append(

@@ -27,7 +27,9 @@ def listing(held: list[dict[str, Any]], date: str | None = DATE) -> Handler:
     """A list endpoint over ``held`` (filter[name] as a case-insensitive substring)."""
 
     def handler(request: httpx.Request) -> httpx.Response:
-        wanted = request.url.params["filter[name]"].casefold()
+        params = request.url.params
+        assert (params["sort_by"], params["sort_order"]) == ("updated_at", "desc")
+        wanted = params["filter[name]"].casefold()
         data = [r for r in held if wanted in r["name"].casefold()]
         headers = {"date": date} if date else {}
         body = {"data": data, "pagination": {"has_more": False}}
@@ -109,6 +111,59 @@ def test_a_record_without_a_creation_time_counts_as_updated() -> None:
     assert settle(held, [dict(RENAME)])[0] == Decision(
         "applied", EntryResult(RowStatus.UPDATED, 5)
     )
+
+
+def deal(name: str, amount: int = 1) -> dict[str, Any]:
+    return {"name": name, "fields": {"amount": amount}}
+
+
+def unknown(named: str, count: int, which: str) -> Decision:
+    return Decision(
+        "unknown",
+        why=f"{count} record(s) named {named!r} were written since the chunk was sent and none"
+        f" is known to be another row's ({which})",
+    )
+
+
+def test_the_one_record_holding_an_entrys_values_is_its_record() -> None:
+    claimed: set[int] = set()
+    held = [record(5, "A", amount=1), record(6, "B", created=EARLIER, amount=2)]
+    out = settle(held, [deal("A"), deal("B", 2), deal("C")], claimed)
+    assert out == {
+        0: Decision("applied", EntryResult(RowStatus.CREATED, 5)),
+        1: Decision("applied", EntryResult(RowStatus.UPDATED, 6)),
+        2: Decision("absent"),
+    }
+    assert claimed == {5, 6}
+
+
+def test_a_record_another_entry_claimed_is_not_this_ones() -> None:
+    assert settle([record(5, "A", amount=1)], [deal("A")], {5}) == {0: Decision("absent")}
+
+
+def test_a_record_written_before_the_chunk_does_not_count() -> None:
+    old = {**record(5, "A", amount=1), "updated_at": EARLIER}
+    assert settle([old], [deal("A")]) == {0: Decision("absent")}
+
+
+def test_records_that_do_not_settle_an_entry_say_why() -> None:
+    held = [record(5, "A", amount=9), record(6, "B", amount=1), record(7, "B", amount=1)]
+    held += [record(8, "T", amount=1)]
+    entries = [deal("A"), deal("B"), deal("T"), deal("T"), deal("Z")]
+    out = settle(held, entries)
+    assert out == {
+        0: unknown("A", 1, "none holds this row's values"),
+        1: unknown("B", 2, "2 hold this row's values"),
+        2: unknown("T", 1, "another entry of this chunk has the same name and values"),
+        3: unknown("T", 1, "another entry of this chunk has the same name and values"),
+        4: Decision("absent"),
+    }
+
+
+def test_without_a_date_header_only_absent_is_decided() -> None:
+    out = settle([record(5, "A", amount=1)], [deal("A"), deal("B")], date=None)
+    no_date = "the service's answers carry no Date header to tell when they were written"
+    assert out == {0: unknown("A", 1, no_date), 1: Decision("absent")}
 
 
 def test_doubt_messages_say_what_to_do_next() -> None:
