@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from recordsync.model import RowStatus
 from recordsync.reconcile.batch import EntryResult
@@ -108,9 +109,7 @@ def test_a_rename_without_a_date_header_is_unknown() -> None:
 
 def test_a_record_without_a_creation_time_counts_as_updated() -> None:
     held = [{"id": 5, "name": "New", "updated_at": AT, "stage": "won"}]
-    assert settle(held, [dict(RENAME)])[0] == Decision(
-        "applied", EntryResult(RowStatus.UPDATED, 5)
-    )
+    assert settle(held, [dict(RENAME)])[0] == Decision("applied", EntryResult(RowStatus.UPDATED, 5))
 
 
 def deal(name: str, amount: int = 1) -> dict[str, Any]:
@@ -177,3 +176,45 @@ def test_doubt_messages_say_what_to_do_next() -> None:
         " resent without risking a duplicate: 2 hold this row's values; check the target,"
         " then `recordsync retry --resend-in-doubt` the report"
     )
+
+
+EPOCH_DATE = "Thu, 01 Jan 1970 00:00:01 GMT"  # server_since 1.0: a missing created_at is 0
+
+
+def test_a_record_without_a_creation_time_counts_as_updated_on_any_clock() -> None:
+    held = [{"id": 5, "name": "New", "updated_at": "1970-01-01T00:00:02Z", "stage": "won"}]
+    held += [{"id": 6, "name": "A", "updated_at": "1970-01-01T00:00:02Z", "amount": 1}]
+    out = settle(held, [dict(RENAME), deal("A")], date=EPOCH_DATE)
+    assert out == {
+        0: Decision("applied", EntryResult(RowStatus.UPDATED, 5)),
+        1: Decision("applied", EntryResult(RowStatus.UPDATED, 6)),
+    }
+
+
+def test_a_rename_with_no_record_of_its_new_name_is_absent() -> None:
+    assert settle([record(6, "Old")], [dict(RENAME)]) == {0: Decision("absent")}
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"name": "A", "match_by": "email", "match_value": "a@x.io", "fields": {"amount": 1}},
+        {"name": "A", "match_by": "name", "match_value": "A", "fields": {"amount": 1}},
+        {"name": "A", "match_by": "id", "match_value": 5, "fields": {"amount": 1}},
+    ],
+)
+def test_only_a_match_by_another_name_is_read_back_as_a_rename(entry: dict[str, Any]) -> None:
+    out = settle([record(5, "A", amount=9)], [entry])
+    assert out == {0: unknown("A", 1, "none holds this row's values")}
+
+
+@pytest.mark.parametrize("name", ["", 7, None])
+def test_an_entry_whose_name_is_not_text_is_unknown(name: Any) -> None:
+    out = settle([record(5, "7", amount=1)], [{"name": name, "fields": {"amount": 1}}])
+    assert out == {0: Decision("unknown", why="the entry has no name to look it up by")}
+
+
+def test_a_lost_answer_leaves_the_entry_in_doubt() -> None:
+    result = lost_answer_doubt("HTTP 502", Decision("unknown", why="w"))
+    assert result.status is RowStatus.IN_DOUBT and result.record_id is None
+    assert (result.error or "").startswith("in doubt: HTTP 502; the batch may have been applied")
