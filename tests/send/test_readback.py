@@ -80,8 +80,8 @@ def reader(handler: Callable[[httpx.Request], httpx.Response], **kw: Any) -> Nam
 def test_pages_are_read_newest_first_until_the_last() -> None:
     seen: list[dict[str, str]] = []
     held: list[Any] = [{"id": i, "name": "A", "updated_at": AT} for i in range(PAGE)]
-    held += [{"id": 999, "name": "A", "updated_at": AT}, {"id": 1000, "name": "Ann"}]
-    held += ["not a record", {"name": "A", "updated_at": AT}]  # no id
+    held += [{"id": 1000, "name": "Ann"}, "not a record", {"name": "A", "updated_at": AT}]
+    held += [{"id": 999, "name": "A", "updated_at": AT}]  # after records that do not count
     found, server_since = reader(pager(held, seen)).written_since("A", 1000.0)
     assert [r["id"] for r in found] == [*range(PAGE), 999]
     assert server_since == 60.0
@@ -113,6 +113,7 @@ def test_too_many_records_of_one_name_are_unreadable() -> None:
     ("answer", "why"),
     [
         (httpx.Response(200, json={"items": []}), "GET /api/objects/deals: the answer has no"),
+        (httpx.Response(200, json=[]), "GET /api/objects/deals: the answer has no 'data' list"),
         (httpx.Response(200, text="<html>"), "GET /api/objects/deals: answer is not JSON"),
         (httpx.Response(405, json={}), "the target has no record list endpoint (GET /api/"),
         (httpx.Response(404, json={}), "the target has no record list endpoint (GET /api/"),
@@ -123,6 +124,14 @@ def test_a_read_that_fails_is_unreadable(answer: httpx.Response, why: str) -> No
     with pytest.raises(Unreadable) as caught:
         reader(lambda request: answer).written_since("A", 1000.0)
     assert str(caught.value).startswith(why)
+
+
+def test_a_target_without_a_list_endpoint_is_named() -> None:
+    with pytest.raises(Unreadable) as caught:
+        reader(lambda request: httpx.Response(404, json={})).written_since("A", 1000.0)
+    assert str(caught.value).endswith(
+        "), so this entry was neither resent by another key nor read back"
+    )
 
 
 def test_a_read_is_retried_within_the_clients_budget() -> None:
