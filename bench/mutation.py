@@ -54,7 +54,11 @@ GROUPS: dict[str, Group] = {
     ),
     "writer": Group(
         ("src/recordsync/report/writer.py",),
-        ("tests/report/", "tests/reconcile/test_retry_roundtrip.py"),
+        (
+            "tests/report/test_writer.py",
+            "tests/report/test_writer_edges.py",
+            "tests/report/test_tally_merged.py",
+        ),
     ),
     "mirror": Group(("src/recordsync/state/mirror.py",), ("tests/state/test_mirror.py",)),
     "classifier": Group(
@@ -86,6 +90,26 @@ EQUIVALENT: frozenset[str] = frozenset(
         "recordsync.send.safety.x_chunk_interferes__mutmut_34",
         "recordsync.send.readback.xǁNameReaderǁwritten_since__mutmut_45",
         "recordsync.send.readback.xǁNameReaderǁwritten_since__mutmut_66",
+        "recordsync.state.mirror.x_apply_deletes__mutmut_5",
+        "recordsync.state.mirror.x_apply_deletes__mutmut_20",
+        "recordsync.state.mirror.x_apply_deletes__mutmut_21",
+        "recordsync.state.mirror.x_apply_deletes__mutmut_23",
+        "recordsync.state.mirror.x_apply_deletes__mutmut_24",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_12",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_20",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_21",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_24",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_25",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_32",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_33",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_38",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_39",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_62",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_63",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_124",
+        "recordsync.state.mirror.x_plan_deletes__mutmut_125",
+        "recordsync.state.mirror.x__batches__mutmut_1",
+        "recordsync.state.mirror.x__batches__mutmut_5",
     }
 )
 
