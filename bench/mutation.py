@@ -63,7 +63,11 @@ GROUPS: dict[str, Group] = {
     "mirror": Group(("src/recordsync/state/mirror.py",), ("tests/state/test_mirror.py",)),
     "classifier": Group(
         ("src/recordsync/send/http_policy.py", "src/recordsync/reconcile/batch.py"),
-        ("tests/send/test_http_policy.py", "tests/reconcile/test_batch.py"),
+        (
+            "tests/send/test_http_policy.py",
+            "tests/send/test_http_policy_table.py",
+            "tests/reconcile/test_batch.py",
+        ),
     ),
     "read-errors": Group(
         (
