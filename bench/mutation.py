@@ -114,6 +114,13 @@ EQUIVALENT: frozenset[str] = frozenset(
         "recordsync.state.mirror.x_plan_deletes__mutmut_125",
         "recordsync.state.mirror.x__batches__mutmut_1",
         "recordsync.state.mirror.x__batches__mutmut_5",
+        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_14",
+        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_16",
+        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_19",
+        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_20",
+        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_21",
+        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_75",
+        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_77",
     }
 )
 
