@@ -77,6 +77,7 @@ GROUPS: dict[str, Group] = {
         ),
         (
             "tests/read/test_csv.py",
+            "tests/read/test_utf8guard.py",
             "tests/read/test_swallow.py",
             "tests/test_prepare_salvage.py",
         ),
