@@ -9,6 +9,7 @@ equivalent; exits 1 when there is one.
 
     python bench/mutation.py                # every group
     python bench/mutation.py resend mirror  # some groups
+    python bench/mutation.py --show --keep /tmp/mut writer  # survivors' diffs; keep the copy
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ GROUPS: dict[str, Group] = {
             "tests/read/test_utf8guard.py",
             "tests/read/test_swallow.py",
             "tests/test_prepare_salvage.py",
+            "tests/test_prepare_salvage_cells.py",
         ),
     ),
 }
@@ -159,10 +161,12 @@ def _dotted(module: str) -> str:
     return module.removeprefix("src/").removesuffix(".py").replace("/", ".")
 
 
-def run_group(name: str, group: Group, keep: Path | None) -> tuple[dict[str, str], float, str]:
-    """Every mutant of the group with its verdict, the group's wall time in seconds and the
-    diffs of the survivors that are not known equivalents. ``keep``: a directory to leave the
-    scratch copy in (``keep/<group>``, for ``mutmut show`` there), instead of a temporary one."""
+def run_group(
+    name: str, group: Group, keep: Path | None, show: bool
+) -> tuple[dict[str, str], float, str]:
+    """Every mutant of the group with its verdict, the group's wall time in seconds and (with
+    ``show``) the diffs of the survivors that are not known equivalents. ``keep``: a directory
+    to leave the scratch copy in (``keep/<group>``, for ``mutmut show`` there)."""
     with tempfile.TemporaryDirectory(prefix=f"mutation-{name}-") as scratch:
         where = Path(scratch) if keep is None else keep / name
         if keep is not None:
@@ -190,7 +194,7 @@ def run_group(name: str, group: Group, keep: Path | None) -> tuple[dict[str, str
                 [*mutmut, "show", mutant], cwd=where, check=False, capture_output=True, text=True
             ).stdout
             for mutant, status in verdicts.items()
-            if status not in _KILLED and mutant not in EQUIVALENT
+            if show and status not in _KILLED and mutant not in EQUIVALENT
         ]
     return verdicts, elapsed, "".join(diffs)
 
@@ -199,6 +203,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("groups", nargs="*", metavar="GROUP", help=", ".join(GROUPS))
     parser.add_argument("--keep", type=Path, help="leave each group's scratch copy in KEEP/GROUP")
+    parser.add_argument("--show", action="store_true", help="print each survivor's diff")
     args = parser.parse_args()
     chosen = args.groups or list(GROUPS)
     unknown = [name for name in chosen if name not in GROUPS]
@@ -208,8 +213,9 @@ def main() -> int:
     rows: list[str] = []
     for name in chosen:
         group = GROUPS[name]
-        verdicts, elapsed, diffs = run_group(name, group, args.keep)
-        print(diffs, flush=True)
+        verdicts, elapsed, diffs = run_group(name, group, args.keep, args.show)
+        if diffs:
+            print(diffs, flush=True)
         for module in group.modules:
             dotted = _dotted(module) + "."
             mine = {m: s for m, s in verdicts.items() if m.startswith(dotted)}
