@@ -7,6 +7,7 @@ import csv
 
 import pytest
 
+from recordsync.model import Salvage
 from recordsync.prepare_salvage import MAX_SHIFT, _alignments, _cells, bad_row
 from recordsync.read import BadLine
 
@@ -76,6 +77,8 @@ def test_up_to_max_shift_cells_too_many_are_aligned() -> None:
     assert isinstance(got, list) and len(got) == (MAX_SHIFT + 1) * (MAX_SHIFT + 2) // 2
     three = _alignments(["a", "b", "c"], ["X", "Y"], ",")
     assert isinstance(three, list)  # 3 cells for 2 columns is under twice as many
+    # one column: two cells are one too many, not two rows
+    assert _alignments(["a", "b"], ["X"], ",") == [{"X": "a"}, {"X": "b"}, {"X": "a,b"}]
 
 
 def test_a_line_without_a_mapper_keeps_its_values_and_reasons() -> None:
@@ -87,18 +90,28 @@ def test_a_line_without_a_mapper_keeps_its_values_and_reasons() -> None:
         {"X": "b", "Y": "c"},
         {"X": "a,b", "Y": "b,c"},
     ]
+    quoted = bad_row(BadLine(4, 'a,"b,c"', "malformed line"), "f.csv", ["X", "Y", "Z"])
+    assert quoted.source.values == {"X": "a", "Y": "b,c"}
     few = bad_row(BadLine(4, "a", "malformed line"), "f.csv", ["X", "Y"])
-    assert few.source.values == {"X": "a"} and few.salvage is not None
-    assert few.salvage.hides == (
+    assert few.source.values == {"X": "a"}
+    assert few.salvage == Salvage(
+        [],
+        [],
         "line 4: it has 1 cells for 2 columns: a delimiter is missing, so its key may be merged"
-        " with another cell"
+        " with another cell",
     )
+    assert (few.source.source_file, few.source.source_row) == ("f.csv", 4)
+    even = bad_row(BadLine(4, "a,b", "malformed line"), "f.csv", ["X", "Y"])
+    assert even.source.values == {"X": "a", "Y": "b"}  # no _extra_cells
+    hiding = bad_row(BadLine(4, "a,b", "malformed line", "swallowed"), "f.csv", ["X", "Y"])
+    assert hiding.salvage == Salvage([], [], "swallowed")
 
 
 def test_a_line_that_cannot_be_split_keeps_its_text_and_says_how_to_fix_it() -> None:
     text = "x" * (csv.field_size_limit() + 1)
     r = bad_row(BadLine(4, text, "malformed line"), "f.csv", ["X"])
     assert r.source.values == {"_line": "x" * 200}
+    assert (r.source.source_file, r.source.source_row) == ("f.csv", 4)
     assert r.error is not None and r.error.startswith("line 4: malformed line; its cells cannot")
     assert r.error.endswith(": fix the quoting of line 4 in the source")
     assert r.salvage is not None and r.salvage.hides is not None
