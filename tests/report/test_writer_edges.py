@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import errno
 from collections import Counter
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import pytest
 
 from recordsync.errors import RunAborted
 from recordsync.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
-from recordsync.report.tally import StepTally
+from recordsync.report.tally import StepTally, reason_group
 from recordsync.report.writer import MAX_EXAMPLES, ReportWriter, report_write_error
 
 ODD = 'f,"\r\nx'  # every character csv.writer quotes
@@ -105,7 +106,10 @@ def test_a_report_that_cannot_be_written_stops_the_run(tmp_path: Path) -> None:
         f"cannot write the report in {tmp_path}: No space left on device (errno {errno.ENOSPC})"
         "; the run stopped"
     )
-    assert "free space on that disk (or give another --report-dir)" in (exc.hint or "")
+    assert exc.hint == (
+        "free space on that disk (or give another --report-dir), then run again: a nightly sync"
+        " with its state store resumes where this run stopped"
+    )
     bare = report_write_error(tmp_path, OSError("lost mount"))
     assert str(bare).startswith(f"cannot write the report in {tmp_path}: lost mount; the run")
 
@@ -161,3 +165,53 @@ def test_a_failure_without_a_message_has_an_empty_error_cell(tmp_path: Path) -> 
                 "_source_file": "in.csv",
             }
         ]
+
+
+def test_each_outcome_is_tallied_by_what_it_says(tmp_path: Path) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    value = {"k": "é", "on": date(2026, 1, 2)}
+    keyed = prepared(1, {"name": "A", "match_by": "email", "match_value": value})
+    keyed.owner_resolution = "users:email"
+    writer.record(tally, keyed, RowStatus.CREATED, 9)
+    held = PreparedRow(SourceRow("in.csv", 2, {}), RowStatus.MERGED)
+    for _ in range(2):
+        writer.record(tally, held, RowStatus.MERGED, None, "merged into row 1")
+    writer.record(tally, prepared(4, {"name": "D"}), RowStatus.MERGED, None, "merged")
+    for n in (5, 6):
+        writer.record(tally, prepared(n, None), RowStatus.FAILED, None, "not sent: aborted")
+        writer.record(tally, prepared(n, None), RowStatus.FAILED, None, "Validation failed: x: y")
+    writer.record(tally, prepared(7, None), RowStatus.IN_DOUBT, None, "not sent: held")
+    writer.record(tally, prepared(8, None), RowStatus.IN_DOUBT, None, "Validation failed: x: y")
+    writer.record(tally, prepared(9, None), RowStatus.UNCHANGED, 12)
+    writer.record(tally, prepared(10, {"name": "U"}), RowStatus.UPDATED, 12)
+    assert (tally.merge_held, tally.not_sent, tally.rejected) == (2, 2, 2)
+    assert tally.owners["by_email"] == 1 and tally.shared_records == 0
+    example = tally.examples[reason_group("Validation failed: x: y")][0]
+    assert (example.source_file, example.source_row) == ("in.csv", 5)
+    writer.finish({})
+    first = results(tmp_path / "run")[0]
+    assert first[3:5] == ["email", '{"k": "é", "on": "2026-01-02"}']
+
+
+def test_a_record_created_then_updated_by_another_row_is_shared(tmp_path: Path) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    writer.record(tally, prepared(3, {"name": "A"}), RowStatus.CREATED, 9)
+    writer.record(tally, prepared(5, {"name": "A"}), RowStatus.UPDATED, 9)
+    assert tally.shared_examples == ["in.csv:5 landed on record 9, like row 3"]
+    writer.finish({})
+
+
+def test_suggestions_without_a_field_make_no_value_map_and_repeat_counts(tmp_path: Path) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    for n in (1, 2):
+        row = prepared(n, None, suggestions={"value_map": {"a": "b"}})
+        writer.record(tally, row, RowStatus.FAILED, None, "bad")
+    assert tally.value_maps == {}
+    assert tally.suggestions == {"value_map": Counter({"a: b": 2})}
+    writer.finish({})
