@@ -91,7 +91,7 @@ GROUPS: dict[str, Group] = {
 # docs/run.md, "Mutation testing").
 EQUIVALENT: frozenset[str] = frozenset(
     {
-        "recordsync.errors.xǁConfigErrorǁ__init____mutmut_1",
+        "recordsync.errors.xǁConfigErrorǁ__init____mutmut_5",
         "recordsync.send.safety.x_chunk_interferes__mutmut_9",
         "recordsync.send.safety.x_chunk_interferes__mutmut_15",
         "recordsync.send.safety.x_chunk_interferes__mutmut_31",
