@@ -76,6 +76,7 @@ def reply(status: int, content: bytes, content_type: str = "text/plain") -> http
         (reply(400, b'{"error": "Bad field"}', "application/json"), "Bad field"),
         (reply(400, b'{"error": 7}', "application/json"), 'Bad Request: {"error": 7}'),
         (reply(502, b""), "Bad Gateway"),
+        (httpx.Response(502), "Bad Gateway"),  # no content-type at all
         (reply(599, b""), "no error message"),
         (reply(502, b"  upstream \n  down  "), "Bad Gateway: upstream down"),
         (reply(502, b"x" * 300), "Bad Gateway: " + "x" * 200),
