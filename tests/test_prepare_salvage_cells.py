@@ -4,9 +4,13 @@ and the reasons a line's keys cannot be trusted."""
 from __future__ import annotations
 
 import csv
+from pathlib import Path
 
 import pytest
+import yaml
 
+from recordsync.config.models import MappingConfig
+from recordsync.map.engine import BatchMapper
 from recordsync.model import Salvage
 from recordsync.prepare_salvage import MAX_SHIFT, _alignments, _cells, bad_row
 from recordsync.read import BadLine
@@ -117,3 +121,15 @@ def test_a_line_that_cannot_be_split_keeps_its_text_and_says_how_to_fix_it() -> 
     assert r.salvage is not None and r.salvage.hides is not None
     assert r.salvage.hides.startswith("line 4: its cells cannot be split (")
     assert (r.salvage.alignments, r.salvage.keys) == ([], [])
+
+
+def test_cells_are_split_with_the_sources_quote() -> None:
+    cfg = MappingConfig.model_validate(
+        yaml.safe_load(
+            "object_type: contacts\nsource: {path: m.csv, quotechar: null}\nname: Name\n"
+            "fields: {email: Email}\n"
+        )
+    )
+    mapper = BatchMapper(cfg, base_dir=Path("."), schema=None, users=None)
+    r = bad_row(BadLine(4, 'a,"b,c"', "malformed line"), "f.csv", ["Name", "Email"], mapper)
+    assert r.source.values == {"Name": "a", "Email": '"b', "_extra_cells": ['c"']}

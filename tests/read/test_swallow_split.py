@@ -96,3 +96,10 @@ def test_hiding_rows_finds_a_line_like_a_row_in_any_text_cell() -> None:
     assert hiding_rows(two, np.array([7]), ",") == {
         7: "line 7: a quoted field holds line 9, which looks like a row (unbalanced quote?)"
     }
+
+
+def test_only_carriage_returns_are_trimmed_from_each_line() -> None:
+    out = _split(2, 'a,"X\r\nb X \r\nc X\r\n\r', 9, SRC)
+    assert [b.text for b in out] == ['a,"X', "b X ", "c X"]
+    assert out[0].message == _message(2, 3, 9, SRC)  # a lone "\r" after the last break
+    assert _split(2, 'a,"X \r\nb', 9, SRC)[0].text == 'a,"X '

@@ -147,3 +147,10 @@ def test_each_kind_becomes_its_error(
     assert (error.detail, error.status, error.method, error.path) == ("teapot", 418, "POST", PATH)
     assert error.hint == hint
     assert is_fatal(v) is fatal
+
+
+def test_a_5xx_retry_after_date_counts_from_now() -> None:
+    date = "Fri, 15 Jan 2027 08:00:30 GMT"  # 30 s after NOW
+    assert classify_response("POST", PATH, answer(503, **{"retry-after": date}), NOW) == (
+        verdict("retriable", 503, retry_after=30.0)
+    )
