@@ -3,9 +3,9 @@
 Each group's modules are mutated by mutmut (3.8.x, a dev tool installed apart from the dev
 extras) and checked against the tests that cover that group, in a scratch copy of the project
 so that the checkout's `mutants/` and `[tool.mutmut]` stay untouched. One child at a time: the
-machine is shared. Prints, per module, mutants, killed, equivalent (listed below with the
-reason in docs/run.md) and the time of its group, then every survivor that is not a known
-equivalent; exits 1 when there is one.
+machine is shared. Prints, per module, mutants, killed, equivalent (listed in
+mutation_equivalents.txt, the reasons in docs/run.md) and the time of its group, then every
+survivor that is not a known equivalent; exits 1 when there is one.
 
     python bench/mutation.py                # every group
     python bench/mutation.py resend mirror  # some groups
@@ -88,128 +88,12 @@ GROUPS: dict[str, Group] = {
     ),
 }
 
-# Survivors that no test can kill: the mutant behaves exactly as the original (reasons in
-# docs/run.md, "Mutation testing").
+# Survivors that no test can kill: the mutant behaves exactly as the original (one name a
+# line; the reasons are in docs/run.md, "Mutation testing").
 EQUIVALENT: frozenset[str] = frozenset(
-    {
-        "recordsync.errors.xǁConfigErrorǁ__init____mutmut_5",
-        "recordsync.send.safety.x_chunk_interferes__mutmut_9",
-        "recordsync.send.safety.x_chunk_interferes__mutmut_15",
-        "recordsync.send.safety.x_chunk_interferes__mutmut_31",
-        "recordsync.send.safety.x_chunk_interferes__mutmut_34",
-        "recordsync.send.readback.xǁNameReaderǁwritten_since__mutmut_45",
-        "recordsync.send.readback.xǁNameReaderǁwritten_since__mutmut_66",
-        "recordsync.state.mirror.x_apply_deletes__mutmut_5",
-        "recordsync.state.mirror.x_apply_deletes__mutmut_20",
-        "recordsync.state.mirror.x_apply_deletes__mutmut_21",
-        "recordsync.state.mirror.x_apply_deletes__mutmut_23",
-        "recordsync.state.mirror.x_apply_deletes__mutmut_24",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_12",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_20",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_21",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_24",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_25",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_32",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_33",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_38",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_39",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_62",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_63",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_124",
-        "recordsync.state.mirror.x_plan_deletes__mutmut_125",
-        "recordsync.state.mirror.x__batches__mutmut_1",
-        "recordsync.state.mirror.x__batches__mutmut_5",
-        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_14",
-        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_16",
-        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_19",
-        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_20",
-        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_21",
-        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_75",
-        "recordsync.reconcile.batch.x_reconcile_batch__mutmut_77",
-        "recordsync.send.http_policy.x_classify_response__mutmut_130",
-        "recordsync.read.utf8guard.x_first_bad_line__mutmut_3",
-        "recordsync.read.utf8guard.x_first_bad_line__mutmut_6",
-        "recordsync.read.utf8guard.x_first_bad_line__mutmut_12",
-        "recordsync.read.utf8guard.x_first_bad_line__mutmut_14",
-        "recordsync.prepare_salvage.x__alignments__mutmut_26",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_4",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_16",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_17",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_20",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_21",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_26",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_42",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_45",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_49",
-        "recordsync.report.writer.xǁReportWriterǁ__init____mutmut_57",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_36",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_37",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_39",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_41",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_53",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_62",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_64",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_73",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_75",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_77",
-        "recordsync.report.writer.xǁReportWriterǁfinish__mutmut_86",
-        "recordsync.report.writer.xǁReportWriterǁ_write_failures_csv__mutmut_5",
-        "recordsync.report.writer.xǁReportWriterǁ_write_failures_csv__mutmut_6",
-        "recordsync.report.writer.xǁReportWriterǁ_write_failures_csv__mutmut_9",
-        "recordsync.report.writer.xǁReportWriterǁ_write_failures_csv__mutmut_10",
-        "recordsync.report.writer.xǁReportWriterǁ_write_failures_csv__mutmut_18",
-        "recordsync.report.writer.xǁReportWriterǁ_write_failures_csv__mutmut_20",
-        "recordsync.report.writer.xǁReportWriterǁ_write_failures_csv__mutmut_22",
-        "recordsync.report.writer.xǁReportWriterǁ_write_failures_csv__mutmut_24",
-        "recordsync.send.http_policy.x_service_error__mutmut_2",
-        "recordsync.send.http_policy.x_service_error__mutmut_20",
-        "recordsync.send.http_policy.x_service_error__mutmut_21",
-        "recordsync.send.http_policy.x_service_error__mutmut_30",
-        "recordsync.send.http_policy.x_service_error__mutmut_43",
-        "recordsync.send.http_policy.x_classify_response__mutmut_77",
-        "recordsync.report.writer.x__cell__mutmut_7",
-        "recordsync.report.writer.x__add_suggestions__mutmut_28",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_29",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_34",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_36",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_39",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_41",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_45",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_47",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_67",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_70",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_72",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_76",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_78",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_79",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_94",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_95",
-        "recordsync.read.swallow.x_split_swallowed__mutmut_96",
-        "recordsync.read.swallow.x_hiding_rows__mutmut_22",
-        "recordsync.read.swallow.x_hiding_rows__mutmut_30",
-        "recordsync.read.swallow.x_hiding_rows__mutmut_32",
-        "recordsync.prepare_salvage.x_bad_row__mutmut_50",
-        "recordsync.prepare_salvage.x_bad_row__mutmut_53",
-        "recordsync.prepare_salvage.x_bad_row__mutmut_108",
-        "recordsync.prepare_salvage.x_bad_row__mutmut_110",
-        "recordsync.report.writer.xǁReportWriterǁ_spool_failure__mutmut_5",
-        "recordsync.report.writer.xǁReportWriterǁ_spool_failure__mutmut_14",
-        "recordsync.report.writer.xǁReportWriterǁ_spool_failure__mutmut_16",
-        "recordsync.report.writer.xǁReportWriterǁ_spool_failure__mutmut_17",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_24",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_27",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_40",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_45",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_46",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_56",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_65",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_69",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_74",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_81",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_82",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_85",
-        "recordsync.report.writer.xǁReportWriterǁrecord_block__mutmut_87",
-    }
+    line.strip()
+    for line in (ROOT / "bench" / "mutation_equivalents.txt").read_text("utf-8").splitlines()
+    if line.strip() and not line.startswith("#")
 )
 
 _KILLED = ("killed", "caught by type check", "timeout")  # a timeout: the tests hang, and fail
