@@ -41,7 +41,11 @@ def test_summary_json_as_written(tmp_path: Path, dry_run: bool) -> None:
     writer = ReportWriter(tmp_path / "run", dry_run=dry_run)
     tally = StepTally("contacts", "m", "contacts")
     writer.start_step(tally)
+    tally.read = tally.sent = 1  # a dry run's valid row is its "sent" one
+    row = PreparedRow(SourceRow("in.csv", 2, {}), RowStatus.VALID, {"name": "A"})
+    writer.record(tally, row, RowStatus.VALID if dry_run else RowStatus.CREATED, 1)
     summary = writer.finish({"run_id": "r1", "target": "é", "attempts": 3})
+    assert summary["accounting_ok"] and summary["steps"][0]["accounting_ok"]
     text = (tmp_path / "run" / "summary.json").read_text(encoding="utf-8")
     assert text == json.dumps(summary, indent=2, ensure_ascii=False) + "\n"
     assert summary["dry_run"] is dry_run and summary["steps"][0]["attempts"] == 3
