@@ -113,3 +113,37 @@ def test_an_answer_where_every_entry_was_applied_takes_the_quick_check() -> None
     quick = batch._all_applied(results, summary)
     assert quick == [(RowStatus.CREATED, 7, None), (RowStatus.UPDATED, 8, None)]
     assert reconcile_batch(2, {"results": results, "summary": summary}) == quick
+
+
+def test_rows_after_a_failed_one_are_still_read() -> None:
+    answer = body([{"status": "failed", "error": "bad"}, {"id": 5, "status": "created"}])
+    assert [(r.status, r.record_id) for r in reconcile_batch(2, answer)] == [
+        (RowStatus.FAILED, None),
+        (RowStatus.CREATED, 5),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sent", "answer", "why"),
+    [
+        (1, [], "answer is not a JSON object (got list)"),
+        (1, {"summary": {}}, "answer has no 'results' list"),
+        (1, {"results": [{"id": 1, "status": []}]}, "result 0 has unknown status []"),
+        (1, {"results": [{"status": "failed"}]}, "answer has no 'summary' object"),
+        (
+            2,
+            body([{"status": "failed"}, {"status": "failed"}], total=3, failed=True),
+            "summary does not match the results: total=3 but the results count 2,"
+            " failed=None but the results count 2",
+        ),
+        (
+            1,
+            body([{"id": 1, "status": "created"}], created=True),
+            "summary does not match the results: created=None but the results count 1",
+        ),
+    ],
+)
+def test_answers_that_do_not_add_up_say_how(sent: int, answer: Any, why: str) -> None:
+    with pytest.raises(Unreconciled) as caught:
+        reconcile_batch(sent, answer)
+    assert str(caught.value) == why

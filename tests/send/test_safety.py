@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.send.safety import chunk_interferes, resend_as_is_safe
+from recordsync.send.safety import chunk_interferes, resend_as_is_safe, rewrites_dedup_key
 
 CASES: list[tuple[str, str, dict[str, Any], bool]] = [
     ("id", "deals", {"name": "D", "match_by": "id", "match_value": 7}, True),
@@ -82,3 +82,58 @@ def test_an_entry_matched_by_email_that_changes_its_email_interferes_alone() -> 
         "fields": {"email": "b@x.io"},
     }
     assert chunk_interferes("contacts", [entry])
+
+
+def test_emails_are_told_apart_as_the_service_lower_cases_them() -> None:
+    # "STRASSE" is the upper case of both: only lower-casing keeps them two records
+    one = {"name": "A", "fields": {"email": "straße@x.io"}}
+    two = {"name": "B", "fields": {"email": "strasse@x.io"}}
+    assert not chunk_interferes("contacts", [one, two])
+    assert chunk_interferes("contacts", [one, {"name": "C", "fields": {"email": "STRAßE@x.io"}}])
+
+
+def test_what_rewrites_a_dedup_key() -> None:
+    email = {"email": "a@x.io"}
+    assert rewrites_dedup_key(
+        "contacts", {"name": "A", "match_by": "id", "match_value": 3, "fields": email}
+    )
+    assert rewrites_dedup_key(
+        "contacts", {"name": "A", "match_by": "name", "match_value": "A", "fields": email}
+    )
+    # no email set, or no fields at all: the key stays
+    assert not rewrites_dedup_key(
+        "contacts", {"name": "A", "match_by": "id", "match_value": 3, "fields": {"phone": "1"}}
+    )
+    assert not rewrites_dedup_key("contacts", {"name": "A", "match_by": "id", "match_value": 3})
+    assert not rewrites_dedup_key(
+        "deals", {"name": "A", "match_by": "id", "match_value": 3, "fields": email}
+    )
+
+
+def test_entries_matched_by_one_email_interfere() -> None:
+    one = {"name": "A", "match_by": "email", "match_value": "a@x.io"}
+    assert chunk_interferes("contacts", [one, {**one, "name": "B", "match_value": "A@X.io"}])
+    assert not chunk_interferes("contacts", [one, {**one, "name": "B", "match_value": "b@x.io"}])
+
+
+def test_entries_matched_by_id_that_set_one_email_interfere() -> None:
+    one = {"name": "A", "match_by": "id", "match_value": 1, "fields": {"email": "a@x.io"}}
+    assert chunk_interferes("contacts", [one, {**one, "name": "B", "match_value": 2}])
+
+
+def test_two_renames_of_one_name_interfere() -> None:
+    one = {"name": "N1", "match_by": "name", "match_value": "Old"}
+    assert chunk_interferes("deals", [one, {**one, "name": "N2"}])
+    # alone, a rename touches no other entry's record
+    assert not chunk_interferes("deals", [one])
+
+
+def test_an_id_that_reads_like_another_entrys_name_does_not_interfere() -> None:
+    chunk = [{"name": "Seven", "match_by": "id", "match_value": "7"}, {"name": "7"}]
+    assert not chunk_interferes("deals", chunk)
+
+
+def test_entries_without_a_fields_mapping_are_judged_by_their_keys() -> None:
+    bare = {"name": "A", "fields": None}
+    assert not resend_as_is_safe("contacts", bare)
+    assert not chunk_interferes("contacts", [bare, {"name": "B", "fields": None}])

@@ -31,6 +31,11 @@ RECORD = {
         ({"tags": ["b", "a"]}, False),
         ({"close": "2026-01-02T03:04:05Z"}, False),
         ({"missing": "x"}, False),
+        ({"amount": "7"}, False),
+        ({"email": 7}, False),
+        ({"notes": ["a"]}, False),
+        ({"tags": ["A ", "b"]}, True),
+        ({"tags": ["a"]}, False),
     ],
 )
 def test_holds(fields: dict[str, Any], expected: bool) -> None:
@@ -41,3 +46,9 @@ def test_names_compare_like_other_text() -> None:
     # (reading back keeps only records of exactly the same name before asking this)
     assert holds(RECORD, {"name": "ANN"})
     assert not holds(RECORD, {"name": "Anne"})
+
+
+def test_the_profile_image_is_compared_like_a_field() -> None:
+    record = {**RECORD, "profile_image_url": "https://x.io/a.png"}
+    assert holds(record, {"name": "Ann", "profile_image_url": "https://x.io/a.png"})
+    assert not holds(record, {"name": "Ann", "profile_image_url": "https://x.io/b.png"})

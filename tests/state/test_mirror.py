@@ -6,6 +6,7 @@ import pytest
 
 from recordsync.errors import AuthError, RetriableApiError, RunAborted
 from recordsync.state import ChangeDetector, StateStore, apply_deletes, plan_deletes
+from recordsync.state.mirror import DeletePlan
 
 from .conftest import prepared
 
@@ -109,3 +110,59 @@ def test_many_seen_keys_stream_through_temp_table(store: StateStore) -> None:
         store, "p", "m", (f"k{i}" for i in range(1, n)), max_count=1, max_share=None
     )
     assert plan.deletes == [("k0", 0)]
+
+
+def test_a_mapping_the_ledger_never_saw_plans_nothing_and_leaves_no_trace(
+    store: StateStore,
+) -> None:
+    plan = plan_deletes(store, "p", "new", ["a", "b", "a"], max_count=0, max_share=0.0)
+    assert (plan.store, plan.pipeline, plan.mapping) == (store, "p", "new")
+    assert (plan.live_records, plan.seen_keys, plan.deletes) == (0, 2, [])
+    result = apply_deletes(DeletePlan(store, "p", "other", 0, 0, [("k", 1)]), lambda rid: None)
+    assert (result.deleted, result.failed) == ([], [])
+    assert store.scope_id("p", "new", create=False) is None
+    assert store.scope_id("p", "other", create=False) is None
+
+
+def test_a_ledger_without_live_records_deletes_nothing_whatever_the_source(
+    store: StateStore,
+) -> None:
+    store.record_acknowledged("p", "contacts", "r1", [("never", None, None, "failed")])
+    for seen in ([], ["x"]):
+        plan = plan_deletes(store, "p", "contacts", seen, max_count=0, max_share=0.0)
+        assert (plan.live_records, plan.deletes) == (0, [])
+
+
+def test_an_empty_source_never_deletes_even_one_record(store: StateStore) -> None:
+    store.record_acknowledged("p", "contacts", "r1", [("k0", 100, "h", "created")])
+    with pytest.raises(RunAborted) as info:
+        plan_deletes(store, "p", "contacts", [], max_count=None, max_share=None)
+    assert str(info.value) == (
+        "mirror deletes of mapping 'contacts' (pipeline 'p'): the source has no rows, so all 1"
+        " records would be deleted; refused, nothing was deleted\n  hint: check the export; an"
+        " empty source never deletes. To really remove everything, delete the records in the"
+        " service and run `recordsync state reset`"
+    )
+
+
+def test_both_limits_are_named_when_both_are_passed(ledger: StateStore) -> None:
+    with pytest.raises(RunAborted) as info:
+        plan_deletes(ledger, "p", "contacts", ["k0"], max_count=2, max_share=0.25)
+    assert str(info.value) == (
+        "mirror deletes of mapping 'contacts' (pipeline 'p'): 9 of 10 records (90.0%) left the"
+        " source, above mirror_deletes.max_count 2 and mirror_deletes.max_share 25%; refused,"
+        " nothing was deleted\n  hint: check the export for missing rows; if these deletes are"
+        " intended, run once with `recordsync run --allow-mass-deletes`, or raise"
+        " mirror_deletes.max_count / max_share in the mapping"
+    )
+
+
+@pytest.mark.parametrize("share", [-0.1, 1.5, 25])
+def test_a_share_outside_0_to_1_is_rejected(ledger: StateStore, share: float) -> None:
+    with pytest.raises(ValueError, match=f"^max_share must be between 0 and 1, not {share}$"):
+        plan_deletes(ledger, "p", "contacts", ["k1"], max_count=None, max_share=share)
+
+
+def test_a_share_of_1_allows_every_record_but_an_empty_source(ledger: StateStore) -> None:
+    plan = plan_deletes(ledger, "p", "contacts", ["gone"], max_count=None, max_share=1)
+    assert len(plan.deletes) == 10
