@@ -1,4 +1,4 @@
-from recordsync.cli import main
+from recordsync.cli import entry
 
 if __name__ == "__main__":
-    main()
+    entry()
