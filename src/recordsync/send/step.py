@@ -382,9 +382,14 @@ class StepRunner:
             c.cleared.set()
 
     def _on_sent(self, chunk: _Chunk) -> Callable[[], None]:
+        # holds the chunk's event, not the chunk: the transport may keep the callback (in
+        # the request's trace extension) after the chunk is settled, and a chunk holds its
+        # rows and its body
+        event = chunk.sent
+
         def sent() -> None:
             self._traced = True
-            chunk.sent.set()
+            event.set()
 
         return sent
 
@@ -448,6 +453,9 @@ class StepRunner:
                 report, stop = chunk.future.result()
             except ChunkAborted as aborted:
                 report, stop = aborted.report, aborted.error
+            # sent or given up: the request (it holds the body and a callback into this
+            # runner) is no longer needed, and must not keep a cycle alive
+            chunk.request = chunk.body = None
             results = self._claims.settle(chunk.to_send, report.results)
             tally.resent_after_lost_answer += report.resent_after_lost_answer
             tally.settled_by_reading += report.settled_by_reading

@@ -1,0 +1,80 @@
+"""A step keeps only the chunks it has not settled: settled chunks (their rows, their body,
+their request) are freed by reference counting, not left to the cyclic garbage collector."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from recordsync.send import step
+from recordsync.send.step import AHEAD
+
+PIPELINE = """\
+name: chunks
+steps:
+  - people.yaml
+send:
+  chunk_size: 10
+  canary_chunk_size: 10
+report:
+  directory: reports
+"""
+MAPPING = """\
+object_type: contacts
+source:
+  path: people.csv
+name:
+  template: "{Name}"
+match_by: [email]
+fields:
+  email: Email
+"""
+
+
+@pytest.fixture
+def gc_off() -> Iterator[None]:
+    """The cyclic GC off for the test: only reference counting frees anything, so a chunk
+    caught in a reference cycle stays alive and is counted."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@pytest.mark.parametrize("state", [[], ["--no-state"]])
+def test_settled_chunks_are_freed_as_the_step_goes(
+    project: Path,
+    cli: Callable[..., int],
+    monkeypatch: pytest.MonkeyPatch,
+    gc_off: None,
+    state: list[str],
+) -> None:
+    """30 chunks of 10 rows sent one after another: when each chunk is made, at most
+    AHEAD earlier chunks (the unsettled ones) and the one being reported are still alive.
+    Before the fix every chunk stayed alive (chunk -> request -> trace callback -> chunk) until
+    a full collection, which a long run rarely makes: peak memory grew with the rows."""
+    (project / "run.yaml").write_text(PIPELINE, encoding="utf-8")
+    (project / "people.yaml").write_text(MAPPING, encoding="utf-8")
+    rows = "".join(f"Person {i},p{i}@x.example\n" for i in range(300))
+    (project / "people.csv").write_text("Name,Email\n" + rows, encoding="utf-8")
+    made: list[weakref.ref[Any]] = []
+    alive: list[int] = []
+
+    class Counted(step._Chunk):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            alive.append(sum(1 for r in made if r() is not None))
+            made.append(weakref.ref(self))
+
+    monkeypatch.setattr(step, "_Chunk", Counted)
+    assert cli("run", "run.yaml", "--quiet", *state) == 0
+    assert len(made) >= 30
+    assert max(alive) <= AHEAD + 2, alive
