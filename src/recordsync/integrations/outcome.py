@@ -24,23 +24,9 @@ from recordsync.errors import (
     RecordsyncError,
     exit_code_for,
 )
+from recordsync.report.tally import COUNT_COLUMNS
 
-STEP_COUNTS = (
-    "rows_read",
-    "rows_invalid",
-    "rows_duplicate",
-    "rows_merged",
-    "rows_unchanged",
-    "rows_sent",
-    "created",
-    "updated",
-    "merged",
-    "failed",
-    "in_doubt",
-    "deleted",
-    "delete_failed",
-    "rows_not_ok",
-)
+STEP_COUNTS = (*(key for _, key in COUNT_COLUMNS), "deleted", "delete_failed", "rows_not_ok")
 """The per-step counts an orchestrator shows (summary.json has them all)."""
 
 

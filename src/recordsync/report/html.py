@@ -23,24 +23,11 @@ from recordsync.report.html_sections import (
     value_maps,
 )
 from recordsync.report.html_style import CSS
-from recordsync.report.tally import StepTally
+from recordsync.report.tally import COUNT_COLUMNS, StepTally
 
 HTML_REASONS = 50
 """Reason groups shown (the largest first); every row's message is in failures.csv."""
-TABLE_KEYS = (
-    ("read", "rows_read"),
-    ("invalid", "rows_invalid"),
-    ("duplicate", "rows_duplicate"),
-    ("merge held", "rows_merged"),
-    ("unchanged", "rows_unchanged"),
-    ("sent", "rows_sent"),
-    ("created", "created"),
-    ("updated", "updated"),
-    ("merged", "merged"),
-    ("failed", "failed"),
-    ("in doubt", "in_doubt"),
-    ("not ok", "rows_not_ok"),
-)
+TABLE_KEYS = (*COUNT_COLUMNS, ("not ok", "rows_not_ok"))
 SEGMENTS = (
     ("created", ("created",), "#2f9e5f"),
     ("updated", ("updated",), "#3b7dd8"),

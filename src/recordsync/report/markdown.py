@@ -5,29 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from recordsync.report.examples import example_text
-from recordsync.report.tally import StepTally
+from recordsync.report.tally import COUNT_COLUMNS, StepTally
 
 TOP_REASONS = 10
 ALL_REASONS = 30
 """Up to this many reason groups, report.md lists them all; beyond, the top TOP_REASONS."""
 MD_EXAMPLES = 3
 """Example rows per reason group in report.md (report.html shows all that were kept)."""
-_COLUMNS = (
-    ("step", "step"),
-    ("object type", "object_type"),
-    ("read", "rows_read"),
-    ("invalid", "rows_invalid"),
-    ("duplicate", "rows_duplicate"),
-    ("merge held", "rows_merged"),
-    ("unchanged", "rows_unchanged"),
-    ("sent", "rows_sent"),
-    ("created", "created"),
-    ("updated", "updated"),
-    ("merged", "merged"),
-    ("failed", "failed"),
-    ("in doubt", "in_doubt"),
-    ("chunks", "chunks"),
-)
+_COLUMNS = (("step", "step"), ("object type", "object_type"), *COUNT_COLUMNS, ("chunks", "chunks"))
 _DELETE_COLUMNS = (("deleted", "deleted"), ("delete failed", "delete_failed"))
 """Mirror deletes (records, not source rows): shown only when a step deleted or tried to."""
 

@@ -21,6 +21,21 @@ from typing import Any
 from recordsync.model import RowStatus, SourceRow
 from recordsync.report.examples import PER_REASON, ReasonExample, make_example
 
+COUNT_COLUMNS = (
+    ("read", "rows_read"),
+    ("invalid", "rows_invalid"),
+    ("duplicate", "rows_duplicate"),
+    ("merge held", "rows_merged"),
+    ("unchanged", "rows_unchanged"),
+    ("sent", "rows_sent"),
+    ("created", "created"),
+    ("updated", "updated"),
+    ("merged", "merged"),
+    ("failed", "failed"),
+    ("in doubt", "in_doubt"),
+)
+"""A step's row counts as the reports show them: (column label, summary.json key)."""
+
 COUNT_KEYS = (
     "rows_read",
     "rows_invalid",
