@@ -392,10 +392,7 @@ def _interleave(
     """The batch's rows in line order: runs of fast rows as blocks, the others one by one,
     the malformed lines (``bad_rows``) where they fall."""
     at = found[fast]
-    keys = snapshot.column("key", at)
-    bys = snapshot.column("match_by", at)
-    mvs = snapshot.column("match_value", at)
-    rids = snapshot.column("record_id", at)
+    lines = np.asarray(line_of, dtype=np.int64)
     n = len(fast)
     # runs of equal ``fast``, also cut where a malformed line falls between two rows
     cuts = set((np.flatnonzero(np.diff(fast.astype(np.int8))) + 1).tolist())
@@ -414,14 +411,15 @@ def _interleave(
             b += 1
         if fast[a]:
             m = z - a
+            got = snapshot.rows(at[k : k + m])  # Arrow: written to the report in blocks
             yield UnchangedBlock(
                 file,
-                line_of[a:z],
+                lines[a:z],
                 at[k : k + m],
-                keys[k : k + m],
-                bys[k : k + m],
-                mvs[k : k + m],
-                rids[k : k + m],
+                got.column("key"),
+                got.column("match_by"),
+                got.column("match_value"),
+                got.column("record_id"),
             )
             k += m
         else:

@@ -25,8 +25,17 @@ from itertools import repeat
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from recordsync.errors import RunAborted
-from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
+from recordsync.model import (
+    RESULTS_COLUMNS,
+    PreparedRow,
+    RowStatus,
+    UnchangedBlock,
+    arrow_of,
+    values_of,
+)
 from recordsync.reconcile.field_errors import is_rejected_value
 from recordsync.report.csvsafe import needs_neutralising, neutralise
 from recordsync.report.examples import named_column
@@ -79,6 +88,15 @@ def _plain(text: str) -> bool:
 
 
 _QUOTED_CHARS = (",", '"', "\r", "\n")
+_QUOTED_RE = '[,"\\r\\n]'
+_FORMULA_RE = "^'*[=+\\-@\\t\\r]"  # csvsafe.TRIGGERS after any leading quotes
+
+
+def _any_match(texts: Any, pattern: str) -> bool:
+    """Whether any value of the Arrow string array ``texts`` matches the RE2 ``pattern``."""
+    import pyarrow.compute as pc
+
+    return bool(len(texts)) and bool(pc.any(pc.match_substring_regex(texts, pattern)).as_py())
 
 
 def _add_suggestions(tally: StepTally, suggestions: dict[str, Any], error: str | None) -> None:
@@ -217,38 +235,43 @@ class ReportWriter:
             self._record_rows.setdefault(record_id, src.source_row)
 
     def record_block(self, tally: StepTally, block: UnchangedBlock) -> None:
-        """Write rows found unchanged from their digests (:class:`UnchangedBlock`)."""
+        """Write rows found unchanged from their digests (:class:`UnchangedBlock`): the lines
+        are built by Arrow kernels and written at once when no cell needs quoting or
+        neutralising (the common case), else by csv.writer."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
         n = len(block)
-        bys = ["" if b is None else b for b in block.match_by]
-        mvs = ["" if v is None else v for v in block.match_value]
-        rids = ["" if r is None else r for r in block.record_ids]
+        bys = pc.fill_null(arrow_of(block.match_by, pa.string()), "")
+        mvs = pc.fill_null(arrow_of(block.match_value, pa.string()), "")
+        rids = pc.fill_null(pc.cast(arrow_of(block.record_ids, pa.int64()), pa.string()), "")
         head = f"{tally.step}\x00{block.source_file}"
         if (
-            _plain(head)
-            and _plain("\x00".join(bys))
-            and _plain("\x00".join(mvs))
-            and not any(needs_neutralising(str(c)) for c in (tally.step, block.source_file, *mvs))
+            n
+            and _plain(head)
+            and not needs_neutralising(tally.step)
+            and not needs_neutralising(block.source_file)
+            and not _any_match(bys, _QUOTED_RE)
+            and not _any_match(mvs, _QUOTED_RE)
+            and not _any_match(mvs, _FORMULA_RE)
         ):
-            # nothing to quote (the common case): the lines csv.writer would write, built here
-            prefix = f"{tally.step},{block.source_file},"
-            self._results_file.write(
-                "".join(
-                    [
-                        f"{prefix}{row},{by},{mv},unchanged,{rid},\r\n"
-                        for row, by, mv, rid in zip(block.source_rows, bys, mvs, rids, strict=True)
-                    ]
-                )
+            # nothing to quote: the lines csv.writer would write, built column-wise
+            rows = pc.cast(pa.array(np.asarray(block.source_rows, dtype=np.int64)), pa.string())
+            lines = pc.binary_join_element_wise(
+                tally.step, block.source_file, rows, bys, mvs, "unchanged", rids, "\r\n", ","
             )
+            one = pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), lines)
+            self._results_file.write(pc.binary_join(one, "")[0].as_py())
         else:
             self._results.writerows(
                 zip(
                     repeat(neutralise(tally.step), n),
                     repeat(neutralise(block.source_file), n),
-                    block.source_rows,
-                    bys,
-                    [neutralise(_cell(v)) for v in mvs],
+                    values_of(block.source_rows),
+                    bys.to_pylist(),
+                    [neutralise(v) for v in mvs.to_pylist()],
                     repeat(RowStatus.UNCHANGED.value, n),
-                    rids,
+                    rids.to_pylist(),
                     repeat("", n),
                     strict=False,
                 )

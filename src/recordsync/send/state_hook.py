@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
-from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
+from recordsync.model import PreparedRow, RowStatus, UnchangedBlock, arrow_of, values_of
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.run_ids import first_attempt_started
@@ -182,7 +182,7 @@ class StateHook:
                     if detector.match_by_ledger_id:  # it would be sent by its record id
                         _by_record_id(item)
                     if prep is not None and prep.seen_keys is not None:
-                        prep.seen_keys.extend(item.keys)
+                        prep.seen_keys.extend(values_of(item.keys))
                 else:
                     assert isinstance(item, PreparedRow)
                     group.append(item)
@@ -405,10 +405,14 @@ class StateHook:
 def _by_record_id(block: UnchangedBlock) -> None:
     """Report a block's rows with the key they would be sent by (``match_by_ledger_id``):
     ``id`` and the record id (the block's rows are all in the ledger with one)."""
-    pairs = zip(block.match_by, block.match_value, block.record_ids, strict=True)
-    keys = [("id", str(rid)) if rid is not None else (by, mv) for by, mv, rid in pairs]
-    block.match_by = [by for by, _ in keys]
-    block.match_value = [mv for _, mv in keys]
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    rids = arrow_of(block.record_ids, pa.int64())
+    has = pc.is_valid(rids)
+    block.match_by = pc.if_else(has, pa.scalar("id"), arrow_of(block.match_by, pa.string()))
+    mvs = arrow_of(block.match_value, pa.string())
+    block.match_value = pc.if_else(has, pc.cast(rids, pa.string()), mvs)
 
 
 def _keep(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:

@@ -50,8 +50,11 @@ class Snapshot:
         n = self.table.num_rows
         d0 = self.table.column("d0").to_numpy()
         d1 = self.table.column("d1").to_numpy()
-        order = np.lexsort((d1, d0))
+        order = np.argsort(d0, kind="stable")
         self._d0, self._d1 = d0[order], d1[order]
+        if n > 1 and (self._d0[1:] == self._d0[:-1]).any():  # (almost never) order by d1 too
+            order = np.lexsort((d1, d0))
+            self._d0, self._d1 = d0[order], d1[order]
         self._order = order.astype(np.int64)
         if n > 1:  # a digest listed twice vouches for nothing: never matched
             same = (self._d0[1:] == self._d0[:-1]) & (self._d1[1:] == self._d1[:-1])
@@ -94,8 +97,20 @@ class Snapshot:
 
     def column(self, name: str, idx: npt.NDArray[np.int64]) -> list[Any]:
         """Values of one column at snapshot rows ``idx``."""
-        values: list[Any] = self.table.column(name).take(pa.array(idx)).to_pylist()
+        values: list[Any] = self.rows(idx).column(name).to_pylist()
         return values
+
+    def rows(self, idx: npt.NDArray[np.int64]) -> pa.Table:
+        """The snapshot rows ``idx`` (Arrow; a zero-copy slice of the memory-mapped file when
+        they are consecutive, as an unchanged source's rows are)."""
+        return _rows(self.table, idx)
+
+
+def _rows(table: pa.Table, idx: npt.NDArray[np.int64]) -> pa.Table:
+    n = len(idx)
+    if n and idx[0] >= 0 and idx[-1] - idx[0] == n - 1 and (n == 1 or (np.diff(idx) == 1).all()):
+        return table.slice(int(idx[0]), n)
+    return table.take(pa.array(idx, pa.int64()))
 
 
 def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -217,7 +232,7 @@ class SnapshotWriter:
     def _flush_carried(self) -> None:
         if self._carried and self.source is not None:
             idx = np.concatenate(self._carried)
-            for batch in self.source.table.take(pa.array(idx)).to_batches():
+            for batch in _rows(self.source.table, idx).to_batches():
                 self._writer.write_batch(batch)
             self.rows += len(idx)
         self._carried, self._carried_rows = [], 0
