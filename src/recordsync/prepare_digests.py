@@ -188,6 +188,8 @@ def _found_twice(
     """Rows that match the same snapshot row (the same cells exported twice) share its key:
     all of them are demoted, and grouped under that key for the duplicate rules."""
     found = [s.found[s.found >= 0] for s in seen]
+    if not found or np.bincount(np.concatenate(found), minlength=1).max(initial=0) <= 1:
+        return  # no snapshot row matched twice (the common case: decided in one pass)
     ids = [(np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in seen]
     shared = shared_hashes(found, ids)  # snapshot row → the source rows that matched it
     if not shared:

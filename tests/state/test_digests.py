@@ -183,3 +183,63 @@ def test_a_step_fingerprint_changes_with_the_users_even_without_an_owner_column(
     assert step_fingerprint(config, base, other_schema, [{"id": "u1", "email": "a@x.io"}]) != one
     deals = load_mapping(repo / "configs" / "deals.yaml")  # a ref field: never digested
     assert step_fingerprint(deals, base, schema, []) is None
+
+
+def _snapshot(pairs: list[tuple[int, int]]) -> Snapshot:
+    n = len(pairs)
+    return Snapshot(
+        pa.table(
+            {
+                "d0": pa.array([p[0] for p in pairs], pa.uint64()),
+                "d1": pa.array([p[1] for p in pairs], pa.uint64()),
+                "key": [f"k{i}" for i in range(n)],
+                "match_by": ["email"] * n,
+                "match_value": [f"v{i}" for i in range(n)],
+                "record_id": pa.array(range(n), pa.int64()),
+            }
+        )
+    )
+
+
+digest_pair = st.tuples(st.integers(0, 3), st.integers(0, 3))  # small: shared halves, twins
+
+
+@given(
+    st.lists(digest_pair, max_size=30),
+    st.lists(st.tuples(digest_pair, st.booleans()), max_size=40),
+    st.lists(st.integers(1, 10), min_size=1, max_size=5),
+)
+def test_match_finds_the_one_snapshot_row_with_the_digest(
+    snap_pairs: list[tuple[int, int]],
+    queries: list[tuple[tuple[int, int], bool]],
+    sizes: list[int],
+) -> None:
+    """Whatever the order of the rows (as the snapshot left them, or not), in batches of any
+    size: a row matches the snapshot row with its digest, none when that digest is listed
+    twice or the row has no digest."""
+    snap = _snapshot(snap_pairs)
+    rows_of: dict[tuple[int, int], list[int]] = {}
+    for i, p in enumerate(snap_pairs):
+        rows_of.setdefault(p, []).append(i)
+    # the snapshot's own rows in order first (an unchanged export), then the drawn ones
+    stream = [(p, True) for p in snap_pairs] + queries
+    at = 0
+    k = 0
+    while at < len(stream):
+        part = stream[at : at + sizes[k % len(sizes)]]
+        at, k = at + len(part), k + 1
+        d = np.array([p for p, _ in part], dtype=np.uint64).reshape(-1, 2)
+        ok = np.array([has for _, has in part], dtype=bool)
+        want = [
+            rows_of[p][0] if has and len(rows_of.get(p, [])) == 1 else -1 for p, has in part
+        ]
+        assert snap.match(d, ok).tolist() == want
+
+
+@given(st.lists(st.integers(0, 9), max_size=12))
+def test_snapshot_rows_are_those_asked_for(idx: list[int]) -> None:
+    snap = _snapshot([(i, i) for i in range(10)])
+    got = snap.rows(np.array(idx, dtype=np.int64))
+    assert got.column("key").to_pylist() == [f"k{i}" for i in idx]
+    consecutive = snap.rows(np.arange(3, 7, dtype=np.int64))
+    assert consecutive.column("record_id").to_pylist() == [3, 4, 5, 6]
