@@ -33,8 +33,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pandas.util import hash_array
 
-from recordsync.read.batch import may_contain
-
 FORMAT_TAG = b"recordsync-source-digest-v1\n"
 _KEYS = ("recordsync:dg:a1", "recordsync:dg:b2")  # SipHash keys: 16 characters each
 _SEP = "\x1f"
@@ -122,12 +120,18 @@ def row_digests(
         text = _as_text(batch.column(name))
         if text is None:
             return None
-        if may_contain(text, _SEP):
-            hits = pc.fill_null(pc.match_substring(text, _SEP), False)
-            ok &= ~hits.to_numpy(zero_copy_only=False)
         texts.append(pc.fill_null(text, _NULL))
-    joined = pc.binary_join_element_wise(*texts, _SEP) if texts else pa.array([""] * n)
-    objs = joined.to_numpy(zero_copy_only=False)
+    if any(pa.types.is_large_string(t.type) for t in texts):  # one kernel takes them all
+        texts = [t.cast(pa.large_string()) for t in texts]
+    sep = pa.scalar(_SEP, texts[0].type) if texts else _SEP
+    joined = pc.binary_join_element_wise(*texts, sep) if texts else pa.array([""] * n)
+    seps = pc.sum(pc.count_substring(joined, _SEP)).as_py() if n and texts else 0
+    if seps != n * (len(texts) - 1):  # more than the join put in: cells that hold one
+        for text in texts:
+            ok &= ~pc.match_substring(text, _SEP).to_numpy(zero_copy_only=False)
+    # UTF-8 bytes, as hash_array would encode each str (bytes objects are hashed as they are)
+    binary = pa.large_binary() if pa.types.is_large_string(joined.type) else pa.binary()
+    objs = joined.cast(binary).to_numpy(zero_copy_only=False)
     out = np.empty((n, 2), dtype=np.uint64)
     for i, key in enumerate(_KEYS):
         out[:, i] = hash_array(objs, encoding="utf8", hash_key=key, categorize=False)
