@@ -75,7 +75,7 @@ GROUPS: dict[str, Group] = {
         (
             "src/recordsync/read/utf8guard.py",
             "src/recordsync/read/swallow.py",
-            "src/recordsync/prepare_salvage.py",
+            "src/recordsync/prepare/salvage.py",
         ),
         (
             "tests/read/test_csv.py",

@@ -322,7 +322,7 @@ def test_a_batch_prepared_in_slices_keeps_every_row_and_malformed_line_in_line_o
     import numpy as np
     import pyarrow as pa
 
-    from recordsync.prepare import _slices
+    from recordsync.prepare.core import _slices
     from recordsync.read import BadLine, SourceBatch
 
     lines.sort()

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, RowError
 from recordsync.model import PreparedRow, RowStatus
-from recordsync.prepare_merges import needed
+from recordsync.prepare.merges import needed
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 
 if TYPE_CHECKING:

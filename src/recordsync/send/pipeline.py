@@ -198,7 +198,7 @@ def build_plans(
         def digested(
             snapshot: Any, fp: bytes, owned: Any = None, step: Any = step
         ) -> Iterator[Any]:
-            from recordsync.prepare_digests import prepare_digested
+            from recordsync.prepare.digests import prepare_digested
 
             return prepare_digested(
                 step.config,

@@ -24,7 +24,7 @@ from recordsync.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC
 from recordsync.model import PreparedRow, RowStatus, Salvage, SourceRow
-from recordsync.prepare_dups import (
+from recordsync.prepare.dups import (
     ROW_BITS,
     Duplicates,
     ledger_keys,
@@ -33,8 +33,8 @@ from recordsync.prepare_dups import (
     where,
     winner,
 )
-from recordsync.prepare_merges import MergeScan, scan_merges
-from recordsync.prepare_salvage import bad_row
+from recordsync.prepare.merges import MergeScan, scan_merges
+from recordsync.prepare.salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
 from recordsync.read.paths import check_source_file, is_remote, source_path

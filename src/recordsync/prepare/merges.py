@@ -19,8 +19,16 @@ import numpy.typing as npt
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import gc_paused
-from recordsync.merges import RULES, Kind, creates, dedup_keys, kind_of, merge_error, predict
-from recordsync.prepare_dups import ROW_BITS, Duplicates, ledger_keys, where
+from recordsync.prepare.dups import ROW_BITS, Duplicates, ledger_keys, where
+from recordsync.prepare.merge_rules import (
+    RULES,
+    Kind,
+    creates,
+    dedup_keys,
+    kind_of,
+    merge_error,
+    predict,
+)
 from recordsync.read import iter_source
 from recordsync.validate.schema import Schema
 
