@@ -37,9 +37,9 @@ from recordsync.prepare.merges import needed
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 
 if TYPE_CHECKING:
+    from recordsync.model import StepPlan
     from recordsync.reconcile.batch import EntryResult
     from recordsync.report.tally import StepTally
-    from recordsync.send.step import StepPlan
     from recordsync.state import ReferenceResolver
     from recordsync.state.ref_lookup import Fetch
     from recordsync.state.refs import Ledger, RunLedger

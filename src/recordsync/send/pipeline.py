@@ -18,13 +18,13 @@ import httpx
 
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.errors import ApiError, AuthError, ConfigError
-from recordsync.model import PreparedRow
+from recordsync.model import PreparedRow, StepPlan
 from recordsync.run_guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
 from recordsync.send.state_hook import open_state
-from recordsync.send.step import ChunkHook, Progress, StepPlan
+from recordsync.send.step import ChunkHook, Progress
 from recordsync.settings import (
     DEFAULT_PROFILES,
     DEFAULT_SANDBOX_DB,

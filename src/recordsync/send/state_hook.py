@@ -32,13 +32,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
-from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
+from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.run_ids import first_attempt_started
 from recordsync.send.ledger_prep import StepPrep
 from recordsync.send.safety import resend_as_is_safe
-from recordsync.send.step import Item, StepPlan
 from recordsync.state.checkpoint import BackgroundCheckpoints
 
 if TYPE_CHECKING:
