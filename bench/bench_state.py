@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from recordsync.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
-from recordsync.send.state_hook import FOLD_FROM, FOLD_ROWS, FOLD_SLICE
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.hashing import input_hash
+from recordsync.state.hook import FOLD_FROM, FOLD_ROWS, FOLD_SLICE
 
 STAGES = ("lead", "qualified", "customer", "churned")
 

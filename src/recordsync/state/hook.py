@@ -36,9 +36,9 @@ from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBl
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.run_ids import first_attempt_started
-from recordsync.send.ledger_prep import StepPrep
 from recordsync.send.safety import resend_as_is_safe
 from recordsync.state.checkpoint import BackgroundCheckpoints
+from recordsync.state.ledger_prep import StepPrep
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
