@@ -82,8 +82,8 @@ GROUPS: dict[str, Group] = {
             "tests/read/test_utf8guard.py",
             "tests/read/test_swallow.py",
             "tests/read/test_swallow_split.py",
-            "tests/test_prepare_salvage.py",
-            "tests/test_prepare_salvage_cells.py",
+            "tests/prepare/test_salvage.py",
+            "tests/prepare/test_salvage_cells.py",
         ),
     ),
 }

@@ -18,7 +18,7 @@ from recordsync.prepare import prepare_step
 from recordsync.sandbox import create_app
 from recordsync.validate import Schema
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"
 ADA = "6f1c2a3b-0001-4000-8000-000000000001"
 
