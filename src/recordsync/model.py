@@ -145,7 +145,7 @@ class PreparedRow:
 
 @dataclass(slots=True)
 class Salvage:
-    """The keys a malformed line may hold (:mod:`recordsync.prepare_salvage`): its cells under
+    """The keys a malformed line may hold (:mod:`recordsync.prepare.salvage`): its cells under
     every column alignment their count allows, and the match key each gives (None: none).
     ``hides`` says why the line may hide other rows or a key that could not be read (mirror
     deletes of the step are then skipped); None when every key it may hold is in ``keys``."""

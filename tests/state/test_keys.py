@@ -1,5 +1,5 @@
 """Ledger keys and reference keys (recordsync.state.keys) and the per-step ledger work
-(recordsync.send.ledger_prep): declared keys, duplicate keys, references."""
+(recordsync.state.ledger_prep): declared keys, duplicate keys, references."""
 
 from __future__ import annotations
 

@@ -2,10 +2,10 @@
 
 Two streaming passes when the mapping has ``match_by`` rules or a ``ledger_key``: the first
 maps only the key columns and keeps 64-bit hashes of the keys (not the strings) to find
-duplicated keys (:mod:`recordsync.prepare_dups`); the second maps everything and yields rows
+duplicated keys (:mod:`recordsync.prepare.dups`); the second maps everything and yields rows
 in source order. Memory is bounded by the batch size plus 16 bytes per row for the hashes.
 A contacts or companies step has one more pass, the merge scan
-(:mod:`recordsync.prepare_merges`): rows the service would fold into another row's record
+(:mod:`recordsync.prepare.merges`): rows the service would fold into another row's record
 come out ``merged``.
 """
 
@@ -279,7 +279,7 @@ def prepare_step(
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[PreparedRow]:
     """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE,
-    MERGED: predicted to fold into another row's record, :mod:`recordsync.prepare_merges`).
+    MERGED: predicted to fold into another row's record, :mod:`recordsync.prepare.merges`).
 
     Config errors (unknown object type or field, unreadable owners file, missing source) are
     raised here, before the first row. With ``schema=None`` only offline checks run.

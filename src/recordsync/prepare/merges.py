@@ -1,4 +1,4 @@
-"""The merge scan of ``prepare_step`` (:mod:`recordsync.merges`): one more pass over the
+"""The merge scan of ``prepare_step`` (:mod:`.merge_rules`): one more pass over the
 source of a contacts or companies step that maps only the fields the service deduplicates on
 (name, ``email``, ``domain``, ``linkedin_url``), then simulates the service's dedup in source
 order. The rows it finds folding into another row's record are held as ``merged`` by the

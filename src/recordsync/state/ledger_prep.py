@@ -10,7 +10,7 @@ detection, so that a resolved reference is part of the hashed input):
   key in the reason), or are left out (``unset``); each field's outcomes are counted
   (:meth:`StepPrep.ref_counts`, the step's ``references`` in summary.json);
 - the source keys of every row (any status) are collected for mirror deletes, with every key
-  a malformed line may hold (:mod:`recordsync.prepare_salvage`); a line that may hide rows or
+  a malformed line may hold (:mod:`recordsync.prepare.salvage`); a line that may hide rows or
   whose key cannot be read sets :attr:`StepPrep.mirror_skip` (the step deletes nothing);
 - a row predicted to merge into another row's record whose own key already has a record
   in the ledger is sent after all (it updates its own record, by id or its match key).
@@ -195,7 +195,7 @@ class StepPrep:
             )
 
     def _release_owners(self, group: list[PreparedRow]) -> None:
-        """Rows predicted to merge (:mod:`recordsync.prepare_merges`) whose key already has a
+        """Rows predicted to merge (:mod:`recordsync.prepare.merges`) whose key already has a
         record of its own in the ledger: sent to that record (by id, or by their match key),
         they are not folded into another: they are sent as usual."""
         held = [r for r in group if r.status is RowStatus.MERGED and r.key is not None]
