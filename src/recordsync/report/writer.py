@@ -21,23 +21,14 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from contextlib import suppress
-from itertools import repeat
 from pathlib import Path
 from typing import IO, Any
 
-import numpy as np
-
 from recordsync.errors import RunAborted
-from recordsync.model import (
-    RESULTS_COLUMNS,
-    PreparedRow,
-    RowStatus,
-    UnchangedBlock,
-    arrow_of,
-    values_of,
-)
+from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.field_errors import is_rejected_value
-from recordsync.report.csvsafe import needs_neutralising, neutralise
+from recordsync.report.blocks import block_rows, block_text
+from recordsync.report.csvsafe import neutralise
 from recordsync.report.examples import named_column
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
@@ -80,23 +71,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return str(value)
-
-
-def _plain(text: str) -> bool:
-    """No character that csv.writer (excel dialect, minimal quoting) would quote."""
-    return not any(c in text for c in _QUOTED_CHARS)
-
-
-_QUOTED_CHARS = (",", '"', "\r", "\n")
-_QUOTED_RE = '[,"\\r\\n]'
-_FORMULA_RE = "^'*[=+\\-@\\t\\r]"  # csvsafe.TRIGGERS after any leading quotes
-
-
-def _any_match(texts: Any, pattern: str) -> bool:
-    """Whether any value of the Arrow string array ``texts`` matches the RE2 ``pattern``."""
-    import pyarrow.compute as pc
-
-    return bool(len(texts)) and bool(pc.any(pc.match_substring_regex(texts, pattern)).as_py())
 
 
 def _add_suggestions(tally: StepTally, suggestions: dict[str, Any], error: str | None) -> None:
@@ -235,49 +209,14 @@ class ReportWriter:
             self._record_rows.setdefault(record_id, src.source_row)
 
     def record_block(self, tally: StepTally, block: UnchangedBlock) -> None:
-        """Write rows found unchanged from their digests (:class:`UnchangedBlock`): the lines
-        are built by Arrow kernels and written at once when no cell needs quoting or
-        neutralising (the common case), else by csv.writer."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        n = len(block)
-        bys = pc.fill_null(arrow_of(block.match_by, pa.string()), "")
-        mvs = pc.fill_null(arrow_of(block.match_value, pa.string()), "")
-        rids = pc.fill_null(pc.cast(arrow_of(block.record_ids, pa.int64()), pa.string()), "")
-        head = f"{tally.step}\x00{block.source_file}"
-        if (
-            n
-            and _plain(head)
-            and not needs_neutralising(tally.step)
-            and not needs_neutralising(block.source_file)
-            and not _any_match(bys, _QUOTED_RE)
-            and not _any_match(mvs, _QUOTED_RE)
-            and not _any_match(mvs, _FORMULA_RE)
-        ):
-            # nothing to quote: the lines csv.writer would write, built column-wise
-            rows = pc.cast(pa.array(np.asarray(block.source_rows, dtype=np.int64)), pa.string())
-            lines = pc.binary_join_element_wise(
-                tally.step, block.source_file, rows, bys, mvs, "unchanged", rids, "\r\n", ","
-            )
-            one = pa.ListArray.from_arrays(pa.array([0, n], pa.int32()), lines)
-            self._results_file.write(pc.binary_join(one, "")[0].as_py())
+        """Write rows found unchanged from their digests (:mod:`recordsync.report.blocks`)."""
+        text = block_text(tally.step, block)
+        if text is not None:  # nothing to quote (the common case): the lines, built at once
+            self._results_file.write(text)
         else:
-            self._results.writerows(
-                zip(
-                    repeat(neutralise(tally.step), n),
-                    repeat(neutralise(block.source_file), n),
-                    values_of(block.source_rows),
-                    bys.to_pylist(),
-                    [neutralise(v) for v in mvs.to_pylist()],
-                    repeat(RowStatus.UNCHANGED.value, n),
-                    rids.to_pylist(),
-                    repeat("", n),
-                    strict=False,
-                )
-            )
-        self.lines_written += n
-        tally.outcomes[RowStatus.UNCHANGED] += n
+            self._results.writerows(block_rows(tally.step, block))
+        self.lines_written += len(block)
+        tally.outcomes[RowStatus.UNCHANGED] += len(block)
 
     def _note_merge(self, tally: StepTally, row: PreparedRow, record_id: int) -> None:
         src = row.source

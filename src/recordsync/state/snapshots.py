@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 
 from recordsync.model import UnchangedBlock
 from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
+from recordsync.state.snapshot_match import DigestIndex, rows_at
 from recordsync.state.store import StateStore, utc_now
 
 FLUSH_ROWS = 65_536
@@ -47,28 +48,9 @@ class Snapshot:
 
     def __init__(self, table: pa.Table) -> None:
         self.table = table  # memory-mapped batches, as written: never copied whole
-        n = self.table.num_rows
         d0 = self.table.column("d0").to_numpy()
         d1 = self.table.column("d1").to_numpy()
-        order = np.argsort(d0, kind="stable")
-        self._d0, self._d1 = d0[order], d1[order]
-        self._shared = n > 1 and bool((self._d0[1:] == self._d0[:-1]).any())
-        if self._shared:  # first halves shared (almost never): ordered by the second too
-            order = np.lexsort((d1, d0))
-            self._d0, self._d1 = d0[order], d1[order]
-        self._order = order.astype(np.int64)
-        self._raw = (d0, d1)  # in the file's order (the order of the last run's source)
-        self._twice: npt.NDArray[np.bool_] | None = None  # the same, file order
-        self._next = 0  # where the next source row is expected (see match)
-        if n > 1:  # a digest listed twice vouches for nothing: never matched
-            same = (self._d0[1:] == self._d0[:-1]) & (self._d1[1:] == self._d1[:-1])
-            if same.any():
-                bad = np.zeros(n, dtype=bool)
-                bad[1:] |= same
-                bad[:-1] |= same
-                self._twice = np.zeros(n, dtype=bool)
-                self._twice[self._order[bad]] = True
-                self._order[bad] = -1
+        self._index = DigestIndex(d0, d1)
         self._match_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._key_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
 
@@ -76,39 +58,8 @@ class Snapshot:
         return int(self.table.num_rows)
 
     def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-        """Per row: the snapshot row with the same digest, or -1.
-
-        Rows are first looked for where the last run left them (an unchanged export comes in
-        the same order: the rows after the last one matched, compared at once); the others
-        by binary search in the sorted digests. Either way a row matches the one snapshot
-        row with its digest (none when the digest is listed twice)."""
-        n, size = len(digests), len(self)
-        if n == 0 or size == 0:
-            return np.full(n, -1, dtype=np.int64)
-        q0, q1 = digests[:, 0], digests[:, 1]
-        guess = np.minimum(self._next + np.arange(n, dtype=np.int64), size - 1)
-        raw0, raw1 = self._raw
-        hit = ok & (raw0[guess] == q0) & (raw1[guess] == q1)
-        if self._twice is not None:
-            hit &= ~self._twice[guess]
-        found = np.where(hit, guess, -1)
-        rest = np.flatnonzero(ok & ~hit)
-        if len(rest):
-            pos = np.minimum(np.searchsorted(self._d0, q0[rest]), size - 1)
-            same = (self._d0[pos] == q0[rest]) & (self._d1[pos] == q1[rest])
-            found[rest] = np.where(same, self._order[pos], -1)
-            if self._shared:  # the second half may be further along a run of equal firsts
-                for j in np.flatnonzero(~same & (self._d0[pos] == q0[rest])).tolist():
-                    found[rest[j]] = self._among_equal(int(pos[j]), q0[rest[j]], q1[rest[j]])
-        matched = np.flatnonzero(found >= 0)
-        if len(matched):
-            self._next = int(found[matched[-1]]) + 1
-        return found
-
-    def _among_equal(self, lo: int, h0: np.uint64, h1: np.uint64) -> int:
-        hi = int(np.searchsorted(self._d0, h0, side="right"))
-        k = lo + int(np.searchsorted(self._d1[lo:hi], h1))
-        return int(self._order[k]) if k < hi and self._d1[k] == h1 else -1
+        """Per row: the snapshot row with the same digest, or -1 (:mod:`.snapshot_match`)."""
+        return self._index.match(digests, ok)
 
     def match_key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Python hashes of the rows' match keys (``by:value``, as the mapping stage makes
@@ -132,16 +83,8 @@ class Snapshot:
         return values
 
     def rows(self, idx: npt.NDArray[np.int64]) -> pa.Table:
-        """The snapshot rows ``idx`` (Arrow; a zero-copy slice of the memory-mapped file when
-        they are consecutive, as an unchanged source's rows are)."""
-        return _rows(self.table, idx)
-
-
-def _rows(table: pa.Table, idx: npt.NDArray[np.int64]) -> pa.Table:
-    n = len(idx)
-    if n and idx[0] >= 0 and idx[-1] - idx[0] == n - 1 and (n == 1 or (np.diff(idx) == 1).all()):
-        return table.slice(int(idx[0]), n)
-    return table.take(pa.array(idx, pa.int64()))
+        """The snapshot rows ``idx`` (Arrow; zero-copy when they are consecutive)."""
+        return rows_at(self.table, idx)
 
 
 def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -263,7 +206,7 @@ class SnapshotWriter:
     def _flush_carried(self) -> None:
         if self._carried and self.source is not None:
             idx = np.concatenate(self._carried)
-            for batch in _rows(self.source.table, idx).to_batches():
+            for batch in rows_at(self.source.table, idx).to_batches():
                 self._writer.write_batch(batch)
             self.rows += len(idx)
         self._carried, self._carried_rows = [], 0

@@ -7,7 +7,7 @@
 - rows are classified in groups of :data:`CLASSIFY_ROWS` as they stream: unchanged rows are
   reported ``unchanged`` and not sent; rows whose last send was in doubt are held as
   ``in_doubt`` again unless resending them is safe (:mod:`recordsync.send.safety`);
-- before that, per mapping (``configs``, :mod:`recordsync.send.ledger_prep`): declared
+- before that, per mapping (``configs``, :mod:`recordsync.state.ledger_prep`): declared
   ledger keys, ``ref`` fields resolved from earlier steps' ledgers, and with
   ``match_by_ledger_id`` rows the ledger knows are sent with ``match_by: id``;
 - every chunk is journaled before it is sent and acknowledged after; the acknowledged
@@ -32,14 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
-from recordsync.model import PreparedRow, RowStatus, UnchangedBlock, arrow_of, values_of
+from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock, values_of
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.run_ids import first_attempt_started
-from recordsync.send.ledger_prep import StepPrep
 from recordsync.send.safety import resend_as_is_safe
-from recordsync.send.step import Item, StepPlan
 from recordsync.state.checkpoint import BackgroundCheckpoints
+from recordsync.state.ledger_prep import StepPrep
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
@@ -104,7 +103,7 @@ class StateHook:
 
     def source(self, plan: StepPlan) -> Iterable[Item]:
         """The step's rows. A complete, first-attempt run of a whole pipeline digests its
-        source rows (:mod:`recordsync.prepare_digests`): rows found in the snapshot of the last
+        source rows (:mod:`recordsync.prepare.digests`): rows found in the snapshot of the last
         run come as UnchangedBlocks, and a new snapshot is written as the step goes. The
         step's old snapshot is dropped here in any case, before anything is sent."""
         from recordsync.state.snapshots import SnapshotWriter, take
@@ -180,7 +179,7 @@ class StateHook:
                     if snap is not None:
                         snap.add_from_block(item)
                     if detector.match_by_ledger_id:  # it would be sent by its record id
-                        _by_record_id(item)
+                        item.by_record_id()
                     if prep is not None and prep.seen_keys is not None:
                         prep.seen_keys.extend(values_of(item.keys))
                 else:
@@ -400,19 +399,6 @@ class StateHook:
         if step not in self._offset:  # the step never started in this attempt
             self._offset[step] = self.journal.next_chunk_no(self.run_id, step) - 1
         return self._offset[step]
-
-
-def _by_record_id(block: UnchangedBlock) -> None:
-    """Report a block's rows with the key they would be sent by (``match_by_ledger_id``):
-    ``id`` and the record id (the block's rows are all in the ledger with one)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    rids = arrow_of(block.record_ids, pa.int64())
-    has = pc.is_valid(rids)
-    block.match_by = pc.if_else(has, pa.scalar("id"), arrow_of(block.match_by, pa.string()))
-    mvs = arrow_of(block.match_value, pa.string())
-    block.match_value = pc.if_else(has, pc.cast(rids, pa.string()), mvs)
 
 
 def _keep(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:
