@@ -14,6 +14,7 @@ from itertools import repeat
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -22,7 +23,6 @@ from recordsync.report.csvsafe import needs_neutralising, neutralise
 
 QUOTED_CHARS = (",", '"', "\r", "\n")
 """What csv.writer (excel dialect, minimal quoting) quotes."""
-_QUOTED_RE = '[,"\\r\\n]'
 _FORMULA_RE = "^'*[=+\\-@\\t\\r]"  # csvsafe.TRIGGERS after any leading quotes
 
 
@@ -31,8 +31,32 @@ def plain(text: str) -> bool:
     return not any(c in text for c in QUOTED_CHARS)
 
 
-def _any_match(texts: Any, pattern: str) -> bool:
-    return bool(len(texts)) and bool(pc.any(pc.match_substring_regex(texts, pattern)).as_py())
+_QUOTED = np.frombuffer("".join(QUOTED_CHARS).encode("ascii"), np.uint8)
+_TRIGGERS = np.frombuffer("=+-@\t\r'".encode("ascii"), np.uint8)  # csvsafe.TRIGGERS and '
+
+
+def _utf8(texts: pa.Array) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.uint8]]:
+    """The offsets and data bytes of a string array (no copy)."""
+    offsets, data = texts.buffers()[1], texts.buffers()[2]
+    off = np.frombuffer(offsets, np.int32, count=len(texts) + 1, offset=texts.offset * 4)
+    raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
+    return off, raw
+
+
+def _needs_quoting(texts: pa.Array) -> bool:
+    """Whether a value holds a character csv.writer quotes (one scan of the bytes)."""
+    off, raw = _utf8(texts)
+    return bool(np.isin(raw[off[0] : off[-1]], _QUOTED).any())
+
+
+def _may_need_neutralising(texts: pa.Array) -> bool:
+    """Whether a value may need neutralising: it starts with a trigger or a quote (then the
+    exact rule decides)."""
+    off, raw = _utf8(texts)
+    starts = off[:-1][off[1:] > off[:-1]]
+    if not np.isin(raw[starts], _TRIGGERS).any():
+        return False
+    return bool(pc.any(pc.match_substring_regex(texts, _FORMULA_RE)).as_py())
 
 
 def _columns(block: UnchangedBlock) -> tuple[pa.Array, pa.Array, pa.Array]:
@@ -52,9 +76,9 @@ def block_text(step: str, block: UnchangedBlock) -> str | None:
         or not plain(f"{step}\x00{block.source_file}")
         or needs_neutralising(step)
         or needs_neutralising(block.source_file)
-        or _any_match(bys, _QUOTED_RE)
-        or _any_match(mvs, _QUOTED_RE)
-        or _any_match(mvs, _FORMULA_RE)
+        or _needs_quoting(bys)
+        or _needs_quoting(mvs)
+        or _may_need_neutralising(mvs)
     ):
         return None
     rows = pc.cast(pa.array(np.asarray(block.source_rows, dtype=np.int64)), pa.string())
