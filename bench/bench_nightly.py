@@ -3,7 +3,8 @@ re-run, a re-run with 1% of the rows changed, and the read+decide rate alone, ag
 sandbox over loopback, for a CSV and a Parquet source.
 
     python bench/bench_nightly.py [--rows 1000000] [--formats csv,parquet]
-                                  [--decide-rows 10000000] [--server process|thread]
+                                  [--decide-rows 10000000 [--decide-only]]
+                                  [--server process|thread]
 
 Each run is ``recordsync.send.pipeline.run_pipeline`` with the state store on (read, map,
 validate, change detection, journal, HTTP, report), into one sandbox per format that lives
@@ -19,7 +20,7 @@ e-mails, their new title) and creates none.
 Read+decide: after the unchanged re-run, the step's rows are read and decided against the
 snapshot that run left (``prepare_digested``; loading the snapshot included; no report, no
 state writes, no start-up), timed alone: rows/s (target >= 1M rows/s). ``--decide-rows N``
-also measures it on an N-row source whose snapshot is built from its own digests (a first
+also measures it (per format) on an N-row source whose snapshot is built from its own digests (a first
 run of 10M rows into the sandbox takes hours on a small machine): the same code path from
 the snapshot on; the 1M-row figure both ways tells whether they agree.
 """
@@ -242,14 +243,22 @@ def nightly(root: Path, rows: int, fmt: str, server: str) -> bool:
     return all(checks.values())
 
 
-def decide_only(root: Path, rows: int, server: str) -> None:
+def decide_only(root: Path, rows: int, formats: list[str], server: str) -> None:
     t0 = time.perf_counter()
     pipeline = make_project(root, rows)
     print(f"decide-only: {rows:,} rows written in {time.perf_counter() - t0:.0f} s", flush=True)
     with sandbox(root / "sandbox.db", server) as url:
-        snap = own_snapshot(root, pipeline, url)
-        n, secs = decide(root, pipeline, url, snap)
-    print(f"csv read+decide ({rows:,} rows, own snapshot) in {secs:.2f} s = {n / secs:,.0f} rows/s")
+        for fmt in formats:
+            if fmt == "parquet":
+                to_parquet(root)
+            snap = own_snapshot(root, pipeline, url)
+            n, secs = decide(root, pipeline, url, snap)
+            del snap
+            print(
+                f"{fmt} read+decide ({rows:,} rows, own snapshot) in {secs:.2f} s"
+                f" = {n / secs:,.0f} rows/s; load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -257,18 +266,20 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--formats", default="csv,parquet")
     parser.add_argument("--decide-rows", type=int, default=0, help="also: read+decide alone")
+    parser.add_argument("--decide-only", action="store_true", help="only --decide-rows")
     parser.add_argument("--server", choices=("process", "thread"), default="process")
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")
     args = parser.parse_args()
     warm_imports()
     print(f"load average at start: {os.getloadavg()[0]:.1f}")
     ok = True
-    for fmt in args.formats.split(","):
+    formats = args.formats.split(",")
+    for fmt in [] if args.decide_only else formats:
         with tempfile.TemporaryDirectory(prefix="recordsync-nightly-", dir=args.dir) as tmp:
             ok &= nightly(Path(tmp), args.rows, fmt, args.server)
     if args.decide_rows:
         with tempfile.TemporaryDirectory(prefix="recordsync-decide-", dir=args.dir) as tmp:
-            decide_only(Path(tmp), args.decide_rows, args.server)
+            decide_only(Path(tmp), args.decide_rows, formats, args.server)
     print(f"load average at end: {os.getloadavg()[0]:.1f}")
     if not ok:
         sys.exit(1)
