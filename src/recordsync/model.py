@@ -195,9 +195,9 @@ class UnchangedBlock:
 
 
 def values_of(column: Any) -> list[Any]:
-    """The Python values of an :class:`UnchangedBlock` column (an Arrow array or a list)."""
-    to_pylist = getattr(column, "to_pylist", None)
-    return list(column) if to_pylist is None else list(to_pylist())
+    """The Python values of an :class:`UnchangedBlock` column (Arrow, numpy or a list)."""
+    convert = getattr(column, "to_pylist", None) or getattr(column, "tolist", None)
+    return list(column) if convert is None else list(convert())
 
 
 def arrow_of(column: Any, type_: Any) -> Any:
