@@ -202,34 +202,35 @@ def write_bodies(pipeline: Path, path: Path) -> int:
     return sum(len(c) for c in chunks)
 
 
-def one_run(side: str, server: str, tag: str, ctx: Context) -> Measured:
-    """One process of ``side`` into a fresh ``server``; checks what arrived."""
-    db = ctx.root / f"{server}-{side}-{tag}.db"
+def one_run(side: str, server: str, tag: str, ctx: Context, src: Path | None = None) -> Measured:
+    """One process of ``side`` into a fresh ``server``; checks what arrived. ``src``: run
+    recordsync from that source tree instead of ``ctx.src`` (a baseline in the same run)."""
+    tag = f"{side}-{tag}" if src is None else f"{side}-baseline-{tag}"
+    db = ctx.root / f"{server}-{tag}.db"
     serving: AbstractContextManager[str] = (
         noop_server(ctx.meta, KEY) if server == "noop" else sandbox(db, "process")
     )
-    env = dict(os.environ, PYTHONPATH=str(ctx.src), RECORDSYNC_API_KEY=KEY)
+    env = dict(os.environ, PYTHONPATH=str(src or ctx.src), RECORDSYNC_API_KEY=KEY)
     for name in ("RECORDSYNC_BASE_URL", "RECORDSYNC_PROFILE", "RECORDSYNC_PROFILES"):
         env.pop(name, None)
+    reports = ctx.root / f"reports-{server}-{tag}"
     with serving as url:
         if side == "recordsync":
-            state = ctx.root / f"state-{server}-{tag}.db"
             cmd = [sys.executable, "-m", "recordsync", "run", str(ctx.pipeline)]
-            cmd += ["--base-url", url, "--quiet", "--state-db", str(state)]
-            cmd += ["--report-dir", str(ctx.root / f"reports-{server}-{tag}")]
+            cmd += ["--base-url", url, "--quiet", "--report-dir", str(reports)]
+            cmd += ["--state-db", str(ctx.root / f"state-{server}-{tag}.db")]
             cmd += ["--no-state"] if ctx.no_state else []
         else:
             cmd = [sys.executable, str(HERE / "bare_loop.py"), url, KEY, str(ctx.bodies)]
         result = measure(cmd, env)
         if result.code != 0:
-            raise ArrivalError(
-                f"{side} into {server} exited {result.code}: {result.stderr[-2000:]}"
-            )
+            tail = result.stderr[-2000:]
+            raise ArrivalError(f"{side} into {server} exited {result.code}: {tail}")
         if server == "noop":
             check_noop(url, ctx.emails, f"{side} run {tag}")
     if server == "sandbox":
         check_sandbox(db, ctx.emails, f"{side} run {tag}")
-    shutil.rmtree(ctx.root / f"reports-{server}-{tag}", ignore_errors=True)
+    shutil.rmtree(reports, ignore_errors=True)
     return result
 
 
