@@ -53,3 +53,26 @@ def check_sandbox(db: Path, emails: set[str], who: str) -> None:
             f"{who}: the sandbox holds {len(arrived)} bench records ({twice} e-mails more than"
             f" once, {len(emails - arrived)} source rows missing) for {len(emails)} source rows"
         )
+
+
+def sandbox_changes(db: Path) -> tuple[int, str | None]:
+    """(live bench records, the latest ``updated_at``): unchanged when nothing arrived."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        count, latest = conn.execute(
+            "SELECT COUNT(*), MAX(updated_at) FROM records WHERE deleted_at IS NULL"
+            " AND email_norm LIKE '%@bench.example'"
+        ).fetchone()
+    conn.close()
+    return int(count), latest
+
+
+def records_holding(db: Path, text: str) -> int:
+    """Live bench records whose stored fields contain ``text``."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        (count,) = conn.execute(
+            "SELECT COUNT(*) FROM records WHERE deleted_at IS NULL"
+            " AND email_norm LIKE '%@bench.example' AND instr(data, ?) > 0",
+            (text,),
+        ).fetchone()
+    conn.close()
+    return int(count)

@@ -40,6 +40,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="recordsync-startup-") as tmp:
         ctx = Context(Path(tmp), args.rows, args.src.resolve(), no_state=False)
         base = args.baseline_src.resolve() if args.baseline_src else None
+        ctx.warm_up(["noop"], base)
         print(f"{args.rows:,} contacts into the no-op server, {args.pairs} rounds; load {load()}")
         runs: dict[str, list[Measured]] = {"recordsync": [], "bare": [], "baseline": []}
         for n in range(args.pairs):
@@ -52,9 +53,9 @@ def main() -> None:
                 else:
                     runs[side].append(one_run(side, "noop", str(n), ctx))
             line = " | ".join(
-                f"{side} {runs[side][-1].wall:.3f} s ({runs[side][-1].peak_mb:.0f} MB)"
+                f"{side} {m.wall:.3f} s ({m.cpu:.2f} s CPU, {m.peak_mb:.0f} MB)"
                 for side in ("recordsync", "bare", "baseline")
-                if runs[side]
+                if runs[side] and (m := runs[side][-1])
             )
             print(f"round {n + 1}: {line} | load {load()}", flush=True)
         med = {side: statistics.median(m.wall for m in ms) for side, ms in runs.items() if ms}

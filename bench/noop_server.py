@@ -195,9 +195,10 @@ def noop_server(meta: Path, api_key: str) -> Iterator[str]:
             raise RuntimeError(f"the no-op server did not start (exit {proc.wait()})")
         yield url
     finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()  # the server's signal to stop
         proc.wait(timeout=60)
+        proc.stdout.close()
 
 
 def counts(url: str) -> dict[str, Any]:
