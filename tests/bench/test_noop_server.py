@@ -8,9 +8,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.bench.support import load
 
 from recordsync.cli import main
-from tests.bench.support import load
 
 KEY = "sk_live_noop_tests_0123456789"
 

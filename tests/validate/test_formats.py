@@ -126,4 +126,4 @@ def test_whitespace_is_every_code_point_python_calls_space() -> None:
     """The spelled-out constant (computed at import it cost 40 ms of every start-up)."""
     from recordsync.validate.formats import WHITESPACE
 
-    assert WHITESPACE == "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
+    assert "".join(chr(c) for c in range(0x110000) if chr(c).isspace()) == WHITESPACE
