@@ -33,7 +33,7 @@ def vm_hwm_mb() -> float:
 def child(rows: int) -> None:
     sys.path.insert(0, str(HERE))
     from arrivals import check_sandbox, source_emails
-    from bench_run import KEY, make_project, sandbox, warm_imports
+    from project import KEY, make_project, sandbox, warm_imports
 
     from recordsync.secret import Secret
     from recordsync.send.pipeline import RunRequest, run_pipeline

@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from arrivals import check_sandbox, records_holding, sandbox_changes, source_emails
-from bench_run import KEY, make_project, sandbox
+from project import KEY, make_project, sandbox
 
 from recordsync.secret import Secret
 from recordsync.send.pipeline import RunRequest, run_pipeline

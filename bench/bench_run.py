@@ -30,21 +30,14 @@ and the load average, and one line per target with met / missed.
 from __future__ import annotations
 
 import argparse
-import csv
 import os
-import random
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
-import httpx
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,145 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from arrivals import ArrivalError, check_noop, check_sandbox, source_emails
 from measure import Measured, measure
 from noop_server import noop_server, write_meta
-
-from recordsync.config import load_pipeline
-from recordsync.model import RowStatus
-from recordsync.prepare import prepare_step
-from recordsync.sandbox import create_app
-from recordsync.sandbox.server import run_in_thread
-
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-KEY = "sk_live_bench_run"
-# the same server settings as recordsync.sandbox.server.run_in_thread, in its own process
-SERVE = (
-    "import sys, uvicorn; from recordsync.sandbox import create_app; "
-    "uvicorn.run(create_app(sys.argv[1], api_key=sys.argv[2]), host='127.0.0.1', "
-    "port=int(sys.argv[3]), log_level='warning', access_log=False, lifespan='off')"
-)
-FIRST = ("Ada", "Ben", "Chloe", "Diego", "Ines", "Omar", "Rosa", "Sven", "Yusuf", "Greta")
-LAST = ("Weber", "Costa", "Xu", "Brown", "Jensen", "Nakamura", "Fischer", "Varga")
-STAGES = ("Lead", "qualified", "Customer", "churned", "")
-OWNERS = ("ada@acme.example", "ben@acme.example", " Chloe@acme.example ", "DIEGO@ACME.EXAMPLE")
-TAGS = ("", "VIP", "Partner; Newsletter", "Churn risk")
-
-
-def write_csv(path: Path, rows: int) -> None:
-    rng = random.Random(7)
-    header = [
-        "First Name",
-        "Last Name",
-        "Email",
-        "Phone",
-        "Title",
-        "Stage",
-        "Score",
-        "Newsletter",
-        "Last Contacted",
-        "Tags",
-        "Company Domain",
-        "Owner",
-        "Signed Up",
-    ]
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        for i in range(rows):
-            first, last = rng.choice(FIRST), rng.choice(LAST)
-            w.writerow(
-                [
-                    first,
-                    last,
-                    f"{first.lower()}.{last.lower()}{i}@bench.example",
-                    f"+44 20 {rng.randrange(1000, 9999)} {rng.randrange(1000, 9999)}",
-                    "Data Engineer",
-                    rng.choice(STAGES),
-                    rng.randrange(0, 101),
-                    rng.choice(("yes", "no", "")),
-                    f"{rng.randrange(1, 28):02d}/0{rng.randrange(1, 9)}/2025",
-                    rng.choice(TAGS),
-                    "bench.example",
-                    rng.choice(OWNERS),
-                    f"2025-0{rng.randrange(1, 9)}-1{rng.randrange(0, 9)} 10:30",
-                ]
-            )
-
-
-def make_project(root: Path, rows: int) -> Path:
-    data = root / "data"
-    data.mkdir()
-    write_csv(data / "contacts.csv", rows)
-    configs = root / "configs"
-    configs.mkdir()
-    mapping = (REPO / "configs" / "contacts.yaml").read_text(encoding="utf-8")
-    mapping = mapping.replace("../sample_data/contacts.csv", "../data/contacts.csv")
-    (configs / "contacts.yaml").write_text(mapping, encoding="utf-8")
-    shutil.copy(REPO / "configs" / "owners.yaml", configs / "owners.yaml")
-    pipelines = root / "pipelines"
-    pipelines.mkdir()
-    (pipelines / "bench.yaml").write_text(
-        "name: bench\nsteps:\n  - ../configs/contacts.yaml\nsend:\n  chunk_size: 100\n"
-        "  canary_chunk_size: 100\n",
-        encoding="utf-8",
-    )
-    return pipelines / "bench.yaml"
-
-
-@contextmanager
-def sandbox(db: Path, mode: str) -> Iterator[str]:
-    """A fresh sandbox over loopback: in a thread of this process, or its own process."""
-    if mode == "thread":
-        app = create_app(db, api_key=KEY)
-        with run_in_thread(app) as url:
-            yield url
-        app.state.store.close()
-        return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-c", SERVE, str(db), KEY, str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url + "/api/meta/users", headers={"x-api-key": KEY}, timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the sandbox process did not start") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def warm_imports() -> None:
-    """Import what a run imports lazily (see the module docstring)."""
-    import recordsync.prepare_digests
-    import recordsync.state.snapshots
-    import recordsync.validate.pipeline_check  # noqa: F401
-
-
-def precompute(pipeline: Path) -> list[list[dict[str, object]]]:
-    from recordsync.validate.schema import Schema
-
-    app = create_app(pipeline.parent.parent / "schema.db", api_key=KEY)
-    with run_in_thread(app) as url, httpx.Client(base_url=url, headers={"x-api-key": KEY}) as c:
-        schema_json = c.get("/api/meta/schema").json()["data"]
-        users = c.get("/api/meta/users").json()["data"]
-    app.state.store.close()
-    step = load_pipeline(pipeline).steps[0]
-    payloads = [
-        r.payload
-        for r in prepare_step(
-            step.config, base_dir=step.base_dir, schema=Schema.from_api(schema_json), users=users
-        )
-        if r.status is RowStatus.VALID and r.payload
-    ]
-    return [payloads[i : i + 100] for i in range(0, len(payloads), 100)]
+from project import HERE, KEY, REPO, make_project, precompute, sandbox
 
 
 def write_bodies(pipeline: Path, path: Path) -> int:
@@ -215,7 +70,7 @@ def one_run(side: str, server: str, tag: str, ctx: Context, src: Path | None = N
         env.pop(name, None)
     # bytecode cached as an installed package has it (see Context.warm_up), outside the trees
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    env["PYTHONPYCACHEPREFIX"] = str(ctx.root / "pycache")
+    env["PYTHONPYCACHEPREFIX"] = str(ctx.pycache)
     reports = ctx.root / f"reports-{server}-{tag}"
     with serving as url:
         if side == "recordsync":
@@ -238,8 +93,11 @@ def one_run(side: str, server: str, tag: str, ctx: Context, src: Path | None = N
 
 
 class Context:
-    def __init__(self, root: Path, rows: int, src: Path, no_state: bool) -> None:
+    def __init__(
+        self, root: Path, rows: int, src: Path, no_state: bool, pycache: Path | None = None
+    ) -> None:
         self.root, self.src, self.no_state = root, src, no_state
+        self.pycache = pycache or root / "pycache"
         self.pipeline = make_project(root, rows)
         self.meta = write_meta(root / "meta.json")
         self.bodies = root / "bodies.jsonl"
@@ -248,16 +106,18 @@ class Context:
         assert entries == len(self.emails) == rows, (entries, len(self.emails), rows)
 
     def warm_up(self, servers: list[str], baseline: Path | None = None) -> None:
-        """One untimed run of each side into each server: every module a run imports gets its
-        bytecode cached (the children run with ``PYTHONPYCACHEPREFIX`` in the temporary
-        folder), as an installed package has; without it an environment with
+        """One untimed run of each side into each server (200 rows): every module a run
+        imports gets its bytecode cached (the children run with ``PYTHONPYCACHEPREFIX`` in the
+        temporary folder), as an installed package has; without it an environment with
         ``PYTHONDONTWRITEBYTECODE`` set compiles recordsync's modules in every run (0.1-0.2 s)
         while the bare loop imports only installed, compiled packages."""
+        (self.root / "warm-up").mkdir()
+        small = Context(self.root / "warm-up", 200, self.src, self.no_state, self.pycache)
         for server in servers:
-            one_run("recordsync", server, "warm-up", self)
-            one_run("bare", server, "warm-up", self)
+            one_run("recordsync", server, "warm-up", small)
+            one_run("bare", server, "warm-up", small)
             if baseline is not None:
-                one_run("recordsync", server, "warm-up", self, src=baseline)
+                one_run("recordsync", server, "warm-up", small, src=baseline)
 
 
 def load() -> str:

@@ -25,8 +25,8 @@ def meta(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_a_recordsync_run_arrives_exactly_once(
     meta: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    noop, bench_run, arrivals = load("noop_server"), load("bench_run"), load("arrivals")
-    pipeline = bench_run.make_project(tmp_path, 250)
+    noop, project, arrivals = load("noop_server"), load("project"), load("arrivals")
+    pipeline = project.make_project(tmp_path, 250)
     emails = arrivals.source_emails(pipeline)
     monkeypatch.setenv("RECORDSYNC_API_KEY", KEY)
     with noop.noop_server(meta, KEY) as url:
