@@ -5,7 +5,8 @@
 BODIES holds one pre-encoded request body a line (``{"objects": [...]}``, at most 100
 entries, written by the benchmark before the clock starts). The loop posts each to
 ``URL/api/objects/contacts/batch`` from one keep-alive ``httpx.Client``, one after another,
-and checks only the status code, like the peers' minimal loop.
+and checks only the status code, like the peers' minimal loop. The bodies are read a line at a
+time (from the page cache: microseconds a body), so the loop holds one body at a time.
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import httpx
 
 def main() -> None:
     url, key, bodies = sys.argv[1], sys.argv[2], sys.argv[3]
-    with open(bodies, "rb") as f:
-        lines = f.read().splitlines()
     headers = {"x-api-key": key, "content-type": "application/json"}
-    with httpx.Client(base_url=url, headers=headers, timeout=60) as client:
-        for body in lines:
+    with (
+        open(bodies, "rb") as lines,
+        httpx.Client(base_url=url, headers=headers, timeout=60) as client,
+    ):
+        for line in lines:
+            body = line.rstrip(b"\n")
             client.post("/api/objects/contacts/batch", content=body).raise_for_status()
 
 
