@@ -59,17 +59,22 @@ def main() -> None:
             )
             print(f"round {n + 1}: {line} | load {load()}", flush=True)
         med = {side: statistics.median(m.wall for m in ms) for side, ms in runs.items() if ms}
+        cpu = {side: statistics.median(m.cpu for m in ms) for side, ms in runs.items() if ms}
         gap = med["recordsync"] - med["bare"]
         print(
-            f"medians: recordsync {med['recordsync']:.3f} s, bare {med['bare']:.3f} s"
-            + (f", baseline ({base}) {med['baseline']:.3f} s" if base else "")
+            f"medians: recordsync {med['recordsync']:.3f} s ({cpu['recordsync']:.2f} s CPU),"
+            f" bare {med['bare']:.3f} s ({cpu['bare']:.2f} s CPU)"
+            + (f", baseline {med['baseline']:.3f} s ({cpu['baseline']:.2f} s CPU)" if base else "")
             + f"; load at the end {load()}"
         )
         if base:
-            print(f"recordsync - baseline: {med['recordsync'] - med['baseline']:+.3f} s")
+            print(
+                f"recordsync - baseline ({base}): {med['recordsync'] - med['baseline']:+.3f} s,"
+                f" {cpu['recordsync'] - cpu['baseline']:+.3f} s CPU"
+            )
         print(
             f"target start-up, {args.rows:,}-row run within {TARGET} s of the bare loop:"
-            f" {gap:+.3f} s {verdict(gap <= TARGET)}"
+            f" {gap:+.3f} s ({cpu['recordsync'] - cpu['bare']:+.3f} s CPU) {verdict(gap <= TARGET)}"
         )
 
 
