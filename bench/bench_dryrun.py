@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -185,6 +186,7 @@ def main() -> None:
     if args.child:
         child(args.child[0], Path(args.child[1]), Path(args.child[2]))
         return
+    print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
     meta = seed_meta()
     results = []
     for n in args.rows:

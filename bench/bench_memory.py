@@ -13,6 +13,7 @@ issue 14: <= 500 MB and flat).
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -66,6 +67,7 @@ def main() -> None:
     if args.child:
         child(args.child)
         return
+    print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
     peaks: list[float] = []
     for rows in args.rows:
         out = subprocess.run(

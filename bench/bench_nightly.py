@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 import tempfile
 import time
@@ -89,6 +90,7 @@ def main() -> None:
     parser.add_argument("--server", choices=("process", "thread"), default="process")
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")
     args = parser.parse_args()
+    print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
     with tempfile.TemporaryDirectory(prefix="recordsync-nightly-", dir=args.dir) as tmp:
         root = Path(tmp)
         t0 = time.perf_counter()

@@ -144,6 +144,7 @@ def main() -> None:
         " from the journal as the runner does",
     )
     args = parser.parse_args()
+    print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
     n, chunk = args.rows, args.classify_chunk
     tmp = tempfile.TemporaryDirectory()
     db = args.db or Path(tmp.name) / "state.db"
