@@ -11,8 +11,9 @@ an ``objects`` array of at most 100 entries: 400; a known object type: 404; each
 JSON object with a string ``name``, else that entry ``failed``), and every other entry is
 answered ``created`` with a fresh id.
 
-It counts what arrived: ``GET /_counts`` answers ``{"requests", "entries": {type: n},
-"distinct": {type: n}, "failed": {type: n}, "other": {"METHOD path": n}}``, where an
+It counts what arrived: ``GET /_counts`` answers ``{"requests"`` (batches answered 200)``,
+"entries": {type: n}, "distinct": {type: n}, "failed": {type: n}, "other": {"METHOD path":
+n}}``, where an
 entry's identity is its ``match_value`` when it has ``match_by``, else its ``fields.email``,
 else its ``name``; ``entries == distinct == source rows`` means every row arrived exactly
 once. ``GET /_counts?identities=1`` adds ``{type: {identity: n}}``.
