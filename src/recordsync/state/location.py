@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from recordsync.secret import Secret, redact
 
@@ -36,8 +36,13 @@ class PgUrl:
         if parts.password is not None:
             user, _, host = netloc.rpartition("@")
             netloc = f"{user.split(':', 1)[0]}:{STARS}@{host}"
-        shown_query = urlencode([(k, STARS if k == "password" else v) for k, v in query], safe="/:")
-        self.shown = urlunsplit((parts.scheme, netloc, parts.path, shown_query, ""))
+        shown_query = "&".join(
+            f"password={STARS}" if p.split("=", 1)[0] == "password" else p
+            for p in parts.query.split("&")
+        )
+        self.shown = f"{parts.scheme}://{netloc}{parts.path}" + (
+            f"?{shown_query}" if parts.query else ""
+        )
         """The URL with its password (if any) replaced by stars."""
 
     def reveal(self) -> str:
