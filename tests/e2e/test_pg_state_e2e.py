@@ -20,7 +20,7 @@ from typing import Any
 import psycopg
 import pytest
 from tests.read.servers import postgres_server
-from tests.state.pg_support import PASSWORD, new_database
+from tests.state.pg_support import PASSWORD, database_url, new_database
 
 import recordsync.prepare_digests as prepare_digests
 from recordsync.send.pipeline import RunRequest, run_pipeline
@@ -160,3 +160,25 @@ def test_kill_9_mid_run_then_another_worker_completes_it(tmp_path: Path, pg_url:
     with psycopg.connect(pg_url, autocommit=True) as conn:
         runs = conn.execute("SELECT state, attempts FROM runs").fetchall()
     assert runs == [("finished", 2)]  # the second worker resumed the first one's run
+
+
+def test_an_unreachable_state_database_is_exit_2_and_nothing_is_sent(
+    tmp_path: Path,
+    pg_server: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from recordsync.cli import main
+
+    pipeline = write_project(tmp_path, "email contacts")
+    monkeypatch.setenv("RECORDSYNC_API_KEY", KEY)
+    missing = database_url(pg_server, "no_such_db", password=PASSWORD)
+    with served(tmp_path / "s.db") as url:
+        args = ["run", str(pipeline), "--base-url", url, "--state-db", missing]
+        with pytest.raises(SystemExit) as info:
+            main([*args, "--report-dir", str(tmp_path / "reports")])
+        held = all_records(url, "contacts")
+    out, err = capsys.readouterr()
+    assert info.value.code == 2 and held == []
+    assert "cannot connect to the PostgreSQL state database" in err and "no_such_db" in err
+    assert PASSWORD not in out + err

@@ -242,3 +242,18 @@ def test_a_second_client_is_refused_and_kill_9_frees_the_lock(pg_url: str) -> No
         assert lock.taken_over is not None and lock.taken_over.pid == proc.pid
     with StateStore(pg_url) as store, store.pipeline_lock("nightly") as again:
         assert again.taken_over is None  # a clean release leaves no holder
+
+
+def test_a_state_write_error_mid_run_names_the_server_not_the_password() -> None:
+    from recordsync.run_guards import state_write_error
+    from recordsync.state.pg import StateDbError
+
+    url = PgUrl(f"postgresql://sync:{PASSWORD}@db.internal/recordsync")
+    exc = StateDbError(f"server closed the connection (password {PASSWORD})")
+    before = state_write_error(url, exc, sent=False)
+    after = state_write_error(url, exc, sent=True)
+    assert isinstance(before, ConfigError) and isinstance(after, RunAborted)
+    for err in (before, after):
+        text = str(err)
+        assert PASSWORD not in text and "sync:**********@db.internal/recordsync" in text
+        assert "PostgreSQL server runs" in text
