@@ -74,11 +74,6 @@ def default_state_path() -> Path:
     return Path(env) if env else DEFAULT_STATE_PATH
 
 
-def default_state_location() -> StateLocation:
-    """:func:`default_state_path`, or the PostgreSQL database ``$RECORDSYNC_STATE_DB`` names."""
-    return state_location(None)
-
-
 def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -203,12 +198,13 @@ class StateStore:
         if row is None:
             if not create:
                 return None
+            sql = "INSERT INTO scopes (pipeline, mapping) VALUES (?, ?)"
             with self.transaction() as conn:
-                cur = conn.execute(
-                    "INSERT INTO scopes (pipeline, mapping) VALUES (?, ?) RETURNING scope_id",
-                    (pipeline, mapping),
-                )
-                scope = int(cur.fetchall()[0][0])
+                if self.is_postgres:  # no lastrowid there
+                    cur = conn.execute(f"{sql} RETURNING scope_id", (pipeline, mapping))
+                    scope = int(cur.fetchone()[0])
+                else:
+                    scope = int(conn.execute(sql, (pipeline, mapping)).lastrowid or 0)
         else:
             scope = int(row[0])
         self._scopes[(pipeline, mapping)] = scope
