@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 from tests.integrations.support import clean_mapping
 from tests.read.servers import postgres_server
@@ -29,5 +30,9 @@ def test_a_state_url_keeps_the_state_in_postgres(project: Path, pg_server: str) 
     assert first.metadata()["totals"]["created"] == 3
     assert second.metadata()["totals"]["rows_unchanged"] == 3 and second.failure() is None
     assert not (project / ".recordsync" / "state.db").exists()
+    assert not list(project.glob("postgres*"))  # not a file named like the URL either
+    with psycopg.connect(url, autocommit=True) as conn:
+        ledger = conn.execute("SELECT count(*) FROM ledger").fetchone()
+    assert ledger == (3,)
     for outcome in (first, second):
         assert PASSWORD not in json.dumps(outcome.metadata(), default=str) + repr(outcome)
