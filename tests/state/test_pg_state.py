@@ -257,3 +257,20 @@ def test_a_state_write_error_mid_run_names_the_server_not_the_password() -> None
         text = str(err)
         assert PASSWORD not in text and "sync:**********@db.internal/recordsync" in text
         assert "PostgreSQL server runs" in text
+
+
+def test_the_lock_and_the_writes_share_one_session(pg_url: str) -> None:
+    """No write without the lock: a session that is cut loses both."""
+    from recordsync.state.pg import StateDbError
+
+    with StateStore(pg_url) as store, store.pipeline_lock("nightly"):
+        with pytest.raises(RunAborted, match=f"pid {os.getpid()}"):
+            store.pipeline_lock("nightly").acquire()  # the same session refuses too
+        backend = store.connection.execute("SELECT pg_backend_pid()").fetchone()[0]
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+        _wait_unlocked(pg_url, "nightly")
+        with pytest.raises(StateDbError):
+            store.record_acknowledged("nightly", "m", "r", [("k", 1, "h", "created")])
+        with StateStore(pg_url) as other, other.pipeline_lock("nightly"):
+            pass  # free for the next run, on any worker

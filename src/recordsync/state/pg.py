@@ -170,6 +170,8 @@ class PgConnection:
     def __init__(self, url: PgUrl, *, durable: bool = True) -> None:
         self.url = url
         self._conn = connect(url)
+        self.locks: set[str] = set()
+        """Pipelines whose advisory lock this session holds (:mod:`.pg_lock`)."""
         if not durable:  # like SQLite's synchronous=NORMAL: survives the client's kill -9
             self.execute("SET synchronous_commit = off")
 

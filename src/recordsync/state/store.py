@@ -140,11 +140,13 @@ class StateStore:
 
     def pipeline_lock(self, pipeline: str) -> PipelineLock | PgPipelineLock:
         """The lock that keeps a second run of ``pipeline`` out: a ``flock``'d file beside
-        the SQLite file, or an advisory lock in the PostgreSQL database."""
+        the SQLite file, or an advisory lock of this store's PostgreSQL session (released
+        with the session: no write without the lock)."""
         if isinstance(self.location, PgUrl):
+            from recordsync.state.pg import PgConnection
             from recordsync.state.pg_lock import PgPipelineLock
 
-            return PgPipelineLock(self.location, pipeline)
+            return PgPipelineLock(cast(PgConnection, self._conn), pipeline)
         from recordsync.state.lock import PipelineLock
 
         return PipelineLock(self.location.parent, pipeline, self.location)
