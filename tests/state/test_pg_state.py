@@ -46,6 +46,9 @@ def test_a_url_never_shows_its_password(monkeypatch: pytest.MonkeyPatch) -> None
         assert PASSWORD not in shown
         assert "app:**********@db.example:5432/state?sslmode=require" in shown
     assert url.hide(f"failed for {PASSWORD}!") == "failed for **********!"
+    escaped = PgUrl("postgresql://app:p%40ss%2Fw@db/state")
+    assert str(escaped) == "postgresql://app:**********@db/state"
+    assert escaped.hide("p@ss/w or p%40ss%2Fw") == "********** or **********"
     query = PgUrl(f"postgresql:///state?host=/run/pg&password={PASSWORD}")
     assert PASSWORD not in str(query) and "password=**********" in str(query)
     with pytest.raises(TypeError):

@@ -24,14 +24,15 @@ STARS = "**********"
 class PgUrl:
     """A PostgreSQL connection URL whose password never shows (see the module docstring)."""
 
-    __slots__ = ("_password", "_url", "shown")
+    __slots__ = ("_passwords", "_url", "shown")
 
     def __init__(self, url: str) -> None:
         self._url = Secret(url)
         parts = urlsplit(url)
         query = parse_qsl(parts.query, keep_blank_values=True)
-        password = parts.password or next((v for k, v in query if k == "password"), None)
-        self._password = Secret(unquote(password)) if password else None
+        raw = parts.password or next((v for k, v in query if k == "password"), None)
+        self._passwords = (Secret(raw), Secret(unquote(raw))) if raw else ()
+        """The password as written in the URL and decoded (%-escapes), to hide both."""
         netloc = parts.netloc
         if parts.password is not None:
             user, _, host = netloc.rpartition("@")
@@ -51,7 +52,7 @@ class PgUrl:
 
     def hide(self, text: str) -> str:
         """``text`` with this URL's password (and the whole URL) replaced by stars."""
-        return redact(text.replace(self._url.reveal(), self.shown), self._password)
+        return redact(text.replace(self._url.reveal(), self.shown), *self._passwords)
 
     def __str__(self) -> str:
         return self.shown

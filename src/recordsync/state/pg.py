@@ -112,8 +112,8 @@ def connect(url: PgUrl, *, application: str = "recordsync") -> psycopg.Connectio
         )
     except psycopg.Error as exc:
         raise _connect_error(url, exc) from None
-    # psycopg prepares a statement run 5 times (the ledger upsert: ~3x faster than parsed
-    # each time); a session is needed anyway for the lock (pg_lock), so no pooler in between
+    # psycopg prepares a statement once it ran 5 times (the ledger upsert: ~3x faster than
+    # parsed each time); the lock needs a session anyway (pg_lock), so no pooler in between
     return conn
 
 
