@@ -12,6 +12,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.read.servers import postgres_server
 
 from recordsync.errors import (
     EXIT_ABORTED,
@@ -277,3 +278,27 @@ def test_the_lock_and_the_writes_share_one_session(pg_url: str) -> None:
             store.record_acknowledged("nightly", "m", "r", [("k", 1, "h", "created")])
         with StateStore(pg_url) as other, other.pipeline_lock("nightly"):
             pass  # free for the next run, on any worker
+
+
+def test_passwords_checked_by_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that checks passwords (its own cluster: the shared one trusts everyone): a
+    wrong one is a ConfigError that does not quote it; PGPASSWORD serves a URL without one."""
+    with postgres_server() as dsn:
+        host = dsn.split("host=", 1)[1].split("&", 1)[0]
+        hba = Path(host) / "data" / "pg_hba.conf"
+        hba.write_text("local all postgres trust\nlocal all all scram-sha-256\n")
+        with psycopg.connect(dsn, autocommit=True) as admin:
+            admin.execute(f"CREATE ROLE app LOGIN PASSWORD '{PASSWORD}'")
+            admin.execute("CREATE DATABASE appdb OWNER app")
+            admin.execute("SELECT pg_reload_conf()")
+        rest = dsn.split("?", 1)[1]
+        wrong = "Wr0ng-pw-1234"
+        with pytest.raises(ConfigError) as info:
+            StateStore(f"postgresql://app:{wrong}@/appdb?{rest}")
+        text = str(info.value)
+        assert "password authentication failed" in text and wrong not in text
+        assert "app:**********@/appdb" in text and exit_code_for(info.value) == EXIT_CONFIG
+        monkeypatch.setenv("PGPASSWORD", PASSWORD)
+        with StateStore(f"postgresql://app@/appdb?{rest}") as store:  # no password in the URL
+            store.record_acknowledged("p", "m", "r", [("k", 1, "h", "created")])
+            assert store.get("p", "m", "k") is not None
