@@ -12,7 +12,7 @@ Life cycle, which keeps a snapshot from ever vouching for a ledger it did not se
   ``recordsync state reset`` leave no snapshot: the next run takes the full path once.
 
 Where: an Arrow file in ``snapshots/`` beside an SQLite state file; in a PostgreSQL state
-database, the same file's bytes in ``snapshot_blocks`` (:data:`BLOCK_BYTES` a row), so the
+database, the same file's bytes in ``snapshot_blocks`` (:mod:`.pg`), so the
 next run needs no local disk of this one (it writes and reads a temporary file).
 """
 
@@ -34,11 +34,10 @@ import pyarrow.compute as pc
 
 from recordsync.model import UnchangedBlock
 from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
+from recordsync.state.pg import load_snapshot_blocks, store_snapshot_blocks
 from recordsync.state.store import StateStore, utc_now
 
 FLUSH_ROWS = 65_536
-BLOCK_BYTES = 8 << 20
-"""Bytes of a snapshot file per ``snapshot_blocks`` row (PostgreSQL)."""
 
 
 def snapshot_dir(store: StateStore) -> Path | None:
@@ -53,34 +52,6 @@ def snapshot_path(store: StateStore, scope: int, run_id: str) -> Path:
         directory = Path(tempfile.gettempdir())  # in the database
         return directory / f"recordsync-{os.getpid()}-scope{scope}-{tag}.arrow"
     return directory / f"scope{scope}-{tag}.arrow"
-
-
-def _load_blocks(conn: sqlite3.Connection, scope: int, count: int) -> Path:
-    """The scope's snapshot file from ``snapshot_blocks`` into a temporary file (a block at
-    a time: memory holds one block, not the file)."""
-    fd, name = tempfile.mkstemp(prefix=f"recordsync-scope{scope}-", suffix=".arrow")
-    with os.fdopen(fd, "wb") as out:
-        for block_no in range(count):
-            row = conn.execute(
-                "SELECT data FROM snapshot_blocks WHERE scope_id = ? AND block_no = ?",
-                (scope, block_no),
-            ).fetchone()
-            if row is not None:
-                out.write(row[0])
-    return Path(name)
-
-
-def _store_blocks(conn: sqlite3.Connection, scope: int, path: Path) -> int:
-    """The snapshot file into ``snapshot_blocks``; the number of blocks."""
-    count = 0
-    with path.open("rb") as src:
-        while block := src.read(BLOCK_BYTES):
-            conn.execute(
-                "INSERT INTO snapshot_blocks (scope_id, block_no, data) VALUES (?, ?, ?)",
-                (scope, count, block),
-            )
-            count += 1
-    return count
 
 
 class Snapshot:
@@ -167,7 +138,7 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
         if directory is None:
             blocks = int(str(row[1]).removeprefix("blocks:") or 0)
             load = fp is not None and bytes(row[0]) == fp
-            path = _load_blocks(conn, scope, blocks) if load else None
+            path = load_snapshot_blocks(conn, scope, blocks) if load else None
             conn.execute("DELETE FROM snapshot_blocks WHERE scope_id = ?", (scope,))
         else:
             path = directory / str(row[1])
@@ -305,7 +276,7 @@ class SnapshotWriter:
             drop_all(conn, directory, [self.scope])
             if directory is None:  # the file's bytes into the database; no file is kept
                 try:
-                    file = f"blocks:{_store_blocks(conn, self.scope, self._tmp)}"
+                    file = f"blocks:{store_snapshot_blocks(conn, self.scope, self._tmp)}"
                 finally:
                     self.discard()
             else:
