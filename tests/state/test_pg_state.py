@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -35,10 +36,9 @@ from .pg_support import PASSWORD, database_url
 
 
 @pytest.fixture
-def pg(pg_url: str) -> StateStore:
-    store = StateStore(pg_url)
-    yield store  # type: ignore[misc]
-    store.close()
+def pg(pg_url: str) -> Iterator[StateStore]:
+    with StateStore(pg_url) as store:
+        yield store
 
 
 def test_a_url_never_shows_its_password(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -302,3 +302,12 @@ def test_passwords_checked_by_the_server(monkeypatch: pytest.MonkeyPatch) -> Non
         with StateStore(f"postgresql://app@/appdb?{rest}") as store:  # no password in the URL
             store.record_acknowledged("p", "m", "r", [("k", 1, "h", "created")])
             assert store.get("p", "m", "k") is not None
+
+
+def test_a_key_with_a_nul_is_a_state_database_error(pg: StateStore) -> None:
+    """PostgreSQL text holds no NUL: a state error the run turns into exit 3 (docs)."""
+    from recordsync.state.store import DB_ERRORS
+
+    with pytest.raises(DB_ERRORS, match="NUL"):
+        pg.record_acknowledged("p", "m", "r", [("a\x00b", 1, "h", "created")])
+    assert pg.get("p", "m", "ab") is None
