@@ -7,6 +7,7 @@ import os
 import signal
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from recordsync.cli import main
@@ -133,3 +134,14 @@ def test_reset_unknown_mapping_is_a_usage_error(
     code, _, err = run_cli(args, capsys)
     assert code == 2
     assert "no state for mapping 'contcts' (known: companies, contacts)" in err
+
+
+def test_show_and_reset_without_state_on_postgres_create_nothing(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(["state", "show", "nightly", "--state-db", pg_url], capsys)
+    assert code == 0 and f"no state database at {pg_url}" in out
+    code, out, _ = run_cli(["state", "reset", "nightly", "-y", "--state-db", pg_url], capsys)
+    assert code == 0 and "nothing to reset" in out
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT to_regclass('state_meta')").fetchone() == (None,)

@@ -330,7 +330,7 @@ def _dry_run_refs(
     from recordsync.state.refs import RunLedger
 
     path = state_path(request)
-    wanted = state_exists(path) and referenced_steps(configs.values())
+    wanted = referenced_steps(configs.values()) and state_exists(path)
     store = StateStore(path, durable=False) if wanted else None
     try:
         yield DryRunRefsHook(RunLedger(store), name, configs, lookup)

@@ -96,6 +96,10 @@ def state_location(value: str | Path | PgUrl | None) -> StateLocation:
 
 
 def state_exists(location: StateLocation) -> bool:
-    """Whether there may be state to read: an existing file, or any PostgreSQL database
-    (created on first use: its tables are made when the store opens it)."""
-    return isinstance(location, PgUrl) or location.is_file()
+    """Whether there is state to read: an existing file, or a PostgreSQL database holding
+    recordsync's tables (looked at without creating them)."""
+    if isinstance(location, PgUrl):
+        from recordsync.state.pg import has_state
+
+        return has_state(location)
+    return location.is_file()

@@ -9,13 +9,11 @@
     BEGIN IMMEDIATE                        BEGIN (the pipeline lock keeps other writers out)
     PRAGMA ... (WAL checkpoints)           nothing
     PRAGMA user_version                    the ``state_meta`` table
-    json_each / json_extract               not used: the store reports no JSON functions,
-                                           so the modules take their plain-SQL or Python path
+    json_each / json_extract               unused (no JSON functions: the plain-SQL path)
 
-psycopg is imported only here, only when a ``postgresql://`` state is opened (the
-``postgres`` extra). Its errors become :class:`StateDbError` (what the run and the CLI catch
-beside ``sqlite3.Error``) with the URL's password removed; failing to connect is a
-:class:`~recordsync.errors.ConfigError` naming the URL without its password.
+psycopg (the ``postgres`` extra) is imported only here, when a ``postgresql://`` state is
+opened. Its errors become :class:`StateDbError` (caught beside ``sqlite3.Error``) without the
+password; failing to connect is a ConfigError naming the URL without its password.
 """
 
 from __future__ import annotations
@@ -45,8 +43,7 @@ class StateDbIntegrityError(StateDbError):
     """A constraint of the PostgreSQL state database refused a write."""
 
 
-SCHEMA_VERSION = 3
-"""The same tables as :mod:`recordsync.state.schema` version 3 (and that number)."""
+SCHEMA_VERSION = 3  # the tables of recordsync.state.schema version 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -81,9 +78,8 @@ CREATE TABLE IF NOT EXISTS snapshot_blocks (
 CREATE TABLE IF NOT EXISTS lock_holders (
     pipeline TEXT PRIMARY KEY, pid BIGINT, hostname TEXT, started_at TEXT);
 """
-"""``snapshot_blocks``: the snapshot files themselves (Arrow IPC, in blocks), which on
-SQLite lie beside the database; ``lock_holders``: who holds (or last held) each pipeline's
-lock (:mod:`recordsync.state.pg_lock`)."""
+"""``snapshot_blocks``: the snapshot files (on SQLite, files beside it); ``lock_holders``:
+who holds (or last held) each pipeline's lock (:mod:`recordsync.state.pg_lock`)."""
 
 _MIGRATE_LOCK = 0x7265636F  # an advisory lock id: one process creates the tables at a time
 
@@ -149,18 +145,18 @@ class PgCursor:
         self._cur = cur
         self.rowcount = -1 if cur is None else cur.rowcount
 
+    def _rows(self) -> psycopg.Cursor[Any] | None:
+        """The cursor, if its statement returns rows."""
+        return None if self._cur is None or self._cur.description is None else self._cur
+
     def fetchone(self) -> Any:
-        return None if self._cur is None or self._cur.description is None else self._cur.fetchone()
+        return None if (cur := self._rows()) is None else cur.fetchone()
 
     def fetchall(self) -> list[Any]:
-        if self._cur is None or self._cur.description is None:
-            return []
-        return self._cur.fetchall()
+        return [] if (cur := self._rows()) is None else cur.fetchall()
 
     def fetchmany(self, size: int = 1) -> list[Any]:
-        if self._cur is None or self._cur.description is None:
-            return []
-        return self._cur.fetchmany(size)
+        return [] if (cur := self._rows()) is None else cur.fetchmany(size)
 
     def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
@@ -254,6 +250,16 @@ def migrate(conn: PgConnection) -> None:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+def has_state(url: PgUrl) -> bool:
+    """Whether the database holds recordsync's tables (a look that creates nothing, as a
+    dry run and ``state show`` need; ConfigError when it cannot be reached)."""
+    conn = PgConnection(url)
+    try:
+        return _version(conn) is not None
+    finally:
+        conn.close()
 
 
 def _version(conn: PgConnection) -> int | None:
