@@ -7,7 +7,7 @@ snapshots and lock included, lives in a PostgreSQL database (``postgresql://`` U
 :mod:`.pg`, :mod:`.pg_lock`, :mod:`.location`). The pipeline's
 state name (``name:`` of its file, else the file's stem) comes from :mod:`.names`; declared
 ledger keys and the keys that references look up from :mod:`.keys`. The runner's use of all
-this is :mod:`recordsync.send.state_hook`.
+this is :mod:`recordsync.state.hook`.
 
 How a run uses it (the order matters; ``tests/state/test_resume_flow.py`` follows it)::
 
