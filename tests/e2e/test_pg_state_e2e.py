@@ -22,7 +22,7 @@ import pytest
 from tests.read.servers import postgres_server
 from tests.state.pg_support import PASSWORD, database_url, new_database
 
-import recordsync.prepare_digests as prepare_digests
+import recordsync.prepare.digests as prepare_digests
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state.location import PgUrl
