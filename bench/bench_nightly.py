@@ -1,7 +1,7 @@
 """Benchmark of a nightly sync through the real pipeline: first full run, an unchanged
 re-run, and a re-run with 1% of the rows changed, against the sandbox over loopback.
 
-    python bench/bench_nightly.py [--rows 1000000] [--server process|thread]
+    python bench/bench_nightly.py [--rows 1000000] [--server process|thread] [--state-db URL]
 
 Each run is ``recordsync.send.pipeline.run_pipeline`` with the state store on (read, map,
 validate, change detection, journal, HTTP, report), into one sandbox that lives for the three
@@ -35,14 +35,16 @@ from project import KEY, make_project, sandbox
 from recordsync.secret import Secret
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.settings import Target
+from recordsync.state.location import state_location
 
 TITLE = 4  # "Title" column of bench_run's CSV
 
 
-def run(root: Path, pipeline: Path, url: str) -> tuple[float, float, Any]:
+def run(root: Path, pipeline: Path, url: str, state_db: str | None) -> tuple[float, float, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
+    db = state_location(state_db) if state_db else root / "state.db"
     result = run_pipeline(
-        RunRequest(pipeline, report_dir=root / "reports", state_db=root / "state.db"),
+        RunRequest(pipeline, report_dir=root / "reports", state_db=db),
         target=Target(url, Secret(KEY), "bench", "bench"),
     )
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
@@ -89,6 +91,7 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--server", choices=("process", "thread"), default="process")
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")
+    parser.add_argument("--state-db", help="the state store (default: a file in the work dir)")
     args = parser.parse_args()
     print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
     with tempfile.TemporaryDirectory(prefix="recordsync-nightly-", dir=args.dir) as tmp:
@@ -99,17 +102,17 @@ def main() -> None:
         source = root / "data" / "contacts.csv"
         db = root / "sandbox.db"
         with sandbox(db, args.server) as url:
-            w1, c1, first = run(root, pipeline, url)
+            w1, c1, first = run(root, pipeline, url, args.state_db)
             print(line("first run", w1, c1, first), flush=True)
             # what arrived, read back from the sandbox (not the tool's summary)
             check_sandbox(db, source_emails(pipeline), "first run")
             before = sandbox_changes(db)
-            w2, c2, second = run(root, pipeline, url)
+            w2, c2, second = run(root, pipeline, url, args.state_db)
             print(line("unchanged", w2, c2, second), flush=True)
             arrived_unchanged = sandbox_changes(db) == before
             sent = sorted(r for r, s in statuses(first).items() if s in ("created", "updated"))
             changed = change_one_percent(source, sent)
-            w3, c3, third = run(root, pipeline, url)
+            w3, c3, third = run(root, pipeline, url, args.state_db)
             print(line("1% changed", w3, c3, third), flush=True)
             arrived_changed = records_holding(db, "Nightly Engineer ")
         skipped = ("unchanged", "invalid", "duplicate")
