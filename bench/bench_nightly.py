@@ -46,6 +46,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
+from arrivals import check_sandbox, source_emails
 from project import KEY, make_project, sandbox, warm_imports
 
 from recordsync.config import load_pipeline
@@ -217,12 +218,14 @@ def line(label: str, wall: float, cpu: float, result: Any) -> str:
 
 def nightly(root: Path, rows: int, fmt: str, server: str) -> bool:
     pipeline = make_project(root, rows)
+    emails = source_emails(pipeline)
     if fmt == "parquet":
         to_parquet(root)
     db = root / "sandbox.db"
     with sandbox(db, server) as url:
         w1, c1, first = run(root, pipeline, url)
         print(line(f"{fmt} first", w1, c1, first), flush=True)
+        check_sandbox(db, emails, f"{fmt} first run")  # every row's e-mail exactly once
         after_first = server_state(db)
         w2, c2, second = run(root, pipeline, url)
         print(line(f"{fmt} unchanged", w2, c2, second), flush=True)
@@ -240,7 +243,7 @@ def nightly(root: Path, rows: int, fmt: str, server: str) -> bool:
         after_third = server_state(db)
     print(f"{fmt} first / unchanged: {w1 / w2:.1f}x wall, {c1 / c2:.1f}x CPU (target >= 20x)")
     checks = {
-        "first run: one live record per row": after_first[0] == rows,
+        "first run: one live record per row, each e-mail once": after_first[0] == rows,
         "unchanged re-run: every record as it was": after_second == after_first,
         "1% run: the changed rows' records hold the new title, no other": titled
         == {e.lower() for e in changed.values()},
