@@ -17,60 +17,61 @@ Digests = npt.NDArray[np.uint64]
 
 
 class DigestIndex:
-    """The digests of a snapshot (halves ``d0``, ``d1`` in file order), sorted for lookups."""
+    """The digests of a snapshot (halves ``d0``, ``d1`` in file order) and the order that
+    sorts them (no sorted copy: memory stays 24 bytes a row, as the file's digests and one
+    permutation)."""
 
     def __init__(self, d0: npt.NDArray[np.uint64], d1: npt.NDArray[np.uint64]) -> None:
         n = len(d0)
         order = np.argsort(d0, kind="stable")
-        self._d0, self._d1 = d0[order], d1[order]
-        self._shared = n > 1 and bool((self._d0[1:] == self._d0[:-1]).any())
+        s0 = d0[order]
+        self._shared = n > 1 and bool((s0[1:] == s0[:-1]).any())
         if self._shared:  # first halves shared (almost never): ordered by the second too
             order = np.lexsort((d1, d0))
-            self._d0, self._d1 = d0[order], d1[order]
-        self._order = order.astype(np.int64)
-        self._raw = (d0, d1)
+        del s0
+        self._d0, self._d1 = d0, d1
+        self._sorter = order.astype(np.int64)
         self._twice: npt.NDArray[np.bool_] | None = None  # file order: digest listed twice
         self._next = 0  # the file row where the next source row is expected
-        if n > 1:
-            same = (self._d0[1:] == self._d0[:-1]) & (self._d1[1:] == self._d1[:-1])
+        if n > 1 and self._shared:
+            a, b = self._sorter[1:], self._sorter[:-1]
+            same = (d0[a] == d0[b]) & (d1[a] == d1[b])
             if same.any():
-                bad = np.zeros(n, dtype=bool)
-                bad[1:] |= same
-                bad[:-1] |= same
                 self._twice = np.zeros(n, dtype=bool)
-                self._twice[self._order[bad]] = True
-                self._order[bad] = -1
+                self._twice[a[same]] = True
+                self._twice[b[same]] = True
 
     def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Per row (in source order, batch after batch): the snapshot row with the same
         digest, or -1 (also where ``ok`` is False: the row has no digest)."""
-        n, size = len(digests), len(self._order)
+        n, size = len(digests), len(self._sorter)
         if n == 0 or size == 0:
             return np.full(n, -1, dtype=np.int64)
         q0, q1 = digests[:, 0], digests[:, 1]
         guess = np.minimum(self._next + np.arange(n, dtype=np.int64), size - 1)
-        raw0, raw1 = self._raw
-        hit = ok & (raw0[guess] == q0) & (raw1[guess] == q1)
-        if self._twice is not None:
-            hit &= ~self._twice[guess]
+        hit = ok & (self._d0[guess] == q0) & (self._d1[guess] == q1)
         found = np.where(hit, guess, -1)
         rest = np.flatnonzero(ok & ~hit)
         if len(rest):
-            pos = np.minimum(np.searchsorted(self._d0, q0[rest]), size - 1)
-            same = (self._d0[pos] == q0[rest]) & (self._d1[pos] == q1[rest])
-            found[rest] = np.where(same, self._order[pos], -1)
+            pos = np.searchsorted(self._d0, q0[rest], sorter=self._sorter)
+            row = self._sorter[np.minimum(pos, size - 1)]
+            same = (self._d0[row] == q0[rest]) & (self._d1[row] == q1[rest])
+            found[rest] = np.where(same, row, -1)
             if self._shared:  # the second half may be further along a run of equal firsts
-                for j in np.flatnonzero(~same & (self._d0[pos] == q0[rest])).tolist():
+                for j in np.flatnonzero(~same & (self._d0[row] == q0[rest])).tolist():
                     found[rest[j]] = self._among_equal(int(pos[j]), q0[rest[j]], q1[rest[j]])
+        if self._twice is not None:
+            found[(found >= 0) & self._twice[np.maximum(found, 0)]] = -1
         matched = np.flatnonzero(found >= 0)
         if len(matched):
             self._next = int(found[matched[-1]]) + 1
         return found
 
     def _among_equal(self, lo: int, h0: np.uint64, h1: np.uint64) -> int:
-        hi = int(np.searchsorted(self._d0, h0, side="right"))
-        k = lo + int(np.searchsorted(self._d1[lo:hi], h1))
-        return int(self._order[k]) if k < hi and self._d1[k] == h1 else -1
+        hi = int(np.searchsorted(self._d0, h0, side="right", sorter=self._sorter))
+        rows = self._sorter[lo:hi]
+        k = int(np.searchsorted(self._d1[rows], h1))
+        return int(rows[k]) if k < len(rows) and self._d1[rows[k]] == h1 else -1
 
 
 def rows_at(table: pa.Table, idx: npt.NDArray[np.int64]) -> pa.Table:
