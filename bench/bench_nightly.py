@@ -55,7 +55,6 @@ from recordsync.secret import Secret
 from recordsync.send.pipeline import RunRequest, build_plans, run_pipeline
 from recordsync.settings import Target
 from recordsync.state.digests import SNAPSHOT_SCHEMA, row_digests
-from recordsync.state.location import state_location
 from recordsync.state.snapshots import Snapshot
 
 TITLE = 4  # "Title" column of bench_run's CSV
@@ -68,7 +67,11 @@ STATE_DB: str | None = None
 
 def run(root: Path, pipeline: Path, url: str) -> tuple[float, float, Any]:
     wall, cpu = time.perf_counter(), time.process_time()
-    db = state_location(STATE_DB) if STATE_DB else root / "state.db"
+    db: Any = root / "state.db"
+    if STATE_DB:
+        from recordsync.state.location import state_location
+
+        db = state_location(STATE_DB)
     result = run_pipeline(
         RunRequest(pipeline, report_dir=root / "reports", state_db=db),
         target=Target(url, Secret(KEY), "bench", "bench"),
