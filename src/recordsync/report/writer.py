@@ -161,6 +161,8 @@ class ReportWriter:
         self.tallies: list[StepTally] = []
         self._record_rows: dict[int, int] = {}
         self.lines_written = 0
+        self._heads: dict[tuple[str, str], tuple[str, str]] = {}
+        """(step, source file) → both neutralised: the first cells of their results lines."""
 
     def start_step(self, tally: StepTally) -> None:
         self.tallies.append(tally)
@@ -184,16 +186,22 @@ class ReportWriter:
             if payload is not None and "match_by" in payload
             else (row.match_by, row.match_value)
         )
-        self._results.writerow(
-            [
+        head = self._heads.get((tally.step, src.source_file))
+        if head is None:
+            head = self._heads[(tally.step, src.source_file)] = (
                 neutralise(tally.step),
                 neutralise(src.source_file),
+            )
+        self._results.writerow(
+            [
+                head[0],
+                head[1],
                 src.source_row,
                 by or "",
-                neutralise(_cell(value)),
-                status.value,
-                _cell(record_id),
-                neutralise(error or ""),
+                neutralise(value if type(value) is str else _cell(value)),
+                status._value_,
+                str(record_id) if type(record_id) is int else _cell(record_id),
+                "" if error is None else neutralise(error),
             ]
         )
         self.lines_written += 1
