@@ -5,7 +5,13 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from recordsync.validate.formats import check_email, check_phone, check_url, digit_counts
+from recordsync.validate.formats import (
+    WHITESPACE,
+    check_email,
+    check_phone,
+    check_url,
+    digit_counts,
+)
 
 
 def verdicts(check: object, values: list[str]) -> list[object]:
@@ -120,3 +126,7 @@ def test_digit_counts_agree_with_counting_in_python() -> None:
     assert digit_counts(arr).tolist() == expected
     assert digit_counts(arr.slice(2, 4)).tolist() == expected[2:6]  # an array with an offset
     assert digit_counts(pa.array([None, ""], pa.string())).tolist() == [0, 0]
+
+
+def test_the_written_out_whitespace_is_every_character_python_strips() -> None:
+    assert "".join(chr(c) for c in range(0x110000) if chr(c).isspace()) == WHITESPACE

@@ -19,8 +19,12 @@ import pyarrow.compute as pc
 from recordsync.validate.checked import Checked, bad_mask, bad_where, reasons_at
 from recordsync.validate.distinct import Memo, Outcome, map_distinct, pylist
 
-WHITESPACE = "".join(chr(c) for c in range(0x110000) if chr(c).isspace())
-"""Unicode whitespace (Python's ``str.isspace``): never inside an email, phone or URL."""
+WHITESPACE = (
+    "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005"
+    "\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000"
+)
+"""Unicode whitespace (Python's ``str.isspace``): never inside an email, phone or URL.
+Written out: finding it among every code point took 80 ms of each process's start."""
 _WS = "".join(f"\\x{{{ord(c):x}}}" for c in WHITESPACE)
 _NOT_EMAIL = rf"@{_WS}\"(),:;<>\[\\\]"
 """Characters an email address may not hold anywhere (besides its one ``@``)."""
