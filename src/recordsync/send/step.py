@@ -477,6 +477,9 @@ class StepRunner:
 
     def _report(self, tally: StepTally, chunk: _Chunk, results: list[EntryResult]) -> None:
         """Write every row of a settled chunk to the report, in source order."""
+        if results and self.writer.record_answered(tally, chunk.rows, results):
+            self.progress.rows_done(len(chunk.rows))  # every row sent and plain: one block
+            return
         outcome = iter(results)
         record = self.writer.record
         explain = self._plan.explain if self._plan is not None else None
