@@ -157,7 +157,7 @@ def sandbox(db: Path, mode: str) -> Iterator[str]:
 
 def warm_imports() -> None:
     """Import what a run imports lazily (see the module docstring)."""
-    import recordsync.prepare_digests
+    import recordsync.prepare.digests
     import recordsync.state.snapshots
     import recordsync.validate.pipeline_check  # noqa: F401
 

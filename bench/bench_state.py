@@ -32,9 +32,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from recordsync.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
-from recordsync.send.state_hook import FOLD_FROM, FOLD_ROWS, FOLD_SLICE
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.hashing import input_hash
+from recordsync.state.hook import FOLD_FROM, FOLD_ROWS, FOLD_SLICE
 
 STAGES = ("lead", "qualified", "customer", "churned")
 
@@ -115,7 +115,7 @@ def send(
                 [ChunkResult(r.source_row, "created", r.source_row) for r in jrows],
             )
             sent += len(part)
-            if journal.unfolded_rows >= FOLD_ROWS:  # as the runner does (state_hook)
+            if journal.unfolded_rows >= FOLD_ROWS:  # as the runner does (state.hook)
                 journal.fold()
     return sent
 
@@ -160,7 +160,7 @@ def main() -> None:
 
     def first_run() -> None:
         journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
-        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (state_hook.open_state)
+        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (state.hook.open_state)
         journal.start_run("run-1")
         det = ChangeDetector(store, "bench", "contacts")
         counts["first_sent"] = send(store, det, journal, "run-1", rows(n, chunk=chunk))
@@ -174,7 +174,7 @@ def main() -> None:
 
     def one_percent() -> None:
         journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
-        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (state_hook.open_state)
+        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (state.hook.open_state)
         journal.start_run("run-3")
         det = ChangeDetector(store, "bench", "contacts")
         counts["changed_sent"] = send(

@@ -75,15 +75,15 @@ GROUPS: dict[str, Group] = {
         (
             "src/recordsync/read/utf8guard.py",
             "src/recordsync/read/swallow.py",
-            "src/recordsync/prepare_salvage.py",
+            "src/recordsync/prepare/salvage.py",
         ),
         (
             "tests/read/test_csv.py",
             "tests/read/test_utf8guard.py",
             "tests/read/test_swallow.py",
             "tests/read/test_swallow_split.py",
-            "tests/test_prepare_salvage.py",
-            "tests/test_prepare_salvage_cells.py",
+            "tests/prepare/test_salvage.py",
+            "tests/prepare/test_salvage_cells.py",
         ),
     ),
 }

@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from recordsync.errors import AuthError, ObjectTypeNotFound, RunAborted
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
 from recordsync.runner import RunLimits, run_plans
 from recordsync.sandbox import create_app
 from recordsync.secret import Secret
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.retry import RetryPolicy
-from recordsync.send.step import SendOptions, StepPlan
+from recordsync.send.step import SendOptions
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

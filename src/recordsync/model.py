@@ -4,10 +4,12 @@ reconcile → report). Every stage speaks these types; no stage reaches into ano
     SourceRow      one row as read from a CSV or Parquet source, with where it came from
     PreparedRow    a source row turned into a batch input (or into the reason it cannot be one)
     RowResult      the final outcome of one source row: one line of results.csv
+    StepPlan       one step to run (the step runner's input; the progress display shows it)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Protocol
@@ -143,7 +145,7 @@ class PreparedRow:
 
 @dataclass(slots=True)
 class Salvage:
-    """The keys a malformed line may hold (:mod:`recordsync.prepare_salvage`): its cells under
+    """The keys a malformed line may hold (:mod:`recordsync.prepare.salvage`): its cells under
     every column alignment their count allows, and the match key each gives (None: none).
     ``hides`` says why the line may hide other rows or a key that could not be read (mirror
     deletes of the step are then skipped); None when every key it may hold is in ``keys``."""
@@ -199,3 +201,35 @@ RESULTS_COLUMNS = (
     "error",
 )
 """Column order of ``results.csv`` (machine-readable; schedulers and scripts rely on it)."""
+
+
+Item = PreparedRow | UnchangedBlock
+"""What a step's row stream yields: prepared rows, and blocks of rows found unchanged."""
+
+
+@dataclass(frozen=True, slots=True)
+class StepPlan:
+    """One step to run: its rows are produced lazily, when the step starts."""
+
+    name: str
+    mapping: str
+    object_type: str
+    rows: Callable[[], Iterable[PreparedRow]]
+    estimate: Callable[[], int | None] | None = None
+    digested: Callable[[Any, bytes, Any], Iterable[Item]] | None = None
+    """``digested(snapshot, fingerprint, owned)``: the rows with source-row digests, rows found
+    in the snapshot as UnchangedBlocks (:mod:`recordsync.prepare.digests`); None: not offered.
+    ``owned(keys)`` (or None): the keys that have a record of their own in the ledger (their
+    rows claim their dedup keys first in the merge scan, :mod:`recordsync.prepare.merges`)."""
+    fingerprint: Callable[[], bytes | None] | None = None
+    """What the rows' batch inputs depend on besides their cells (None: no digests)."""
+    duplicates_expected: bool = False
+    """The mapping declares duplicate rows expected: they do not fail the run."""
+    merges_expected: bool = False
+    """The mapping declares merges expected: rows landing on a record another row holds
+    stay ``updated`` (noted in the report) instead of ``merged``."""
+    explain: Callable[[PreparedRow, str], str] | None = None
+    """A failed entry's error told as its row's (:mod:`recordsync.reconcile.field_errors`)."""
+    known_ids: frozenset[int] = frozenset()
+    """Record ids known to belong to rows (a retry: the earlier run's): reading back after a
+    lost answer never takes one of them for another row."""

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from recordsync.chunk_report import ChunkReport
 from recordsync.errors import (
     EXIT_OK,
     EXIT_ROWS_FAILED,
@@ -36,12 +37,13 @@ from recordsync.errors import (
     RunAborted,
     exit_code_for,
 )
+from recordsync.model import StepPlan
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter, report_write_error
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.client import RecordServiceClient
-from recordsync.send.sender import ChunkReport, ChunkSender
-from recordsync.send.step import ChunkHook, Progress, SendOptions, StepPlan, StepRunner
+from recordsync.send.sender import ChunkSender
+from recordsync.send.step import ChunkHook, Progress, SendOptions, StepRunner
 from recordsync.send.switching import prompt_switching
 from recordsync.settings import Target
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from recordsync.reconcile.retry import retry_report
+from recordsync.run_retry import retry_report
 from recordsync.send.pipeline import run_pipeline
 
 from .support import KEY, REPO, all_records, served, target

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recordsync.config import load_pipeline
-from recordsync.merges import name_key
+from recordsync.prepare.merge_rules import name_key
 from recordsync.send.pipeline import run_pipeline
 from recordsync.state import StateStore
 from recordsync.validate.pipeline_check import check_step
@@ -225,7 +225,7 @@ _tail = st.sampled_from(
 
 def test_the_name_rule_predicts_what_the_sandbox_does_over_http(tmp_path: Path) -> None:
     """Black box: two companies created one after the other (no domain, no LinkedIn URL)
-    end on one record exactly when :func:`recordsync.merges.name_key` says they do."""
+    end on one record exactly when :func:`recordsync.prepare.merge_rules.name_key` says they do."""
     seen = itertools.count()
     with served(tmp_path / "s.db") as url, httpx.Client(headers={"x-api-key": KEY}) as http:
 

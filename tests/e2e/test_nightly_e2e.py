@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from recordsync.errors import RunAborted
-from recordsync.reconcile.retry import retry_report
+from recordsync.run_retry import retry_report
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from recordsync.reconcile.retry import retry_report
+from recordsync.run_retry import retry_report
 from recordsync.runner import RunResult
 from recordsync.send.pipeline import run_pipeline
 

@@ -15,8 +15,8 @@ import pytest
 
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
-from recordsync.send.state_hook import StateHook
 from recordsync.state import Journal, StateStore
+from recordsync.state.hook import StateHook
 
 from .support import all_records, served, target
 

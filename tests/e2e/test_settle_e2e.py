@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.reconcile.retry import retry_report
+from recordsync.run_retry import retry_report
 from recordsync.runner import RunResult
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-import recordsync.prepare_digests as prepare_digests
+import recordsync.prepare.digests as prepare_digests
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from recordsync.model import PreparedRow, RowStatus
+from recordsync.model import PreparedRow, RowStatus, StepPlan
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
-from recordsync.send import state_hook
-from recordsync.send.state_hook import StateHook, open_state
-from recordsync.send.step import StepPlan
 from recordsync.state import StateStore
+from recordsync.state import hook as state_hook
+from recordsync.state.hook import StateHook, open_state
 
 from .conftest import prepared
 

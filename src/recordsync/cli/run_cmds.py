@@ -225,7 +225,7 @@ def retry_command(
 
     Exit 0 with a message when there is nothing to resend (invalid rows are not resent).
     """
-    from recordsync.reconcile.retry import nothing_to_retry, read_summary, retry_report
+    from recordsync.run_retry import nothing_to_retry, read_summary, retry_report
     from recordsync.send.pipeline import RunRequest
 
     summary = read_summary(report_dir)
@@ -261,7 +261,7 @@ def retry_command(
 )
 def report_command(report_dir: Path, as_json: bool, open_html: bool) -> None:
     """Print the summary and grouped failures of the run in REPORT_DIR."""
-    from recordsync.reconcile.retry import read_summary
+    from recordsync.run_retry import read_summary
 
     summary = read_summary(report_dir)
     if as_json:

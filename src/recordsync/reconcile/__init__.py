@@ -1,1 +1,2 @@
-"""Reconcile stage: check batch answers before trusting them; retry a run from its report."""
+"""Reconcile stage: check batch answers before trusting them (retrying a run from its report
+is :mod:`recordsync.run_retry`, beside the runner)."""

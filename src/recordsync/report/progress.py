@@ -10,9 +10,9 @@ import sys
 import time
 from typing import IO, Any
 
+from recordsync.chunk_report import ChunkReport
+from recordsync.model import StepPlan
 from recordsync.report.tally import StepTally
-from recordsync.send.sender import ChunkReport
-from recordsync.send.step import StepPlan
 
 
 class PlainProgress:

@@ -17,7 +17,7 @@ from recordsync.reconcile.batch import EntryResult
 
 OtherOwners = Callable[[list[tuple[str | None, int]]], dict[int, list[str]]]
 """``(key, record id)`` pairs → for each record id that a ledger key other than the pair's
-key holds, the keys holding it (:meth:`recordsync.send.state_hook.StateHook.other_owners`)."""
+key holds, the keys holding it (:meth:`recordsync.state.hook.StateHook.other_owners`)."""
 
 _LANDED = (RowStatus.CREATED, RowStatus.UPDATED)
 

@@ -18,13 +18,12 @@ import httpx
 
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.errors import ApiError, AuthError, ConfigError
-from recordsync.model import PreparedRow
+from recordsync.model import PreparedRow, StepPlan
 from recordsync.run_guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
-from recordsync.send.state_hook import open_state
-from recordsync.send.step import ChunkHook, Progress, StepPlan
+from recordsync.send.step import ChunkHook, Progress
 from recordsync.settings import (
     DEFAULT_PROFILES,
     DEFAULT_SANDBOX_DB,
@@ -32,6 +31,7 @@ from recordsync.settings import (
     choose_target,
     open_target,
 )
+from recordsync.state.hook import open_state
 from recordsync.state.names import state_name
 
 PlanWrapper = Callable[[StepPlan], StepPlan]
@@ -198,7 +198,7 @@ def build_plans(
         def digested(
             snapshot: Any, fp: bytes, owned: Any = None, step: Any = step
         ) -> Iterator[Any]:
-            from recordsync.prepare_digests import prepare_digested
+            from recordsync.prepare.digests import prepare_digested
 
             return prepare_digested(
                 step.config,
@@ -248,7 +248,7 @@ def run_pipeline(
     whole = pipeline if pipeline_override is None else _load(request.pipeline_path)
     check_refs(whole)
     if not request.state and hook is None:  # before the target is even contacted
-        from recordsync.send.ledger_prep import refuse_refs_without_state
+        from recordsync.state.ledger_prep import refuse_refs_without_state
 
         run = [s for s in pipeline.steps if steps is None or s.step_name in steps]
         refuse_refs_without_state((s.step_name, s.config) for s in run)
@@ -321,8 +321,8 @@ def _dry_run_refs(
     """A dry run's hook (docs/state.md, "Cross-object references"): ledger keys and references
     as in the real run, from the state store's ledger (opened only if the file exists; never
     written) plus the rows the dry run's earlier steps found valid."""
-    from recordsync.send.ledger_prep import DryRunRefsHook, referenced_steps
     from recordsync.state import StateStore, default_state_path
+    from recordsync.state.ledger_prep import DryRunRefsHook, referenced_steps
     from recordsync.state.refs import RunLedger
 
     path = request.state_db or default_state_path()

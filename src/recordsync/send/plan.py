@@ -1,52 +1,23 @@
-"""What a step is made of, and the seams the step runner calls: the plan of a step, the
-send options, the progress display and the state store's hook."""
+"""What a step is made of, and the seams the step runner calls: the plan of a step
+(:class:`recordsync.model.StepPlan`), the send options, the progress display and the state
+store's hook."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
-from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
+from recordsync.chunk_report import ChunkReport
+from recordsync.model import Item, PreparedRow, RowStatus, StepPlan
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.send.chunks import check_chunk_size
-from recordsync.send.sender import ChunkReport
 
 FLUSH_ROWS = 5_000
-Item = PreparedRow | UnchangedBlock
-"""What a step's row stream yields: prepared rows, and blocks of rows found unchanged."""
 DECIDED = frozenset({RowStatus.CREATED, RowStatus.UPDATED, RowStatus.FAILED, RowStatus.IN_DOUBT})
 """Rows that arrive with an outcome: sent by an earlier attempt of this run, or held."""
-
-
-@dataclass(frozen=True, slots=True)
-class StepPlan:
-    """One step to run: its rows are produced lazily, when the step starts."""
-
-    name: str
-    mapping: str
-    object_type: str
-    rows: Callable[[], Iterable[PreparedRow]]
-    estimate: Callable[[], int | None] | None = None
-    digested: Callable[[Any, bytes, Any], Iterable[Item]] | None = None
-    """``digested(snapshot, fingerprint, owned)``: the rows with source-row digests, rows found
-    in the snapshot as UnchangedBlocks (:mod:`recordsync.prepare_digests`); None: not offered.
-    ``owned(keys)`` (or None): the keys that have a record of their own in the ledger (their
-    rows claim their dedup keys first in the merge scan, :mod:`recordsync.prepare_merges`)."""
-    fingerprint: Callable[[], bytes | None] | None = None
-    """What the rows' batch inputs depend on besides their cells (None: no digests)."""
-    duplicates_expected: bool = False
-    """The mapping declares duplicate rows expected: they do not fail the run."""
-    merges_expected: bool = False
-    """The mapping declares merges expected: rows landing on a record another row holds
-    stay ``updated`` (noted in the report) instead of ``merged``."""
-    explain: Callable[[PreparedRow, str], str] | None = None
-    """A failed entry's error told as its row's (:mod:`recordsync.reconcile.field_errors`)."""
-    known_ids: frozenset[int] = frozenset()
-    """Record ids known to belong to rows (a retry: the earlier run's): reading back after a
-    lost answer never takes one of them for another row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,7 +40,7 @@ class Progress(Protocol):
 
 
 class ChunkHook(Protocol):
-    """Seam for the state store (:mod:`recordsync.send.state_hook`): classify rows as they
+    """Seam for the state store (:mod:`recordsync.state.hook`): classify rows as they
     stream (unchanged / held), journal each chunk before it is sent and acknowledge it after."""
 
     def source(self, plan: StepPlan) -> Iterable[Item]:

@@ -26,10 +26,10 @@ from itertools import chain
 
 import httpx
 
+from recordsync.chunk_report import ChunkAborted, ChunkReport
 from recordsync.errors import FatalApiError
 from recordsync.model import BatchInput, RowStatus
 from recordsync.reconcile.batch import EntryResult, Unreconciled, reconcile_batch
-from recordsync.send.chunk_report import ChunkAborted, ChunkReport
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.http_policy import Verdict, is_fatal
 from recordsync.send.retry import RetryBudget

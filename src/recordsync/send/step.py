@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from recordsync.errors import RecordsyncError
-from recordsync.model import BatchInput, PreparedRow, RowStatus, UnchangedBlock
+from recordsync.model import BatchInput, Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
@@ -32,10 +32,8 @@ from recordsync.send.plan import (
     DECIDED,
     FLUSH_ROWS,
     ChunkHook,
-    Item,
     Progress,
     SendOptions,
-    StepPlan,
 )
 from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
 

@@ -5,7 +5,7 @@ Everything lives in one SQLite file (:class:`StateStore`, ``.recordsync/state.db
 default); the lock is a ``flock``'d file beside it (:class:`PipelineLock`). The pipeline's
 state name (``name:`` of its file, else the file's stem) comes from :mod:`.names`; declared
 ledger keys and the keys that references look up from :mod:`.keys`. The runner's use of all
-this is :mod:`recordsync.send.state_hook`.
+this is :mod:`recordsync.state.hook`.
 
 How a run uses it (the order matters; ``tests/state/test_resume_flow.py`` follows it)::
 

@@ -1,4 +1,4 @@
-"""The merge scan of ``prepare_step`` (:mod:`recordsync.merges`): one more pass over the
+"""The merge scan of ``prepare_step`` (:mod:`.merge_rules`): one more pass over the
 source of a contacts or companies step that maps only the fields the service deduplicates on
 (name, ``email``, ``domain``, ``linkedin_url``), then simulates the service's dedup in source
 order. The rows it finds folding into another row's record are held as ``merged`` by the
@@ -19,8 +19,16 @@ import numpy.typing as npt
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import gc_paused
-from recordsync.merges import RULES, Kind, creates, dedup_keys, kind_of, merge_error, predict
-from recordsync.prepare_dups import ROW_BITS, Duplicates, ledger_keys, where
+from recordsync.prepare.dups import ROW_BITS, Duplicates, ledger_keys, where
+from recordsync.prepare.merge_rules import (
+    RULES,
+    Kind,
+    creates,
+    dedup_keys,
+    kind_of,
+    merge_error,
+    predict,
+)
 from recordsync.read import iter_source
 from recordsync.validate.schema import Schema
 

@@ -30,14 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from recordsync.errors import ConfigError
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
 from recordsync.report.csvsafe import unneutralise
 from recordsync.report.writer import FAILURE_EXTRA
 from recordsync.run_ids import first_attempt_started
 from recordsync.runner import RunResult
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.safety import resend_as_is_safe
-from recordsync.send.step import StepPlan
 
 RETRY_STATUSES = frozenset({"failed", "in_doubt"})
 

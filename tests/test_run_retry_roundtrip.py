@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from recordsync.config.models import SourceConfig
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.read import iter_source
-from recordsync.reconcile.retry import nothing_to_retry, split_failures
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter
+from recordsync.run_retry import nothing_to_retry, split_failures
 
 TRICKY = [
     "a\rb",

@@ -12,7 +12,7 @@ import yaml
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.model import Salvage
-from recordsync.prepare_salvage import MAX_SHIFT, _alignments, _cells, bad_row
+from recordsync.prepare.salvage import MAX_SHIFT, _alignments, _cells, bad_row
 from recordsync.read import BadLine
 
 

@@ -96,7 +96,7 @@ def test_a_first_digested_run_finds_the_same_duplicates(tmp_path: Path, policy: 
     """With no snapshot yet (a first run), the digested path's scan hashes the match keys as
     prepare_step's does, without making the key strings: the same rows, statuses and errors,
     across batches and rules."""
-    from recordsync.prepare_digests import prepare_digested
+    from recordsync.prepare.digests import prepare_digested
 
     names = [f"N{i % 35}" for i in range(40)]
     emails = [f"e{i % 10}@x.example" if i < 30 else "" for i in range(40)]

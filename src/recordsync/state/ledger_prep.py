@@ -10,7 +10,7 @@ detection, so that a resolved reference is part of the hashed input):
   key in the reason), or are left out (``unset``); each field's outcomes are counted
   (:meth:`StepPrep.ref_counts`, the step's ``references`` in summary.json);
 - the source keys of every row (any status) are collected for mirror deletes, with every key
-  a malformed line may hold (:mod:`recordsync.prepare_salvage`); a line that may hide rows or
+  a malformed line may hold (:mod:`recordsync.prepare.salvage`); a line that may hide rows or
   whose key cannot be read sets :attr:`StepPrep.mirror_skip` (the step deletes nothing);
 - a row predicted to merge into another row's record whose own key already has a record
   in the ledger is sent after all (it updates its own record, by id or its match key).
@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, RowError
 from recordsync.model import PreparedRow, RowStatus
-from recordsync.prepare_merges import needed
+from recordsync.prepare.merges import needed
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 
 if TYPE_CHECKING:
+    from recordsync.model import StepPlan
     from recordsync.reconcile.batch import EntryResult
     from recordsync.report.tally import StepTally
-    from recordsync.send.step import StepPlan
     from recordsync.state import ReferenceResolver
     from recordsync.state.ref_lookup import Fetch
     from recordsync.state.refs import Ledger, RunLedger
@@ -195,7 +195,7 @@ class StepPrep:
             )
 
     def _release_owners(self, group: list[PreparedRow]) -> None:
-        """Rows predicted to merge (:mod:`recordsync.prepare_merges`) whose key already has a
+        """Rows predicted to merge (:mod:`recordsync.prepare.merges`) whose key already has a
         record of its own in the ledger: sent to that record (by id, or by their match key),
         they are not folded into another: they are sent as usual."""
         held = [r for r in group if r.status is RowStatus.MERGED and r.key is not None]

@@ -28,7 +28,7 @@ from recordsync.errors import SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC, gc_paused
 from recordsync.model import PreparedRow, UnchangedBlock
-from recordsync.prepare import (
+from recordsync.prepare.core import (
     ROW_BITS,
     Duplicates,
     _rows_of,
@@ -37,8 +37,8 @@ from recordsync.prepare import (
     ledger_keys,
     shared_hashes,
 )
-from recordsync.prepare_merges import MergeScan, Owned, scan_merges
-from recordsync.prepare_salvage import bad_row
+from recordsync.prepare.merges import MergeScan, Owned, scan_merges
+from recordsync.prepare.salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.digests import row_digests, supported

@@ -18,7 +18,7 @@ from recordsync.prepare import prepare_step
 from recordsync.sandbox import create_app
 from recordsync.validate import Schema
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONFIGS = ROOT / "configs"
 ADA = "6f1c2a3b-0001-4000-8000-000000000001"
 
@@ -322,7 +322,7 @@ def test_a_batch_prepared_in_slices_keeps_every_row_and_malformed_line_in_line_o
     import numpy as np
     import pyarrow as pa
 
-    from recordsync.prepare import _slices
+    from recordsync.prepare.core import _slices
     from recordsync.read import BadLine, SourceBatch
 
     lines.sort()

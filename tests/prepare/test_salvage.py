@@ -11,7 +11,7 @@ import yaml
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.model import PreparedRow, RowStatus
-from recordsync.prepare_salvage import bad_row
+from recordsync.prepare.salvage import bad_row
 from recordsync.read import BadLine
 
 

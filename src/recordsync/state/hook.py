@@ -7,7 +7,7 @@
 - rows are classified in groups of :data:`CLASSIFY_ROWS` as they stream: unchanged rows are
   reported ``unchanged`` and not sent; rows whose last send was in doubt are held as
   ``in_doubt`` again unless resending them is safe (:mod:`recordsync.send.safety`);
-- before that, per mapping (``configs``, :mod:`recordsync.send.ledger_prep`): declared
+- before that, per mapping (``configs``, :mod:`recordsync.state.ledger_prep`): declared
   ledger keys, ``ref`` fields resolved from earlier steps' ledgers, and with
   ``match_by_ledger_id`` rows the ledger knows are sent with ``match_by: id``;
 - every chunk is journaled before it is sent and acknowledged after; the acknowledged
@@ -34,14 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
-from recordsync.model import PreparedRow, RowStatus, UnchangedBlock
+from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.run_ids import first_attempt_started
-from recordsync.send.ledger_prep import StepPrep
 from recordsync.send.safety import resend_as_is_safe
-from recordsync.send.step import Item, StepPlan
 from recordsync.state.checkpoint import BackgroundCheckpoints
+from recordsync.state.ledger_prep import StepPrep
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
@@ -106,7 +105,7 @@ class StateHook:
 
     def source(self, plan: StepPlan) -> Iterable[Item]:
         """The step's rows. A complete, first-attempt run of a whole pipeline digests its
-        source rows (:mod:`recordsync.prepare_digests`): rows found in the snapshot of the last
+        source rows (:mod:`recordsync.prepare.digests`): rows found in the snapshot of the last
         run come as UnchangedBlocks, and a new snapshot is written as the step goes. The
         step's old snapshot is dropped here in any case, before anything is sent."""
         from recordsync.state.snapshots import SnapshotWriter, take

@@ -2,10 +2,10 @@
 
 Two streaming passes when the mapping has ``match_by`` rules or a ``ledger_key``: the first
 maps only the key columns and keeps 64-bit hashes of the keys (not the strings) to find
-duplicated keys (:mod:`recordsync.prepare_dups`); the second maps everything and yields rows
+duplicated keys (:mod:`recordsync.prepare.dups`); the second maps everything and yields rows
 in source order. Memory is bounded by the batch size plus 16 bytes per row for the hashes.
 A contacts or companies step has one more pass, the merge scan
-(:mod:`recordsync.prepare_merges`): rows the service would fold into another row's record
+(:mod:`recordsync.prepare.merges`): rows the service would fold into another row's record
 come out ``merged``.
 """
 
@@ -24,7 +24,7 @@ from recordsync.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC
 from recordsync.model import PreparedRow, RowStatus, Salvage, SourceRow
-from recordsync.prepare_dups import (
+from recordsync.prepare.dups import (
     ROW_BITS,
     Duplicates,
     ledger_keys,
@@ -33,8 +33,8 @@ from recordsync.prepare_dups import (
     where,
     winner,
 )
-from recordsync.prepare_merges import MergeScan, scan_merges
-from recordsync.prepare_salvage import bad_row
+from recordsync.prepare.merges import MergeScan, scan_merges
+from recordsync.prepare.salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source, source_columns
 from recordsync.read.batch import BatchValues
 from recordsync.read.paths import check_source_file, is_remote, source_path
@@ -279,7 +279,7 @@ def prepare_step(
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
 ) -> Iterator[PreparedRow]:
     """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE,
-    MERGED: predicted to fold into another row's record, :mod:`recordsync.prepare_merges`).
+    MERGED: predicted to fold into another row's record, :mod:`recordsync.prepare.merges`).
 
     Config errors (unknown object type or field, unreadable owners file, missing source) are
     raised here, before the first row. With ``schema=None`` only offline checks run.

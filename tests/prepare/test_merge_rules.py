@@ -1,4 +1,4 @@
-"""Merge prediction (recordsync.merges): the contract's dedup normalisations and the
+"""Merge prediction (recordsync.prepare.merge_rules): the contract's dedup normalisations and the
 simulation of the service's dedup over one source."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordsync.merges import (
+from recordsync.prepare.merge_rules import (
     LEGAL_SUFFIXES,
     creates,
     dedup_keys,

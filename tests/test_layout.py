@@ -1,0 +1,175 @@
+"""The package layout (README "Layout"): which stages may import which, and module sizes.
+
+Imports are read from the source (every ``import`` statement, also inside functions and
+``TYPE_CHECKING`` blocks), not from ``sys.modules``, so a lazy import counts too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+PACKAGE = SRC / "recordsync"
+
+MAX_LINES = 300
+OVER_MAX = {
+    "config/models.py": 391,
+    "map/engine.py": 305,
+    "prepare/core.py": 332,
+    "prepare/digests.py": 430,
+    "read/csv_reader.py": 345,
+    "report/writer.py": 344,
+    "send/client.py": 340,
+    "send/pipeline.py": 465,
+    "send/sender.py": 301,
+    "send/step.py": 566,
+    "state/hook.py": 471,
+    "state/journal.py": 432,
+    "state/ledger_prep.py": 336,
+    "state/store.py": 337,
+}
+"""The modules over MAX_LINES when this test was written, with their line counts then: each
+may only shrink, and leaves this list once it is within MAX_LINES; no other may cross it."""
+
+NO_IMPORTS_FROM = {
+    "recordsync.report": "recordsync.send",
+    "recordsync.state": "recordsync.send",
+    "recordsync.prepare": "recordsync.send",
+}
+"""Stage -> what none of its modules imports (the types both need live in model.py)."""
+ALLOWED = {("recordsync.state.hook", "recordsync.send.safety")}
+"""Known exceptions: the state store's hook holds in-doubt rows unless resending them is safe
+(the sender's resend rule), which it must apply exactly as the sender does."""
+
+
+def _modules() -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imports_of(path: Path, module: str) -> set[str]:
+    """The recordsync modules ``path`` (the module ``module``) imports, relative ones resolved."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")
+            base = base[: len(base) - node.level + 1] if node.level else []
+            name = ".".join([*base, node.module] if node.module else base)
+            out.add(name)
+            out.update(f"{name}.{alias.name}" for alias in node.names)  # a submodule import
+    return {name for name in out if name == "recordsync" or name.startswith("recordsync.")}
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def layering_breaks(modules: dict[str, Path]) -> list[str]:
+    breaks: list[str] = []
+    for module, path in modules.items():
+        for stage, forbidden in NO_IMPORTS_FROM.items():
+            if not _within(module, stage):
+                continue
+            for name in sorted(imports_of(path, module)):
+                allowed = any(module == m and _within(name, a) for m, a in ALLOWED)
+                if _within(name, forbidden) and not allowed:
+                    breaks.append(f"{module} imports {name}")
+    return breaks
+
+
+def size_breaks(package: Path) -> list[str]:
+    breaks: list[str] = []
+    seen: set[str] = set()
+    for path in sorted(package.rglob("*.py")):
+        rel = path.relative_to(package).as_posix()
+        lines = len(path.read_text("utf-8").splitlines())
+        ceiling = OVER_MAX.get(rel, MAX_LINES)
+        if rel in OVER_MAX:
+            seen.add(rel)
+            if lines <= MAX_LINES:
+                breaks.append(f"{rel}: {lines} lines, within {MAX_LINES}: drop it from OVER_MAX")
+        if lines > ceiling:
+            breaks.append(f"{rel}: {lines} lines, over {ceiling}: split it by stage")
+    breaks += [f"{rel}: gone: drop it from OVER_MAX" for rel in sorted(set(OVER_MAX) - seen)]
+    return breaks
+
+
+def test_report_state_and_prepare_import_nothing_from_send() -> None:
+    assert layering_breaks(_modules()) == []
+
+
+def test_allowed_exceptions_are_still_needed() -> None:
+    modules = _modules()
+    for module, name in ALLOWED:
+        assert name in imports_of(modules[module], module), f"drop ({module}, {name}) from ALLOWED"
+
+
+def test_no_module_grows_past_its_ceiling() -> None:
+    assert size_breaks(PACKAGE) == []
+
+
+def test_imports_are_read_from_every_statement(tmp_path: Path) -> None:
+    pkg = tmp_path / "recordsync" / "report"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "x.py").write_text(
+        "from typing import TYPE_CHECKING\n"
+        "from ..send import step\n"
+        "if TYPE_CHECKING:\n"
+        "    import recordsync.send.plan\n"
+        "def f() -> None:\n"
+        "    from recordsync.send.sender import ChunkSender\n"
+    )
+    found = imports_of(pkg / "x.py", "recordsync.report.x")
+    assert {"recordsync.send.step", "recordsync.send.plan", "recordsync.send.sender"} <= found
+    assert layering_breaks({"recordsync.report.x": pkg / "x.py"}) == [
+        "recordsync.report.x imports recordsync.send",
+        "recordsync.report.x imports recordsync.send.plan",
+        "recordsync.report.x imports recordsync.send.sender",
+        "recordsync.report.x imports recordsync.send.sender.ChunkSender",
+        "recordsync.report.x imports recordsync.send.step",
+    ]
+
+
+LISTED = max(OVER_MAX, key=OVER_MAX.__getitem__)
+CEILING = OVER_MAX[LISTED]
+
+
+@pytest.mark.parametrize(
+    ("rel", "lines", "expected"),
+    [
+        ("new.py", MAX_LINES, None),
+        ("new.py", MAX_LINES + 1, f"new.py: {MAX_LINES + 1} lines, over {MAX_LINES}: split"),
+        (LISTED, CEILING, None),
+        (LISTED, CEILING + 1, f"{LISTED}: {CEILING + 1} lines, over {CEILING}: split"),
+        (LISTED, MAX_LINES, f"{LISTED}: {MAX_LINES} lines, within {MAX_LINES}: drop it"),
+    ],
+)
+def test_size_ceilings(tmp_path: Path, rel: str, lines: int, expected: str | None) -> None:
+    for listed in OVER_MAX:  # every listed module at its ceiling, then one file changed
+        target = tmp_path / listed
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("x = 1\n" * OVER_MAX[listed])
+    (tmp_path / rel).write_text("x = 1\n" * lines)
+    breaks = size_breaks(tmp_path)
+    if expected is None:
+        assert breaks == []
+    else:
+        assert len(breaks) == 1 and breaks[0].startswith(expected)
+
+
+def test_a_listed_module_that_is_gone_leaves_the_list(tmp_path: Path) -> None:
+    for listed in OVER_MAX:
+        if listed != LISTED:
+            (tmp_path / listed).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / listed).write_text("x = 1\n" * OVER_MAX[listed])
+    assert size_breaks(tmp_path) == [f"{LISTED}: gone: drop it from OVER_MAX"]
