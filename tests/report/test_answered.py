@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.reconcile.batch import EntryResult
+from recordsync.report.answered import record_answered
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter
 
@@ -76,7 +77,7 @@ def _write(directory: Path, chunks: list[list[dict[str, Any]]], block: bool) -> 
     writer.start_step(tally)
     for drawn in chunks:
         rows, results = _rows(drawn)
-        if not (block and writer.record_answered(tally, rows, results)):
+        if not (block and record_answered(writer, tally, rows, results)):
             for row, r in zip(rows, results, strict=True):
                 writer.record(tally, row, r.status, r.record_id, r.error)
     writer.abandon()
@@ -110,9 +111,9 @@ def test_a_plain_chunk_is_written_as_a_block(tmp_path: Path) -> None:
     tally = StepTally("contacts", "contacts", "contacts")
     writer.start_step(tally)
     rows, results = _rows([plain, {**plain, "rid": 8, "status": RowStatus.UPDATED}])
-    assert writer.record_answered(tally, rows, results)
+    assert record_answered(writer, tally, rows, results)
     rows, results = _rows([plain, {**plain, "error": "boom", "status": RowStatus.FAILED}])
-    assert not writer.record_answered(tally, rows, results)  # written row by row instead
+    assert not record_answered(writer, tally, rows, results)  # written row by row instead
     writer.abandon()
     lines = (tmp_path / "run" / "results.csv").read_text(encoding="utf-8").splitlines()
     assert lines[1:] == [

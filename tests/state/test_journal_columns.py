@@ -8,8 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recordsync.state import StateStore
+from recordsync.state.journal_columns import RowMarks
 from recordsync.state.journal_fold import LedgerFold
-from recordsync.state.journal_read import ChunkResult, RowMarks
+from recordsync.state.journal_read import ChunkResult
 from recordsync.state.store import ACKED_FAILED, ACKED_SENT
 
 Journaled = dict[int, tuple[str | None, str | None]]

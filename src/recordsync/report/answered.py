@@ -13,10 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import repeat
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recordsync.model import PreparedRow, RowStatus
 from recordsync.report.csvsafe import TRIGGERS, neutralise
+from recordsync.report.tally import OWNER_OUTCOMES, StepTally
+
+if TYPE_CHECKING:
+    from recordsync.report.writer import ReportWriter
 
 _ANSWERED = frozenset({RowStatus.CREATED, RowStatus.UPDATED})
 _status, _record_id, _error = itemgetter(0), itemgetter(1), itemgetter(2)
@@ -87,3 +91,31 @@ def answered_columns(
         strict=True,
     )
     return Answered(source_file, source_rows, lines, statuses, record_ids, list(map(_owner, rows)))
+
+
+def record_answered(
+    writer: ReportWriter, tally: StepTally, rows: Sequence[Any], results: Sequence[Any]
+) -> bool:
+    """:meth:`ReportWriter.record` of each of a chunk's rows, all sent, with its
+    ``EntryResult``, as one block when every row is plain (:func:`answered_columns`); False
+    (nothing written) otherwise: the caller records them one by one. (Part of the writer,
+    kept here: report/writer.py is at its size ceiling.)"""
+    block = answered_columns(tally.step, rows, results)
+    if block is None:
+        return False
+    writer._results.writerows(block.lines)
+    writer.lines_written += len(rows)
+    tally.outcomes.update(block.statuses)
+    owners = OWNER_OUTCOMES
+    tally.owners.update(owners.get(r, r) for r in block.owners if r is not None)
+    first_row = writer._record_rows.setdefault
+    if RowStatus.UPDATED in block.statuses:
+        for row, status, rid in zip(rows, block.statuses, block.record_ids, strict=True):
+            if status is RowStatus.UPDATED:
+                writer._note_merge(tally, row, rid)
+            else:
+                first_row(rid, row.source.source_row)
+    else:
+        for rid, source_row in zip(block.record_ids, block.source_rows, strict=True):
+            first_row(rid, source_row)
+    return True

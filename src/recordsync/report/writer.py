@@ -19,7 +19,7 @@ import csv
 import json
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from contextlib import suppress
 from itertools import repeat
 from pathlib import Path
@@ -28,12 +28,11 @@ from typing import IO, Any
 from recordsync.errors import RunAborted
 from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.field_errors import is_rejected_value
-from recordsync.report.answered import answered_columns
 from recordsync.report.csvsafe import needs_neutralising, neutralise
 from recordsync.report.examples import named_column
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
-from recordsync.report.tally import OWNER_OUTCOMES, StepTally, totals
+from recordsync.report.tally import StepTally, totals
 
 FAILURE_STATUSES = frozenset(
     {
@@ -162,8 +161,6 @@ class ReportWriter:
         self.tallies: list[StepTally] = []
         self._record_rows: dict[int, int] = {}
         self.lines_written = 0
-        self._heads: dict[tuple[str, str], tuple[str, str]] = {}
-        """(step, source file) → both neutralised: the first cells of their results lines."""
 
     def start_step(self, tally: StepTally) -> None:
         self.tallies.append(tally)
@@ -187,22 +184,16 @@ class ReportWriter:
             if payload is not None and "match_by" in payload
             else (row.match_by, row.match_value)
         )
-        head = self._heads.get((tally.step, src.source_file))
-        if head is None:
-            head = self._heads[(tally.step, src.source_file)] = (
-                neutralise(tally.step),
-                neutralise(src.source_file),
-            )
         self._results.writerow(
             [
-                head[0],
-                head[1],
+                neutralise(tally.step),
+                neutralise(src.source_file),
                 src.source_row,
                 by or "",
-                neutralise(value if type(value) is str else _cell(value)),
-                status._value_,
-                str(record_id) if type(record_id) is int else _cell(record_id),
-                "" if error is None else neutralise(error),
+                neutralise(_cell(value)),
+                status.value,
+                _cell(record_id),
+                neutralise(error or ""),
             ]
         )
         self.lines_written += 1
@@ -224,32 +215,6 @@ class ReportWriter:
             self._note_merge(tally, row, record_id)
         elif status is RowStatus.CREATED and record_id is not None:
             self._record_rows.setdefault(record_id, src.source_row)
-
-    def record_answered(
-        self, tally: StepTally, rows: Sequence[Any], results: Sequence[Any]
-    ) -> bool:
-        """:meth:`record` of each of a chunk's rows, all sent, with its ``EntryResult``, in
-        one block when every row is plain (:func:`answered_columns`); False (nothing
-        written) otherwise: the caller records them one by one."""
-        block = answered_columns(tally.step, rows, results)
-        if block is None:
-            return False
-        self._results.writerows(block.lines)
-        self.lines_written += len(rows)
-        tally.outcomes.update(block.statuses)
-        owners = OWNER_OUTCOMES
-        tally.owners.update(owners.get(r, r) for r in block.owners if r is not None)
-        if RowStatus.UPDATED in block.statuses:
-            for row, status, rid in zip(rows, block.statuses, block.record_ids, strict=True):
-                if status is RowStatus.UPDATED:
-                    self._note_merge(tally, row, rid)
-                else:
-                    self._record_rows.setdefault(rid, row.source.source_row)
-        else:
-            first = self._record_rows.setdefault
-            for rid, source_row in zip(block.record_ids, block.source_rows, strict=True):
-                first(rid, source_row)
-        return True
 
     def record_block(self, tally: StepTally, block: UnchangedBlock) -> None:
         """Write rows found unchanged from their digests (:class:`UnchangedBlock`)."""

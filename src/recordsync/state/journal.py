@@ -31,11 +31,11 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from operator import itemgetter
 
 import orjson
 
 from recordsync.errors import AccountingError, RecordsyncError
+from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash, outcome_rows
 from recordsync.state.journal_fold import LedgerFold
 from recordsync.state.journal_read import (
     BEGUN,
@@ -47,7 +47,6 @@ from recordsync.state.journal_read import (
     JournalRow,
     Outcome,
     PendingChunk,
-    RowMarks,
     RunInfo,
     SourceRowSet,
 )
@@ -67,10 +66,6 @@ def _json_text(rows: list[tuple[object, ...]]) -> str:
     except orjson.JSONEncodeError:
         return json.dumps(rows, separators=(",", ":"))
 
-
-_first, _second, _third, _fourth = itemgetter(0), itemgetter(1), itemgetter(2), itemgetter(3)
-_key_and_hash = itemgetter(1, 2)
-"""A journal row's (key, input hash)."""
 
 _Journaled = dict[int, tuple[str | None, str | None]]
 """source row → (source key, input hash) of a begun chunk."""
@@ -180,12 +175,8 @@ class Journal(LedgerFold):
         ``mapping`` (default: ``step``) is the ledger the acknowledgement updates.
         ``cleared=False`` journals it ``queued``: not to be sent until :meth:`clear_chunks`
         has committed it ``begun``, so that a resume knows it was never written."""
-        journal_rows = (
-            list(rows)  # the runner's (type checks in C, no copies of the rows)
-            if set(map(type, rows)) == {JournalRow}
-            else [r if type(r) is JournalRow else JournalRow(*r) for r in rows]
-        )
-        numbers = list(map(_first, journal_rows))
+        journal_rows = as_list(rows, JournalRow)
+        numbers = list(map(first, journal_rows))
         if run_id not in self._running:
             self._require_running(run_id)
         marks = self._marks_of(run_id, step)
@@ -236,7 +227,7 @@ class Journal(LedgerFold):
         marks.update(numbers)
         self._begun[(run_id, step, chunk_no)] = (
             mapping or step,
-            dict(zip(numbers, map(_key_and_hash, journal_rows), strict=True)),
+            dict(zip(numbers, map(key_and_hash, journal_rows), strict=True)),
         )
 
     def clear_chunks(self, run_id: str, step: str, chunk_nos: Iterable[int]) -> None:
@@ -284,12 +275,7 @@ class Journal(LedgerFold):
     ) -> None:
         """Store the outcome of every row of a begun chunk and update the ledger, in one
         transaction. Every row of the chunk needs exactly one result."""
-        given_rows = list(results)
-        outcomes: list[ChunkResult] = (
-            given_rows  # type: ignore[assignment]  # the runner's: type checks in C
-            if set(map(type, given_rows)) == {ChunkResult}
-            else [r if type(r) is ChunkResult else ChunkResult(*r) for r in given_rows]
-        )
+        outcomes = as_list(results, ChunkResult)
         # a slice of the ledger fold rides along, only in a transaction of this object: the
         # store's, opened by a caller, may still roll back once this returns, and the slice
         # with it, while what was kept to fold would not be restored
@@ -305,7 +291,7 @@ class Journal(LedgerFold):
                     (run_id, step, chunk_no),
                 ).fetchone()
                 journaled = {r[0]: (r[1], r[2]) for r in json.loads(row[0])}
-            given = list(map(_first, outcomes))
+            given = list(map(first, outcomes))
             if len(given) != len(journaled) or set(given) != journaled.keys():
                 missing = sorted(set(journaled) - set(given))[:5]
                 extra = sorted(set(given) - set(journaled))[:5]
@@ -315,8 +301,7 @@ class Journal(LedgerFold):
                     f" {len(given)} results for {len(journaled)} rows)",
                     hint="acknowledge every row of the chunk exactly once",
                 )
-            final = set(map(str, map(_second, outcomes))) <= FINAL_STATUSES
-            bad = [] if final else [o for o in outcomes if str(o.status) not in FINAL_STATUSES]
+            bad = [o for o in outcomes if str(o.status) not in FINAL_STATUSES]
             if bad:
                 raise ValueError(
                     f"not a final status for source row {bad[0].source_row}: "
@@ -343,20 +328,7 @@ class Journal(LedgerFold):
         defer: bool = False,
     ) -> None:
         """The chunk's outcomes, every row of it: final ones and (settling) ``retry``."""
-        pairs = list(map(journaled.__getitem__, map(_first, outcomes)))  # (key, input hash)
-        text = _json_text(  # [(source row, key, input hash, status, record id, error), ...]
-            list(
-                zip(
-                    map(_first, outcomes),
-                    map(_first, pairs),
-                    map(_second, pairs),
-                    map(str, map(_second, outcomes)),
-                    map(_third, outcomes),
-                    map(_fourth, outcomes),
-                    strict=True,
-                )
-            )
-        )
+        text = _json_text(outcome_rows(outcomes, journaled))
         conn.execute(
             "UPDATE chunk_log SET rows = NULL, outcomes = ? WHERE run_id = ? AND step = ?"
             " AND chunk_no = ?",

@@ -101,45 +101,6 @@ class SourceRowSet:
         return len(self._rows)
 
 
-class RowMarks:
-    """A set of source row numbers as a bitmap (a bit a row up to the highest one seen; a
-    plain set for negative numbers): which rows of a step are journaled, for 1M rows 125 KB."""
-
-    def __init__(self) -> None:
-        self._bits = bytearray()
-        self._other: set[int] = set()
-        self._top = -1
-        """The highest number in the set (-1: none at or above 0)."""
-
-    def __contains__(self, n: int) -> bool:
-        if n < 0:
-            return n in self._other
-        i = n >> 3
-        return i < len(self._bits) and bool(self._bits[i] >> (n & 7) & 1)
-
-    def marked(self, numbers: list[int]) -> list[int]:
-        """The ``numbers`` in the set, in their order; at once when all are above the highest
-        in it (a run's chunks, in source order)."""
-        if not numbers or min(numbers) > self._top:
-            return []
-        return [n for n in numbers if n in self]
-
-    def update(self, numbers: Iterable[int]) -> None:
-        bits = self._bits
-        top = self._top
-        for n in numbers:
-            if n < 0:
-                self._other.add(n)
-                continue
-            i = n >> 3
-            if i >= len(bits):
-                bits.extend(bytes(max(i + 1 - len(bits), len(bits) // 2)))
-            bits[i] |= 1 << (n & 7)
-            if n > top:
-                top = n
-        self._top = top
-
-
 class JournalReader:
     """Read access to the run journal of one pipeline."""
 
