@@ -7,10 +7,18 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.reconcile.batch import EntryResult
 from recordsync.state import StateStore
-from recordsync.state.journal_columns import RowMarks
+from recordsync.state.journal_columns import (
+    RowMarks,
+    as_list,
+    chunk_results,
+    journal_rows,
+    outcome_rows,
+)
 from recordsync.state.journal_fold import LedgerFold
-from recordsync.state.journal_read import ChunkResult
+from recordsync.state.journal_read import ChunkResult, JournalRow
 from recordsync.state.store import ACKED_FAILED, ACKED_SENT
 
 Journaled = dict[int, tuple[str | None, str | None]]
@@ -99,3 +107,47 @@ def test_a_chunk_all_keyed_and_sent_keeps_every_row(tmp_path: Path, statuses: li
         assert [r[:5] for r in rows] == [
             (scope, f"k{i}", 100 + i, f"h{i}", s) for i, s in enumerate(statuses)
         ]
+
+
+def _prepared(n: int, key: str | None) -> PreparedRow:
+    return PreparedRow(SourceRow("in.csv", n, {}), RowStatus.VALID, {"name": "x"}, key=key)
+
+
+keys = st.lists(st.one_of(st.none(), st.text(max_size=5)), max_size=20)
+
+
+@given(keys, st.data())
+def test_journal_rows_and_chunk_results_are_the_row_by_row_ones(
+    drawn: list[str | None], data: st.DataObject
+) -> None:
+    rows = [_prepared(i + 2, k) for i, k in enumerate(drawn)]
+    hashes = {id(r): f"h{i}" for i, r in enumerate(rows) if i % 3}
+    safe = data.draw(st.lists(st.booleans(), min_size=len(rows), max_size=len(rows)))
+    expected = [
+        JournalRow(r.source.source_row, r.key, hashes.get(id(r)), s)
+        for r, s in zip(rows, safe, strict=True)
+    ]
+    made = journal_rows(rows, hashes, safe)
+    assert made == expected and all(type(r) is JournalRow for r in made)
+    statuses = data.draw(st.lists(st.sampled_from(list(RowStatus)), min_size=len(rows)))
+    results = [EntryResult(s, i, f"e{i}" if i % 2 else None) for i, s in enumerate(statuses)]
+    results = results[: len(rows)]
+    merged = RowStatus.MERGED
+    assert chunk_results(rows, results) == [
+        ChunkResult(
+            r.source.source_row,
+            RowStatus.FAILED.value if res.status is merged else res.status.value,
+            res.record_id,
+            res.error,
+        )
+        for r, res in zip(rows, results, strict=True)
+    ]
+    outcomes = chunk_results(rows, results)
+    journaled = {j.source_row: (j.key, j.input_hash) for j in made}
+    assert outcome_rows(outcomes, journaled) == [
+        (o.source_row, *journaled[o.source_row], str(o.status), o.record_id, o.error)
+        for o in outcomes
+    ]
+    assert as_list(made, JournalRow) == made
+    plain = [(j.source_row, j.key, j.input_hash) for j in made]  # resend_safe: its default
+    assert as_list(plain, JournalRow) == [j._replace(resend_safe=True) for j in made]
