@@ -102,11 +102,12 @@ def run_bare(bodies: list[bytes], meta: dict[str, bytes]) -> int:
     return sent
 
 
-def cpu(fn: Any, *args: Any) -> tuple[float, float, int]:
-    """CPU seconds of the whole process and of this (the main) thread, and fn's result."""
-    start, main = time.process_time(), time.thread_time()
+def cpu(fn: Any, *args: Any) -> tuple[float, float, float, int]:
+    """CPU seconds of the whole process and of this (the main) thread, wall seconds, and
+    fn's result."""
+    start, main, wall = time.process_time(), time.thread_time(), time.perf_counter()
     n = fn(*args)
-    return time.process_time() - start, time.thread_time() - main, n
+    return time.process_time() - start, time.thread_time() - main, time.perf_counter() - wall, n
 
 
 def main() -> None:
@@ -124,22 +125,29 @@ def main() -> None:
         warm_imports()
         times: dict[str, list[float]] = {"recordsync": [], "bare": []}
         mains: list[float] = []
+        walls: dict[str, list[float]] = {"recordsync": [], "bare": []}
         for n in range(args.repeat):
             order = ("recordsync", "bare") if n % 2 == 0 else ("bare", "recordsync")
             for side in order:
                 if side == "recordsync":
-                    s, main_s, rows = cpu(
+                    s, main_s, wall, rows = cpu(
                         run_recordsync, root, pipeline, meta, str(n), not args.no_state
                     )
                     mains.append(main_s)
                 else:
-                    s, main_s, rows = cpu(run_bare, bodies, meta)
+                    s, main_s, wall, rows = cpu(run_bare, bodies, meta)
                 times[side].append(s)
-                print(f"run {n + 1}: {side:10} {rows} rows, CPU {s:.2f} s (main {main_s:.2f} s)")
+                walls[side].append(wall)
+                print(
+                    f"run {n + 1}: {side:10} {rows} rows, CPU {s:.2f} s (main {main_s:.2f} s),"
+                    f" wall {wall:.2f} s"
+                )
         rs, bare = statistics.median(times["recordsync"]), statistics.median(times["bare"])
         print(
             f"median CPU: recordsync {rs:.2f} s (main thread {statistics.median(mains):.2f} s),"
-            f" bare {bare:.2f} s, ratio {rs / bare:.2f}x; load average {os.getloadavg()[0]:.1f}"
+            f" bare {bare:.2f} s, ratio {rs / bare:.2f}x; median wall: recordsync"
+            f" {statistics.median(walls['recordsync']):.2f} s, bare"
+            f" {statistics.median(walls['bare']):.2f} s; load average {os.getloadavg()[0]:.1f}"
         )
         if args.profile is not None:
             import cProfile

@@ -120,3 +120,22 @@ def test_a_plain_chunk_is_written_as_a_block(tmp_path: Path) -> None:
         "contacts,in.csv,2,email,a@x.example,created,7,",
         "contacts,in.csv,3,email,a@x.example,updated,8,",
     ]
+
+
+def test_results_lines_reach_the_disk_in_blocks_of_a_mebibyte(tmp_path: Path) -> None:
+    """Each write to the disk hands the interpreter lock to the sending thread (with the 8 KiB
+    default, once a chunk): lines are buffered up to 1 MiB, and all written at the end."""
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "contacts", "contacts")
+    writer.start_step(tally)
+    plain = {
+        "by": "email", "value": "a@x.example", "status": RowStatus.CREATED, "rid": 7,
+        "error": None, "owner": None, "hint": False, "file": "in.csv", "payload": "match",
+    }  # fmt: skip
+    for n in range(20):  # 2,000 lines, about 90 KB
+        rows, results = _rows([{**plain, "rid": n * 100 + i} for i in range(100)])
+        assert record_answered(writer, tally, rows, results)
+    results_csv = tmp_path / "run" / "results.csv"
+    assert results_csv.stat().st_size == 0
+    writer.abandon()
+    assert len(results_csv.read_text(encoding="utf-8").splitlines()) == 2001
