@@ -5,13 +5,15 @@
 For each size, a fresh child process writes bench_run.py's contacts CSV and pipeline, runs
 ``run_pipeline`` with the state store on into a fresh sandbox (its own process), and prints
 its own peak RSS (VmHWM of the process that does the work, not this parent's) and the rows
-the run reported. Prints the ratio of the largest size's peak to the smallest's (target of
+the run reported, after checking what arrived (the sandbox's records read back: every source
+row exactly once). Prints the ratio of the largest size's peak to the smallest's (target of
 issue 14: <= 500 MB and flat).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import subprocess
 import sys
 import tempfile
@@ -31,7 +33,8 @@ def vm_hwm_mb() -> float:
 
 def child(rows: int) -> None:
     sys.path.insert(0, str(HERE))
-    from bench_run import KEY, make_project, sandbox, warm_imports
+    from arrivals import check_sandbox, source_emails
+    from project import KEY, make_project, sandbox, warm_imports
 
     from recordsync.secret import Secret
     from recordsync.send.pipeline import RunRequest, run_pipeline
@@ -49,8 +52,11 @@ def child(rows: int) -> None:
                 target=Target(url, Secret(KEY), "bench", "bench"),
             )
             wall = time.perf_counter() - t
+        peak = vm_hwm_mb()  # before the check below reads the records
+        # what arrived, read back from the sandbox: every source row one record
+        check_sandbox(root / "sandbox.db", source_emails(pipeline), f"{rows}-row run")
     read = result.summary["totals"]["rows_read"]
-    print(f"{rows} {vm_hwm_mb():.0f} {start:.0f} {wall:.1f} {read}")
+    print(f"{rows} {peak:.0f} {start:.0f} {wall:.1f} {read}")
 
 
 def main() -> None:
@@ -61,6 +67,7 @@ def main() -> None:
     if args.child:
         child(args.child)
         return
+    print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
     peaks: list[float] = []
     for rows in args.rows:
         out = subprocess.run(

@@ -1,280 +1,197 @@
-"""Benchmark: a whole recordsync run against a bare httpx loop, into the sandbox over loopback.
+"""Benchmark: whole ``recordsync run`` processes against a bare httpx loop, over loopback.
 
-    python bench/bench_run.py [--rows 100000] [--repeat 3]
+    python bench/bench_run.py [--rows 100000] [--pairs 5] [--servers noop sandbox] [--no-state]
 
-1. Writes ``--rows`` contacts as a CSV in the sample export's format (bench/out is reused when
-   present) and a pipeline with the sample contacts mapping.
-2. recordsync: ``run_pipeline`` reads the CSV, maps, resolves owners, validates, chunks,
-   sends, reconciles and writes the report into a fresh sandbox (``run_in_thread``).
-   The sandbox runs in its own process by default (``--server thread``: in this process).
-3. bare loop: the same batch inputs, computed beforehand (not timed), posted in the same
-   chunks of 100 from one keep-alive ``httpx.Client`` to another fresh sandbox; the loop only
-   checks the status code.
+Set-up (not timed): ``--rows`` generated contacts as a CSV in the sample export's format, a
+pipeline with the sample contacts mapping, and the same rows mapped and validated once and
+written as pre-encoded request bodies (chunks of 100) for the bare loop.
 
-Prints rows/s of both and the ratio, per pair of runs (back to back, the order alternating
-from pair to pair), then the median of the pairs' ratios and the ratio of the best rates.
-Target: recordsync >= 90% of the bare loop's rows/s.
+Each pair runs, one after the other (the order alternating from pair to pair), as processes
+of their own, each into a fresh server of the kind being measured:
 
-Neither side's timing includes Python importing its modules (process start-up, paid once per
-process by a scheduler that calls ``run_pipeline`` and by the CLI alike): the modules that a
-run imports on first use (pandas, for the snapshot digests, among them; about 0.5 s) are
-imported before the clock starts, as ``httpx`` is for the bare loop.
+- recordsync: ``python -m recordsync run PIPELINE --base-url URL --quiet`` with the state store
+  on (``--no-state``: off), a fresh state database each time: read, map, validate, chunk,
+  send, reconcile, report, as a scheduler runs it;
+- bare loop: ``python bench/bare_loop.py``, which posts the pre-encoded bodies from one
+  keep-alive ``httpx.Client`` and checks the status codes.
+
+Servers: ``noop`` (bench/noop_server.py: checks and answers batches, stores nothing) and
+``sandbox`` (the local sandbox, its own process). Both sides pay their process start-up.
+Timings and peak RSS are those of the child (bench/measure.py: a tiny launcher, ``wait4``).
+
+After every run, of either side, the benchmark checks what ARRIVED, not what the tool says:
+the no-op server's counts (every source e-mail exactly once, nothing else), or the sandbox's
+records read back from its database (every source e-mail one live record); a mismatch stops
+the benchmark. Prints each pair, the medians, the ratio bare time / recordsync time (issue
+14: >= 0.8x into the no-op server, >= 0.9x into the sandbox), peak RSS (<= 200 MB at 100k)
+and the load average, and one line per target with met / missed.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import random
+import os
 import shutil
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
-import httpx
+import orjson
 
-from recordsync.config import load_pipeline
-from recordsync.model import RowStatus
-from recordsync.prepare import prepare_step
-from recordsync.sandbox import create_app
-from recordsync.sandbox.server import run_in_thread
-from recordsync.secret import Secret
-from recordsync.send.pipeline import RunRequest, run_pipeline
-from recordsync.settings import Target
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-REPO = Path(__file__).resolve().parents[1]
-KEY = "sk_live_bench_run"
-# the same server settings as recordsync.sandbox.server.run_in_thread, in its own process
-SERVE = (
-    "import sys, uvicorn; from recordsync.sandbox import create_app; "
-    "uvicorn.run(create_app(sys.argv[1], api_key=sys.argv[2]), host='127.0.0.1', "
-    "port=int(sys.argv[3]), log_level='warning', access_log=False, lifespan='off')"
-)
-FIRST = ("Ada", "Ben", "Chloe", "Diego", "Ines", "Omar", "Rosa", "Sven", "Yusuf", "Greta")
-LAST = ("Weber", "Costa", "Xu", "Brown", "Jensen", "Nakamura", "Fischer", "Varga")
-STAGES = ("Lead", "qualified", "Customer", "churned", "")
-OWNERS = ("ada@acme.example", "ben@acme.example", " Chloe@acme.example ", "DIEGO@ACME.EXAMPLE")
-TAGS = ("", "VIP", "Partner; Newsletter", "Churn risk")
+from arrivals import ArrivalError, check_noop, check_sandbox, source_emails
+from measure import Measured, measure
+from noop_server import noop_server, write_meta
+from project import HERE, KEY, REPO, make_project, precompute, sandbox
 
 
-def write_csv(path: Path, rows: int) -> None:
-    rng = random.Random(7)
-    header = [
-        "First Name",
-        "Last Name",
-        "Email",
-        "Phone",
-        "Title",
-        "Stage",
-        "Score",
-        "Newsletter",
-        "Last Contacted",
-        "Tags",
-        "Company Domain",
-        "Owner",
-        "Signed Up",
-    ]
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        for i in range(rows):
-            first, last = rng.choice(FIRST), rng.choice(LAST)
-            w.writerow(
-                [
-                    first,
-                    last,
-                    f"{first.lower()}.{last.lower()}{i}@bench.example",
-                    f"+44 20 {rng.randrange(1000, 9999)} {rng.randrange(1000, 9999)}",
-                    "Data Engineer",
-                    rng.choice(STAGES),
-                    rng.randrange(0, 101),
-                    rng.choice(("yes", "no", "")),
-                    f"{rng.randrange(1, 28):02d}/0{rng.randrange(1, 9)}/2025",
-                    rng.choice(TAGS),
-                    "bench.example",
-                    rng.choice(OWNERS),
-                    f"2025-0{rng.randrange(1, 9)}-1{rng.randrange(0, 9)} 10:30",
-                ]
-            )
-
-
-def make_project(root: Path, rows: int) -> Path:
-    data = root / "data"
-    data.mkdir()
-    write_csv(data / "contacts.csv", rows)
-    configs = root / "configs"
-    configs.mkdir()
-    mapping = (REPO / "configs" / "contacts.yaml").read_text(encoding="utf-8")
-    mapping = mapping.replace("../sample_data/contacts.csv", "../data/contacts.csv")
-    (configs / "contacts.yaml").write_text(mapping, encoding="utf-8")
-    shutil.copy(REPO / "configs" / "owners.yaml", configs / "owners.yaml")
-    pipelines = root / "pipelines"
-    pipelines.mkdir()
-    (pipelines / "bench.yaml").write_text(
-        "name: bench\nsteps:\n  - ../configs/contacts.yaml\nsend:\n  chunk_size: 100\n"
-        "  canary_chunk_size: 100\n",
-        encoding="utf-8",
-    )
-    return pipelines / "bench.yaml"
-
-
-@contextmanager
-def sandbox(db: Path, mode: str) -> Iterator[str]:
-    """A fresh sandbox over loopback: in a thread of this process, or its own process."""
-    if mode == "thread":
-        app = create_app(db, api_key=KEY)
-        with run_in_thread(app) as url:
-            yield url
-        app.state.store.close()
-        return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    cmd = [sys.executable, "-c", SERVE, str(db), KEY, str(port)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url + "/api/meta/users", headers={"x-api-key": KEY}, timeout=1)
-                break
-            except httpx.TransportError:
-                if time.monotonic() > deadline or proc.poll() is not None:
-                    raise RuntimeError("the sandbox process did not start") from None
-                time.sleep(0.1)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-
-
-def warm_imports() -> None:
-    """Import what a run imports lazily (see the module docstring)."""
-    import recordsync.prepare.digests
-    import recordsync.state.snapshots
-    import recordsync.validate.pipeline_check  # noqa: F401
-
-
-def run_recordsync(
-    root: Path, pipeline: Path, tag: str, mode: str, state: bool = True
-) -> tuple[float, int]:
-    with sandbox(root / f"rs-{tag}.db", mode) as url:
-        start = time.perf_counter()
-        result = run_pipeline(
-            RunRequest(
-                pipeline,
-                report_dir=root / "reports",
-                state=state,
-                state_db=root / f"state-{tag}.db",
-            ),
-            target=Target(url, Secret(KEY), "bench", "bench"),
-        )
-        elapsed = time.perf_counter() - start
-    assert result.summary["accounting_ok"], result.summary["accounting_errors"]
-    return elapsed, int(result.summary["totals"]["rows_read"])
-
-
-def precompute(pipeline: Path) -> list[list[dict[str, object]]]:
-    from recordsync.validate.schema import Schema
-
-    app = create_app(pipeline.parent.parent / "schema.db", api_key=KEY)
-    with run_in_thread(app) as url, httpx.Client(base_url=url, headers={"x-api-key": KEY}) as c:
-        schema_json = c.get("/api/meta/schema").json()["data"]
-        users = c.get("/api/meta/users").json()["data"]
-    app.state.store.close()
-    step = load_pipeline(pipeline).steps[0]
-    payloads = [
-        r.payload
-        for r in prepare_step(
-            step.config, base_dir=step.base_dir, schema=Schema.from_api(schema_json), users=users
-        )
-        if r.status is RowStatus.VALID and r.payload
-    ]
-    return [payloads[i : i + 100] for i in range(0, len(payloads), 100)]
-
-
-def run_bare(
-    root: Path, chunks: list[list[dict[str, object]]], tag: str, mode: str
-) -> tuple[float, int]:
-    sent = 0
-    with (
-        sandbox(root / f"bare-{tag}.db", mode) as url,
-        httpx.Client(base_url=url, headers={"x-api-key": KEY}, timeout=60) as client,
-    ):
-        start = time.perf_counter()
+def write_bodies(pipeline: Path, path: Path) -> int:
+    """The bare loop's request bodies, one a line; returns the number of entries."""
+    chunks = precompute(pipeline)
+    with open(path, "wb") as f:
         for chunk in chunks:
-            r = client.post("/api/objects/contacts/batch", json={"objects": chunk})
-            r.raise_for_status()
-            sent += len(chunk)
-        elapsed = time.perf_counter() - start
-    return elapsed, sent
+            f.write(orjson.dumps({"objects": chunk}) + b"\n")
+    return sum(len(c) for c in chunks)
+
+
+def one_run(side: str, server: str, tag: str, ctx: Context, src: Path | None = None) -> Measured:
+    """One process of ``side`` into a fresh ``server``; checks what arrived. ``src``: run
+    recordsync from that source tree instead of ``ctx.src`` (a baseline in the same run)."""
+    tag = f"{side}-{tag}" if src is None else f"{side}-baseline-{tag}"
+    db = ctx.root / f"{server}-{tag}.db"
+    serving: AbstractContextManager[str] = (
+        noop_server(ctx.meta, KEY) if server == "noop" else sandbox(db, "process")
+    )
+    env = dict(os.environ, PYTHONPATH=str(src or ctx.src), RECORDSYNC_API_KEY=KEY)
+    for name in ("RECORDSYNC_BASE_URL", "RECORDSYNC_PROFILE", "RECORDSYNC_PROFILES"):
+        env.pop(name, None)
+    # bytecode cached as an installed package has it (see Context.warm_up), outside the trees
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(ctx.pycache)
+    reports = ctx.root / f"reports-{server}-{tag}"
+    with serving as url:
+        if side == "recordsync":
+            cmd = [sys.executable, "-m", "recordsync", "run", str(ctx.pipeline)]
+            cmd += ["--base-url", url, "--quiet", "--report-dir", str(reports)]
+            cmd += ["--state-db", str(ctx.root / f"state-{server}-{tag}.db")]
+            cmd += ["--no-state"] if ctx.no_state else []
+        else:
+            cmd = [sys.executable, str(HERE / "bare_loop.py"), url, KEY, str(ctx.bodies)]
+        result = measure(cmd, env)
+        if result.code != 0:
+            tail = result.stderr[-2000:]
+            raise ArrivalError(f"{side} into {server} exited {result.code}: {tail}")
+        if server == "noop":
+            check_noop(url, ctx.emails, f"{side} run {tag}")
+    if server == "sandbox":
+        check_sandbox(db, ctx.emails, f"{side} run {tag}")
+    shutil.rmtree(reports, ignore_errors=True)
+    return result
+
+
+class Context:
+    def __init__(
+        self, root: Path, rows: int, src: Path, no_state: bool, pycache: Path | None = None
+    ) -> None:
+        self.root, self.src, self.no_state = root, src, no_state
+        self.pycache = pycache or root / "pycache"
+        self.pipeline = make_project(root, rows)
+        self.meta = write_meta(root / "meta.json")
+        self.bodies = root / "bodies.jsonl"
+        entries = write_bodies(self.pipeline, self.bodies)
+        self.emails = source_emails(self.pipeline)
+        assert entries == len(self.emails) == rows, (entries, len(self.emails), rows)
+
+    def warm_up(self, servers: list[str], baseline: Path | None = None) -> None:
+        """One untimed run of each side into each server (200 rows): every module a run
+        imports gets its bytecode cached (the children run with ``PYTHONPYCACHEPREFIX`` in the
+        temporary folder), as an installed package has; without it an environment with
+        ``PYTHONDONTWRITEBYTECODE`` set compiles recordsync's modules in every run (0.1-0.2 s)
+        while the bare loop imports only installed, compiled packages."""
+        (self.root / "warm-up").mkdir()
+        small = Context(self.root / "warm-up", 200, self.src, self.no_state, self.pycache)
+        for server in servers:
+            one_run("recordsync", server, "warm-up", small)
+            one_run("bare", server, "warm-up", small)
+            if baseline is not None:
+                one_run("recordsync", server, "warm-up", small, src=baseline)
+
+
+def load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "MISSED"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--pairs", type=int, default=5, help="interleaved pairs per server")
     parser.add_argument(
-        "--repeat", type=int, default=3, help="pairs of runs (median and best-of reported)"
+        "--servers", nargs="+", choices=("noop", "sandbox"), default=["noop", "sandbox"]
     )
+    parser.add_argument("--no-state", action="store_true", help="recordsync with --no-state")
     parser.add_argument(
-        "--no-state",
-        action="store_true",
-        help="run recordsync without the state store (no change detection, no journal)",
-    )
-    parser.add_argument(
-        "--server",
-        choices=("process", "thread"),
-        default="process",
-        help="sandbox in its own process (like a real service; default) or in a thread here",
+        "--src", type=Path, default=REPO / "src", help="recordsync source the runs use (a baseline)"
     )
     args = parser.parse_args()
+    targets = {"noop": 0.8, "sandbox": 0.9}
     with tempfile.TemporaryDirectory(prefix="recordsync-bench-") as tmp:
-        root = Path(tmp)
-        pipeline = make_project(root, args.rows)
-        chunks = precompute(pipeline)
-        warm_imports()
-        ratios: list[float] = []
-        best = {"recordsync": 0.0, "bare": 0.0}
-        for n in range(args.repeat):
-            # back to back, the order alternating: a drift of the machine's speed during a
-            # pair does not always favour the same side
-            order = ("recordsync", "bare") if n % 2 == 0 else ("bare", "recordsync")
-            rate: dict[str, float] = {}
-            for side in order:
-                if side == "recordsync":
-                    rs_s, rs_rows = run_recordsync(
-                        root, pipeline, str(n), args.server, not args.no_state
-                    )
-                    rate[side] = rs_rows / rs_s
-                    print(
-                        f"run {n + 1}: recordsync {rs_rows} rows in {rs_s:.1f} s ="
-                        f" {rate[side]:,.0f} rows/s"
-                        f" (whole pipeline, state store {'off' if args.no_state else 'on'})"
-                    )
-                else:
-                    bare_s, bare_rows = run_bare(root, chunks, str(n), args.server)
-                    rate[side] = bare_rows / bare_s
-                    print(
-                        f"run {n + 1}: bare loop  {bare_rows} rows in {bare_s:.1f} s ="
-                        f" {rate[side]:,.0f} rows/s (precomputed chunks)"
-                    )
-                best[side] = max(best[side], rate[side])
-            ratios.append(rate["recordsync"] / rate["bare"])
-            print(f"run {n + 1}: ratio recordsync / bare = {ratios[-1]:.1%} (target >= 90%)")
-        if args.repeat > 1:
+        ctx = Context(Path(tmp), args.rows, args.src.resolve(), args.no_state)
+        ctx.warm_up(args.servers)
+        print(
+            f"{args.rows:,} contacts, {args.pairs} pairs per server, recordsync from {ctx.src},"
+            f" state store {'off' if args.no_state else 'on'}; load average {load()}",
+            flush=True,
+        )
+        runs: dict[str, dict[str, list[Measured]]] = {
+            s: {"recordsync": [], "bare": []} for s in args.servers
+        }
+        ratios: dict[str, list[float]] = {s: [] for s in args.servers}
+        for n in range(args.pairs):
+            for server in args.servers:
+                order = ("recordsync", "bare") if n % 2 == 0 else ("bare", "recordsync")
+                for side in order:
+                    runs[server][side].append(one_run(side, server, f"{n}", ctx))
+                rs, bare = runs[server]["recordsync"][-1], runs[server]["bare"][-1]
+                ratios[server].append(bare.wall / rs.wall)
+                print(
+                    f"pair {n + 1} {server:7}: recordsync {rs.wall:6.2f} s ({rs.cpu:5.1f} s CPU,"
+                    f" peak {rs.peak_mb:4.0f} MB) | bare {bare.wall:6.2f} s ({bare.cpu:5.1f} s CPU,"
+                    f" peak {bare.peak_mb:4.0f} MB) | bare/recordsync {ratios[server][-1]:.2f}x"
+                    f" | arrived exactly once: both | load {load()}",
+                    flush=True,
+                )
+        print(f"load average at the end: {load()}")
+        peaks: list[float] = []
+        for server in args.servers:
+            rs_med = statistics.median(m.wall for m in runs[server]["recordsync"])
+            bare_med = statistics.median(m.wall for m in runs[server]["bare"])
+            ratio = statistics.median(ratios[server])
+            peaks += [m.peak_mb for m in runs[server]["recordsync"]]
             print(
-                f"{args.repeat} runs: ratios {', '.join(f'{r:.1%}' for r in ratios)};"
-                f" median {statistics.median(ratios):.1%}; best recordsync / best bare ="
-                f" {best['recordsync']:,.0f} / {best['bare']:,.0f} rows/s ="
-                f" {best['recordsync'] / best['bare']:.1%} (target >= 90%)"
+                f"{server}: medians recordsync {rs_med:.2f} s, bare {bare_med:.2f} s;"
+                f" ratio bare/recordsync median of pairs {ratio:.2f}x"
+                f" (range {min(ratios[server]):.2f}-{max(ratios[server]):.2f}x),"
+                f" of the medians {bare_med / rs_med:.2f}x; peak RSS recordsync"
+                f" {statistics.median(m.peak_mb for m in runs[server]['recordsync']):.0f} MB,"
+                f" bare {statistics.median(m.peak_mb for m in runs[server]['bare']):.0f} MB"
             )
+        for server in args.servers:
+            ratio = statistics.median(ratios[server])
+            print(
+                f"target into {server}: bare/recordsync >= {targets[server]}x:"
+                f" {ratio:.2f}x {verdict(ratio >= targets[server])}"
+            )
+        print(
+            f"target peak RSS of a {args.rows:,}-row run <= 200 MB (issue 14, at 100k):"
+            f" {max(peaks):.0f} MB (largest of {len(peaks)}) {verdict(max(peaks) <= 200)}"
+        )
 
 
 if __name__ == "__main__":

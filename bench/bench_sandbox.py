@@ -114,6 +114,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--batches", type=int, default=500, help="timed batches of 100 per size")
     args = parser.parse_args()
+    print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
     sizes = [int(s) for s in args.sizes.split(",")]
     rates: dict[int, float] = {}
     cpus: dict[int, float] = {}

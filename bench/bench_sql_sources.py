@@ -135,6 +135,7 @@ def main() -> None:
     if args.child:
         child(args.child[0], args.child[1], Path(args.child[2]))
         return
+    print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
     from servers import postgres_server
 
     n = args.rows

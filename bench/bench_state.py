@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -120,6 +119,16 @@ def send(
     return sent
 
 
+def vm_hwm_mb() -> float:
+    """This process's peak RSS (VmHWM; ``ru_maxrss`` would include the peak of whatever
+    process exec'd this one)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
@@ -135,6 +144,7 @@ def main() -> None:
         " from the journal as the runner does",
     )
     args = parser.parse_args()
+    print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
     n, chunk = args.rows, args.classify_chunk
     tmp = tempfile.TemporaryDirectory()
     db = args.db or Path(tmp.name) / "state.db"
@@ -196,7 +206,7 @@ def main() -> None:
     lookups = cpu["unchanged re-run"] - cpu["generate + hash"]
     print(f"  unchanged - hash       {lookups:8.2f} s cpu (ledger lookups and classification)")
     print(f"  state db size          {size / 1e6:8.1f} MB")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = vm_hwm_mb()
     print(f"  peak RSS               {peak:8.1f} MB")
     print(
         json.dumps(

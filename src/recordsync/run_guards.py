@@ -11,10 +11,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from recordsync.errors import ConfigError, RecordsyncError, RunAborted
+from recordsync.state.location import PgUrl, StateLocation, state_exists
 
 RECREATE_HINT = (
     "restore the state database (with its -wal file) from a backup, or point --state-db at"
@@ -24,7 +24,7 @@ RECREATE_HINT = (
 
 
 def recreate_refusal(
-    state_db: Path,
+    state_db: StateLocation,
     pipeline: str,
     run_steps: list[tuple[str, Any]],
     has_records: Callable[[str], bool],
@@ -35,7 +35,7 @@ def recreate_refusal(
     from recordsync.state import Journal, StateStore
 
     counts: dict[str, dict[str, int]] = {}
-    if state_db.is_file():
+    if state_exists(state_db):
         with StateStore(state_db) as store:
             if Journal(store, pipeline).last_incomplete_run() is not None:
                 return None
@@ -43,19 +43,27 @@ def recreate_refusal(
     return refuse_recreate(run_steps, counts, has_records, pipeline=pipeline, state_db=state_db)
 
 
-def state_write_error(path: Path, exc: BaseException, *, sent: bool) -> RecordsyncError:
-    """The state store cannot be opened or written (a full disk, a read-only directory): a
-    ConfigError before anything was sent (exit 2), else RunAborted (exit 3)."""
+def state_write_error(path: StateLocation, exc: BaseException, *, sent: bool) -> RecordsyncError:
+    """The state store cannot be opened or written (a full disk, a read-only directory, a
+    PostgreSQL server gone): a ConfigError before anything was sent (exit 2), else
+    RunAborted (exit 3). ``str(path)`` of a PostgreSQL URL hides its password."""
     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    pg = isinstance(path, PgUrl)
+    if isinstance(path, PgUrl):
+        why = path.hide(why)
+    fix = "check that the PostgreSQL server runs and takes this user's writes" if pg else ""
     if not sent:
         return ConfigError(
             f"cannot open the state store: {why}",
             file=str(path),
-            hint="free space on that disk or make the directory writable (or give --state-db);"
+            hint=f"{fix} (or give --state-db); nothing was sent"
+            if pg
+            else "free space on that disk or make the directory writable (or give --state-db);"
             " nothing was sent",
         )
     return RunAborted(
         f"cannot write the state store {path}: {why}; the run stopped",
-        hint="free space on that disk, then run again: the next run resumes this one (rows"
-        " whose answer was not journaled are held in doubt or sent again when that is safe)",
+        hint=f"{fix or 'free space on that disk'}, then run again: the next run resumes this"
+        " one (rows whose answer was not journaled are held in doubt or sent again when that"
+        " is safe)",
     )

@@ -62,3 +62,6 @@ def wait_ready(proc: subprocess.Popen[str]) -> str:
         _, err = proc.communicate()
         raise AssertionError(f"child did not get ready: {line!r} {err}")
     return line.strip()
+
+
+from .pg_support import pg_server, pg_url  # noqa: E402, F401  (fixtures: a real PostgreSQL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,10 @@ def run(
     die_in_chunk: int | None = None,
     new_run_id: str = "run-A",
 ) -> dict[int, str]:
-    """Returns {source_row: final status} for the report."""
-    with PipelineLock(state_dir, "nightly"):
+    """Returns {source_row: final status} for the report. (``state_dir``: where the lock
+    file goes on SQLite.)"""
+    lock = store.pipeline_lock("nightly") if store.is_postgres else None
+    with lock or PipelineLock(state_dir, "nightly"):
         journal = Journal(store, "nightly")
         info, resumed = journal.resume_or_start(new_run_id)
         run_id, step = info.run_id, "contacts"
@@ -129,7 +132,21 @@ def source(n: int, changed: set[int] = frozenset()) -> list[PreparedRow]:  # typ
     return rows
 
 
-def test_kill_mid_run_then_resume_accounts_every_row_once(store: StateStore, tmp_path: Any) -> None:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
+    """The state store in an SQLite file, or in a real PostgreSQL (tests/state/pg_support.py)."""
+    if request.param == "sqlite":
+        with StateStore(tmp_path / ".recordsync" / "state.db") as s:
+            yield s
+    else:
+        with StateStore(request.getfixturevalue("pg_url")) as s:
+            yield s
+
+
+def test_kill_mid_run_then_resume_accounts_every_row_once(
+    any_store: StateStore, tmp_path: Any
+) -> None:
+    store = any_store
     service = ToyService()
     src = source(450)
     with pytest.raises(Killed):

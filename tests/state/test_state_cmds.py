@@ -7,24 +7,32 @@ import os
 import signal
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from recordsync.cli import main
 from recordsync.state import Journal, StateStore
 
 from .conftest import start_child, wait_ready
+from .pg_support import PASSWORD
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as info:
         main(args)
     out, err = capsys.readouterr()
+    assert PASSWORD not in out + err  # a state URL's password never shows
     return int(info.value.code or 0), out, err
 
 
-@pytest.fixture
-def db(tmp_path: Path) -> Path:
-    path = tmp_path / ".recordsync" / "state.db"
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The state, in an SQLite file or in PostgreSQL (its URL with a password that must
+    never show: the test server trusts any)."""
+    if request.param == "sqlite":
+        path = str(tmp_path / ".recordsync" / "state.db")
+    else:
+        path = request.getfixturevalue("pg_url").replace("postgres@", f"postgres:{PASSWORD}@")
     with StateStore(path) as store:
         store.record_acknowledged(
             "nightly",
@@ -41,7 +49,7 @@ def db(tmp_path: Path) -> Path:
     return path
 
 
-def test_show_text(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_text(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(
         ["state", "show", "pipelines/nightly.yaml", "--state-db", str(db)], capsys
     )
@@ -52,7 +60,7 @@ def test_show_text(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "lock: not running" in out
 
 
-def test_show_json(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_show_json(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["state", "show", "nightly", "--state-db", str(db), "--json"], capsys)
     data = json.loads(out)
     assert code == 0
@@ -70,7 +78,7 @@ def test_show_without_database(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert not missing.exists()
 
 
-def test_reset_one_mapping_with_yes(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reset_one_mapping_with_yes(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["state", "reset", "nightly", "--mapping", "contacts", "--yes", "--state-db", str(db)]
     code, out, _ = run_cli(args, capsys)
     assert code == 0 and "forgot 3 ledger entries of mapping 'contacts'" in out
@@ -79,7 +87,7 @@ def test_reset_one_mapping_with_yes(db: Path, capsys: pytest.CaptureFixture[str]
 
 
 def test_reset_asks_and_aborts_on_no(
-    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("sys.stdin", __import__("io").StringIO("n\n"))
     code, out, err = run_cli(["state", "reset", "nightly", "--state-db", str(db)], capsys)
@@ -89,7 +97,7 @@ def test_reset_asks_and_aborts_on_no(
         assert store.mappings("nightly") == ["companies", "contacts"]
 
 
-def test_reset_whole_pipeline_drops_runs(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reset_whole_pipeline_drops_runs(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run_cli(["state", "reset", "nightly", "-y", "--state-db", str(db)], capsys)
     assert code == 0 and "forgot 4 ledger entries" in out
     with StateStore(db) as store:
@@ -97,10 +105,10 @@ def test_reset_whole_pipeline_drops_runs(db: Path, capsys: pytest.CaptureFixture
         assert Journal(store, "nightly").last_run() is None
 
 
-def test_reset_refused_while_running(db: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_reset_refused_while_running(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     code_text = (
-        "import time\nfrom recordsync.state import PipelineLock\n"
-        f"PipelineLock({str(db.parent)!r}, 'nightly').acquire()\n"
+        "import time\nfrom recordsync.state import StateStore\n"
+        f"lock = StateStore({db!r}).pipeline_lock('nightly')\nlock.acquire()\n"
         "print('READY', flush=True)\ntime.sleep(120)\n"
     )
     proc = start_child(code_text)
@@ -120,9 +128,20 @@ def test_reset_refused_while_running(db: Path, capsys: pytest.CaptureFixture[str
 
 
 def test_reset_unknown_mapping_is_a_usage_error(
-    db: Path, capsys: pytest.CaptureFixture[str]
+    db: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["state", "reset", "nightly", "-m", "contcts", "-y", "--state-db", str(db)]
     code, _, err = run_cli(args, capsys)
     assert code == 2
     assert "no state for mapping 'contcts' (known: companies, contacts)" in err
+
+
+def test_show_and_reset_without_state_on_postgres_create_nothing(
+    pg_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(["state", "show", "nightly", "--state-db", pg_url], capsys)
+    assert code == 0 and f"no state database at {pg_url}" in out
+    code, out, _ = run_cli(["state", "reset", "nightly", "-y", "--state-db", pg_url], capsys)
+    assert code == 0 and "nothing to reset" in out
+    with psycopg.connect(pg_url) as conn:
+        assert conn.execute("SELECT to_regclass('state_meta')").fetchone() == (None,)

@@ -7,6 +7,7 @@ exactly one place, :func:`main` (see :func:`recordsync.errors.exit_code_for`).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import sys
@@ -18,24 +19,41 @@ from recordsync import __version__
 from recordsync.errors import RecordsyncError, exit_code_for
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """Imports a command's module when that command is looked up (``recordsync run`` does
+    not import the sandbox server, the inference engine or the schema checker's commands)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
+            module = importlib.import_module(f"recordsync.cli.{COMMAND_MODULES[cmd_name]}")
+            for command in module.COMMANDS:
+                self.add_command(command)
+        return super().get_command(ctx, cmd_name)
+
+
+# command name -> the module (of recordsync.cli) whose COMMANDS hold it
+COMMAND_MODULES = {
+    "sandbox": "sandbox_cmds",
+    "validate": "validate_cmds",
+    "run": "run_cmds",
+    "retry": "run_cmds",
+    "report": "run_cmds",
+    "state": "state_cmds",
+    "init": "init_cmds",
+    "import": "init_cmds",
+}
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="recordsync")
 def cli() -> None:
     """Sync CSV and Parquet exports into a CRM record service (batch upserts).
 
     With no target configured, commands run against the embedded local sandbox.
     """
-
-
-def _register() -> None:
-    from recordsync.cli import init_cmds, run_cmds, sandbox_cmds, state_cmds, validate_cmds
-
-    for module in (sandbox_cmds, validate_cmds, run_cmds, state_cmds, init_cmds):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
 
 
 def entry() -> None:

@@ -6,14 +6,28 @@ from pathlib import Path
 
 import click
 
-from recordsync.state.store import STATE_PATH_ENV
+from recordsync.state.location import STATE_PATH_ENV, PgUrl, is_pg_url
+
+
+def _state_db(
+    ctx: click.Context, param: click.Parameter, value: str | None
+) -> Path | PgUrl | None:
+    """A state database: an SQLite file (a Path) or a ``postgresql://`` URL (a PgUrl, whose
+    password never shows)."""
+    if value is None:
+        return None
+    if is_pg_url(value):
+        return PgUrl(value.strip())
+    return click.Path(dir_okay=False, path_type=Path).convert(value, param, ctx)
+
 
 state_db_option = click.option(
     "--state-db",
-    type=click.Path(dir_okay=False, path_type=Path),
     envvar=STATE_PATH_ENV,
     default=None,
-    help=f"State database [env {STATE_PATH_ENV}; default .recordsync/state.db].",
+    callback=_state_db,
+    help=f"State database: a file, or a postgresql:// URL [env {STATE_PATH_ENV};"
+    " default .recordsync/state.db].",
 )
 
 

@@ -12,6 +12,7 @@ import click
 
 from recordsync.cli.options import sandbox_db_for, sandbox_seed_option, state_db_option
 from recordsync.errors import EXIT_OK, ConfigError, RecordsyncError
+from recordsync.state.location import StateLocation
 
 
 def _progress(quiet: bool) -> tuple[Any, contextlib.AbstractContextManager[Any]]:
@@ -142,7 +143,7 @@ def run_command(
     max_creates: int | None,
     full_refresh: bool,
     no_state: bool,
-    state_db: Path | None,
+    state_db: StateLocation | None,
     allow_mass_deletes: bool,
     durable_state: bool,
     allow_recreate: bool,
@@ -217,7 +218,7 @@ def retry_command(
     profile: str | None,
     out_dir: Path | None,
     resend_in_doubt: bool,
-    state_db: Path | None,
+    state_db: StateLocation | None,
     allow_recreate: bool,
     quiet: bool,
 ) -> None:

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
 from recordsync.cli.options import state_db_option
 from recordsync.errors import RunAborted
-from recordsync.state import Journal, PipelineLock, StateStore
+from recordsync.state import Journal, StateStore
+from recordsync.state.location import StateLocation, state_exists, state_location
 from recordsync.state.names import state_name_of
-from recordsync.state.store import default_state_path
 
 
 def pipeline_name(arg: str) -> str:
@@ -26,8 +25,8 @@ def state() -> None:
     """Inspect or reset the state of nightly syncs (ledger, journal, lock)."""
 
 
-def _lock_status(db: Path, name: str) -> str:
-    lock = PipelineLock(db.parent, name, db)
+def _lock_status(store: StateStore, name: str) -> str:
+    lock = store.pipeline_lock(name)
     try:
         lock.acquire()
     except RunAborted as exc:
@@ -40,11 +39,11 @@ def _lock_status(db: Path, name: str) -> str:
 @click.argument("pipeline")
 @state_db_option
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def show(pipeline: str, state_db: Path | None, as_json: bool) -> None:
+def show(pipeline: str, state_db: StateLocation | None, as_json: bool) -> None:
     """Show ledger counts per mapping, the last run and any incomplete run of PIPELINE."""
     name = pipeline_name(pipeline)
-    path = state_db or default_state_path()
-    if not path.exists():
+    path = state_location(state_db)
+    if not state_exists(path):
         click.echo(f"no state database at {path} (no nightly sync has run here yet)")
         return
     with StateStore(path) as store:
@@ -62,7 +61,7 @@ def show(pipeline: str, state_db: Path | None, as_json: bool) -> None:
                 {"run_id": c.run_id, "step": c.step, "chunk_no": c.chunk_no, "rows": len(c.rows)}
                 for c in pending
             ],
-            "lock": _lock_status(path, name),
+            "lock": _lock_status(store, name),
         }
     if as_json:
         click.echo(json.dumps(data, indent=2))
@@ -92,16 +91,18 @@ def show(pipeline: str, state_db: Path | None, as_json: bool) -> None:
 @state_db_option
 @click.option("--mapping", "-m", default=None, help="Reset only this mapping's ledger.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-def reset(pipeline: str, state_db: Path | None, mapping: str | None, yes: bool) -> None:
+def reset(
+    pipeline: str, state_db: StateLocation | None, mapping: str | None, yes: bool
+) -> None:
     """Forget the ledger of PIPELINE (or of one mapping): the next run sends every row and
     matches records by the mapping's own keys again. Refused while the pipeline runs."""
     name = pipeline_name(pipeline)
-    path = state_db or default_state_path()
-    if not path.exists():
+    path = state_location(state_db)
+    if not state_exists(path):
         click.echo(f"no state database at {path}: nothing to reset")
         return
     what = f"mapping '{mapping}' of pipeline '{name}'" if mapping else f"pipeline '{name}'"
-    with PipelineLock(path.parent, name, path), StateStore(path) as store:
+    with StateStore(path) as store, store.pipeline_lock(name):
         counts = store.counts(name)
         if mapping is not None and mapping not in counts:
             known = ", ".join(counts) or "none"

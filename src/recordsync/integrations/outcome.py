@@ -119,6 +119,7 @@ def run_sync(
     bug) propagates with its traceback, which the orchestrator shows."""
     from recordsync.cli.options import sandbox_db_for
     from recordsync.send.pipeline import RunRequest, run_pipeline
+    from recordsync.state.location import state_location
 
     path = Path(pipeline)
     seed = Path(sandbox_seed) if sandbox_seed is not None else None
@@ -128,7 +129,7 @@ def run_sync(
         base_url=base_url,
         profile=profile,
         report_dir=Path(report_dir) if report_dir is not None else None,
-        state_db=Path(state_db) if state_db is not None else None,
+        state_db=state_location(state_db) if state_db is not None else None,
         full_refresh=full_refresh,
         sandbox_db=sandbox_db_for(seed),
         sandbox_seed=seed,

@@ -7,7 +7,6 @@ mapping files, every step's source and columns), so a configuration error sends 
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -32,7 +31,12 @@ from recordsync.settings import (
     open_target,
 )
 from recordsync.state.hook import open_state
+from recordsync.state.location import StateLocation, state_exists, state_location
 from recordsync.state.names import state_name
+from recordsync.state.store import DB_ERRORS
+
+_STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
+"""What opening or writing the state store raises (a file, or a PostgreSQL server)."""
 
 PlanWrapper = Callable[[StepPlan], StepPlan]
 
@@ -56,7 +60,7 @@ class RunRequest:
     env: Mapping[str, str] | None = None
     retry: RetryPolicy | None = None
     state: bool = True
-    state_db: Path | None = None
+    state_db: StateLocation | None = None
     full_refresh: bool = False
     resend_in_doubt: bool = False
     allow_mass_deletes: bool = False
@@ -321,12 +325,12 @@ def _dry_run_refs(
     """A dry run's hook (docs/state.md, "Cross-object references"): ledger keys and references
     as in the real run, from the state store's ledger (opened only if the file exists; never
     written) plus the rows the dry run's earlier steps found valid."""
-    from recordsync.state import StateStore, default_state_path
+    from recordsync.state import StateStore
     from recordsync.state.ledger_prep import DryRunRefsHook, referenced_steps
     from recordsync.state.refs import RunLedger
 
-    path = request.state_db or default_state_path()
-    wanted = path.is_file() and referenced_steps(configs.values())
+    path = state_path(request)
+    wanted = referenced_steps(configs.values()) and state_exists(path)
     store = StateStore(path, durable=False) if wanted else None
     try:
         yield DryRunRefsHook(RunLedger(store), name, configs, lookup)
@@ -346,10 +350,10 @@ def delete_record(client: RecordServiceClient, object_type: str, record_id: int)
         return False
 
 
-def state_path(request: RunRequest) -> Path:
-    from recordsync.state import default_state_path
-
-    return request.state_db or default_state_path()
+def state_path(request: RunRequest) -> StateLocation:
+    """The run's state database: ``--state-db``, else ``$RECORDSYNC_STATE_DB`` (a file or a
+    ``postgresql://`` URL), else ``.recordsync/state.db``."""
+    return state_location(request.state_db)
 
 
 def _run(
@@ -446,7 +450,7 @@ def _run(
                         durable=request.durable_state,
                     )
                 )
-            except (OSError, sqlite3.Error) as exc:  # nothing was sent yet
+            except _STATE_ERRORS as exc:  # nothing was sent yet
                 raise state_write_error(state_path(request), exc, sent=False) from None
             try:
                 run_id = state.run_id  # a resumed run keeps the id of the attempt that died
@@ -457,7 +461,7 @@ def _run(
                 state.allow_mass_deletes = request.allow_mass_deletes
                 result = go(state)
                 state.finish("aborted" if result.error is not None else "finished")
-            except (OSError, sqlite3.Error) as exc:  # the report's own are RunAborted already
+            except _STATE_ERRORS as exc:  # the report's own are RunAborted already
                 raise state_write_error(state_path(request), exc, sent=True) from None
         return result
     finally:

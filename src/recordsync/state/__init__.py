@@ -2,7 +2,9 @@
 chunk journal for crash-safe resume, the pipeline lock and mirror deletes (docs/state.md).
 
 Everything lives in one SQLite file (:class:`StateStore`, ``.recordsync/state.db`` by
-default); the lock is a ``flock``'d file beside it (:class:`PipelineLock`). The pipeline's
+default); the lock is a ``flock``'d file beside it (:class:`PipelineLock`). Or all of it,
+snapshots and lock included, lives in a PostgreSQL database (``postgresql://`` URL:
+:mod:`.pg`, :mod:`.pg_lock`, :mod:`.location`). The pipeline's
 state name (``name:`` of its file, else the file's stem) comes from :mod:`.names`; declared
 ledger keys and the keys that references look up from :mod:`.keys`. The runner's use of all
 this is :mod:`recordsync.state.hook`.
@@ -10,7 +12,7 @@ this is :mod:`recordsync.state.hook`.
 How a run uses it (the order matters; ``tests/state/test_resume_flow.py`` follows it)::
 
     store = StateStore(state_path)                           # once per run
-    with PipelineLock(store.path.parent, pipeline):           # RunAborted if running
+    with store.pipeline_lock(pipeline):                      # RunAborted if running
         journal = Journal(store, pipeline)
         run, resumed = journal.resume_or_start(new_run_id)   # reuses a killed run's id
         if resumed:

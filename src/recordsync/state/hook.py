@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
@@ -39,10 +38,12 @@ from recordsync.run_ids import first_attempt_started
 from recordsync.send.safety import resend_as_is_safe
 from recordsync.state.checkpoint import BackgroundCheckpoints
 from recordsync.state.ledger_prep import StepPrep
+from recordsync.state.store import DB_ERRORS
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
     from recordsync.state.journal_content import JournaledRows
+    from recordsync.state.location import PgUrl
     from recordsync.state.ref_lookup import Fetch
     from recordsync.state.snapshots import SnapshotWriter
 
@@ -300,7 +301,7 @@ class StateHook:
         flight are settled and reported."""
         try:
             self.journal.fold()
-        except sqlite3.Error as exc:
+        except DB_ERRORS as exc:
             log.warning(
                 "writing the ledger of step %s early failed (%s); retried at its end",
                 plan.name,
@@ -406,7 +407,7 @@ def _keep(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None
 @contextmanager
 def open_state(
     pipeline: str,
-    path: Path | None,
+    path: Path | PgUrl | None,
     run_id: str,
     *,
     full_refresh: bool = False,
@@ -417,11 +418,11 @@ def open_state(
 
     ``durable=False`` (WAL, ``synchronous=NORMAL``): a committed chunk survives the process
     being killed; ``durable=True`` also fsyncs every commit, to survive a power cut."""
-    from recordsync.state import Journal, PipelineLock, StateStore
+    from recordsync.state import Journal, StateStore
 
     store = StateStore(path, durable=durable)
     try:
-        with PipelineLock(store.path.parent, pipeline, store.path):
+        with store.pipeline_lock(pipeline):
             journal = Journal(store, pipeline, defer_ledger=True)
             journal.slices = (FOLD_FROM, FOLD_SLICE)
             info, resumed = journal.resume_or_start(run_id)
@@ -443,11 +444,13 @@ def open_state(
                 resend_in_doubt=resend_in_doubt,
                 resumed=resumed,
             )
-            hook.background = BackgroundCheckpoints(store.path)
+            if not store.is_postgres:  # SQLite's write-ahead log (PostgreSQL: the server's)
+                hook.background = BackgroundCheckpoints(store.path)
             try:
                 yield hook
             finally:
-                hook.background.close()
+                if hook.background is not None:
+                    hook.background.close()
     finally:
         store.close()
 

@@ -51,6 +51,7 @@ from recordsync.state.journal_read import (
     SourceRowSet,
 )
 from recordsync.state.store import (
+    INTEGRITY_ERRORS,
     StateStore,
     utc_now,
     write_acknowledged,
@@ -218,7 +219,7 @@ class Journal(LedgerFold):
                         text,
                     ),
                 )
-        except sqlite3.IntegrityError as exc:
+        except INTEGRITY_ERRORS as exc:
             raise AccountingError(
                 f"run {run_id}, step '{step}', chunk {chunk_no}: the chunk number is already"
                 f" journaled in this run ({exc})",

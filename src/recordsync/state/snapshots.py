@@ -10,12 +10,18 @@ Life cycle, which keeps a snapshot from ever vouching for a ledger it did not se
   ``updated`` (with a record id) or ``unchanged``;
 - a run that dies or is stopped, a retry (a partial source), ``--full-refresh`` and
   ``recordsync state reset`` leave no snapshot: the next run takes the full path once.
+
+Where: an Arrow file in ``snapshots/`` beside an SQLite state file; in a PostgreSQL state
+database, the same file's bytes in ``snapshot_blocks`` (:mod:`.pg`), so the
+next run needs no local disk of this one (it writes and reads a temporary file).
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
+import tempfile
 from dataclasses import dataclass
 from hashlib import blake2b
 from pathlib import Path
@@ -28,18 +34,24 @@ import pyarrow.compute as pc
 
 from recordsync.model import UnchangedBlock
 from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
+from recordsync.state.pg import load_snapshot_blocks, store_snapshot_blocks
 from recordsync.state.store import StateStore, utc_now
 
 FLUSH_ROWS = 65_536
 
 
-def snapshot_dir(store: StateStore) -> Path:
-    return store.path.parent / "snapshots"
+def snapshot_dir(store: StateStore) -> Path | None:
+    """The snapshot files' directory; None: they are kept in the (PostgreSQL) database."""
+    return None if store.is_postgres else store.path.parent / "snapshots"
 
 
 def snapshot_path(store: StateStore, scope: int, run_id: str) -> Path:
     tag = blake2b(run_id.encode("utf-8"), digest_size=6).hexdigest()
-    return snapshot_dir(store) / f"scope{scope}-{tag}.arrow"
+    directory = snapshot_dir(store)
+    if directory is None:  # written to a temporary file of this process, then stored
+        directory = Path(tempfile.gettempdir())  # in the database
+        return directory / f"recordsync-{os.getpid()}-scope{scope}-{tag}.arrow"
+    return directory / f"scope{scope}-{tag}.arrow"
 
 
 class Snapshot:
@@ -116,16 +128,23 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
     ``fp`` (None: just drop it). Its file is removed once loaded."""
     scope = store.scope_id(pipeline, mapping)
     assert scope is not None
+    directory = snapshot_dir(store)
     with store.transaction() as conn:
         row = conn.execute(
             "SELECT fingerprint, file FROM snapshots WHERE scope_id = ?", (scope,)
         ).fetchone()
         if row is None:
             return None
+        if directory is None:
+            blocks = int(str(row[1]).removeprefix("blocks:") or 0)
+            load = fp is not None and bytes(row[0]) == fp
+            path = load_snapshot_blocks(conn, scope, blocks) if load else None
+            conn.execute("DELETE FROM snapshot_blocks WHERE scope_id = ?", (scope,))
+        else:
+            path = directory / str(row[1])
         conn.execute("DELETE FROM snapshots WHERE scope_id = ?", (scope,))
-    path = snapshot_dir(store) / str(row[1])
     try:
-        if fp is None or bytes(row[0]) != fp:
+        if path is None or fp is None or bytes(row[0]) != fp:
             return None
         try:
             with pa.memory_map(str(path)) as source:
@@ -136,16 +155,20 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
             return None
         return Snapshot(table)
     finally:
-        with contextlib.suppress(OSError):
-            path.unlink()
+        if path is not None:
+            with contextlib.suppress(OSError):
+                path.unlink()
 
 
-def drop_all(conn: sqlite3.Connection, directory: Path, scopes: list[int]) -> None:
-    """Remove the snapshots of ``scopes``, inside the caller's transaction."""
+def drop_all(conn: sqlite3.Connection, directory: Path | None, scopes: list[int]) -> None:
+    """Remove the snapshots of ``scopes``, inside the caller's transaction (``directory``
+    None: kept in the database)."""
     for scope in scopes:
         row = conn.execute("SELECT file FROM snapshots WHERE scope_id = ?", (scope,)).fetchone()
         conn.execute("DELETE FROM snapshots WHERE scope_id = ?", (scope,))
-        if row is not None:
+        if directory is None:
+            conn.execute("DELETE FROM snapshot_blocks WHERE scope_id = ?", (scope,))
+        elif row is not None:
             with contextlib.suppress(OSError):
                 (directory / str(row[0])).unlink()
 
@@ -174,9 +197,10 @@ class SnapshotWriter:
         self.scope = scope
         self.path = snapshot_path(store, scope, run_id)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for stale in self.path.parent.glob(f"scope{scope}-*.tmp"):  # left by a run that died
+        stale = [] if store.is_postgres else self.path.parent.glob(f"scope{scope}-*.tmp")
+        for old in stale:  # left by a run that died
             with contextlib.suppress(OSError):
-                stale.unlink()
+                old.unlink()
         self._tmp = self.path.with_suffix(".tmp")
         self._sink = pa.OSFile(str(self._tmp), "wb")
         self._writer = pa.ipc.new_file(self._sink, SNAPSHOT_SCHEMA)
@@ -247,13 +271,21 @@ class SnapshotWriter:
         self._flush_carried()
         self._writer.close()
         self._sink.close()
+        directory = snapshot_dir(self.store)
         with self.store.transaction() as conn:
-            drop_all(conn, snapshot_dir(self.store), [self.scope])
-            self._tmp.replace(self.path)
+            drop_all(conn, directory, [self.scope])
+            if directory is None:  # the file's bytes into the database; no file is kept
+                try:
+                    file = f"blocks:{store_snapshot_blocks(conn, self.scope, self._tmp)}"
+                finally:
+                    self.discard()
+            else:
+                self._tmp.replace(self.path)
+                file = self.path.name
             conn.execute(
                 "INSERT INTO snapshots (scope_id, run_id, fingerprint, file, row_count,"
                 " written_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (self.scope, self.run_id, fp, self.path.name, self.rows, utc_now()),
+                (self.scope, self.run_id, fp, file, self.rows, utc_now()),
             )
 
     def discard(self) -> None:

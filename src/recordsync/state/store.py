@@ -1,4 +1,5 @@
-"""The state store: one SQLite file (``.recordsync/state.db`` by default) holding, per
+"""The state store: one SQLite file (``.recordsync/state.db`` by default), or a PostgreSQL
+database (``--state-db postgresql://...``: :mod:`recordsync.state.pg`), holding, per
 pipeline and mapping, the identity ledger (source key → record id, hash of the last input
 sent, last status, last run id) and the chunk journal of :mod:`recordsync.state.journal`.
 
@@ -23,13 +24,22 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from recordsync.errors import ConfigError
+from recordsync.state.location import DEFAULT_STATE_PATH as DEFAULT_STATE_PATH
+from recordsync.state.location import STATE_PATH_ENV as STATE_PATH_ENV
+from recordsync.state.location import PgUrl, StateLocation, state_location
+from recordsync.state.pg import StateDbError, StateDbIntegrityError
 from recordsync.state.schema import SCHEMA_VERSION, migrate
 
-DEFAULT_STATE_PATH = Path(".recordsync") / "state.db"
-STATE_PATH_ENV = "RECORDSYNC_STATE_DB"
+if TYPE_CHECKING:
+    from recordsync.state.lock import PipelineLock
+    from recordsync.state.pg_lock import PgPipelineLock
+
+DB_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, StateDbError)
+"""What a state database raises, whichever it is (SQLite or PostgreSQL)."""
+INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, StateDbIntegrityError)
 LOOKUP_CHUNK = 1000
 """Keys per query in :meth:`StateStore.lookup_many` (well under SQLite's variable limit)."""
 
@@ -69,35 +79,77 @@ def utc_now() -> str:
 
 
 class StateStore:
-    """The SQLite state database. Created (with its directory) on first use.
+    """The state database: an SQLite file, created (with its directory) on first use, or a
+    PostgreSQL database (``location`` a :class:`PgUrl` or a ``postgresql://`` URL), whose
+    tables are created on first use.
 
     One connection, used from one thread (the run's main loop); other processes are kept
-    out by :class:`recordsync.state.lock.PipelineLock`, not by this class."""
+    out by the pipeline lock (:meth:`pipeline_lock`), not by this class."""
 
-    def __init__(self, path: str | Path | None = None, *, durable: bool = True) -> None:
-        self.path = Path(path) if path is not None else default_state_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(
+        self, path: str | Path | PgUrl | None = None, *, durable: bool = True
+    ) -> None:
+        self.location: StateLocation = state_location(path)
+        self._scopes: dict[tuple[str, str], int] = {}
+        if isinstance(self.location, PgUrl):
+            from recordsync.state import pg
+
+            conn = pg.PgConnection(self.location, durable=durable)
+            try:
+                pg.migrate(conn)
+            except BaseException:
+                conn.close()
+                raise
+            # the adapter implements the part of sqlite3.Connection the state modules use
+            self._conn = cast(sqlite3.Connection, conn)
+            self._json_each = False  # the modules take their plain-SQL / Python paths
+            return
+        path = self.location
+        path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None)
+            self._conn = sqlite3.connect(path, isolation_level=None)
             self._conn.execute("PRAGMA busy_timeout = 10000")
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA cache_size = -32768")  # 32 MiB page cache
             # checkpoint every ~40 MiB of log, not every 4 MiB (finish_run truncates the log)
             self._conn.execute("PRAGMA wal_autocheckpoint = 10000")
             self._conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
-            migrate(self._conn, str(self.path))
+            migrate(self._conn, str(path))
         except sqlite3.DatabaseError as exc:
             raise ConfigError(
                 f"cannot open the state database: {exc}",
-                file=str(self.path),
+                file=str(path),
                 hint=f"point --state-db (or ${STATE_PATH_ENV}) at a writable SQLite file",
             ) from exc
-        self._scopes: dict[tuple[str, str], int] = {}
         try:
             self._conn.execute("SELECT value FROM json_each('[]')").fetchall()
             self._json_each = True
         except sqlite3.OperationalError:  # an SQLite built without JSON functions
             self._json_each = False
+
+    @property
+    def is_postgres(self) -> bool:
+        return isinstance(self.location, PgUrl)
+
+    @property
+    def path(self) -> Path:
+        """The SQLite file (a PostgreSQL store has none: ValueError)."""
+        if isinstance(self.location, PgUrl):
+            raise ValueError(f"the state store {self.location} is a PostgreSQL database")
+        return self.location
+
+    def pipeline_lock(self, pipeline: str) -> PipelineLock | PgPipelineLock:
+        """The lock that keeps a second run of ``pipeline`` out: a ``flock``'d file beside
+        the SQLite file, or an advisory lock of this store's PostgreSQL session (released
+        with the session: no write without the lock)."""
+        if isinstance(self.location, PgUrl):
+            from recordsync.state.pg import PgConnection
+            from recordsync.state.pg_lock import PgPipelineLock
+
+            return PgPipelineLock(cast(PgConnection, self._conn), pipeline)
+        from recordsync.state.lock import PipelineLock
+
+        return PipelineLock(self.location.parent, pipeline, self.location)
 
     # -- plumbing --------------------------------------------------------------------
     @property
@@ -148,11 +200,13 @@ class StateStore:
         if row is None:
             if not create:
                 return None
+            sql = "INSERT INTO scopes (pipeline, mapping) VALUES (?, ?)"
             with self.transaction() as conn:
-                cur = conn.execute(
-                    "INSERT INTO scopes (pipeline, mapping) VALUES (?, ?)", (pipeline, mapping)
-                )
-            scope = int(cur.lastrowid or 0)
+                if self.is_postgres:  # no lastrowid there
+                    cur = conn.execute(f"{sql} RETURNING scope_id", (pipeline, mapping))
+                    scope = int(cur.fetchone()[0])
+                else:
+                    scope = int(conn.execute(sql, (pipeline, mapping)).lastrowid or 0)
         else:
             scope = int(row[0])
         self._scopes[(pipeline, mapping)] = scope

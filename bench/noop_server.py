@@ -1,0 +1,232 @@
+"""A no-op record service for benchmarks: checks and answers batch upserts, stores nothing.
+
+    python bench/noop_server.py META_JSON API_KEY     # prints its URL, serves until stdin closes
+
+Like the peers' minimal server: a Starlette app on uvicorn (the sandbox's settings: warning
+logs, no access log, no lifespan) on 127.0.0.1, on a port the OS picks. What a run needs
+before it sends is answered from META_JSON (``{"schema": [...], "users": [...]}``, the
+``data`` of the sandbox's GET /api/meta/schema and /users, see :func:`write_meta`). Each
+``POST /api/objects/{type}/batch`` is checked as the service interface says (the key: 401;
+an ``objects`` array of at most 100 entries: 400; a known object type: 404; each entry a
+JSON object with a string ``name``, else that entry ``failed``), and every other entry is
+answered ``created`` with a fresh id.
+
+It counts what arrived: ``GET /_counts`` answers ``{"requests"`` (batches answered 200)``,
+"entries": {type: n}, "distinct": {type: n}, "failed": {type: n}, "other": {"METHOD path":
+n}}``, where an
+entry's identity is its ``match_value`` when it has ``match_by``, else its ``fields.email``,
+else its ``name``; ``entries == distinct == source rows`` means every row arrived exactly
+once. ``GET /_counts?identities=1`` adds ``{type: {identity: n}}``.
+
+The process stops itself when its standard input closes (the benchmark holding the pipe
+exits or closes it), so a crashed benchmark leaves no server behind.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import count
+from pathlib import Path
+from typing import Any
+
+import orjson
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+MAX_BATCH = 100
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+def _identity(entry: dict[str, Any]) -> str:
+    if entry.get("match_by") is not None:
+        return f"{entry['match_by']}:{entry.get('match_value')}"
+    fields = entry.get("fields")
+    if isinstance(fields, dict) and fields.get("email"):
+        return f"email:{fields['email']}"
+    return f"name:{entry.get('name')}"
+
+
+def create_app(meta: dict[str, Any], api_key: str) -> Starlette:
+    """The app; ``meta``: ``{"schema": [...], "users": [...]}``."""
+    slugs: dict[str, str] = {}
+    for ot in meta["schema"]:
+        slug = str(ot["slug"])
+        slugs[slug] = slug
+    slugs.setdefault("contact", "contacts")
+    slugs.setdefault("company", "companies")
+    ids = count(1)
+    lock = threading.Lock()
+    entries: Counter[str] = Counter()
+    failed: Counter[str] = Counter()
+    seen: dict[str, Counter[str]] = {}
+    other: Counter[str] = Counter()
+    requests = [0]
+    schema_answer = orjson.dumps({"data": meta["schema"]})
+    users_answer = orjson.dumps({"data": meta["users"]})
+
+    def authorised(request: Request) -> bool:
+        return request.headers.get("x-api-key") == api_key
+
+    async def batch(request: Request) -> Response:
+        if not authorised(request):
+            return _json({"error": "Invalid API key"}, 401)
+        ot = slugs.get(request.path_params["object_type"].lower())
+        if ot is None:
+            return _json({"error": "Object not found"}, 404)
+        try:
+            body = orjson.loads(await request.body())
+        except orjson.JSONDecodeError:
+            return _json({"error": "Invalid JSON body"}, 400)
+        objects = body.get("objects") if isinstance(body, dict) else None
+        if not isinstance(objects, list):
+            return _json({"error": 'Request body must contain an "objects" array'}, 400)
+        if len(objects) > MAX_BATCH:
+            msg = f"Batch size exceeds maximum of {MAX_BATCH}. Received {len(objects)} objects."
+            return _json({"error": msg}, 400)
+        results: list[dict[str, Any]] = []
+        with lock:
+            requests[0] += 1
+            counted = seen.setdefault(ot, Counter())
+            for entry in objects:
+                entries[ot] += 1
+                if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
+                    failed[ot] += 1
+                    error = "Validation failed: name: required"
+                    results.append({"id": None, "status": "failed", "error": error})
+                    continue
+                counted[_identity(entry)] += 1
+                results.append({"id": next(ids), "status": "created"})
+        created = len(objects) - sum(r["status"] == "failed" for r in results)
+        failures = len(objects) - created
+        summary = {"total": len(objects), "created": created, "updated": 0, "failed": failures}
+        return _json({"results": results, "summary": summary})
+
+    async def schema(request: Request) -> Response:
+        if not authorised(request):
+            return _json({"error": "Invalid API key"}, 401)
+        return Response(schema_answer, media_type="application/json")
+
+    async def users(request: Request) -> Response:
+        if not authorised(request):
+            return _json({"error": "Invalid API key"}, 401)
+        return Response(users_answer, media_type="application/json")
+
+    async def counts(request: Request) -> Response:
+        with lock:
+            answer: dict[str, Any] = {
+                "requests": requests[0],
+                "entries": dict(entries),
+                "distinct": {ot: len(c) for ot, c in seen.items()},
+                "failed": dict(failed),
+                "other": dict(other),
+            }
+            if request.query_params.get("identities"):
+                answer["identities"] = {ot: dict(c) for ot, c in seen.items()}
+        return _json(answer)
+
+    async def anything_else(request: Request) -> Response:
+        with lock:
+            other[f"{request.method} {request.url.path}"] += 1
+        return _json({"error": "Not found"}, 404)
+
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+    return Starlette(
+        routes=[
+            Route("/api/objects/{object_type}/batch", batch, methods=["POST"]),
+            Route("/api/meta/schema", schema, methods=["GET"]),
+            Route("/api/meta/users", users, methods=["GET"]),
+            Route("/_counts", counts, methods=["GET"]),
+            Route("/{path:path}", anything_else, methods=methods),
+        ]
+    )
+
+
+def write_meta(path: Path) -> Path:
+    """Save the default sandbox seed's schema and users (what a run fetches) as META_JSON."""
+    import warnings
+
+    from recordsync.sandbox import create_app as sandbox_app
+
+    key = "sk_live_noop_meta"
+    db = path.with_suffix(".meta.sqlite")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # starlette's TestClient on httpx: deprecated
+        from starlette.testclient import TestClient
+
+        app = sandbox_app(db, api_key=key)
+        with TestClient(app) as c:
+            h = {"x-api-key": key}
+            meta = {
+                "schema": c.get("/api/meta/schema", headers=h).json()["data"],
+                "users": c.get("/api/meta/users", headers=h).json()["data"],
+            }
+        app.state.store.close()
+    for leftover in db.parent.glob(db.name + "*"):
+        leftover.unlink()
+    path.write_text(json.dumps(meta), encoding="utf-8")
+    return path
+
+
+@contextmanager
+def noop_server(meta: Path, api_key: str) -> Iterator[str]:
+    """The server in its own process; yields its base URL, stops it on exit."""
+    proc = subprocess.Popen(
+        [sys.executable, __file__, str(meta), api_key],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        if not url.startswith("http://"):
+            raise RuntimeError(f"the no-op server did not start (exit {proc.wait()})")
+        yield url
+    finally:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.close()  # the server's signal to stop
+        proc.wait(timeout=60)
+        proc.stdout.close()
+
+
+def counts(url: str) -> dict[str, Any]:
+    import httpx
+
+    answer: dict[str, Any] = httpx.get(url + "/_counts", timeout=60).json()
+    return answer
+
+
+def main() -> None:
+    meta = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    app = create_app(meta, sys.argv[2])
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    server = uvicorn.Server(config)
+
+    def stop_when_stdin_closes() -> None:
+        sys.stdin.read()
+        server.should_exit = True
+
+    threading.Thread(target=stop_when_stdin_closes, daemon=True).start()
+    # the socket is bound before the URL is printed: a client never races the start-up
+    sock.listen(128)
+    print(f"http://127.0.0.1:{sock.getsockname()[1]}", flush=True)
+    server.run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()

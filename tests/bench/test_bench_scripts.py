@@ -1,0 +1,43 @@
+"""The process benchmarks run end to end at a tiny size and print their target lines (no
+timing is asserted: only that they ran, checked what arrived, and reported)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.bench.support import BENCH
+
+import recordsync
+
+SRC = str(Path(recordsync.__file__).resolve().parents[1])
+
+
+def bench(script: str, *args: str) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECORDSYNC_")}
+    env["PYTHONPATH"] = SRC
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def test_bench_run_compares_both_servers_and_prints_each_target() -> None:
+    out = bench("bench_run.py", "--rows", "150", "--pairs", "1")
+    assert "pair 1 noop" in out and "pair 1 sandbox" in out
+    assert "target into noop: bare/recordsync >= 0.8x" in out
+    assert "target into sandbox: bare/recordsync >= 0.9x" in out
+    assert "target peak RSS" in out
+
+
+def test_bench_startup_prints_the_difference_and_the_target() -> None:
+    out = bench("bench_startup.py", "--rows", "120", "--pairs", "1")
+    assert "round 1: recordsync" in out
+    assert "target start-up, 120-row run within 0.4 s of the bare loop" in out

@@ -1,0 +1,108 @@
+"""What the command line imports: a command imports its own module, not every command's, and
+the heavy stacks a command does not use stay out (start-up time of every run; issue 14).
+
+Each case runs the CLI in a fresh interpreter and reads ``sys.modules`` after the command;
+nothing here measures time."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.e2e.support import KEY, served
+
+import recordsync
+
+SRC = str(Path(recordsync.__file__).resolve().parents[1])  # the tree under test, not an install
+
+SCRIPT = """import json, sys
+from recordsync.cli import main
+try:
+    main(sys.argv[2:])
+except SystemExit as exc:
+    code = exc.code
+with open(sys.argv[1], "w") as f:
+    json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+"""
+# never needed by these commands: the sandbox's server stack, the test tools
+NEVER = ("starlette", "uvicorn", "a2wsgi", "hypothesis", "schemathesis", "pytest")
+# the other commands' modules (click group resolved lazily) and what only they use
+OTHER_COMMANDS = (
+    "recordsync.cli.init_cmds",
+    "recordsync.cli.sandbox_cmds",
+    "recordsync.cli.state_cmds",
+    "recordsync.cli.validate_cmds",
+    "recordsync.infer",
+    "recordsync.sandbox",
+)
+
+
+def imported(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, set[str]]:
+    out = tmp_path / "modules.json"
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
+    subprocess.run(
+        [sys.executable, "-c", SCRIPT, str(out), *args],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    got = json.loads(out.read_text(encoding="utf-8"))
+    return got["code"], set(got["modules"])
+
+
+def tops(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def test_help_imports_no_data_or_http_stack(tmp_path: Path) -> None:
+    code, modules = imported(tmp_path, "--help")
+    assert code == 0
+    assert tops(modules).isdisjoint({*NEVER, "pandas", "httpx", "rich"}), sorted(tops(modules))
+
+
+def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> None:
+    (tmp_path / "d.csv").write_text(
+        "Email,Name\nada@x.example,Ada\nben@x.example,Ben\n", encoding="utf-8"
+    )
+    (tmp_path / "d.yaml").write_text(
+        "object_type: contacts\nsource: {path: d.csv}\nname: Name\n"
+        "match_by: [{by: email, column: Email}]\nfields: {email: Email}\n",
+        encoding="utf-8",
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RECORDSYNC_")}
+    env["RECORDSYNC_API_KEY"] = KEY
+    with served(tmp_path / "sandbox.db") as url:
+        code, modules = imported(tmp_path, "run", "d.yaml", "--base-url", url, env=env)
+    assert code == 0
+    assert "recordsync.cli.run_cmds" in modules and "recordsync.send.pipeline" in modules
+    assert tops(modules).isdisjoint(NEVER), sorted(tops(modules) & set(NEVER))
+    loaded = {m for m in modules if m.startswith(OTHER_COMMANDS)}
+    assert not loaded, sorted(loaded)
+
+
+def test_validate_imports_no_sandbox_stack_and_no_pandas(tmp_path: Path) -> None:
+    (tmp_path / "d.csv").write_text("Name\nAda\n", encoding="utf-8")
+    (tmp_path / "d.yaml").write_text(
+        "object_type: deals\nsource: {path: d.csv}\nname: Name\n", encoding="utf-8"
+    )
+    code, modules = imported(tmp_path, "validate", "d.yaml")
+    assert code == 0
+    assert tops(modules).isdisjoint({*NEVER, "pandas"}), sorted(tops(modules))
+    assert "recordsync.cli.run_cmds" not in modules
+
+
+def test_every_command_is_listed_with_its_module() -> None:
+    import importlib
+
+    from recordsync.cli import COMMAND_MODULES
+
+    for name in set(COMMAND_MODULES.values()):
+        module = importlib.import_module(f"recordsync.cli.{name}")
+        assert {COMMAND_MODULES.get(c.name or "") for c in module.COMMANDS} == {name}
