@@ -13,7 +13,7 @@ a first run) are answered from copies fetched from a sandbox before the clock st
 Prints each side's CPU seconds (``time.process_time``: user + sys of this process, every
 thread) per run, back to back, the order alternating, then the medians and their ratio.
 ``--profile FILE`` writes a cProfile of one more recordsync run (main thread only).
-Like bench_run.py, the modules a run imports on first use are imported beforehand.
+The modules a run imports on first use are imported beforehand (bench/project.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ import httpx
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_run import KEY, make_project, precompute, warm_imports
+from project import KEY, make_project, precompute, warm_imports
 
 from recordsync.sandbox import create_app
 from recordsync.sandbox.server import run_in_thread
