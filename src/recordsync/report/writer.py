@@ -150,7 +150,7 @@ class ReportWriter:
         self.dry_run = dry_run
         directory.mkdir(parents=True, exist_ok=False)
         results_path = directory / "results.csv"
-        results = open(results_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        results = open(results_path, "w", 1 << 20, "utf-8", newline="")  # noqa: SIM115
         self._results_file = _Guarded(results, directory)
         self._results = csv.writer(self._results_file)
         self._results.writerow(RESULTS_COLUMNS)

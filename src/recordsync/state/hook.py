@@ -254,17 +254,10 @@ class StateHook:
         return out
 
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
-        from recordsync.state import JournalRow
+        from recordsync.state import journal_columns as columns
 
-        journal_rows = [
-            JournalRow(
-                r.source.source_row,
-                r.key,
-                self._hash.get(id(r)),
-                resend_as_is_safe(plan.object_type, r.payload or {}),
-            )
-            for r in rows
-        ]
+        safe = [resend_as_is_safe(plan.object_type, r.payload or {}) for r in rows]
+        journal_rows = columns.journal_rows(rows, self._hash, safe)
         self.journal.begin_chunk(
             self.run_id,
             plan.name,
@@ -284,23 +277,17 @@ class StateHook:
     def ack(
         self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow], results: list[EntryResult]
     ) -> None:
-        from recordsync.state import ChunkResult
+        from recordsync.state import journal_columns as columns
 
         if len(rows) != len(results):  # before any change: nothing half-acknowledged
             raise ValueError(f"{len(results)} results for a chunk of {len(rows)} rows")
-        outcomes: list[ChunkResult] = []
-        add = outcomes.append
+        outcomes = columns.chunk_results(rows, results)
         forget = self._hash.pop
         snap = self._snap
         kept = (RowStatus.CREATED, RowStatus.UPDATED)
-        merged = RowStatus.MERGED
         for r, res in zip(rows, results, strict=True):
-            status = res.status
-            # a merged row is journaled failed: its key never owns the record it landed on
-            journaled = RowStatus.FAILED.value if status is merged else status.value
-            add(ChunkResult(r.source.source_row, journaled, res.record_id, res.error))
             forget(id(r), None)
-            if snap is not None and status in kept:
+            if snap is not None and res.status in kept:
                 _keep(snap, r, res.record_id)
         self.journal.ack_chunk(
             self.run_id, plan.name, chunk_no + self._offset.get(plan.name, 0), outcomes
