@@ -169,7 +169,7 @@ def test_a_step_fingerprint_changes_with_the_users_even_without_an_owner_column(
     """User-id fields are checked against the users list: a user who left makes rows
     invalid, so the list is part of every step's fingerprint."""
     from recordsync.config.loader import load_mapping
-    from recordsync.send.pipeline import step_fingerprint
+    from recordsync.prepare.fingerprint import step_fingerprint
 
     repo = Path(__file__).resolve().parents[2]
     config = load_mapping(repo / "configs" / "companies.yaml").model_copy(update={"owner": None})

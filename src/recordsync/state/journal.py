@@ -50,12 +50,8 @@ from recordsync.state.journal_read import (
     RunInfo,
     SourceRowSet,
 )
-from recordsync.state.store import (
-    INTEGRITY_ERRORS,
-    StateStore,
-    utc_now,
-    write_acknowledged,
-)
+from recordsync.state.ledger_rows import utc_now, write_acknowledged
+from recordsync.state.store import INTEGRITY_ERRORS, StateStore
 
 
 def _json_text(rows: list[tuple[object, ...]]) -> str:

@@ -15,15 +15,15 @@ from itertools import repeat
 from operator import itemgetter
 
 from recordsync.state.journal_read import FINAL_STATUSES, ChunkResult, JournalReader
-from recordsync.state.store import (
+from recordsync.state.ledger_rows import (
     ACKED_FAILED,
     ACKED_SENT,
     LEDGER_ON_CONFLICT,
     LEDGER_UPSERT,
-    StateStore,
     utc_now,
     write_acknowledged,
 )
+from recordsync.state.store import StateStore
 
 _FOLD = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
@@ -53,7 +53,7 @@ _status, _record_id = itemgetter(1), itemgetter(2)
 """A :class:`ChunkResult`'s status and record id."""
 
 ToFold = list[tuple[int, str, int | None, str | None, str, str, str]]
-"""Ledger upserts (:data:`recordsync.state.store.LEDGER_UPSERT` parameters) kept from the
+"""Ledger upserts (:data:`recordsync.state.ledger_rows.LEDGER_UPSERT` parameters) kept from the
 acknowledgements, in journal order."""
 _Key = tuple[str, str, str]
 """(run, step, mapping)"""

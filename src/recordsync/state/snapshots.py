@@ -12,7 +12,7 @@ Life cycle, which keeps a snapshot from ever vouching for a ledger it did not se
   ``recordsync state reset`` leave no snapshot: the next run takes the full path once.
 
 Where: an Arrow file in ``snapshots/`` beside an SQLite state file; in a PostgreSQL state
-database, the same file's bytes in ``snapshot_blocks`` (:mod:`.pg`), so the
+database, the same file's bytes in ``snapshot_blocks`` (:mod:`.pg_snapshots`), so the
 next run needs no local disk of this one (it writes and reads a temporary file).
 """
 
@@ -34,7 +34,7 @@ import pyarrow.compute as pc
 
 from recordsync.model import UnchangedBlock
 from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
-from recordsync.state.pg import load_snapshot_blocks, store_snapshot_blocks
+from recordsync.state.pg_snapshots import load_snapshot_blocks, store_snapshot_blocks
 from recordsync.state.store import StateStore, utc_now
 
 FLUSH_ROWS = 65_536
