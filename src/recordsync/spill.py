@@ -86,11 +86,12 @@ class SpillMap:
             self._db.execute("CREATE TABLE m (k INTEGER PRIMARY KEY, a INTEGER, b TEXT)")
         keys = self._mem.keys()
         lo, hi = min(keys), max(keys)
-        self._lo, self._hi = (lo, hi) if not self.spilled else (min(lo, self._lo), max(hi, self._hi))
+        if self.spilled:
+            lo, hi = min(lo, self._lo), max(hi, self._hi)
+        self._lo, self._hi = lo, hi
         self._db.execute("BEGIN")
-        self._db.executemany(
-            "INSERT OR IGNORE INTO m VALUES (?, ?, ?)", ((k, a, b) for k, (a, b) in self._mem.items())
-        )
+        rows = ((k, a, b) for k, (a, b) in self._mem.items())
+        self._db.executemany("INSERT OR IGNORE INTO m VALUES (?, ?, ?)", rows)
         self._db.execute("COMMIT")
         self.spilled += len(self._mem)
         self._mem = {}

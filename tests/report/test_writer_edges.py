@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from recordsync import spill
 from recordsync.errors import RunAborted
 from recordsync.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
 from recordsync.report.tally import StepTally, reason_group
-from recordsync import spill
 from recordsync.report.writer import MAX_EXAMPLES, ReportWriter, report_write_error
 
 ODD = 'f,"\r\nx'  # every character csv.writer quotes
