@@ -83,13 +83,13 @@ class Snapshot:
             keys = pc.binary_join_element_wise(
                 self.table.column("match_by"), self.table.column("match_value"), ":"
             )
-            self._match_h = _sorted_hashes(keys.to_pylist())
+            self._match_h = _sorted_hashes(keys)
         return self._match_h
 
     def key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The same for the ledger keys."""
         if self._key_h is None:
-            self._key_h = _sorted_hashes(self.table.column("key").to_pylist())
+            self._key_h = _sorted_hashes(self.table.column("key"))
         return self._key_h
 
     def column(self, name: str, idx: npt.NDArray[np.int64]) -> list[Any]:
@@ -105,8 +105,15 @@ def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArr
     return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
 
 
-def _sorted_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    h, has = key_hashes(keys)
+def _sorted_hashes(
+    keys: pa.ChunkedArray | pa.Array,
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Hashed :data:`FLUSH_ROWS` keys at a time (the key strings of a whole snapshot at once
+    took about 240 bytes a row)."""
+    starts = range(0, len(keys), FLUSH_ROWS)
+    parts = [key_hashes(keys.slice(i, FLUSH_ROWS).to_pylist()) for i in starts]
+    h = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, dtype=np.int64)
+    has = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, dtype=bool)
     order = np.argsort(h, kind="stable")
     return h[order], np.flatnonzero(has).astype(np.int64)[order]
 
