@@ -62,6 +62,8 @@ class Snapshot:
                 self._order[bad] = -1
         self._match_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._key_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+        self._batches = self.table.to_batches()  # zero-copy: the file's record batches
+        self._starts = np.cumsum([0, *(b.num_rows for b in self._batches)], dtype=np.int64)
 
     def __len__(self) -> int:
         return int(self.table.num_rows)
@@ -94,8 +96,28 @@ class Snapshot:
 
     def column(self, name: str, idx: npt.NDArray[np.int64]) -> list[Any]:
         """Values of one column at snapshot rows ``idx``."""
-        values: list[Any] = self.table.column(name).take(pa.array(idx)).to_pylist()
+        values: list[Any] = self.take(idx, [name]).column(0).to_pylist()
         return values
+
+    def take(self, idx: npt.NDArray[np.int64], names: list[str] | None = None) -> pa.Table:
+        """Rows ``idx`` (in that order), of the columns ``names`` (None: all), taken from
+        each record batch they are in: Arrow's take on the whole table first concatenates
+        every batch of a column (a copy of the whole snapshot, each time)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if not len(idx):
+            return (self.table if names is None else self.table.select(names)).slice(0, 0)
+        which = np.searchsorted(self._starts, idx, side="right") - 1
+        order = np.argsort(which, kind="stable")
+        cuts = np.flatnonzero(np.diff(which[order])) + 1
+        parts: list[pa.RecordBatch] = []
+        for seg in np.split(order, cuts):
+            c = int(which[seg[0]])
+            batch = self._batches[c] if names is None else self._batches[c].select(names)
+            parts.append(batch.take(pa.array(idx[seg] - self._starts[c])))
+        out = pa.Table.from_batches(parts)
+        if len(parts) > 1 and np.any(order[1:] < order[:-1]):  # back to the order of idx
+            out = out.combine_chunks().take(pa.array(np.argsort(order)))
+        return out
 
 
 def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -224,7 +246,7 @@ class SnapshotWriter:
     def _flush_carried(self) -> None:
         if self._carried and self.source is not None:
             idx = np.concatenate(self._carried)
-            for batch in self.source.table.take(pa.array(idx)).to_batches():
+            for batch in self.source.take(idx).to_batches():
                 self._writer.write_batch(batch)
             self.rows += len(idx)
         self._carried, self._carried_rows = [], 0

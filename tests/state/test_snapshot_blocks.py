@@ -1,5 +1,5 @@
-"""A snapshot's key hashes (recordsync.state.snapshots) are made a block of rows at a time:
-the same sorted hashes and rows as from every key at once."""
+"""A snapshot (recordsync.state.snapshots) is read a block of rows at a time: its key hashes
+and the rows taken from it are those made from the whole table at once."""
 
 from __future__ import annotations
 
@@ -37,3 +37,26 @@ def test_key_hashes_made_in_blocks_are_those_made_at_once(monkeypatch: pytest.Mo
     by_row = dict(zip(want[1][1].tolist(), want[1][0].tolist(), strict=True))
     assert by_row[1] == hash("k1") and 0 not in by_row  # row 0 has no key
     assert len(want[0][0]) == sum(1 for i in range(23) if i % 3 and i % 5)  # by and value
+
+
+def test_rows_taken_batch_by_batch_are_those_the_whole_table_gives() -> None:
+    """In any order, repeated, across the file's record batches (here 5 of 5 rows or less)."""
+    whole = table()
+    snap = Snapshot(pa.Table.from_batches(whole.to_batches(max_chunksize=5)))
+    assert len(snap.table.to_batches()) == 5
+    rng = np.random.default_rng(5)
+    cases = [
+        np.arange(23),
+        np.array([22, 0, 7, 7, 13, 1]),
+        rng.integers(0, 23, 40),
+        np.array([4, 3, 2]),
+        np.zeros(0, dtype=np.int64),
+    ]
+    for idx in cases:
+        idx = idx.astype(np.int64)
+        want = whole.take(pa.array(idx, pa.int64()))
+        assert snap.take(idx).to_pylist() == want.to_pylist()
+        assert snap.take(idx, ["key", "match_by"]).to_pylist() == want.select(
+            ["key", "match_by"]
+        ).to_pylist()
+        assert snap.column("match_value", idx) == want.column("match_value").to_pylist()
