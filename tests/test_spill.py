@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.spill import SpillMap
+from recordsync.spill import KeySpool, SpillMap
 
 OPS = st.lists(
     st.tuples(st.integers(-5, 40), st.integers(0, 9), st.sampled_from([None, "a", "b"])),
@@ -39,3 +39,18 @@ def test_entries_past_a_block_go_to_disk_and_are_found_there() -> None:
     assert spill.setdefault(10, (7, "other")) == (1, "k1")  # the first value is kept
     spill.close()
     assert spill.get(10) is None
+
+
+def test_a_key_spool_gives_every_key_back_in_order_whether_on_disk_or_not() -> None:
+    spool = KeySpool(block=3)
+    keys = ["a", "name:Zoë", 'q"uote', "line\nbreak", "", "b", "c"]
+    spool.extend(keys[:2])
+    assert spool.spilled == 0 and list(spool) == keys[:2]
+    spool.extend(keys[2:])
+    assert spool.spilled == 7  # written out past the block
+    assert list(spool) == keys
+    spool.extend(["d"])  # more after a read: appended, not written over
+    spool.extend(["e", "f"])
+    assert list(spool) == [*keys, "d", "e", "f"] and spool.spilled == 10
+    spool.close()
+    assert list(spool) == []

@@ -223,6 +223,10 @@ class HashRuns:
             with open(Path(self._dir.name) / f"{p}.bin", "ab") as f:
                 pairs[bounds[p] : bounds[p + 1]].tofile(f)
 
+    def __del__(self) -> None:  # a scan that failed part-way: its files go at once
+        if self._dir is not None:
+            self._dir.cleanup()
+
     def shared(self) -> dict[int, list[int]]:
         """hash → row identities, in source order, of every hash two pairs or more share."""
         if self._dir is None:

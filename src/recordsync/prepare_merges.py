@@ -162,6 +162,10 @@ class _Keyed:
             self._spilled += len(self._blocks)
             self._blocks, self._held = [], 0
 
+    def __del__(self) -> None:  # a scan that failed part-way: its file is closed at once
+        if self._file is not None:
+            self._file.close()
+
     def _all(self) -> Iterator[tuple[npt.NDArray[Any], ...]]:
         if self._file is not None:
             self._file.seek(0)

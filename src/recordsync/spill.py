@@ -1,5 +1,8 @@
 """Per-row facts a run must remember until its step ends, kept off the heap past a block.
 
+:class:`KeySpool` is an append-only list of strings (the keys a step has seen, for mirror
+deletes), written to a temporary file a block at a time.
+
 :class:`SpillMap` maps an integer (a record id) to ``(int, str | None)`` (the first source row
 that landed on it, and that row's key). The first :data:`BLOCK` entries live in a dict; then
 they are written, a block at a time, to a private temporary SQLite database (a file in the
@@ -11,7 +14,11 @@ service just created, whose id is above every earlier one) is answered without a
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable
+import tempfile
+from collections.abc import Iterable, Iterator
+from typing import IO
+
+import orjson
 
 BLOCK = 50_000
 """Entries kept in memory before they are written to the temporary database."""
@@ -102,3 +109,42 @@ class SpillMap:
             self._db.close()
             self._db = None
         self.spilled = 0
+
+    __del__ = close
+
+
+class KeySpool:
+    """Strings in the order added: the last :data:`BLOCK` in memory, the rest in a temporary
+    file (one JSON string a line), deleted when the spool is closed or collected."""
+
+    def __init__(self, block: int | None = None) -> None:
+        self.block = block or BLOCK
+        self._mem: list[str] = []
+        self._file: IO[bytes] | None = None
+        self.spilled = 0
+
+    def extend(self, keys: Iterable[str]) -> None:
+        self._mem.extend(keys)
+        if len(self._mem) >= self.block:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="recordsync-keys-")  # noqa: SIM115
+            self._file.write(b"".join(orjson.dumps(k) + b"\n" for k in self._mem))
+            self.spilled += len(self._mem)
+            self._mem = []
+
+    def __iter__(self) -> Iterator[str]:
+        if self._file is not None:
+            self._file.flush()
+            self._file.seek(0)
+            for line in self._file:
+                yield str(orjson.loads(line))
+            self._file.seek(0, 2)  # more may be added after
+        yield from list(self._mem)
+
+    def close(self) -> None:
+        self._mem = []
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    __del__ = close  # dropped without closing (a step stopped): no file left open

@@ -34,7 +34,7 @@ from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, RowError
 from recordsync.model import PreparedRow, RowStatus
 from recordsync.prepare_merges import needed
-from recordsync.spill import SpillMap
+from recordsync.spill import KeySpool, SpillMap
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ class StepPrep:
         keys; None); on disk past a block (:mod:`recordsync.spill`)."""
         self._kept = 0
         collect = mirror and config.mirror_deletes.enabled
-        self.seen_keys: list[str] | None = [] if collect else None
+        self.seen_keys: KeySpool | None = KeySpool() if collect else None
         self.mirror_skip: str | None = None
         """Why the step's mirror deletes are skipped (the first malformed line that may hide
         rows or a key), or None."""
