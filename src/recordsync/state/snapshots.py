@@ -54,7 +54,7 @@ class Snapshot:
         d1 = self.table.column("d1").to_numpy()
         order = np.lexsort((d1, d0))
         self._d0, self._d1 = d0[order], d1[order]
-        self._order = order.astype(np.int64)
+        self._order = order.astype(np.int64, copy=False)  # not a second copy
         if n > 1:  # a digest listed twice vouches for nothing: never matched
             same = (self._d0[1:] == self._d0[:-1]) & (self._d1[1:] == self._d1[:-1])
             if same.any():
