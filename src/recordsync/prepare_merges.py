@@ -105,7 +105,7 @@ def scan_merges(
             mb = mapper.map_batch(sb.batch)
         ids = (np.int64(fidx) << ROW_BITS) | sb.rows
         rids = ids.tolist()
-        is_owner = np.isin(ids, owner_ids).tolist() if len(owner_ids) else [False] * len(rids)
+        is_owner = _member(ids, owner_ids).tolist()
         keys: list[str | None] = list(mb.keys)
         have: set[str] = set()
         if owned is not None:
@@ -180,13 +180,13 @@ class _Keyed:
     ) -> tuple[list[tuple[int, bool, list[int | None]]], list[tuple[int, list[int | None]]]]:
         """:func:`recordsync.merges.predict`'s rows and owners, of the rows that share a
         key hash under some rule with another row."""
-        shared = [np.fromiter(r.shared(), np.int64) for r in self.runs]
+        shared = [np.sort(np.fromiter(r.shared(), np.int64)) for r in self.runs]
         rows: list[tuple[int, bool, list[int | None]]] = []
         first: list[tuple[int, list[int | None]]] = []
         for rid, flags, hashes, has in self._all():
             keep = np.zeros(len(rid), dtype=bool)
             for j in range(self.rules):
-                keep |= has[:, j] & np.isin(hashes[:, j], shared[j])
+                keep |= has[:, j] & _member(hashes[:, j], shared[j])
             for i in np.flatnonzero(keep).tolist():
                 marked = zip(hashes[i].tolist(), has[i].tolist(), strict=True)
                 keys: list[int | None] = [h if m else None for h, m in marked]
@@ -196,3 +196,11 @@ class _Keyed:
                     rows.append((int(rid[i]), bool(flags[i] & 2), keys))
         self._blocks = []
         return rows, first
+
+
+def _member(values: npt.NDArray[np.int64], ordered: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+    """Which ``values`` are in ``ordered`` (sorted): a binary search each, no sort of both."""
+    if not len(ordered):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    return np.asarray(ordered[at] == values)
