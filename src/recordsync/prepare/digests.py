@@ -37,6 +37,7 @@ from recordsync.prepare.core import (
     ledger_keys,
     shared_hashes,
 )
+from recordsync.prepare.dups import HashRuns
 from recordsync.prepare.merges import MergeScan, Owned, scan_merges
 from recordsync.prepare.salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source
@@ -94,6 +95,7 @@ class _Scan:
         slow_ids: list[npt.NDArray[np.int64]] = []
         final_h: list[npt.NDArray[np.int64]] = []  # their ledger keys (ledger_key only)
         final_ids: list[npt.NDArray[np.int64]] = []
+        first_run = HashRuns()  # match-key hashes when there is no snapshot to compare with
         owner = np.full(len(snapshot) if snapshot is not None else 0, -1, dtype=np.int64)
         columns = mapper.columns_used
         budget = KEEP_ROWS
@@ -142,14 +144,13 @@ class _Scan:
                     # compare with): the key strings are never made, as in
                     # prepare.Duplicates.scan
                     h, has = mapper.key_hashes(sub.batch)
-                    slow_h.append(h[has])
-                    slow_ids.append(sub_ids[has])
+                    first_run.add(h[has], sub_ids[has])  # spilled to disk past a limit
                     continue
                 h, has = key_hashes(mapper.keys_only(sub.batch))
                 slow_h.append(h)
                 slow_ids.append(sub_ids[has])
         self.files = list(files)
-        groups = shared_hashes(slow_h, slow_ids)
+        groups = first_run.shared() if first_run.added else shared_hashes(slow_h, slow_ids)
         ledger_groups = shared_hashes(final_h, final_ids)
         demoted: list[int] = list(hidden)
         if snapshot is not None and slow_h:

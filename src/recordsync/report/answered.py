@@ -114,8 +114,8 @@ def record_answered(
             if status is RowStatus.UPDATED:
                 writer._note_merge(tally, row, rid)
             else:
-                first_row(rid, row.source.source_row)
+                first_row(rid, (row.source.source_row, None))
     else:
         for rid, source_row in zip(block.record_ids, block.source_rows, strict=True):
-            first_row(rid, source_row)
+            first_row(rid, (source_row, None))
     return True

@@ -103,6 +103,7 @@ class StepRunner:
         self._plan = plan
         self._stopped = False
         owners = getattr(self.hook, "other_owners", None) if sender is not None else None
+        self._claims.close()
         self._claims = RecordClaims(
             expected=plan.merges_expected,
             other_owners=(lambda pairs: owners(plan, pairs)) if owners is not None else None,

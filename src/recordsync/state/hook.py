@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -170,7 +169,7 @@ class StateHook:
         )
         snap = self._snap
         it = iter(rows)
-        while items := list(itertools.islice(it, CLASSIFY_ROWS)):
+        while items := _next_items(it):
             if journal.unfolded_rows >= FOLD_ROWS:
                 journal.fold()
             group: list[PreparedRow] = []
@@ -459,3 +458,16 @@ def _run_started(entry: object) -> float | None:
     """When the run that left ``entry`` in doubt started (its run id begins with the UTC
     start; a resumed run keeps the first attempt's: earlier still)."""
     return first_attempt_started(getattr(entry, "last_run_id", None))
+
+
+def _next_items(it: Iterator[Item]) -> list[Item]:
+    """The next items of ``it``, up to :data:`CLASSIFY_ROWS` rows, a block counting its rows
+    (a block can be a whole source batch: 500 blocks may be a whole large source)."""
+    out: list[Item] = []
+    rows = 0
+    for item in it:
+        out.append(item)
+        rows += len(item) if type(item) is UnchangedBlock else 1
+        if rows >= CLASSIFY_ROWS:
+            break
+    return out

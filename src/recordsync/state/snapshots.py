@@ -19,6 +19,7 @@ next run needs no local disk of this one (it writes and reads a temporary file).
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import sqlite3
 import tempfile
@@ -57,14 +58,15 @@ def snapshot_path(store: StateStore, scope: int, run_id: str) -> Path:
 class Snapshot:
     """A loaded snapshot: digests sorted for matching, the rest read on demand."""
 
-    def __init__(self, table: pa.Table) -> None:
+    def __init__(self, table: pa.Table, mapped: mmap.mmap | None = None) -> None:
         self.table = table  # memory-mapped batches, as written: never copied whole
-        n = self.table.num_rows
+        self._mapped = mapped  # dropped from memory after each read: :meth:`release`
+        n = len(table)
         d0 = self.table.column("d0").to_numpy()
         d1 = self.table.column("d1").to_numpy()
         order = np.lexsort((d1, d0))
         self._d0, self._d1 = d0[order], d1[order]
-        self._order = order.astype(np.int64)
+        self._order = order.astype(np.int64, copy=False)  # not a second copy
         if n > 1:  # a digest listed twice vouches for nothing: never matched
             same = (self._d0[1:] == self._d0[:-1]) & (self._d1[1:] == self._d1[:-1])
             if same.any():
@@ -74,6 +76,14 @@ class Snapshot:
                 self._order[bad] = -1
         self._match_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._key_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+        self._batches = self.table.to_batches()  # zero-copy: the file's record batches
+        self._starts = np.cumsum([0, *(b.num_rows for b in self._batches)], dtype=np.int64)
+        self.release()
+
+    def release(self) -> None:
+        """Drop the mapped file's pages from memory (read again from the file when used)."""
+        if self._mapped is not None:
+            self._mapped.madvise(mmap.MADV_DONTNEED)
 
     def __len__(self) -> int:
         return int(self.table.num_rows)
@@ -95,19 +105,39 @@ class Snapshot:
             keys = pc.binary_join_element_wise(
                 self.table.column("match_by"), self.table.column("match_value"), ":"
             )
-            self._match_h = _sorted_hashes(keys.to_pylist())
+            self._match_h = _sorted_hashes(keys)
+            self.release()
         return self._match_h
 
     def key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The same for the ledger keys."""
         if self._key_h is None:
-            self._key_h = _sorted_hashes(self.table.column("key").to_pylist())
+            self._key_h = _sorted_hashes(self.table.column("key"))
+            self.release()
         return self._key_h
 
     def column(self, name: str, idx: npt.NDArray[np.int64]) -> list[Any]:
         """Values of one column at snapshot rows ``idx``."""
-        values: list[Any] = self.table.column(name).take(pa.array(idx)).to_pylist()
-        return values
+        return list(self.take(idx, [name]).column(0).to_pylist())
+
+    def take(self, idx: npt.NDArray[np.int64], names: list[str] | None = None) -> pa.Table:
+        """Rows ``idx`` (in that order) of the columns ``names`` (None: all), batch by batch
+        (Arrow's take on a whole table first concatenates every batch: a copy of it all)."""
+        idx = np.asarray(idx, dtype=np.int64)
+        if not len(idx):
+            return (self.table if names is None else self.table.select(names)).slice(0, 0)
+        which = np.searchsorted(self._starts, idx, side="right") - 1
+        order = np.argsort(which, kind="stable")
+        parts: list[pa.RecordBatch] = []
+        for seg in np.split(order, np.flatnonzero(np.diff(which[order])) + 1):
+            c = int(which[seg[0]])
+            batch = self._batches[c] if names is None else self._batches[c].select(names)
+            parts.append(batch.take(pa.array(idx[seg] - self._starts[c])))
+        out = pa.Table.from_batches(parts)
+        if len(parts) > 1 and np.any(order[1:] < order[:-1]):  # back to the order of idx
+            out = out.combine_chunks().take(pa.array(np.argsort(order)))
+        self.release()  # the rows taken are copies
+        return out
 
 
 def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
@@ -117,8 +147,12 @@ def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArr
     return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
 
 
-def _sorted_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    h, has = key_hashes(keys)
+def _sorted_hashes(keys: pa.ChunkedArray) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Hashed :data:`FLUSH_ROWS` keys at a time (not every key string at once)."""
+    step = FLUSH_ROWS
+    parts = [key_hashes(keys.slice(i, step).to_pylist()) for i in range(0, len(keys), step)]
+    h = np.concatenate([np.zeros(0, dtype=np.int64), *(p[0] for p in parts)])
+    has = np.concatenate([np.zeros(0, dtype=bool), *(p[1] for p in parts)])
     order = np.argsort(h, kind="stable")
     return h[order], np.flatnonzero(has).astype(np.int64)[order]
 
@@ -147,13 +181,14 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
         if path is None or fp is None or bytes(row[0]) != fp:
             return None
         try:
-            with pa.memory_map(str(path)) as source:
-                table = pa.ipc.open_file(source).read_all()
-        except (OSError, pa.ArrowInvalid):
-            return None  # gone or damaged: the full path, and a new snapshot after it
+            with open(path, "rb") as f:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            table = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
+        except (OSError, ValueError, pa.ArrowInvalid):
+            return None  # gone, empty or damaged: the full path, and a new snapshot after it
         if table.schema != SNAPSHOT_SCHEMA:
             return None
-        return Snapshot(table)
+        return Snapshot(table, mapped)
     finally:
         if path is not None:
             with contextlib.suppress(OSError):
@@ -241,7 +276,7 @@ class SnapshotWriter:
     def _flush_carried(self) -> None:
         if self._carried and self.source is not None:
             idx = np.concatenate(self._carried)
-            for batch in self.source.table.take(pa.array(idx)).to_batches():
+            for batch in self.source.take(idx).to_batches():
                 self._writer.write_batch(batch)
             self.rows += len(idx)
         self._carried, self._carried_rows = [], 0
