@@ -63,8 +63,8 @@ def test_a_full_disk_under_the_report_directory_aborts_with_exit_3(
 ) -> None:
     args = _setup(tmp_path, monkeypatch)
 
-    def full_open(path: Any, mode: str = "r", **kw: Any) -> Any:
-        real = open(path, mode, **kw)  # noqa: SIM115
+    def full_open(path: Any, mode: str = "r", *args: Any, **kw: Any) -> Any:
+        real = open(path, mode, *args, **kw)  # noqa: SIM115
         return FullDisk(real, 5) if "w" in mode and str(path).endswith("results.csv") else real
 
     with served(tmp_path / "s.db") as url:

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from recordsync import spill
 from recordsync.cli.state_cmds import state
 from recordsync.errors import ConfigError, RunAborted
 from recordsync.send.pipeline import RunRequest, run_pipeline
@@ -190,7 +191,12 @@ def keep_rows(tmp: Path, keep: list[int]) -> None:
     write_csv(tmp / "m.csv", ["Name", "Email"], [[f"P{i}", f"p{i}@m.example"] for i in keep])
 
 
-def test_mirror_deletes_one_removed_row_is_one_delete(tmp_path: Path) -> None:
+@pytest.mark.parametrize("block", [None, 2])  # 2: the seen keys spilled to a file
+def test_mirror_deletes_one_removed_row_is_one_delete(
+    tmp_path: Path, block: int | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if block is not None:
+        monkeypatch.setattr(spill, "BLOCK", block)
     pipeline = mirror_pipeline(tmp_path, 10, max_share=0.5)
     with served(tmp_path / "s.db") as url:
         run_pipeline(request(tmp_path, pipeline), target=target(url))

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -14,6 +15,8 @@ import pytest
 from recordsync.config import load_mapping
 from recordsync.model import RowStatus
 from recordsync.prepare import ROW_BITS, Duplicates, prepare_step
+from recordsync.prepare import dups as prepare_dups
+from recordsync.prepare.dups import HashRuns, shared_hashes
 
 
 def rid(fidx: int, row: int) -> int:
@@ -119,3 +122,80 @@ def test_a_first_digested_run_finds_the_same_duplicates(tmp_path: Path, policy: 
 
     assert seen(digested) == seen(plain)
     assert sum(r.status is RowStatus.DUPLICATE for r in plain) >= 10
+
+
+def test_hash_runs_spilled_to_partitions_give_the_same_groups_in_the_same_order() -> None:
+    """Pairs past the limit go to partition files by their hash's top bits; the groups come
+    back as from all the pairs at once, hash order included (extreme hashes too)."""
+    rng = np.random.default_rng(3)
+    hashes: list[npt.NDArray[np.int64]] = []
+    ids: list[npt.NDArray[np.int64]] = []
+    runs = HashRuns(limit=20)  # 13 pairs an add: some are still in memory at the end
+    for start in range(0, 400, 13):
+        h = rng.integers(-(2**63), 2**63 - 1, 13, dtype=np.int64)
+        h[rng.random(13) < 0.4] = rng.choice(np.array([-(2**63), 2**63 - 1, 0, -1, 5 << 58]))
+        i = np.arange(start, start + 13, dtype=np.int64)
+        hashes.append(h)
+        ids.append(i)
+        runs.add(h, i)
+    assert runs.spilled
+    want = shared_hashes(hashes, ids)
+    assert len(want) >= 5
+    assert list(runs.shared().items()) == list(want.items())
+    assert not runs.spilled  # the partition files are gone
+
+
+@pytest.mark.parametrize("policy", ["first", "last", "fail"])
+def test_duplicate_scans_spilled_to_disk_give_the_same_rows(
+    tmp_path: Path, policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The scans of prepare_step (match keys and ledger keys) and of a first digested run,
+    with the pairs held in memory lowered to 4: the same rows, statuses and errors."""
+    from recordsync.prepare.digests import prepare_digested
+
+    names = [f"N{i % 35}" for i in range(40)]
+    emails = [f"e{i % 10}@x.example" if i < 30 else "" for i in range(40)]
+    ext = [f"X{i % 17}" for i in range(40)]
+    lines = "".join(f"{n},{e},{x}\n" for n, e, x in zip(names, emails, ext, strict=True))
+    (tmp_path / "c.csv").write_text("Name,Email,Ext\n" + lines)
+    (tmp_path / "c.yaml").write_text(
+        "object_type: contacts\nsource: {path: c.csv, batch_size: 3}\nname: Name\n"
+        f"match_by: [email, name]\nduplicates: {policy}\nfields:\n  email: Email\n"
+    )
+    (tmp_path / "l.yaml").write_text(
+        (tmp_path / "c.yaml").read_text() + "ledger_key: {column: Ext}\n"
+    )
+
+    def seen(rows: Any) -> list[tuple[int, str, str | None, str | None]]:
+        return [(r.source.source_row, r.status.value, r.key, r.error) for r in rows]
+
+    def outcomes() -> list[list[tuple[int, str, str | None, str | None]]]:
+        out = []
+        for name in ("c.yaml", "l.yaml"):
+            mapping = load_mapping(tmp_path / name)
+            out.append(seen(prepare_step(mapping, base_dir=tmp_path, schema=None, users=None)))
+        mapping = load_mapping(tmp_path / "c.yaml")
+        digested = prepare_digested(
+            mapping, base_dir=tmp_path, schema=None, users=None, snapshot=None, fp=b"fp"
+        )
+        out.append(seen(digested))
+        return out
+
+    in_memory = outcomes()
+    made: list[HashRuns] = []
+    monkeypatch.setattr(prepare_dups, "SPILL_ROWS", 4)
+    monkeypatch.setattr(HashRuns, "_spill", _counting(HashRuns._spill, made))
+    assert outcomes() == in_memory
+    assert len(made) >= 3  # every scan went to disk
+    assert sum(r[1] == RowStatus.DUPLICATE.value for r in in_memory[1]) > sum(
+        r[1] == RowStatus.DUPLICATE.value for r in in_memory[0]
+    )  # the ledger key groups more rows
+
+
+def _counting(spill: Any, made: list[HashRuns]) -> Any:
+    def counted(self: HashRuns) -> None:
+        if self not in made:
+            made.append(self)
+        spill(self)
+
+    return counted

@@ -3,10 +3,17 @@ simulation of the service's dedup over one source."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recordsync.config import load_mapping
+from recordsync.map.engine import BatchMapper
+from recordsync.prepare import merges as prepare_merges
+from recordsync.prepare.dups import Duplicates
 from recordsync.prepare.merge_rules import (
     LEGAL_SUFFIXES,
     creates,
@@ -18,6 +25,7 @@ from recordsync.prepare.merge_rules import (
     name_key,
     predict,
 )
+from recordsync.prepare.merges import scan_merges
 
 
 @pytest.mark.parametrize(
@@ -115,3 +123,70 @@ def test_predict_lets_rows_with_a_record_claim_first() -> None:
     dav = hash("davenport")
     got = predict("companies", [(1, True, [None, None, dav])], owners=[(9, [None, None, dav])])
     assert got == {1: (9, 2)}
+
+
+KEYED_ROWS = st.lists(
+    st.tuples(
+        st.booleans(),  # has a record of its own
+        st.booleans(),  # may create
+        st.lists(st.one_of(st.none(), st.integers(-4, 4)), min_size=3, max_size=3),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=KEYED_ROWS, limit=st.integers(1, 8))
+def test_the_scan_simulates_only_rows_sharing_a_key_with_the_same_answers(
+    rows: list[tuple[bool, bool, list[int | None]]], limit: int
+) -> None:
+    """prepare_merges._Keyed (held rows spilled to a file past ``limit``) leaves out the rows
+    whose every key is theirs alone: predict answers as over every row."""
+    batch = [(i + 1, own, may, keys) for i, (own, may, keys) in enumerate(rows)]
+    owners = [(rid, keys) for rid, own, _, keys in batch if own]
+    plain = [(rid, may, keys) for rid, own, may, keys in batch if not own]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(prepare_merges, "SPILL_ROWS", limit)
+        keyed = prepare_merges._Keyed(3)
+        for start in range(0, len(batch), 3):
+            keyed.add(batch[start : start + 3])
+        spilled = keyed._spilled
+        sparse_rows, sparse_owners = keyed.sharing()
+    assert predict("companies", sparse_rows, sparse_owners) == predict("companies", plain, owners)
+    assert len(batch) < limit or len(batch) < 3 or spilled
+
+
+def test_the_merge_scan_spilled_to_a_file_finds_the_same_merges(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = "".join(
+        f"Dav{k} LLC,d{k}.example\nDav{k} PLC,e{k}.example\nAcme{k},a{k}.example\nAcme{k} Inc,\n"
+        f"Solo{k},s{k}.example\nOther{k},d{k}.example\nAcme{k},x{k}.example\n"
+        for k in range(3)
+    )
+    (tmp_path / "c.csv").write_text("Company,Website\n" + lines)
+    (tmp_path / "c.yaml").write_text(
+        "object_type: companies\nsource: {path: c.csv, batch_size: 2}\nname: Company\n"
+        "match_by: [name]\nduplicates: first\nfields: {domain: Website}\n"
+    )
+    mapping = load_mapping(tmp_path / "c.yaml")
+
+    def scan() -> dict[int, tuple[int, int]]:
+        dups = Duplicates.scan(
+            BatchMapper(mapping, base_dir=tmp_path, schema=None, users=None), mapping, tmp_path
+        )
+        found = scan_merges(
+            mapping,
+            base_dir=tmp_path,
+            schema=None,
+            users=None,
+            dups=dups,
+            owners=np.array([3, 9], dtype=np.int64),  # rows 3 and 9 have a record
+        )
+        assert found is not None
+        return found.hits
+
+    in_memory = scan()
+    monkeypatch.setattr(prepare_merges, "SPILL_ROWS", 3)
+    assert scan() == in_memory
+    assert len(in_memory) >= 6

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from recordsync import spill
 from recordsync.errors import RunAborted
 from recordsync.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
 from recordsync.report.tally import StepTally, reason_group
@@ -214,4 +215,21 @@ def test_suggestions_without_a_field_make_no_value_map_and_repeat_counts(tmp_pat
         writer.record(tally, row, RowStatus.FAILED, None, "bad")
     assert tally.value_maps == {}
     assert tally.suggestions == {"value_map": Counter({"a: b": 2})}
+    writer.finish({})
+
+
+def test_records_shared_across_a_spilled_block_are_still_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record ids of created rows go to disk past a block (here 2 records)."""
+    monkeypatch.setattr(spill, "BLOCK", 2)
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    for n, rid in ((3, 9), (4, 10), (5, 11), (6, 12)):
+        writer.record(tally, prepared(n, {"name": "A"}), RowStatus.CREATED, rid)
+    writer.record(tally, prepared(7, {"name": "A"}), RowStatus.UPDATED, 9)
+    writer.record(tally, prepared(8, {"name": "A"}), RowStatus.UPDATED, 13)
+    assert writer._record_rows.spilled >= 2
+    assert tally.shared_examples == ["in.csv:7 landed on record 9, like row 3"]
     writer.finish({})

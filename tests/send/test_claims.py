@@ -56,3 +56,20 @@ def test_the_holder_answered_in_the_same_chunk_keeps_its_record() -> None:
         [row(2, "name:B"), row(3, "name:A")], [EntryResult(UPDATED, 7), EntryResult(UPDATED, 7)]
     )
     assert [r.status for r in out] == [MERGED, UPDATED]
+
+
+def test_claims_written_to_disk_give_the_same_answers() -> None:
+    """A block of 2 records: most claims are looked up in the temporary database."""
+    chunks = [
+        ([row(2, "name:A"), row(3, "name:B")], [EntryResult(CREATED, 7), EntryResult(CREATED, 8)]),
+        ([row(4, "name:C"), row(5, "name:D")], [EntryResult(CREATED, 9), EntryResult(CREATED, 3)]),
+        ([row(6, "name:E"), row(2, "name:A")], [EntryResult(UPDATED, 7), EntryResult(UPDATED, 7)]),
+        ([row(7, "name:F"), row(8, "name:G")], [EntryResult(UPDATED, 3), EntryResult(CREATED, 11)]),
+    ]
+    spilled, in_memory = RecordClaims(expected=False, block=2), RecordClaims(expected=False)
+    outs = [(spilled.settle(r, e), in_memory.settle(r, e)) for r, e in chunks]
+    assert all(a == b for a, b in outs)
+    assert spilled._rows.spilled >= 4
+    assert [r.status for r in outs[2][0]] == [MERGED, UPDATED]
+    assert [r.status for r in outs[3][0]] == [MERGED, CREATED]
+    assert "which row 5 already holds" in (outs[3][0][0].error or "")

@@ -169,7 +169,7 @@ def test_a_step_fingerprint_changes_with_the_users_even_without_an_owner_column(
     """User-id fields are checked against the users list: a user who left makes rows
     invalid, so the list is part of every step's fingerprint."""
     from recordsync.config.loader import load_mapping
-    from recordsync.send.pipeline import step_fingerprint
+    from recordsync.prepare.fingerprint import step_fingerprint
 
     repo = Path(__file__).resolve().parents[2]
     config = load_mapping(repo / "configs" / "companies.yaml").model_copy(update={"owner": None})
@@ -239,9 +239,9 @@ def test_match_finds_the_one_snapshot_row_with_the_digest(
 @given(st.lists(st.integers(0, 9), max_size=12))
 def test_snapshot_rows_are_those_asked_for(idx: list[int]) -> None:
     snap = _snapshot([(i, i) for i in range(10)])
-    got = snap.rows(np.array(idx, dtype=np.int64))
+    got = snap.take(np.array(idx, dtype=np.int64))
     assert got.column("key").to_pylist() == [f"k{i}" for i in idx]
-    consecutive = snap.rows(np.arange(3, 7, dtype=np.int64))
+    consecutive = snap.take(np.arange(3, 7, dtype=np.int64), ["record_id"])
     assert consecutive.column("record_id").to_pylist() == [3, 4, 5, 6]
 
 

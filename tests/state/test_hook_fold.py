@@ -4,11 +4,13 @@ run's end; a later step sees an earlier one's."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from recordsync.model import PreparedRow, RowStatus, StepPlan
+from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.state import StateStore
@@ -151,4 +153,24 @@ def test_an_early_ledger_write_that_fails_is_left_to_the_step_end(
         monkeypatch.setattr(hook.journal, "_fold", real)
         hook.step_done(plan, StepTally("deals", "deals", "deals"))
         assert sorted(e.source_key for e in hook.store.entries("p", "deals")) == ["k0", "k1", "k2"]
+        hook.finish("finished")
+
+
+def test_blocks_of_unchanged_rows_are_passed_on_without_reading_ahead(tmp_path: Path) -> None:
+    """A block can hold a whole source batch: the hook passes each on before it reads more
+    than CLASSIFY_ROWS rows from the source (it read 500 items, whole blocks, at a time)."""
+    pulled: list[int] = []
+
+    def blocks() -> Iterator[Item]:
+        for b in range(40):
+            pulled.append(b)
+            rows = list(range(2 + b * 100, 2 + (b + 1) * 100))
+            yield UnchangedBlock("c.csv", rows, np.arange(100), ["k"] * 100, *([None] * 100,) * 3)
+
+    with open_state("p", tmp_path / "state.db", "r1") as hook:
+        stream = hook.classify(_plan("deals"), blocks())
+        first = next(iter(stream))
+        assert isinstance(first, UnchangedBlock) and first.source_rows[0] == 2
+        assert len(pulled) <= state_hook.CLASSIFY_ROWS // 100
+        assert sum(len(b) for b in stream) == 3900  # the rest, all of it, in order
         hook.finish("finished")

@@ -151,6 +151,26 @@ def test_snapshots_live_in_the_database(pg_url: str, tmp_path: Path) -> None:
     assert _snapshot_files() == before
 
 
+def test_a_snapshot_missing_a_block_is_not_trusted(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import recordsync.state.pg_snapshots as blocks
+
+    monkeypatch.setattr(blocks, "BLOCK_BYTES", 4096)  # many blocks for a small snapshot
+    before = _snapshot_files()
+    with StateStore(pg_url) as store:
+        store.scope_id("p", "m")
+        writer = SnapshotWriter(store, "p", "m", "run1")
+        for i in range(2_000):
+            writer.add((i, i * 7), f"key{i}", "email", f"v{i}@x", i + 1)
+        writer.commit(b"fp-1")
+        count = store.connection.execute("SELECT count(*) FROM snapshot_blocks").fetchone()[0]
+        assert count > 3
+        store.connection.execute("DELETE FROM snapshot_blocks WHERE block_no = 1")
+        assert take(store, "p", "m", b"fp-1") is None  # damaged: the full path runs
+    assert _snapshot_files() == before
+
+
 def test_a_newer_schema_is_refused_naming_the_url(pg_server: str, pg_url: str) -> None:
     StateStore(pg_url).close()
     StateStore(pg_url).close()  # opening again changes nothing

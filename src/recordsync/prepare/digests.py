@@ -37,12 +37,14 @@ from recordsync.prepare.core import (
     ledger_keys,
     shared_hashes,
 )
+from recordsync.prepare.dups import HashRuns
 from recordsync.prepare.merges import MergeScan, Owned, scan_merges
 from recordsync.prepare.salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.digests import row_digests, supported
-from recordsync.state.snapshots import Snapshot, key_hashes
+from recordsync.state.snapshot_match import key_hashes
+from recordsync.state.snapshots import Snapshot
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES
 from recordsync.validate.schema import Schema
 
@@ -94,6 +96,7 @@ class _Scan:
         slow_ids: list[npt.NDArray[np.int64]] = []
         final_h: list[npt.NDArray[np.int64]] = []  # their ledger keys (ledger_key only)
         final_ids: list[npt.NDArray[np.int64]] = []
+        first_run = HashRuns()  # match-key hashes when there is no snapshot to compare with
         owner = np.full(len(snapshot) if snapshot is not None else 0, -1, dtype=np.int64)
         columns = mapper.columns_used
         budget = KEEP_ROWS
@@ -142,14 +145,13 @@ class _Scan:
                     # compare with): the key strings are never made, as in
                     # prepare.Duplicates.scan
                     h, has = mapper.key_hashes(sub.batch)
-                    slow_h.append(h[has])
-                    slow_ids.append(sub_ids[has])
+                    first_run.add(h[has], sub_ids[has])  # spilled to disk past a limit
                     continue
                 h, has = key_hashes(mapper.keys_only(sub.batch))
                 slow_h.append(h)
                 slow_ids.append(sub_ids[has])
         self.files = list(files)
-        groups = shared_hashes(slow_h, slow_ids)
+        groups = first_run.shared() if first_run.added else shared_hashes(slow_h, slow_ids)
         ledger_groups = shared_hashes(final_h, final_ids)
         demoted: list[int] = list(hidden)
         if snapshot is not None and slow_h:
@@ -393,8 +395,7 @@ def _interleave(
 ) -> Iterator[Item]:
     """The batch's rows in line order: runs of fast rows as blocks, the others one by one,
     the malformed lines (``bad_rows``) where they fall."""
-    at = found[fast]
-    lines = np.asarray(line_of, dtype=np.int64)
+    at, lines = found[fast], np.asarray(line_of, dtype=np.int64)
     n = len(fast)
     # runs of equal ``fast``, also cut where a malformed line falls between two rows
     cuts = set((np.flatnonzero(np.diff(fast.astype(np.int8))) + 1).tolist())
@@ -413,16 +414,9 @@ def _interleave(
             b += 1
         if fast[a]:
             m = z - a
-            got = snapshot.rows(at[k : k + m])  # Arrow: written to the report in blocks
-            yield UnchangedBlock(
-                file,
-                lines[a:z],
-                at[k : k + m],
-                got.column("key"),
-                got.column("match_by"),
-                got.column("match_value"),
-                got.column("record_id"),
-            )
+            names = ["key", "match_by", "match_value", "record_id"]
+            got = snapshot.take(at[k : k + m], names)  # Arrow: the report writes blocks
+            yield UnchangedBlock(file, lines[a:z], at[k : k + m], *got.columns)
             k += m
         else:
             yield from slow_rows[s : s + (z - a)]

@@ -5,6 +5,7 @@ group that is sent."""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,11 @@ from recordsync.read import iter_source
 from recordsync.state.keys import NORMALIZERS, cell_text
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
+
+SPILL_ROWS = 1_000_000
+"""(hash, row identity) pairs a scan holds in memory; past it they go to disk, partitioned
+by the hash's top bits (:class:`HashRuns`)."""
+PARTITION_BITS = 6  # 64 partitions: a 10M-row source sorts about 160k pairs at a time
 
 
 class Duplicates:
@@ -105,10 +111,7 @@ class Duplicates:
     @classmethod
     def scan(cls, mapper: BatchMapper, mapping: MappingConfig, base_dir: Path) -> Duplicates:
         files: dict[str, int] = {}
-        hashes: list[npt.NDArray[np.int64]] = []
-        ids: list[npt.NDArray[np.int64]] = []
-        l_hashes: list[npt.NDArray[np.int64]] = []
-        l_ids: list[npt.NDArray[np.int64]] = []
+        keys, ledger = HashRuns(), HashRuns()
         columns = mapping.key_columns()
         if mapping.ledger_key is not None:
             columns = [*columns, mapping.ledger_key.column]
@@ -118,13 +121,11 @@ class Duplicates:
             if mapping.match_by:
                 with gc_paused():
                     h, has = mapper.key_hashes(sb.batch)
-                hashes.append(h[has])
-                ids.append(rids[has])
+                keys.add(h[has], rids[has])
             if mapping.ledger_key is not None:
                 h, has = text_hashes(ledger_keys(mapping, sb.batch))
-                l_hashes.append(h)
-                l_ids.append(rids[has])
-        return cls.combined(shared_hashes(hashes, ids), shared_hashes(l_hashes, l_ids), list(files))
+                ledger.add(h, rids[has])
+        return cls.combined(keys.shared(), ledger.shared(), list(files))
 
 
 def where(rid: int, fidx: int, files: list[str]) -> str:
@@ -179,3 +180,67 @@ def shared_hashes(
     for hv, rid in zip(hs[dup].tolist(), id_all[order][dup].tolist(), strict=True):
         groups.setdefault(hv, []).append(rid)
     return groups
+
+
+class HashRuns:
+    """The (hash, row identity) pairs of one scan, for :func:`shared_hashes`, in memory up to
+    :data:`SPILL_ROWS` pairs. Past that, every pair is appended to one of 2**PARTITION_BITS
+    files in a temporary directory, by the hash's top bits (so that the partitions, in
+    order, hold ascending hash ranges), and the groups are found one partition at a time:
+    the same groups, in the same order, as from all the pairs at once."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit or SPILL_ROWS
+        self._hashes: list[npt.NDArray[np.int64]] = []
+        self._ids: list[npt.NDArray[np.int64]] = []
+        self._held = 0
+        self.added = 0
+        self._dir: tempfile.TemporaryDirectory[str] | None = None
+
+    @property
+    def spilled(self) -> bool:
+        return self._dir is not None
+
+    def add(self, hashes: npt.NDArray[np.int64], ids: npt.NDArray[np.int64]) -> None:
+        self._hashes.append(hashes)
+        self._ids.append(ids)
+        self._held += len(hashes)
+        self.added += len(hashes)
+        if self._held >= self.limit:
+            self._spill()
+
+    def _spill(self) -> None:
+        if self._dir is None:
+            self._dir = tempfile.TemporaryDirectory(prefix="recordsync-hashes-")
+        h = np.concatenate(self._hashes).astype(np.int64, copy=False)
+        ids = np.concatenate(self._ids).astype(np.int64, copy=False)
+        self._hashes, self._ids, self._held = [], [], 0
+        part = (h >> (64 - PARTITION_BITS)) + (1 << (PARTITION_BITS - 1))  # signed: in order
+        order = np.argsort(part, kind="stable")
+        bounds = np.searchsorted(part[order], np.arange((1 << PARTITION_BITS) + 1))
+        pairs = np.column_stack((h[order], ids[order]))
+        for p in np.flatnonzero(np.diff(bounds)).tolist():
+            with open(Path(self._dir.name) / f"{p}.bin", "ab") as f:
+                pairs[bounds[p] : bounds[p + 1]].tofile(f)
+
+    def __del__(self) -> None:  # a scan that failed part-way: its files go at once
+        if self._dir is not None:
+            self._dir.cleanup()
+
+    def shared(self) -> dict[int, list[int]]:
+        """hash → row identities, in source order, of every hash two pairs or more share."""
+        if self._dir is None:
+            return shared_hashes(self._hashes, self._ids)
+        if self._held:
+            self._spill()
+        groups: dict[int, list[int]] = {}
+        try:
+            for p in range(1 << PARTITION_BITS):
+                path = Path(self._dir.name) / f"{p}.bin"
+                if path.exists():
+                    pairs = np.fromfile(path, dtype=np.int64).reshape(-1, 2)
+                    groups.update(shared_hashes([pairs[:, 0]], [pairs[:, 1]]))
+        finally:
+            self._dir.cleanup()
+            self._dir = None
+        return groups

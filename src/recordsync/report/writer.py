@@ -33,6 +33,7 @@ from recordsync.report.examples import named_column
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals
+from recordsync.spill import SpillMap
 
 FAILURE_STATUSES = frozenset(
     {
@@ -142,7 +143,7 @@ class ReportWriter:
         self.dry_run = dry_run
         directory.mkdir(parents=True, exist_ok=False)
         results_path = directory / "results.csv"
-        results = open(results_path, "w", newline="", encoding="utf-8")  # noqa: SIM115
+        results = open(results_path, "w", 1 << 20, "utf-8", newline="")  # noqa: SIM115
         self._results_file = _Guarded(results, directory)
         self._results = csv.writer(self._results_file)
         self._results.writerow(RESULTS_COLUMNS)
@@ -151,12 +152,15 @@ class ReportWriter:
         self._spool = _Guarded(spool, directory)
         self._columns: dict[str, None] = {}
         self.tallies: list[StepTally] = []
-        self._record_rows: dict[int, int] = {}
+        self._record_rows = SpillMap()
+        """record id → (the first source row of the step that landed on it, None); on disk
+        past a block of records (:mod:`recordsync.spill`)."""
         self.lines_written = 0
 
     def start_step(self, tally: StepTally) -> None:
         self.tallies.append(tally)
-        self._record_rows = {}
+        self._record_rows.close()
+        self._record_rows = SpillMap()
 
     def record(
         self,
@@ -206,7 +210,7 @@ class ReportWriter:
         elif status is RowStatus.UPDATED and record_id is not None:
             self._note_merge(tally, row, record_id)
         elif status is RowStatus.CREATED and record_id is not None:
-            self._record_rows.setdefault(record_id, src.source_row)
+            self._record_rows.setdefault(record_id, (src.source_row, None))
 
     def record_block(self, tally: StepTally, block: UnchangedBlock) -> None:
         """Write rows found unchanged from their digests (:mod:`recordsync.report.blocks`)."""
@@ -228,7 +232,7 @@ class ReportWriter:
                     f"{src.source_file}:{src.source_row} sent to create, merged into record "
                     f"{record_id}"
                 )
-        first = self._record_rows.setdefault(record_id, src.source_row)
+        first = self._record_rows.setdefault(record_id, (src.source_row, None))[0]
         if first != src.source_row:
             tally.shared_records += 1
             if len(tally.shared_examples) < MAX_EXAMPLES:
@@ -267,6 +271,7 @@ class ReportWriter:
         self, meta: dict[str, Any], *, extra_errors: list[str] | None = None
     ) -> dict[str, Any]:
         """Close the row files; write summary.json and report.md; return the summary."""
+        self._record_rows.close()
         self._results_file.close()
         self._write_failures_csv()
         errors = [e for t in self.tallies for e in t.accounting_errors(self.dry_run)]
@@ -300,6 +305,7 @@ class ReportWriter:
 
     def abandon(self) -> None:
         """Close files after a crash (the partial results stay on disk for inspection)."""
+        self._record_rows.close()
         for f in (self._results_file, self._spool):
             if not f.closed:
                 with suppress(RunAborted):  # a full disk: the error that stopped us is raised

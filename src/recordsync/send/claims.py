@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from recordsync.model import PreparedRow, RowStatus
 from recordsync.reconcile.batch import EntryResult
+from recordsync.spill import SpillMap
 
 OtherOwners = Callable[[list[tuple[str | None, int]]], dict[int, list[str]]]
 """``(key, record id)`` pairs → for each record id that a ledger key other than the pair's
@@ -25,11 +26,21 @@ _LANDED = (RowStatus.CREATED, RowStatus.UPDATED)
 class RecordClaims:
     """The record ids the rows of one step landed on, in the order the answers came."""
 
-    def __init__(self, *, expected: bool, other_owners: OtherOwners | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        expected: bool,
+        other_owners: OtherOwners | None = None,
+        block: int | None = None,
+    ) -> None:
         self.expected = expected
         self.other_owners = other_owners
-        self._rows: dict[int, tuple[int, str | None]] = {}
-        """record id → (source row, key) of the first row of the step that landed on it."""
+        self._rows = SpillMap(block)
+        """record id → (source row, key) of the first row of the step that landed on it
+        (on disk past ``block`` records: :mod:`recordsync.spill`)."""
+
+    def close(self) -> None:
+        self._rows.close()
 
     def settle(self, rows: list[PreparedRow], results: list[EntryResult]) -> list[EntryResult]:
         """``results`` with each row that landed on a record another row holds as merged."""
@@ -43,13 +54,16 @@ class RecordClaims:
         ledger: dict[int, list[str]] = {}
         if updated and self.other_owners is not None:
             ledger = self.other_owners(updated)
+        known = self._rows.get_many(
+            r.record_id for r in results if r.status in _LANDED and r.record_id is not None
+        )
         out: list[EntryResult] = []
         for row, res in zip(rows, results, strict=True):
             rid = res.record_id
             if res.status not in _LANDED or rid is None:
                 out.append(res)
                 continue
-            first = self._rows.get(rid)
+            first = known.get(rid)
             if first is not None and (
                 first[0] == row.source.source_row or (first[1] is not None and first[1] == row.key)
             ):
@@ -57,7 +71,9 @@ class RecordClaims:
             holders = ledger.get(rid, []) if res.status is RowStatus.UPDATED else []
             holder = next((k for k in holders if k != row.key), None)
             if (first is None and holder is None) or self.expected:
-                self._rows.setdefault(rid, (row.source.source_row, row.key))
+                if rid not in known:
+                    known[rid] = (row.source.source_row, row.key)
+                    self._rows.put_new(rid, known[rid])
                 out.append(res)
                 continue
             if first is not None:

@@ -18,6 +18,8 @@ import httpx
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.errors import ApiError, AuthError, ConfigError
 from recordsync.model import PreparedRow, StepPlan
+from recordsync.prepare.fingerprint import step_fingerprint
+from recordsync.read.estimate import estimate_rows
 from recordsync.run_guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
 from recordsync.send.client import RecordServiceClient, make_http_client
@@ -119,47 +121,6 @@ def check_refs(pipeline: Any) -> None:
 
                 check_ref_by(pipeline, cfg, fname, spec.ref)
         earlier.append(step.step_name)
-
-
-def estimate_rows(source: Any, base_dir: Path) -> int | None:
-    """Rough row count of a source for the progress bar's ETA (never used in the report)."""
-    path = Path(source.path)
-    path = path if path.is_absolute() else base_dir / path
-    if not path.is_file():
-        return None
-    try:
-        if source.kind == "parquet":
-            import pyarrow.parquet as pq
-
-            return int(pq.ParquetFile(path).metadata.num_rows)
-        lines = 0
-        with open(path, "rb") as f:
-            while block := f.read(1 << 20):
-                lines += block.count(b"\n")
-        return max(0, lines - (1 if source.header else 0) - int(source.skip_rows))
-    except (OSError, ValueError):
-        return None
-
-
-def step_fingerprint(
-    config: Any,
-    base_dir: Path,
-    schema_json: list[dict[str, Any]] | None,
-    users: list[dict[str, Any]] | None,
-) -> bytes | None:
-    """What a step's batch inputs depend on besides the source cells
-    (:func:`recordsync.state.digests.fingerprint`); None when rows cannot be recognised
-    from their cells alone: ``ref`` fields take record ids from another step's ledger."""
-    from recordsync import __version__
-    from recordsync.state.digests import fingerprint
-
-    if schema_json is None or any(spec.ref is not None for spec in config.fields.values()):
-        return None
-    owner = config.owner
-    owners_file = base_dir / owner.owners_file if owner is not None and owner.owners_file else None
-    return fingerprint(  # users always: user-id fields are checked against them too
-        f"{__version__}\n{config.model_dump_json()}", {"schema": schema_json}, users, owners_file
-    )
 
 
 def build_plans(

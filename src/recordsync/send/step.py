@@ -23,11 +23,12 @@ import httpx
 from recordsync.errors import RecordsyncError
 from recordsync.model import BatchInput, Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
+from recordsync.report.answered import record_answered
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
 from recordsync.send.breaker import CircuitBreaker
+from recordsync.send.chunk_body import doubtful, request_body
 from recordsync.send.claims import RecordClaims
-from recordsync.send.client import encode_batch
 from recordsync.send.plan import (
     DECIDED,
     FLUSH_ROWS,
@@ -102,6 +103,7 @@ class StepRunner:
         self._plan = plan
         self._stopped = False
         owners = getattr(self.hook, "other_owners", None) if sender is not None else None
+        self._claims.close()
         self._claims = RecordClaims(
             expected=plan.merges_expected,
             other_owners=(lambda pairs: owners(plan, pairs)) if owners is not None else None,
@@ -236,7 +238,7 @@ class StepRunner:
         sending = bool(chunk.to_send) and sender is not None and pool is not None
         if sending:  # encoded and built here, while an earlier chunk is in flight
             assert sender is not None
-            chunk.body = _encoded(chunk.to_send)
+            chunk.body = request_body(chunk.to_send)
             if chunk.body is not None:
                 chunk.request = sender.client.build_batch(
                     sender.object_type, chunk.body, self._on_sent(chunk)
@@ -314,7 +316,7 @@ class StepRunner:
                     chunk.body,
                     self._on_sent(chunk),
                     request=chunk.request,
-                    doubtful=_doubtful(chunk.to_send),
+                    doubtful=doubtful(chunk.to_send),
                 )
             except ChunkAborted:
                 self._stopped = True
@@ -475,6 +477,9 @@ class StepRunner:
 
     def _report(self, tally: StepTally, chunk: _Chunk, results: list[EntryResult]) -> None:
         """Write every row of a settled chunk to the report, in source order."""
+        if results and record_answered(self.writer, tally, chunk.rows, results):
+            self.progress.rows_done(len(chunk.rows))  # every row sent and plain: one block
+            return
         outcome = iter(results)
         record = self.writer.record
         explain = self._plan.explain if self._plan is not None else None
@@ -526,25 +531,6 @@ class _Chunk:
     cleared: threading.Event = field(default_factory=threading.Event)
     """Set once the journal holds the chunk as cleared to be sent (or it is not journaled,
     or the step stopped): the worker writes no request of it before."""
-
-
-def _encoded(rows: list[PreparedRow]) -> bytes | None:
-    """The chunk's request body: joined from the rows' JSON where change detection made it
-    (:attr:`PreparedRow.encoded`), else encoded here; None to let the sender encode it (and
-    fail the chunk there, as for any request that cannot be sent)."""
-    parts = [e for r in rows if (e := r.encoded) is not None]
-    if len(parts) == len(rows):
-        return b'{"objects":[' + b",".join(parts) + b"]}"
-    try:
-        return encode_batch([r.payload or {} for r in rows])
-    except (TypeError, ValueError):
-        return None
-
-
-def _doubtful(rows: list[PreparedRow]) -> list[float | None] | None:
-    """When an earlier send of each row may have been applied (None: no row of the chunk)."""
-    since = [r.maybe_applied_since for r in rows]
-    return since if any(s is not None for s in since) else None
 
 
 def _checked(row: PreparedRow) -> PreparedRow:

@@ -116,13 +116,12 @@ def encode_inputs(payloads: Sequence[Mapping[str, Any]]) -> list[tuple[str, byte
 
 def _encode_plain(payload: Mapping[str, Any]) -> tuple[str, bytes | None]:
     """:func:`encode_input` of a payload :func:`_plain` passed."""
+    subset = dict(payload)  # a copy without the match keys: cheaper than a comprehension
+    by, value = subset.pop("match_by", _ABSENT), subset.pop("match_value", _ABSENT)
     try:
-        hashed = orjson.dumps(
-            {k: v for k, v in payload.items() if k not in _MATCH_KEYS}, option=_OPTIONS
-        )
-        by, value = payload.get("match_by", _ABSENT), payload.get("match_value", _ABSENT)
-        if by is not _ABSENT and value is not _ABSENT:
-            head = b'{"match_by":' + orjson.dumps(by) + b',"match_value":' + orjson.dumps(value)
+        hashed = orjson.dumps(subset, option=_OPTIONS)
+        if by is not _ABSENT and value is not _ABSENT:  # '{"match_by":…,"match_value":…'
+            head = orjson.dumps({"match_by": by, "match_value": value})[:-1]
         else:
             head = b"{" + b",".join(
                 f'"{k}":'.encode() + orjson.dumps(payload[k]) for k in _MATCH_KEYS if k in payload

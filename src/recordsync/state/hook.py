@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
@@ -170,7 +169,7 @@ class StateHook:
         )
         snap = self._snap
         it = iter(rows)
-        while items := list(itertools.islice(it, CLASSIFY_ROWS)):
+        while items := _next_items(it):
             if journal.unfolded_rows >= FOLD_ROWS:
                 journal.fold()
             group: list[PreparedRow] = []
@@ -254,17 +253,10 @@ class StateHook:
         return out
 
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
-        from recordsync.state import JournalRow
+        from recordsync.state import journal_columns as columns
 
-        journal_rows = [
-            JournalRow(
-                r.source.source_row,
-                r.key,
-                self._hash.get(id(r)),
-                resend_as_is_safe(plan.object_type, r.payload or {}),
-            )
-            for r in rows
-        ]
+        safe = [resend_as_is_safe(plan.object_type, r.payload or {}) for r in rows]
+        journal_rows = columns.journal_rows(rows, self._hash, safe)
         self.journal.begin_chunk(
             self.run_id,
             plan.name,
@@ -284,23 +276,17 @@ class StateHook:
     def ack(
         self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow], results: list[EntryResult]
     ) -> None:
-        from recordsync.state import ChunkResult
+        from recordsync.state import journal_columns as columns
 
         if len(rows) != len(results):  # before any change: nothing half-acknowledged
             raise ValueError(f"{len(results)} results for a chunk of {len(rows)} rows")
-        outcomes: list[ChunkResult] = []
-        add = outcomes.append
+        outcomes = columns.chunk_results(rows, results)
         forget = self._hash.pop
         snap = self._snap
         kept = (RowStatus.CREATED, RowStatus.UPDATED)
-        merged = RowStatus.MERGED
         for r, res in zip(rows, results, strict=True):
-            status = res.status
-            # a merged row is journaled failed: its key never owns the record it landed on
-            journaled = RowStatus.FAILED.value if status is merged else status.value
-            add(ChunkResult(r.source.source_row, journaled, res.record_id, res.error))
             forget(id(r), None)
-            if snap is not None and status in kept:
+            if snap is not None and res.status in kept:
                 _keep(snap, r, res.record_id)
         self.journal.ack_chunk(
             self.run_id, plan.name, chunk_no + self._offset.get(plan.name, 0), outcomes
@@ -463,3 +449,16 @@ def _run_started(entry: object) -> float | None:
     """When the run that left ``entry`` in doubt started (its run id begins with the UTC
     start; a resumed run keeps the first attempt's: earlier still)."""
     return first_attempt_started(getattr(entry, "last_run_id", None))
+
+
+def _next_items(it: Iterator[Item]) -> list[Item]:
+    """The next items of ``it``, up to :data:`CLASSIFY_ROWS` rows, a block counting its rows
+    (a block can be a whole source batch: 500 blocks may be a whole large source)."""
+    out: list[Item] = []
+    rows = 0
+    for item in it:
+        out.append(item)
+        rows += len(item) if type(item) is UnchangedBlock else 1
+        if rows >= CLASSIFY_ROWS:
+            break
+    return out

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Sequence
 import orjson
 
 from recordsync.errors import AccountingError, RecordsyncError
+from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash, outcome_rows
 from recordsync.state.journal_fold import LedgerFold
 from recordsync.state.journal_read import (
     BEGUN,
@@ -46,16 +47,11 @@ from recordsync.state.journal_read import (
     JournalRow,
     Outcome,
     PendingChunk,
-    RowMarks,
     RunInfo,
     SourceRowSet,
 )
-from recordsync.state.store import (
-    INTEGRITY_ERRORS,
-    StateStore,
-    utc_now,
-    write_acknowledged,
-)
+from recordsync.state.ledger_rows import utc_now, write_acknowledged
+from recordsync.state.store import INTEGRITY_ERRORS, StateStore
 
 
 def _json_text(rows: list[tuple[object, ...]]) -> str:
@@ -176,12 +172,12 @@ class Journal(LedgerFold):
         ``mapping`` (default: ``step``) is the ledger the acknowledgement updates.
         ``cleared=False`` journals it ``queued``: not to be sent until :meth:`clear_chunks`
         has committed it ``begun``, so that a resume knows it was never written."""
-        journal_rows = [r if type(r) is JournalRow else JournalRow(*r) for r in rows]
-        numbers = [r.source_row for r in journal_rows]
+        journal_rows = as_list(rows, JournalRow)
+        numbers = list(map(first, journal_rows))
         if run_id not in self._running:
             self._require_running(run_id)
         marks = self._marks_of(run_id, step)
-        again = [n for n in numbers if n in marks]
+        again = marks.marked(numbers)
         if again or len(set(numbers)) != len(numbers):
             twice = again or sorted(n for n in set(numbers) if numbers.count(n) > 1)
             raise AccountingError(
@@ -189,7 +185,7 @@ class Journal(LedgerFold):
                 " already journaled in this run (or twice in this chunk)",
                 hint="skip the rows in Journal.done_rows() and settle in-flight chunks first",
             )
-        text = _json_text([tuple(r) for r in journal_rows])
+        text = _json_text(list(map(tuple, journal_rows)))
         try:
             with self.store.transaction() as conn:
                 conn.execute(
@@ -228,7 +224,7 @@ class Journal(LedgerFold):
         marks.update(numbers)
         self._begun[(run_id, step, chunk_no)] = (
             mapping or step,
-            {r.source_row: (r.key, r.input_hash) for r in journal_rows},
+            dict(zip(numbers, map(key_and_hash, journal_rows), strict=True)),
         )
 
     def clear_chunks(self, run_id: str, step: str, chunk_nos: Iterable[int]) -> None:
@@ -276,7 +272,7 @@ class Journal(LedgerFold):
     ) -> None:
         """Store the outcome of every row of a begun chunk and update the ledger, in one
         transaction. Every row of the chunk needs exactly one result."""
-        outcomes = [r if type(r) is ChunkResult else ChunkResult(*r) for r in results]
+        outcomes = as_list(results, ChunkResult)
         # a slice of the ledger fold rides along, only in a transaction of this object: the
         # store's, opened by a caller, may still roll back once this returns, and the slice
         # with it, while what was kept to fold would not be restored
@@ -292,7 +288,7 @@ class Journal(LedgerFold):
                     (run_id, step, chunk_no),
                 ).fetchone()
                 journaled = {r[0]: (r[1], r[2]) for r in json.loads(row[0])}
-            given = [o.source_row for o in outcomes]
+            given = list(map(first, outcomes))
             if len(given) != len(journaled) or set(given) != journaled.keys():
                 missing = sorted(set(journaled) - set(given))[:5]
                 extra = sorted(set(given) - set(journaled))[:5]
@@ -329,12 +325,7 @@ class Journal(LedgerFold):
         defer: bool = False,
     ) -> None:
         """The chunk's outcomes, every row of it: final ones and (settling) ``retry``."""
-        text = _json_text(
-            [
-                (o.source_row, *journaled[o.source_row], str(o.status), o.record_id, o.error)
-                for o in outcomes
-            ]
-        )
+        text = _json_text(outcome_rows(outcomes, journaled))
         conn.execute(
             "UPDATE chunk_log SET rows = NULL, outcomes = ? WHERE run_id = ? AND step = ?"
             " AND chunk_no = ?",

@@ -11,18 +11,19 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import repeat
 from operator import itemgetter
 
 from recordsync.state.journal_read import FINAL_STATUSES, ChunkResult, JournalReader
-from recordsync.state.store import (
+from recordsync.state.ledger_rows import (
     ACKED_FAILED,
     ACKED_SENT,
     LEDGER_ON_CONFLICT,
     LEDGER_UPSERT,
-    StateStore,
     utc_now,
     write_acknowledged,
 )
+from recordsync.state.store import StateStore
 
 _FOLD = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
@@ -48,9 +49,11 @@ _fold_order = itemgetter(0, 1, 2)
 by key, then chunk, then source row (a key journaled twice ends with its last outcome)."""
 _by_key = itemgetter(1)
 _by_row = itemgetter(0)
+_status, _record_id = itemgetter(1), itemgetter(2)
+"""A :class:`ChunkResult`'s status and record id."""
 
 ToFold = list[tuple[int, str, int | None, str | None, str, str, str]]
-"""Ledger upserts (:data:`recordsync.state.store.LEDGER_UPSERT` parameters) kept from the
+"""Ledger upserts (:data:`recordsync.state.ledger_rows.LEDGER_UPSERT` parameters) kept from the
 acknowledgements, in journal order."""
 _Key = tuple[str, str, str]
 """(run, step, mapping)"""
@@ -114,15 +117,30 @@ class LedgerFold(JournalReader):
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
         now = utc_now()  # the ledger's updated_at: when the outcome was acknowledged
-        for o in sorted(outcomes, key=_by_row):  # source-row order within the chunk
-            k, h = journaled[o.source_row]
-            if k is None:
-                continue
-            status = str(o.status)
-            if status in ACKED_SENT:
-                rows.append((scope, k, o.record_id, h, status, run_id, now))
-            elif status in ACKED_FAILED:
-                rows.append((scope, k, None, None, status, run_id, now))
+        ordered = sorted(outcomes, key=_by_row)  # source-row order within the chunk
+        pairs = list(map(journaled.__getitem__, map(_by_row, ordered)))  # (key, input hash)
+        statuses = list(map(str, map(_status, ordered)))
+        if None not in map(_by_row, pairs) and set(statuses) <= ACKED_SENT:
+            # every row keyed and sent (the common chunk): the same tuples, built in C
+            rows.extend(
+                zip(
+                    repeat(scope),
+                    map(_by_row, pairs),
+                    map(_record_id, ordered),
+                    map(_by_key, pairs),
+                    statuses,
+                    repeat(run_id),
+                    repeat(now),
+                )
+            )
+        else:
+            for o, (k, h), status in zip(ordered, pairs, statuses, strict=True):
+                if k is None:
+                    continue
+                if status in ACKED_SENT:
+                    rows.append((scope, k, o.record_id, h, status, run_id, now))
+                elif status in ACKED_FAILED:
+                    rows.append((scope, k, None, None, status, run_id, now))
         self.unfolded_rows += len(rows) - before
         self._to_fold[key] = (rows, in_order and chunk_no > high)
 

@@ -101,32 +101,6 @@ class SourceRowSet:
         return len(self._rows)
 
 
-class RowMarks:
-    """A set of source row numbers as a bitmap (a bit a row up to the highest one seen; a
-    plain set for negative numbers): which rows of a step are journaled, for 1M rows 125 KB."""
-
-    def __init__(self) -> None:
-        self._bits = bytearray()
-        self._other: set[int] = set()
-
-    def __contains__(self, n: int) -> bool:
-        if n < 0:
-            return n in self._other
-        i = n >> 3
-        return i < len(self._bits) and bool(self._bits[i] >> (n & 7) & 1)
-
-    def update(self, numbers: Iterable[int]) -> None:
-        bits = self._bits
-        for n in numbers:
-            if n < 0:
-                self._other.add(n)
-                continue
-            i = n >> 3
-            if i >= len(bits):
-                bits.extend(bytes(max(i + 1 - len(bits), len(bits) // 2)))
-            bits[i] |= 1 << (n & 7)
-
-
 class JournalReader:
     """Read access to the run journal of one pipeline."""
 

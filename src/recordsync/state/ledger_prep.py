@@ -34,6 +34,7 @@ from recordsync.config.models import MappingConfig
 from recordsync.errors import ConfigError, RowError
 from recordsync.model import PreparedRow, RowStatus
 from recordsync.prepare.merges import needed
+from recordsync.spill import KeySpool, SpillMap
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 
 if TYPE_CHECKING:
@@ -64,10 +65,12 @@ class StepPrep:
         from recordsync.state import ReferenceResolver
 
         self.config = config
-        self._seen: set[int] = set()
-        self._first: dict[int, int] = {}
+        self._seen = SpillMap()
+        """Hash of each ledger key sent so far → (its first row, or -1 past the first 100,000
+        keys; None); on disk past a block (:mod:`recordsync.spill`)."""
+        self._kept = 0
         collect = mirror and config.mirror_deletes.enabled
-        self.seen_keys: list[str] | None = [] if collect else None
+        self.seen_keys: KeySpool | None = KeySpool() if collect else None
         self.mirror_skip: str | None = None
         """Why the step's mirror deletes are skipped (the first malformed line that may hide
         rows or a key), or None."""
@@ -215,26 +218,27 @@ class StepPrep:
         cfg = self.config
         assert cfg.ledger_key is not None
         column = cfg.ledger_key.column
-        for r in group:
-            key = ledger_key_of(cfg, r.source.values)
+        keys = [ledger_key_of(cfg, r.source.values) for r in group]
+        seen = self._seen.get_many(hash(k) for k in keys if k is not None)
+        for r, key in zip(group, keys, strict=True):
             if key is None:  # blank: the row keeps its match key (``name:...``), if any
                 continue
             r.key = key
             if r.status is not RowStatus.VALID:
                 continue
             h = hash(key)
-            if h in self._seen:
-                first = self._first.get(h)
-                where = f"row {first}" if first is not None else "an earlier row"
+            if h in seen:
+                first = seen[h][0]
+                where = f"row {first}" if first >= 0 else "an earlier row"
                 r.status = RowStatus.DUPLICATE
                 r.error = (
                     f"duplicate ledger key {key!r} (column '{column}'): {where} has the same"
                     " key and wins (ledger keys must be unique in the source)"
                 )
                 continue
-            self._seen.add(h)
-            if len(self._first) < 100_000:
-                self._first[h] = r.source.source_row
+            seen[h] = (r.source.source_row if self._kept < 100_000 else -1, None)
+            self._kept += 1
+            self._seen.put_new(h, seen[h])
 
 
 def refuse_refs_without_state(steps: Iterable[tuple[str, MappingConfig]]) -> None:

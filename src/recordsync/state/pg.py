@@ -19,13 +19,9 @@ password; failing to connect is a ConfigError naming the URL without its passwor
 from __future__ import annotations
 
 import functools
-import os
 import re
 import socket
-import sqlite3
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recordsync.errors import ConfigError
@@ -268,36 +264,3 @@ def _version(conn: PgConnection) -> int | None:
         return None
     row = conn.execute("SELECT value FROM state_meta WHERE key = 'schema_version'").fetchone()
     return None if row is None else int(row[0])
-
-
-# -- snapshots: the Arrow file of recordsync.state.snapshots, kept in the database ---------
-BLOCK_BYTES = 8 << 20
-"""Bytes of a snapshot file per ``snapshot_blocks`` row."""
-
-
-def load_snapshot_blocks(conn: sqlite3.Connection, scope: int, count: int) -> Path:
-    """The scope's snapshot file from ``snapshot_blocks`` into a temporary file (a block at
-    a time: memory holds one block, not the file)."""
-    fd, name = tempfile.mkstemp(prefix=f"recordsync-scope{scope}-", suffix=".arrow")
-    with os.fdopen(fd, "wb") as out:
-        for block_no in range(count):
-            row = conn.execute(
-                "SELECT data FROM snapshot_blocks WHERE scope_id = ? AND block_no = ?",
-                (scope, block_no),
-            ).fetchone()
-            if row is not None:
-                out.write(row[0])
-    return Path(name)
-
-
-def store_snapshot_blocks(conn: sqlite3.Connection, scope: int, path: Path) -> int:
-    """The snapshot file into ``snapshot_blocks``; the number of blocks."""
-    count = 0
-    with path.open("rb") as src:
-        while block := src.read(BLOCK_BYTES):
-            conn.execute(
-                "INSERT INTO snapshot_blocks (scope_id, block_no, data) VALUES (?, ?, ?)",
-                (scope, count, block),
-            )
-            count += 1
-    return count

@@ -1,4 +1,5 @@
-"""Finding source rows in a snapshot (:mod:`recordsync.state.snapshots`) by their digests.
+"""Finding source rows in a snapshot (:mod:`recordsync.state.snapshots`) by their digests,
+and reading snapshot rows a batch at a time.
 
 An unchanged export comes in the order the last run wrote its snapshot, so each row is
 first looked for where that order puts it (the row after the last one matched: one vectorised
@@ -74,10 +75,34 @@ class DigestIndex:
         return int(rows[k]) if k < len(rows) and self._d1[rows[k]] == h1 else -1
 
 
-def rows_at(table: pa.Table, idx: npt.NDArray[np.int64]) -> pa.Table:
-    """Rows ``idx`` of ``table``: a zero-copy slice when they are consecutive (an unchanged
-    source's rows are), else taken."""
-    n = len(idx)
-    if n and idx[0] >= 0 and idx[-1] - idx[0] == n - 1 and (n == 1 or (np.diff(idx) == 1).all()):
-        return table.slice(int(idx[0]), n)
-    return table.take(pa.array(idx, pa.int64()))
+def take_rows(
+    table: pa.Table,
+    batches: list[pa.RecordBatch],
+    starts: npt.NDArray[np.int64],
+    idx: npt.NDArray[np.int64],
+    names: list[str] | None = None,
+) -> pa.Table:
+    """Rows ``idx`` (in that order) of ``table``'s columns ``names`` (None: all), taken from
+    its record ``batches`` (first rows ``starts``) one batch at a time: Arrow's take on a
+    whole table first concatenates every batch, a copy of it all."""
+    idx = np.asarray(idx, dtype=np.int64)
+    if not len(idx):
+        return (table if names is None else table.select(names)).slice(0, 0)
+    which = np.searchsorted(starts, idx, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    parts: list[pa.RecordBatch] = []
+    for seg in np.split(order, np.flatnonzero(np.diff(which[order])) + 1):
+        c = int(which[seg[0]])
+        batch = batches[c] if names is None else batches[c].select(names)
+        parts.append(batch.take(pa.array(idx[seg] - starts[c])))
+    out = pa.Table.from_batches(parts)
+    if len(parts) > 1 and np.any(order[1:] < order[:-1]):  # back to the order of idx
+        out = out.combine_chunks().take(pa.array(np.argsort(order)))
+    return out
+
+
+def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Python hashes of the keys that are there (within one process), and which are."""
+    has = np.fromiter((k is not None for k in keys), bool, len(keys))
+    present = [k for k in keys if k is not None]
+    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has

@@ -12,13 +12,14 @@ Life cycle, which keeps a snapshot from ever vouching for a ledger it did not se
   ``recordsync state reset`` leave no snapshot: the next run takes the full path once.
 
 Where: an Arrow file in ``snapshots/`` beside an SQLite state file; in a PostgreSQL state
-database, the same file's bytes in ``snapshot_blocks`` (:mod:`.pg`), so the
+database, the same file's bytes in ``snapshot_blocks`` (:mod:`.pg_snapshots`), so the
 next run needs no local disk of this one (it writes and reads a temporary file).
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
 import sqlite3
 import tempfile
@@ -34,8 +35,8 @@ import pyarrow.compute as pc
 
 from recordsync.model import UnchangedBlock
 from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
-from recordsync.state.pg import load_snapshot_blocks, store_snapshot_blocks
-from recordsync.state.snapshot_match import DigestIndex, rows_at
+from recordsync.state.pg_snapshots import load_snapshot_blocks, store_snapshot_blocks
+from recordsync.state.snapshot_match import DigestIndex, key_hashes, take_rows
 from recordsync.state.store import StateStore, utc_now
 
 FLUSH_ROWS = 65_536
@@ -58,13 +59,22 @@ def snapshot_path(store: StateStore, scope: int, run_id: str) -> Path:
 class Snapshot:
     """A loaded snapshot: digests sorted for matching, the rest read on demand."""
 
-    def __init__(self, table: pa.Table) -> None:
+    def __init__(self, table: pa.Table, mapped: mmap.mmap | None = None) -> None:
         self.table = table  # memory-mapped batches, as written: never copied whole
+        self._mapped = mapped  # dropped from memory after each read: :meth:`release`
         d0 = self.table.column("d0").to_numpy()
         d1 = self.table.column("d1").to_numpy()
         self._index = DigestIndex(d0, d1)
         self._match_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._key_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
+        self._batches = self.table.to_batches()  # zero-copy: the file's record batches
+        self._starts = np.cumsum([0, *(b.num_rows for b in self._batches)], dtype=np.int64)
+        self.release()
+
+    def release(self) -> None:
+        """Drop the mapped file's pages from memory (read again from the file when used)."""
+        if self._mapped is not None:
+            self._mapped.madvise(mmap.MADV_DONTNEED)
 
     def __len__(self) -> int:
         return int(self.table.num_rows)
@@ -80,34 +90,35 @@ class Snapshot:
             keys = pc.binary_join_element_wise(
                 self.table.column("match_by"), self.table.column("match_value"), ":"
             )
-            self._match_h = _sorted_hashes(keys.to_pylist())
+            self._match_h = _sorted_hashes(keys)
+            self.release()
         return self._match_h
 
     def key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The same for the ledger keys."""
         if self._key_h is None:
-            self._key_h = _sorted_hashes(self.table.column("key").to_pylist())
+            self._key_h = _sorted_hashes(self.table.column("key"))
+            self.release()
         return self._key_h
 
     def column(self, name: str, idx: npt.NDArray[np.int64]) -> list[Any]:
         """Values of one column at snapshot rows ``idx``."""
-        values: list[Any] = self.rows(idx).column(name).to_pylist()
-        return values
+        return list(self.take(idx, [name]).column(0).to_pylist())
 
-    def rows(self, idx: npt.NDArray[np.int64]) -> pa.Table:
-        """The snapshot rows ``idx`` (Arrow; zero-copy when they are consecutive)."""
-        return rows_at(self.table, idx)
-
-
-def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """Python hashes of the keys that are there (within one process), and which are."""
-    has = np.fromiter((k is not None for k in keys), bool, len(keys))
-    present = [k for k in keys if k is not None]
-    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
+    def take(self, idx: npt.NDArray[np.int64], names: list[str] | None = None) -> pa.Table:
+        """Rows ``idx`` (in that order) of the columns ``names`` (None: all), batch by batch
+        (:func:`.snapshot_match.take_rows`)."""
+        out = take_rows(self.table, self._batches, self._starts, idx, names)
+        self.release()  # the rows taken are copies
+        return out
 
 
-def _sorted_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    h, has = key_hashes(keys)
+def _sorted_hashes(keys: pa.ChunkedArray) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """Hashed :data:`FLUSH_ROWS` keys at a time (not every key string at once)."""
+    step = FLUSH_ROWS
+    parts = [key_hashes(keys.slice(i, step).to_pylist()) for i in range(0, len(keys), step)]
+    h = np.concatenate([np.zeros(0, dtype=np.int64), *(p[0] for p in parts)])
+    has = np.concatenate([np.zeros(0, dtype=bool), *(p[1] for p in parts)])
     order = np.argsort(h, kind="stable")
     return h[order], np.flatnonzero(has).astype(np.int64)[order]
 
@@ -136,13 +147,14 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
         if path is None or fp is None or bytes(row[0]) != fp:
             return None
         try:
-            with pa.memory_map(str(path)) as source:
-                table = pa.ipc.open_file(source).read_all()
-        except (OSError, pa.ArrowInvalid):
-            return None  # gone or damaged: the full path, and a new snapshot after it
+            with open(path, "rb") as f:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            table = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
+        except (OSError, ValueError, pa.ArrowInvalid):
+            return None  # gone, empty or damaged: the full path, and a new snapshot after it
         if table.schema != SNAPSHOT_SCHEMA:
             return None
-        return Snapshot(table)
+        return Snapshot(table, mapped)
     finally:
         if path is not None:
             with contextlib.suppress(OSError):
@@ -230,7 +242,7 @@ class SnapshotWriter:
     def _flush_carried(self) -> None:
         if self._carried and self.source is not None:
             idx = np.concatenate(self._carried)
-            for batch in rows_at(self.source.table, idx).to_batches():
+            for batch in self.source.take(idx).to_batches():
                 self._writer.write_batch(batch)
             self.rows += len(idx)
         self._carried, self._carried_rows = [], 0

@@ -22,11 +22,17 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, cast
 
 from recordsync.errors import ConfigError
+from recordsync.state.ledger_rows import ACKED_FAILED as ACKED_FAILED
+from recordsync.state.ledger_rows import ACKED_SENT as ACKED_SENT
+from recordsync.state.ledger_rows import DELETED as DELETED
+from recordsync.state.ledger_rows import AckRow as AckRow
+from recordsync.state.ledger_rows import Entry as Entry
+from recordsync.state.ledger_rows import utc_now as utc_now
+from recordsync.state.ledger_rows import write_acknowledged
 from recordsync.state.location import DEFAULT_STATE_PATH as DEFAULT_STATE_PATH
 from recordsync.state.location import STATE_PATH_ENV as STATE_PATH_ENV
 from recordsync.state.location import PgUrl, StateLocation, state_location
@@ -43,39 +49,10 @@ INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, StateDb
 LOOKUP_CHUNK = 1000
 """Keys per query in :meth:`StateStore.lookup_many` (well under SQLite's variable limit)."""
 
-ACKED_SENT = frozenset({"created", "updated"})
-ACKED_FAILED = frozenset({"failed", "in_doubt"})
-DELETED = "deleted"
-
-
-class Entry(NamedTuple):
-    """One ledger row: what the last acknowledged send of ``source_key`` left behind."""
-
-    source_key: str
-    record_id: int | None
-    input_hash: str | None
-    last_status: str
-    last_run_id: str | None
-    updated_at: str
-
-
-class AckRow(NamedTuple):
-    """One acknowledged result for :meth:`StateStore.record_acknowledged`."""
-
-    key: str | None
-    record_id: int | None
-    input_hash: str | None
-    status: str
-
-
 def default_state_path() -> Path:
     """``$RECORDSYNC_STATE_DB`` if set, else ``.recordsync/state.db`` (relative to the cwd)."""
     env = os.environ.get(STATE_PATH_ENV)
     return Path(env) if env else DEFAULT_STATE_PATH
-
-
-def utc_now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class StateStore:
@@ -346,46 +323,3 @@ class StateStore:
         self._scopes.clear()
         return removed
 
-
-LEDGER_ON_CONFLICT = (
-    " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
-    " record_id = CASE WHEN excluded.last_status IN ('created', 'updated')"
-    " THEN coalesce(excluded.record_id, ledger.record_id) ELSE ledger.record_id END,"
-    " input_hash = CASE WHEN excluded.last_status IN ('created', 'updated')"
-    " THEN excluded.input_hash ELSE ledger.input_hash END,"
-    " last_status = excluded.last_status, last_run_id = excluded.last_run_id,"
-    " updated_at = excluded.updated_at"
-)
-"""The ledger update rules, for an insert of ledger rows (one at a time here, or in bulk from
-the journal: ``recordsync.state.journal_fold``)."""
-
-LEDGER_UPSERT = (
-    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run_id, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)" + LEDGER_ON_CONFLICT
-)
-"""The ledger update rules, one row at a time: created / updated write the record id (kept
-when none is given) and the hash; failed / in_doubt only the status and run (a new key gets
-no record id and no hash). ``recordsync.state.journal`` applies the same rules in bulk."""
-
-
-def write_acknowledged(
-    conn: sqlite3.Connection,
-    scope: int,
-    run_id: str,
-    rows: Iterable[tuple[str | None, int | None, str | None, str]],
-) -> int:
-    """The ledger update rules (module docstring), inside the caller's transaction; in row
-    order (a key given twice ends with its last result)."""
-    now = utc_now()
-    params: list[tuple[object, ...]] = []
-    for key, record_id, input_hash, status in rows:
-        if key is None:
-            continue
-        status = str(status)
-        if status in ACKED_SENT:
-            params.append((scope, key, record_id, input_hash, status, run_id, now))
-        elif status in ACKED_FAILED:
-            params.append((scope, key, None, None, status, run_id, now))
-    if params:
-        conn.executemany(LEDGER_UPSERT, params)
-    return len(params)
