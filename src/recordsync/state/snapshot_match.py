@@ -1,11 +1,11 @@
-"""Finding source rows in a snapshot (:mod:`recordsync.state.snapshots`) by their digests,
-and reading snapshot rows a batch at a time.
+"""Finding source rows in a snapshot (:mod:`recordsync.state.snapshots`) by their digests.
 
 An unchanged export comes in the order the last run wrote its snapshot, so each row is
 first looked for where that order puts it (the row after the last one matched: one vectorised
 compare per batch); the rows not found there are looked for by binary search in the sorted
 digests. Either way a row matches the one snapshot row with its digest, and none when the
-snapshot lists that digest twice (it would vouch for two rows).
+snapshot lists that digest twice (it would vouch for two rows). Also here: the Python
+hashes of keys (duplicate detection) and taking rows from the snapshot's record batches.
 """
 
 from __future__ import annotations
