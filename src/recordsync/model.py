@@ -159,19 +159,56 @@ class Salvage:
 class UnchangedBlock:
     """Consecutive source rows of one file found unchanged from their digests alone, without
     being mapped (:mod:`recordsync.state.snapshots`): reported ``unchanged`` with the key,
-    match rule, match value and record id the last run left for them."""
+    match rule, match value and record id the last run left for them.
+
+    The columns are Arrow arrays as the snapshot holds them (never made into Python objects
+    row by row: the report writes them in blocks), or lists of the same values."""
 
     source_file: str
-    source_rows: list[int]
+    source_rows: Any
+    """Line (row) numbers: a numpy int64 array or a list of ints."""
     snapshot_rows: Any
     """Row numbers in the snapshot (a numpy int64 array)."""
-    keys: list[str]
-    match_by: list[str | None]
-    match_value: list[str | None]
-    record_ids: list[int | None]
+    keys: Any
+    """str per row."""
+    match_by: Any
+    """str or None per row."""
+    match_value: Any
+    """str or None per row."""
+    record_ids: Any
+    """int or None per row."""
 
     def __len__(self) -> int:
         return len(self.source_rows)
+
+    def by_record_id(self) -> None:
+        """Report the rows with the key they would be sent by (``match_by_ledger_id``): ``id``
+        and the record id (the rows are all in the ledger with one)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        rids = arrow_of(self.record_ids, pa.int64())
+        has = pc.is_valid(rids)
+        self.match_by = pc.if_else(has, pa.scalar("id"), arrow_of(self.match_by, pa.string()))
+        mvs = arrow_of(self.match_value, pa.string())
+        self.match_value = pc.if_else(has, pc.cast(rids, pa.string()), mvs)
+
+
+def values_of(column: Any) -> list[Any]:
+    """The Python values of an :class:`UnchangedBlock` column (Arrow, numpy or a list)."""
+    convert = getattr(column, "to_pylist", None) or getattr(column, "tolist", None)
+    return list(column) if convert is None else list(convert())
+
+
+def arrow_of(column: Any, type_: Any) -> Any:
+    """An :class:`UnchangedBlock` column as one contiguous Arrow array of ``type_``."""
+    import pyarrow as pa
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if isinstance(column, pa.Array):
+        return column if column.type == type_ else column.cast(type_)
+    return pa.array(list(column), type_)
 
 
 @dataclass(slots=True)

@@ -31,9 +31,11 @@ def recreate_refusal(
 ) -> str | None:
     """Why the run must not go on (see the module docstring), or None. Not for a run that
     resumes an incomplete one: its journal holds what it created."""
-    from recordsync.config.idempotency import refuse_recreate
+    from recordsync.config.idempotency import ledger_keyed, refuse_recreate, service_key
     from recordsync.state import Journal, StateStore
 
+    if not any(service_key(m) is None and ledger_keyed(m) for _, m in run_steps):
+        return None  # no ledger-only step: nothing to refuse (and no ledger to count)
     counts: dict[str, dict[str, int]] = {}
     if state_exists(state_db):
         with StateStore(state_db) as store:

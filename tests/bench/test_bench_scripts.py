@@ -41,3 +41,11 @@ def test_bench_startup_prints_the_difference_and_the_target() -> None:
     out = bench("bench_startup.py", "--rows", "120", "--pairs", "1")
     assert "round 1: recordsync" in out
     assert "target start-up, 120-row run within 0.4 s of the bare loop" in out
+
+
+def test_bench_nightly_checks_the_server_and_times_read_and_decide() -> None:
+    out = bench("bench_nightly.py", "--rows", "300", "--decide-rows", "400")
+    assert out.count(": True") == 8 and ": False" not in out
+    assert "csv read+decide" in out and "parquet read+decide" in out
+    assert "csv read+decide (400 rows, own snapshot)" in out
+    assert "first / unchanged" in out

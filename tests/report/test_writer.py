@@ -6,6 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -139,7 +141,7 @@ def test_reason_groups_merge_messages_that_differ_only_in_values() -> None:
     assert reason_group("x: 'Won' is not an option") == reason_group("x: 'Lost' is not an option")
 
 
-_text = st.text(alphabet=st.sampled_from(list('ab ,"\r\né;x@.=')), max_size=6)
+_text = st.text(alphabet=st.sampled_from(list('ab ,"\r\né;x@.=\'+-\t')), max_size=6)
 
 
 @settings(max_examples=60, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -154,24 +156,29 @@ _text = st.text(alphabet=st.sampled_from(list('ab ,"\r\né;x@.=')), max_size=6)
         max_size=8,
     ),
     st.sampled_from(["contacts", "deals, won"]),
+    st.booleans(),
 )
 def test_unchanged_blocks_are_written_as_csv_writer_writes_rows(
     tmp_path_factory: pytest.TempPathFactory,
     rows: list[tuple[str | None, str | None, int | None]],
     step: str,
+    arrow: bool,
 ) -> None:
     """The quick path of ``record_block`` (no cell to quote) and the csv.writer path give the
-    same lines as one ``record`` per row."""
+    same lines as one ``record`` per row, with the block's columns as lists or as the Arrow
+    arrays the fast path hands over."""
     root = tmp_path_factory.mktemp("blocks")
     lines = list(range(2, 2 + len(rows)))
+    cols: list[object] = [[r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]]
+    if arrow:
+        types = (pa.string(), pa.string(), pa.int64())
+        cols = [pa.chunked_array([pa.array(c, t)]) for c, t in zip(cols, types, strict=True)]
     block = UnchangedBlock(
         "src/a.csv",
-        lines,
+        np.array(lines, dtype=np.int64) if arrow else lines,
         None,
         [f"k{i}" for i in lines],
-        [r[0] for r in rows],
-        [r[1] for r in rows],
-        [r[2] for r in rows],
+        *cols,
     )
     fast = ReportWriter(root / "fast", dry_run=False)
     tally = StepTally(step, "m", "contacts")

@@ -183,3 +183,121 @@ def test_a_step_fingerprint_changes_with_the_users_even_without_an_owner_column(
     assert step_fingerprint(config, base, other_schema, [{"id": "u1", "email": "a@x.io"}]) != one
     deals = load_mapping(repo / "configs" / "deals.yaml")  # a ref field: never digested
     assert step_fingerprint(deals, base, schema, []) is None
+
+
+def _snapshot(pairs: list[tuple[int, int]]) -> Snapshot:
+    n = len(pairs)
+    return Snapshot(
+        pa.table(
+            {
+                "d0": pa.array([p[0] for p in pairs], pa.uint64()),
+                "d1": pa.array([p[1] for p in pairs], pa.uint64()),
+                "key": [f"k{i}" for i in range(n)],
+                "match_by": ["email"] * n,
+                "match_value": [f"v{i}" for i in range(n)],
+                "record_id": pa.array(range(n), pa.int64()),
+            }
+        )
+    )
+
+
+digest_pair = st.tuples(st.integers(0, 3), st.integers(0, 3))  # small: shared halves, twins
+
+
+@given(
+    st.lists(digest_pair, max_size=30),
+    st.lists(st.tuples(digest_pair, st.booleans()), max_size=40),
+    st.lists(st.integers(1, 10), min_size=1, max_size=5),
+)
+def test_match_finds_the_one_snapshot_row_with_the_digest(
+    snap_pairs: list[tuple[int, int]],
+    queries: list[tuple[tuple[int, int], bool]],
+    sizes: list[int],
+) -> None:
+    """Whatever the order of the rows (as the snapshot left them, or not), in batches of any
+    size: a row matches the snapshot row with its digest, none when that digest is listed
+    twice or the row has no digest."""
+    snap = _snapshot(snap_pairs)
+    rows_of: dict[tuple[int, int], list[int]] = {}
+    for i, p in enumerate(snap_pairs):
+        rows_of.setdefault(p, []).append(i)
+    # the snapshot's own rows in order first (an unchanged export), then the drawn ones
+    stream = [(p, True) for p in snap_pairs] + queries
+    at = 0
+    k = 0
+    while at < len(stream):
+        part = stream[at : at + sizes[k % len(sizes)]]
+        at, k = at + len(part), k + 1
+        d = np.array([p for p, _ in part], dtype=np.uint64).reshape(-1, 2)
+        ok = np.array([has for _, has in part], dtype=bool)
+        want = [
+            rows_of[p][0] if has and len(rows_of.get(p, [])) == 1 else -1 for p, has in part
+        ]
+        assert snap.match(d, ok).tolist() == want
+
+
+@given(st.lists(st.integers(0, 9), max_size=12))
+def test_snapshot_rows_are_those_asked_for(idx: list[int]) -> None:
+    snap = _snapshot([(i, i) for i in range(10)])
+    got = snap.take(np.array(idx, dtype=np.int64))
+    assert got.column("key").to_pylist() == [f"k{i}" for i in idx]
+    consecutive = snap.take(np.arange(3, 7, dtype=np.int64), ["record_id"])
+    assert consecutive.column("record_id").to_pylist() == [3, 4, 5, 6]
+
+
+def _digests_as_first_written(
+    batch: pa.RecordBatch, columns: list[str], fp: bytes
+) -> tuple[np.ndarray, np.ndarray]:
+    """row_digests as it was first written (str objects, one scan per column for the
+    separator): the reference the faster version must equal, digest for digest."""
+    import pyarrow.compute as pc
+    from pandas.util import hash_array
+
+    from recordsync.state.digests import _KEYS, _NULL, _SEP, _as_text, _salt
+
+    n = batch.num_rows
+    texts, ok = [], np.ones(n, dtype=bool)
+    for name in columns:
+        text = _as_text(batch.column(name))
+        assert text is not None
+        ok &= ~pc.fill_null(pc.match_substring(text, _SEP), False).to_numpy(zero_copy_only=False)
+        texts.append(pc.fill_null(text, _NULL))
+    if any(pa.types.is_large_string(t.type) for t in texts):  # (the first version failed)
+        texts = [t.cast(pa.large_string()) for t in texts]
+    sep = pa.scalar(_SEP, texts[0].type)
+    objs = pc.binary_join_element_wise(*texts, sep).to_numpy(zero_copy_only=False)
+    out = np.empty((n, 2), dtype=np.uint64)
+    for i, key in enumerate(_KEYS):
+        out[:, i] = hash_array(objs, encoding="utf8", hash_key=key, categorize=False)
+    out ^= _salt(fp, batch.schema)
+    return out, ok
+
+
+any_cell = st.one_of(
+    st.none(), st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+)
+
+
+@given(
+    st.lists(
+        st.tuples(any_cell, any_cell, st.one_of(st.none(), st.integers(-(2**63), 2**63 - 1))),
+        max_size=30,
+    ),
+    st.booleans(),
+)
+def test_digests_are_those_of_the_first_version(
+    rows: list[tuple[str | None, str | None, int | None]], large: bool
+) -> None:
+    text = pa.large_string() if large else pa.string()
+    batch = pa.record_batch(
+        {
+            "a": pa.array([r[0] for r in rows], text),
+            "b": pa.array([r[1] for r in rows], pa.string()),
+            "c": pa.array([r[2] for r in rows], pa.int64()),
+        }
+    )
+    got = row_digests(batch, ["a", "b", "c"], FP)
+    assert got is not None
+    want = _digests_as_first_written(batch, ["a", "b", "c"], FP)
+    assert got[1].tolist() == want[1].tolist()
+    assert got[0][got[1]].tolist() == want[0][want[1]].tolist()

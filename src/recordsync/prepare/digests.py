@@ -43,7 +43,8 @@ from recordsync.prepare.salvage import bad_row
 from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.digests import row_digests, supported
-from recordsync.state.snapshots import Snapshot, key_hashes
+from recordsync.state.snapshot_match import key_hashes
+from recordsync.state.snapshots import Snapshot
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES
 from recordsync.validate.schema import Schema
 
@@ -189,6 +190,8 @@ def _found_twice(
     """Rows that match the same snapshot row (the same cells exported twice) share its key:
     all of them are demoted, and grouped under that key for the duplicate rules."""
     found = [s.found[s.found >= 0] for s in seen]
+    if not found or np.bincount(np.concatenate(found), minlength=1).max(initial=0) <= 1:
+        return  # no snapshot row matched twice (the common case: decided in one pass)
     ids = [(np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in seen]
     shared = shared_hashes(found, ids)  # snapshot row → the source rows that matched it
     if not shared:
@@ -392,11 +395,7 @@ def _interleave(
 ) -> Iterator[Item]:
     """The batch's rows in line order: runs of fast rows as blocks, the others one by one,
     the malformed lines (``bad_rows``) where they fall."""
-    at = found[fast]
-    keys = snapshot.column("key", at)
-    bys = snapshot.column("match_by", at)
-    mvs = snapshot.column("match_value", at)
-    rids = snapshot.column("record_id", at)
+    at, lines = found[fast], np.asarray(line_of, dtype=np.int64)
     n = len(fast)
     # runs of equal ``fast``, also cut where a malformed line falls between two rows
     cuts = set((np.flatnonzero(np.diff(fast.astype(np.int8))) + 1).tolist())
@@ -415,15 +414,9 @@ def _interleave(
             b += 1
         if fast[a]:
             m = z - a
-            yield UnchangedBlock(
-                file,
-                line_of[a:z],
-                at[k : k + m],
-                keys[k : k + m],
-                bys[k : k + m],
-                mvs[k : k + m],
-                rids[k : k + m],
-            )
+            names = ["key", "match_by", "match_value", "record_id"]
+            got = snapshot.take(at[k : k + m], names)  # Arrow: the report writes blocks
+            yield UnchangedBlock(file, lines[a:z], at[k : k + m], *got.columns)
             k += m
         else:
             yield from slow_rows[s : s + (z - a)]

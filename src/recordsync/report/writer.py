@@ -21,14 +21,14 @@ import os
 from collections import Counter
 from collections.abc import Iterable
 from contextlib import suppress
-from itertools import repeat
 from pathlib import Path
 from typing import IO, Any
 
 from recordsync.errors import RunAborted
 from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.field_errors import is_rejected_value
-from recordsync.report.csvsafe import needs_neutralising, neutralise
+from recordsync.report.blocks import block_rows, block_text
+from recordsync.report.csvsafe import neutralise
 from recordsync.report.examples import named_column
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
@@ -72,14 +72,6 @@ def _cell(value: Any) -> str:
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, default=str)
     return str(value)
-
-
-def _plain(text: str) -> bool:
-    """No character that csv.writer (excel dialect, minimal quoting) would quote."""
-    return not any(c in text for c in _QUOTED_CHARS)
-
-
-_QUOTED_CHARS = (",", '"', "\r", "\n")
 
 
 def _add_suggestions(tally: StepTally, suggestions: dict[str, Any], error: str | None) -> None:
@@ -221,44 +213,14 @@ class ReportWriter:
             self._record_rows.setdefault(record_id, (src.source_row, None))
 
     def record_block(self, tally: StepTally, block: UnchangedBlock) -> None:
-        """Write rows found unchanged from their digests (:class:`UnchangedBlock`)."""
-        n = len(block)
-        bys = ["" if b is None else b for b in block.match_by]
-        mvs = ["" if v is None else v for v in block.match_value]
-        rids = ["" if r is None else r for r in block.record_ids]
-        head = f"{tally.step}\x00{block.source_file}"
-        if (
-            _plain(head)
-            and _plain("\x00".join(bys))
-            and _plain("\x00".join(mvs))
-            and not any(needs_neutralising(str(c)) for c in (tally.step, block.source_file, *mvs))
-        ):
-            # nothing to quote (the common case): the lines csv.writer would write, built here
-            prefix = f"{tally.step},{block.source_file},"
-            self._results_file.write(
-                "".join(
-                    [
-                        f"{prefix}{row},{by},{mv},unchanged,{rid},\r\n"
-                        for row, by, mv, rid in zip(block.source_rows, bys, mvs, rids, strict=True)
-                    ]
-                )
-            )
+        """Write rows found unchanged from their digests (:mod:`recordsync.report.blocks`)."""
+        text = block_text(tally.step, block)
+        if text is not None:  # nothing to quote (the common case): the lines, built at once
+            self._results_file.write(text)
         else:
-            self._results.writerows(
-                zip(
-                    repeat(neutralise(tally.step), n),
-                    repeat(neutralise(block.source_file), n),
-                    block.source_rows,
-                    bys,
-                    [neutralise(_cell(v)) for v in mvs],
-                    repeat(RowStatus.UNCHANGED.value, n),
-                    rids,
-                    repeat("", n),
-                    strict=False,
-                )
-            )
-        self.lines_written += n
-        tally.outcomes[RowStatus.UNCHANGED] += n
+            self._results.writerows(block_rows(tally.step, block))
+        self.lines_written += len(block)
+        tally.outcomes[RowStatus.UNCHANGED] += len(block)
 
     def _note_merge(self, tally: StepTally, row: PreparedRow, record_id: int) -> None:
         src = row.source

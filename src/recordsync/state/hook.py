@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
-from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
+from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock, values_of
 from recordsync.reconcile.batch import EntryResult
 from recordsync.report.tally import StepTally
 from recordsync.run_ids import first_attempt_started
@@ -179,9 +179,9 @@ class StateHook:
                     if snap is not None:
                         snap.add_from_block(item)
                     if detector.match_by_ledger_id:  # it would be sent by its record id
-                        _by_record_id(item)
+                        item.by_record_id()
                     if prep is not None and prep.seen_keys is not None:
-                        prep.seen_keys.extend(item.keys)
+                        prep.seen_keys.extend(values_of(item.keys))
                 else:
                     assert isinstance(item, PreparedRow)
                     group.append(item)
@@ -386,15 +386,6 @@ class StateHook:
         if step not in self._offset:  # the step never started in this attempt
             self._offset[step] = self.journal.next_chunk_no(self.run_id, step) - 1
         return self._offset[step]
-
-
-def _by_record_id(block: UnchangedBlock) -> None:
-    """Report a block's rows with the key they would be sent by (``match_by_ledger_id``):
-    ``id`` and the record id (the block's rows are all in the ledger with one)."""
-    pairs = zip(block.match_by, block.match_value, block.record_ids, strict=True)
-    keys = [("id", str(rid)) if rid is not None else (by, mv) for by, mv, rid in pairs]
-    block.match_by = [by for by, _ in keys]
-    block.match_value = [mv for _, mv in keys]
 
 
 def _keep(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:

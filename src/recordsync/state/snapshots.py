@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 from recordsync.model import UnchangedBlock
 from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
 from recordsync.state.pg_snapshots import load_snapshot_blocks, store_snapshot_blocks
+from recordsync.state.snapshot_match import DigestIndex, key_hashes, take_rows
 from recordsync.state.store import StateStore, utc_now
 
 FLUSH_ROWS = 65_536
@@ -61,19 +62,9 @@ class Snapshot:
     def __init__(self, table: pa.Table, mapped: mmap.mmap | None = None) -> None:
         self.table = table  # memory-mapped batches, as written: never copied whole
         self._mapped = mapped  # dropped from memory after each read: :meth:`release`
-        n = len(table)
         d0 = self.table.column("d0").to_numpy()
         d1 = self.table.column("d1").to_numpy()
-        order = np.lexsort((d1, d0))
-        self._d0, self._d1 = d0[order], d1[order]
-        self._order = order.astype(np.int64, copy=False)  # not a second copy
-        if n > 1:  # a digest listed twice vouches for nothing: never matched
-            same = (self._d0[1:] == self._d0[:-1]) & (self._d1[1:] == self._d1[:-1])
-            if same.any():
-                bad = np.zeros(n, dtype=bool)
-                bad[1:] |= same
-                bad[:-1] |= same
-                self._order[bad] = -1
+        self._index = DigestIndex(d0, d1)
         self._match_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._key_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._batches = self.table.to_batches()  # zero-copy: the file's record batches
@@ -89,14 +80,8 @@ class Snapshot:
         return int(self.table.num_rows)
 
     def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
-        """Per row: the snapshot row with the same digest, or -1."""
-        n = len(digests)
-        if n == 0 or len(self) == 0:
-            return np.full(n, -1, dtype=np.int64)
-        pos = np.searchsorted(self._d0, digests[:, 0])
-        pos = np.minimum(pos, len(self) - 1)
-        hit = ok & (self._d0[pos] == digests[:, 0]) & (self._d1[pos] == digests[:, 1])
-        return np.where(hit, self._order[pos], -1)
+        """Per row: the snapshot row with the same digest, or -1 (:mod:`.snapshot_match`)."""
+        return self._index.match(digests, ok)
 
     def match_key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Python hashes of the rows' match keys (``by:value``, as the mapping stage makes
@@ -122,29 +107,10 @@ class Snapshot:
 
     def take(self, idx: npt.NDArray[np.int64], names: list[str] | None = None) -> pa.Table:
         """Rows ``idx`` (in that order) of the columns ``names`` (None: all), batch by batch
-        (Arrow's take on a whole table first concatenates every batch: a copy of it all)."""
-        idx = np.asarray(idx, dtype=np.int64)
-        if not len(idx):
-            return (self.table if names is None else self.table.select(names)).slice(0, 0)
-        which = np.searchsorted(self._starts, idx, side="right") - 1
-        order = np.argsort(which, kind="stable")
-        parts: list[pa.RecordBatch] = []
-        for seg in np.split(order, np.flatnonzero(np.diff(which[order])) + 1):
-            c = int(which[seg[0]])
-            batch = self._batches[c] if names is None else self._batches[c].select(names)
-            parts.append(batch.take(pa.array(idx[seg] - self._starts[c])))
-        out = pa.Table.from_batches(parts)
-        if len(parts) > 1 and np.any(order[1:] < order[:-1]):  # back to the order of idx
-            out = out.combine_chunks().take(pa.array(np.argsort(order)))
+        (:func:`.snapshot_match.take_rows`)."""
+        out = take_rows(self.table, self._batches, self._starts, idx, names)
         self.release()  # the rows taken are copies
         return out
-
-
-def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """Python hashes of the keys that are there (within one process), and which are."""
-    has = np.fromiter((k is not None for k in keys), bool, len(keys))
-    present = [k for k in keys if k is not None]
-    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
 
 
 def _sorted_hashes(keys: pa.ChunkedArray) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:

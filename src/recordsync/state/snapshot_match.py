@@ -1,0 +1,108 @@
+"""Finding source rows in a snapshot (:mod:`recordsync.state.snapshots`) by their digests.
+
+An unchanged export comes in the order the last run wrote its snapshot, so each row is
+first looked for where that order puts it (the row after the last one matched: one vectorised
+compare per batch); the rows not found there are looked for by binary search in the sorted
+digests. Either way a row matches the one snapshot row with its digest, and none when the
+snapshot lists that digest twice (it would vouch for two rows). Also here: the Python
+hashes of keys (duplicate detection) and taking rows from the snapshot's record batches.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+Digests = npt.NDArray[np.uint64]
+
+
+class DigestIndex:
+    """The digests of a snapshot (halves ``d0``, ``d1`` in file order) and the order that
+    sorts them (no sorted copy: memory stays 24 bytes a row, as the file's digests and one
+    permutation)."""
+
+    def __init__(self, d0: npt.NDArray[np.uint64], d1: npt.NDArray[np.uint64]) -> None:
+        n = len(d0)
+        order = np.argsort(d0, kind="stable")
+        s0 = d0[order]
+        self._shared = n > 1 and bool((s0[1:] == s0[:-1]).any())
+        if self._shared:  # first halves shared (almost never): ordered by the second too
+            order = np.lexsort((d1, d0))
+        del s0
+        self._d0, self._d1 = d0, d1
+        self._sorter = order.astype(np.int64)
+        self._twice: npt.NDArray[np.bool_] | None = None  # file order: digest listed twice
+        self._next = 0  # the file row where the next source row is expected
+        if n > 1 and self._shared:
+            a, b = self._sorter[1:], self._sorter[:-1]
+            same = (d0[a] == d0[b]) & (d1[a] == d1[b])
+            if same.any():
+                self._twice = np.zeros(n, dtype=bool)
+                self._twice[a[same]] = True
+                self._twice[b[same]] = True
+
+    def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+        """Per row (in source order, batch after batch): the snapshot row with the same
+        digest, or -1 (also where ``ok`` is False: the row has no digest)."""
+        n, size = len(digests), len(self._sorter)
+        if n == 0 or size == 0:
+            return np.full(n, -1, dtype=np.int64)
+        q0, q1 = digests[:, 0], digests[:, 1]
+        guess = np.minimum(self._next + np.arange(n, dtype=np.int64), size - 1)
+        hit = ok & (self._d0[guess] == q0) & (self._d1[guess] == q1)
+        found = np.where(hit, guess, -1)
+        rest = np.flatnonzero(ok & ~hit)
+        if len(rest):
+            pos = np.searchsorted(self._d0, q0[rest], sorter=self._sorter)
+            row = self._sorter[np.minimum(pos, size - 1)]
+            same = (self._d0[row] == q0[rest]) & (self._d1[row] == q1[rest])
+            found[rest] = np.where(same, row, -1)
+            if self._shared:  # the second half may be further along a run of equal firsts
+                for j in np.flatnonzero(~same & (self._d0[row] == q0[rest])).tolist():
+                    found[rest[j]] = self._among_equal(int(pos[j]), q0[rest[j]], q1[rest[j]])
+        if self._twice is not None:
+            found[(found >= 0) & self._twice[np.maximum(found, 0)]] = -1
+        matched = np.flatnonzero(found >= 0)
+        if len(matched):
+            self._next = int(found[matched[-1]]) + 1
+        return found
+
+    def _among_equal(self, lo: int, h0: np.uint64, h1: np.uint64) -> int:
+        hi = int(np.searchsorted(self._d0, h0, side="right", sorter=self._sorter))
+        rows = self._sorter[lo:hi]
+        k = int(np.searchsorted(self._d1[rows], h1))
+        return int(rows[k]) if k < len(rows) and self._d1[rows[k]] == h1 else -1
+
+
+def take_rows(
+    table: pa.Table,
+    batches: list[pa.RecordBatch],
+    starts: npt.NDArray[np.int64],
+    idx: npt.NDArray[np.int64],
+    names: list[str] | None = None,
+) -> pa.Table:
+    """Rows ``idx`` (in that order) of ``table``'s columns ``names`` (None: all), taken from
+    its record ``batches`` (first rows ``starts``) one batch at a time: Arrow's take on a
+    whole table first concatenates every batch, a copy of it all."""
+    idx = np.asarray(idx, dtype=np.int64)
+    if not len(idx):
+        return (table if names is None else table.select(names)).slice(0, 0)
+    which = np.searchsorted(starts, idx, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    parts: list[pa.RecordBatch] = []
+    for seg in np.split(order, np.flatnonzero(np.diff(which[order])) + 1):
+        c = int(which[seg[0]])
+        batch = batches[c] if names is None else batches[c].select(names)
+        parts.append(batch.take(pa.array(idx[seg] - starts[c])))
+    out = pa.Table.from_batches(parts)
+    if len(parts) > 1 and np.any(order[1:] < order[:-1]):  # back to the order of idx
+        out = out.combine_chunks().take(pa.array(np.argsort(order)))
+    return out
+
+
+def key_hashes(keys: list[str | None]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """Python hashes of the keys that are there (within one process), and which are."""
+    has = np.fromiter((k is not None for k in keys), bool, len(keys))
+    present = [k for k in keys if k is not None]
+    return np.fromiter(map(hash, present), dtype=np.int64, count=len(present)), has
