@@ -213,7 +213,7 @@ def run_pipeline(
     whole = pipeline if pipeline_override is None else _load(request.pipeline_path)
     check_refs(whole)
     if not request.state and hook is None:  # before the target is even contacted
-        from recordsync.state.ledger_prep import refuse_refs_without_state
+        from recordsync.state.dry_run_refs import refuse_refs_without_state
 
         run = [s for s in pipeline.steps if steps is None or s.step_name in steps]
         refuse_refs_without_state((s.step_name, s.config) for s in run)
@@ -287,7 +287,7 @@ def _dry_run_refs(
     as in the real run, from the state store's ledger (opened only if the file exists; never
     written) plus the rows the dry run's earlier steps found valid."""
     from recordsync.state import StateStore
-    from recordsync.state.ledger_prep import DryRunRefsHook, referenced_steps
+    from recordsync.state.dry_run_refs import DryRunRefsHook, referenced_steps
     from recordsync.state.refs import RunLedger
 
     path = state_path(request)
