@@ -5,30 +5,5 @@ merge scan) with ``merge_rules`` (the service's dedup rules it predicts), ``salv
 (malformed lines) and ``digests`` (the nightly fast path: rows recognised by their cells).
 """
 
-from recordsync.prepare.core import (
-    ROW_BITS,
-    SLICE_ROWS,
-    Duplicates,
-    check_batch_columns,
-    check_source,
-    ledger_keys,
-    prepare_step,
-    shared_hashes,
-    text_hashes,
-    where,
-    winner,
-)
-
-__all__ = [
-    "ROW_BITS",
-    "SLICE_ROWS",
-    "Duplicates",
-    "check_batch_columns",
-    "check_source",
-    "ledger_keys",
-    "prepare_step",
-    "shared_hashes",
-    "text_hashes",
-    "where",
-    "winner",
-]
+from recordsync.prepare.core import *  # noqa: F403  (core's __all__: what callers use)
+from recordsync.prepare.core import __all__ as __all__
