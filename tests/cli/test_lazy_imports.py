@@ -38,6 +38,8 @@ OTHER_COMMANDS = (
     "recordsync.infer",
     "recordsync.sandbox",
 )
+# what only other sources use: a local CSV run needs neither Parquet nor remote filesystems
+OTHER_SOURCES = ("pyarrow.parquet", "pyarrow.fs", "pyarrow._s3fs", "recordsync.read.parquet_reader")
 
 
 def imported(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, set[str]]:
@@ -85,6 +87,7 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     assert tops(modules).isdisjoint(NEVER), sorted(tops(modules) & set(NEVER))
     loaded = {m for m in modules if m.startswith(OTHER_COMMANDS)}
     assert not loaded, sorted(loaded)
+    assert modules.isdisjoint(OTHER_SOURCES), sorted(modules & set(OTHER_SOURCES))
 
 
 def test_validate_imports_no_sandbox_stack_and_no_pandas(tmp_path: Path) -> None:

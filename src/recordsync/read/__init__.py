@@ -13,9 +13,7 @@ from pathlib import Path
 from recordsync.config.models import SourceConfig
 from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
-from recordsync.read.parquet_reader import iter_parquet, parquet_columns
 from recordsync.read.prefetch import read_ahead
-from recordsync.read.sql import iter_sql, sql_columns
 
 
 def iter_source(
@@ -23,10 +21,15 @@ def iter_source(
 ) -> Iterator[SourceBatch]:
     """Stream ``source`` (path relative to ``base_dir``). ``columns`` may narrow a Parquet
     read; CSV always parses every column (line numbering needs every cell). The next batch
-    is read in a background thread while the current one is used (:mod:`.prefetch`)."""
+    is read in a background thread while the current one is used (:mod:`.prefetch`). The
+    Parquet and SQL readers are imported when used (a CSV run's start-up needs neither)."""
     if source.kind == "sql":
+        from recordsync.read.sql import iter_sql
+
         return read_ahead(iter_sql(source, base_dir, columns))
     if source.kind == "parquet":
+        from recordsync.read.parquet_reader import iter_parquet
+
         return read_ahead(iter_parquet(source, base_dir, columns))
     return read_ahead(iter_csv(source, base_dir))
 
@@ -34,8 +37,12 @@ def iter_source(
 def source_columns(source: SourceConfig, base_dir: Path) -> list[str]:
     """The column names of a source, without reading its rows."""
     if source.kind == "sql":
+        from recordsync.read.sql import sql_columns
+
         return sql_columns(source, base_dir)
     if source.kind == "parquet":
+        from recordsync.read.parquet_reader import parquet_columns
+
         return parquet_columns(source, base_dir)
     return read_header(source, base_dir)
 

@@ -9,17 +9,22 @@ or the AWS config files); never from the mapping. Globs are matched as local one
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.fs as pafs
 
 from recordsync.errors import SourceError
+
+if TYPE_CHECKING:  # imported where used: a local source never needs pyarrow's filesystems
+    import pyarrow.fs as pafs
 
 _GLOB = "*?["
 
 
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     """The filesystem of ``uri`` and the path within it (a glob stays in the path)."""
+    import pyarrow.fs as pafs
+
     cut = min((i for i in (uri.find(c) for c in _GLOB) if i >= 0), default=-1)
     head = uri if cut < 0 else uri[:cut]
     try:
@@ -37,6 +42,8 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
 
 
 def _fsspec(uri: str, head: str) -> tuple[pafs.FileSystem, str]:
+    import pyarrow.fs as pafs
+
     try:
         import fsspec
     except ImportError:
@@ -97,6 +104,8 @@ def _scheme_prefix(uri: str) -> str:
 
 def open_stream(uri: str) -> pa.NativeFile:
     """An input stream of the file ``uri``, decompressed by extension (``.gz``...)."""
+    import pyarrow.fs as pafs
+
     fs, path = filesystem(uri)
     try:
         info = fs.get_file_info(path)
@@ -123,6 +132,8 @@ def open_file(uri: str) -> pa.NativeFile:
 def list_files(uri: str, suffix: str) -> list[str] | None:
     """For a directory or glob URI: the URIs of its files (for a directory those ending in
     ``suffix``, at any depth), sorted; None when ``uri`` is one file."""
+    import pyarrow.fs as pafs
+
     fs, path = filesystem(uri)
     prefix = _scheme_prefix(uri)
     try:
