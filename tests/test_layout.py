@@ -25,7 +25,6 @@ OVER_MAX = {
     "send/client.py": 340,
     "send/pipeline.py": 430,
     "send/sender.py": 301,
-    "state/hook.py": 464,
     "state/journal.py": 424,
     "state/store.py": 325,
 }
@@ -38,7 +37,10 @@ NO_IMPORTS_FROM = {
     "recordsync.prepare": "recordsync.send",
 }
 """Stage -> what none of its modules imports (the types both need live in model.py)."""
-ALLOWED = {("recordsync.state.hook", "recordsync.send.safety")}
+ALLOWED = {
+    ("recordsync.state.hook", "recordsync.send.safety"),
+    ("recordsync.state.hook_rows", "recordsync.send.safety"),
+}
 """Known exceptions: the state store's hook holds in-doubt rows unless resending them is safe
 (the sender's resend rule), which it must apply exactly as the sender does."""
 
