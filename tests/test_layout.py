@@ -24,7 +24,6 @@ OVER_MAX = {
     "report/writer.py": 312,
     "send/client.py": 340,
     "send/sender.py": 301,
-    "state/journal.py": 424,
     "state/store.py": 325,
 }
 """The modules over MAX_LINES when this test was written, with their line counts then: each
