@@ -52,7 +52,8 @@ from project import KEY, make_project, sandbox, warm_imports
 from recordsync.config import load_pipeline
 from recordsync.model import UnchangedBlock
 from recordsync.secret import Secret
-from recordsync.send.pipeline import RunRequest, build_plans, run_pipeline
+from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.send.step_plans import build_plans
 from recordsync.settings import Target
 from recordsync.state.digests import SNAPSHOT_SCHEMA, row_digests
 from recordsync.state.snapshots import Snapshot

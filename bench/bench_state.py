@@ -33,7 +33,8 @@ from pathlib import Path
 from recordsync.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.hashing import input_hash
-from recordsync.state.hook import FOLD_FROM, FOLD_ROWS, FOLD_SLICE
+from recordsync.state.hook import FOLD_FROM, FOLD_SLICE
+from recordsync.state.hook_rows import FOLD_ROWS
 
 STAGES = ("lead", "qualified", "customer", "churned")
 
@@ -114,7 +115,7 @@ def send(
                 [ChunkResult(r.source_row, "created", r.source_row) for r in jrows],
             )
             sent += len(part)
-            if journal.unfolded_rows >= FOLD_ROWS:  # as the runner does (state.hook)
+            if journal.unfolded_rows >= FOLD_ROWS:  # as the runner does (state.hook_rows)
                 journal.fold()
     return sent
 

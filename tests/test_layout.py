@@ -16,18 +16,9 @@ PACKAGE = SRC / "recordsync"
 
 MAX_LINES = 300
 OVER_MAX = {
-    "config/models.py": 391,
     "map/engine.py": 305,
-    "prepare/core.py": 332,
     "prepare/digests.py": 424,
-    "read/csv_reader.py": 345,
-    "report/writer.py": 312,
-    "send/client.py": 340,
-    "send/pipeline.py": 430,
     "send/sender.py": 301,
-    "send/step.py": 552,
-    "state/hook.py": 464,
-    "state/journal.py": 424,
     "state/store.py": 325,
 }
 """The modules over MAX_LINES when this test was written, with their line counts then: each
@@ -39,7 +30,10 @@ NO_IMPORTS_FROM = {
     "recordsync.prepare": "recordsync.send",
 }
 """Stage -> what none of its modules imports (the types both need live in model.py)."""
-ALLOWED = {("recordsync.state.hook", "recordsync.send.safety")}
+ALLOWED = {
+    ("recordsync.state.hook", "recordsync.send.safety"),
+    ("recordsync.state.hook_rows", "recordsync.send.safety"),
+}
 """Known exceptions: the state store's hook holds in-doubt rows unless resending them is safe
 (the sender's resend rule), which it must apply exactly as the sender does."""
 

@@ -68,13 +68,13 @@ def test_settled_chunks_are_freed_as_the_step_goes(
     made: list[weakref.ref[Any]] = []
     alive: list[int] = []
 
-    class Counted(step._Chunk):
+    class Counted(step.QueuedChunk):
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             alive.append(sum(1 for r in made if r() is not None))
             made.append(weakref.ref(self))
 
-    monkeypatch.setattr(step, "_Chunk", Counted)
+    monkeypatch.setattr(step, "QueuedChunk", Counted)
     assert cli("run", "run.yaml", "--quiet", *state) == 0
     assert len(made) >= 30
     assert max(alive) <= AHEAD + 2, alive

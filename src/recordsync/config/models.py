@@ -1,218 +1,32 @@
 """Strict models of mapping configs (``configs/*.yaml``) and pipelines (``pipelines/*.yaml``).
 
 Unknown keys are errors. Runtime settings (base URL, API key) never live here: they come from
-flags, environment and profiles (see the run settings).
+flags, environment and profiles (see the run settings). The parts of a mapping (source,
+fields, match rules, owner, ledger key, mirror deletes) are in :mod:`.mapping_parts`.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from recordsync.config.mapping_parts import TEMPLATE_FIELD as TEMPLATE_FIELD
+from recordsync.config.mapping_parts import FieldSpec as FieldSpec  # re-exported: the parts
+from recordsync.config.mapping_parts import (
+    LedgerKey,
+    MirrorDeletes,
+    Strict,
+)
+from recordsync.config.mapping_parts import MatchRule as MatchRule
+from recordsync.config.mapping_parts import OwnerConfig as OwnerConfig
+from recordsync.config.mapping_parts import SourceConfig as SourceConfig
 from recordsync.config.refspec import RefBy as RefBy  # re-exported: the ``ref`` option
 from recordsync.config.refspec import RefSpec as RefSpec
 
-TEMPLATE_FIELD = re.compile(r"\{([^{}]+)\}")
 RUNTIME_KEYS = frozenset({"base_url", "api_key", "url", "key", "token"})
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class SourceConfig(Strict):
-    """Where the rows come from: a file (``path``, relative to the mapping file's directory,
-    or a URI such as ``s3://bucket/key``) or a SQL ``query`` (:mod:`recordsync.read.sql`)."""
-
-    path: str = ""
-    format: Literal["csv", "parquet"] | None = None
-    query: str | None = None
-    """A SQL query instead of a file; its rows are read in the order of ``key``."""
-    engine: Literal["duckdb", "postgres"] = "duckdb"
-    database: str | None = None
-    """DuckDB: a database file to open read-only (relative to the mapping's directory)."""
-    dsn_env: str | None = None
-    """PostgreSQL: the environment variable holding the connection string."""
-    dsn: str | None = None
-    """PostgreSQL: a connection string without a password (libpq finds it: PGPASSWORD,
-    ~/.pgpass); one with a password is refused."""
-    key: list[str] | None = None
-    """The column(s) identifying a query's row: required with ``query``."""
-    name: str | None = None
-    """How reports name a query source: ``query:<name>`` (default ``query:<engine>``)."""
-    delimiter: str = ","
-    quotechar: str | None = '"'
-    escapechar: str | None = None
-    header: bool = True
-    columns: list[str] | None = None
-    encoding: str = "utf-8"
-    skip_rows: int = Field(default=0, ge=0)
-    batch_size: int = Field(default=16_384, ge=1, le=1_000_000)  # rows mapped at a time
-    max_quoted_lines: int = Field(default=100, ge=1)
-    """A quoted field spanning more physical lines is read as swallowed lines (unbalanced
-    quote?): each line is reported ``invalid`` on its own (docs/mapping.md)."""
-    max_quoted_bytes: int = Field(default=64 << 10, ge=1)
-    """The same for a quoted field spanning lines of more bytes than this."""
-    header_case: Literal["exact", "insensitive"] = "exact"
-    """``insensitive``: the columns the mapping names match header names that differ only in
-    case and surrounding spaces (CSV; :mod:`recordsync.config.header_case`)."""
-
-    @field_validator("delimiter", "quotechar", "escapechar")
-    @classmethod
-    def _one_char(cls, v: str | None) -> str | None:
-        if v is not None and len(v) != 1:
-            raise ValueError('must be exactly one character (use "\\t" for tab)')
-        return v
-
-    @field_validator("key", mode="before")
-    @classmethod
-    def _one_key(cls, v: Any) -> Any:
-        return [v] if isinstance(v, str) else v
-
-    @model_validator(mode="after")
-    def _columns_without_header(self) -> SourceConfig:
-        if not self.header and not self.columns:
-            raise ValueError("'columns' is required when 'header' is false")
-        if self.query is None:
-            sql_only = ("database", "dsn_env", "dsn", "key", "name")
-            given = [k for k in sql_only if getattr(self, k) is not None]
-            if "engine" in self.model_fields_set:
-                given.insert(0, "engine")
-            if not self.path:
-                raise ValueError("give 'path' (a file) or 'query' (SQL)")
-            if given:
-                raise ValueError(f"{', '.join(given)}: only for a 'query' source")
-            return self
-        from recordsync.config.sqlsource import check_query_source
-
-        check_query_source(self)
-        return self
-
-    @property
-    def label(self) -> str:
-        """How reports and messages name the source: the path, or ``query:<name>``."""
-        return self.path if self.query is None else f"query:{self.name or self.engine}"
-
-    @property
-    def kind(self) -> Literal["csv", "parquet", "sql"]:
-        if self.query is not None:
-            return "sql"
-        if self.format is not None:
-            return self.format
-        return "parquet" if ".parquet" in self.path or self.path.endswith(".pq") else "csv"
-
-
-class FieldSpec(Strict):
-    """How one output value is built from a row. Exactly one of column, template, value."""
-
-    column: str | None = None
-    template: str | None = None
-    value: Any = None
-    trim: bool = True
-    case: Literal["lower", "upper", "title"] | None = None
-    transform: Literal["domain", "url_domain", "email_domain"] | None = None
-    value_map: dict[str, Any] | None = None
-    split: str | None = None
-    default: Any = None
-    empty: Literal["omit", "null"] = "omit"
-    date_format: str | None = None
-    datetime_format: str | None = None
-    timezone: str | None = None
-    decimal_separator: str = "."
-    thousands_separator: str | None = None
-    ref: RefSpec | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, data: Any) -> Any:
-        return {"column": data} if isinstance(data, str) else data
-
-    @model_validator(mode="after")
-    def _one_source(self) -> FieldSpec:
-        given = [k for k in ("column", "template", "value") if k in self.model_fields_set]
-        if len(given) != 1:
-            raise ValueError(
-                "give exactly one of 'column', 'template' or 'value' "
-                f"(got {', '.join(given) or 'none'})"
-            )
-        if self.template is not None and not TEMPLATE_FIELD.search(self.template):
-            raise ValueError("a template names columns in braces, e.g. '{first_name} {last_name}'")
-        if self.date_format and self.datetime_format:
-            raise ValueError("give 'date_format' or 'datetime_format', not both")
-        if self.timezone is not None:
-            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-            try:
-                ZoneInfo(self.timezone)
-            except (ZoneInfoNotFoundError, ValueError):
-                msg = f"unknown timezone {self.timezone!r} (e.g. Europe/Berlin, UTC)"
-                raise ValueError(msg) from None
-        if self.decimal_separator == self.thousands_separator:
-            raise ValueError("decimal_separator and thousands_separator must differ")
-        if self.ref is not None and self.column is None:
-            raise ValueError("'ref' resolves the value of a 'column'; give 'column'")
-        return self
-
-    @property
-    def columns(self) -> list[str]:
-        """Source columns this spec reads."""
-        if self.column is not None:
-            return [self.column]
-        if self.template is not None:
-            return TEMPLATE_FIELD.findall(self.template)
-        return []
-
-
-class MatchRule(Strict):
-    """One rule of the ``match_by`` chain: ``id``, ``email`` (contacts) or ``name``."""
-
-    by: Literal["id", "email", "name"]
-    column: str | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, data: Any) -> Any:
-        return {"by": data} if isinstance(data, str) else data
-
-
-class OwnerConfig(Strict):
-    """Owner e-mail column → ``owned_by_user_id``."""
-
-    column: str
-    owners_file: str | None = None
-    on_unknown: Literal["fail", "unowned", "default"] = "fail"
-    default: str | None = None
-
-    @model_validator(mode="after")
-    def _default_given(self) -> OwnerConfig:
-        if self.on_unknown == "default" and not self.default:
-            raise ValueError("on_unknown: default needs 'default' (an owner e-mail or user id)")
-        return self
-
-
-class LedgerKey(Strict):
-    """The stable source key of the identity ledger (nightly syncs), instead of the match
-    value: e.g. a CRM export's contact id, so that an e-mail change is not a new key."""
-
-    column: str
-    normalize: Literal["none", "lower", "email", "domain"] = "none"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _shorthand(cls, data: Any) -> Any:
-        return {"column": data} if isinstance(data, str) else data
-
-
-class MirrorDeletes(Strict):
-    """Soft-delete the records whose keys left the source (nightly syncs; off by default)."""
-
-    enabled: bool = False
-    max_count: int | None = Field(default=None, ge=0)
-    max_share: float = Field(default=0.10, ge=0, le=1)
 
 
 class MappingConfig(Strict):

@@ -11,6 +11,7 @@
 
 Rows go to disk as they come. failures.csv needs the union of the steps' columns for its
 header, so failing rows are spooled as JSON lines and turned into CSV at :meth:`finish`.
+A failed write stops the run (:mod:`recordsync.report.file_guard`, re-exported here).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections import Counter
 from collections.abc import Iterable
 from contextlib import suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from recordsync.errors import RunAborted
 from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
@@ -30,6 +31,8 @@ from recordsync.reconcile.field_errors import is_rejected_value
 from recordsync.report.blocks import block_rows, block_text
 from recordsync.report.csvsafe import neutralise
 from recordsync.report.examples import named_column
+from recordsync.report.file_guard import GuardedFile
+from recordsync.report.file_guard import report_write_error as report_write_error
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals
@@ -98,42 +101,6 @@ def _add_suggestions(tally: StepTally, suggestions: dict[str, Any], error: str |
             bucket[_cell(value)] += 1
 
 
-def report_write_error(directory: Path, exc: OSError) -> RunAborted:
-    """A report file cannot be written (a full disk, a lost mount): the run stops (exit 3)."""
-    return RunAborted(
-        f"cannot write the report in {directory}: {exc.strerror or exc}"
-        + (f" (errno {exc.errno})" if exc.errno else "")
-        + "; the run stopped",
-        hint="free space on that disk (or give another --report-dir), then run again: a"
-        " nightly sync with its state store resumes where this run stopped",
-    )
-
-
-class _Guarded:
-    """A text file whose failed writes stop the run with :func:`report_write_error`."""
-
-    __slots__ = ("_directory", "_file")
-
-    def __init__(self, file: IO[str], directory: Path) -> None:
-        self._file = file
-        self._directory = directory
-
-    def write(self, text: str) -> int:
-        try:
-            return self._file.write(text)
-        except OSError as exc:
-            raise report_write_error(self._directory, exc) from None
-
-    @property
-    def closed(self) -> bool:
-        return self._file.closed
-
-    def close(self) -> None:
-        try:
-            self._file.close()
-        except OSError as exc:  # the buffered rest could not be written
-            raise report_write_error(self._directory, exc) from None
-
 
 class ReportWriter:
     """Streams one run's report files into ``directory``."""
@@ -144,12 +111,12 @@ class ReportWriter:
         directory.mkdir(parents=True, exist_ok=False)
         results_path = directory / "results.csv"
         results = open(results_path, "w", 1 << 20, "utf-8", newline="")  # noqa: SIM115
-        self._results_file = _Guarded(results, directory)
+        self._results_file = GuardedFile(results, directory)
         self._results = csv.writer(self._results_file)
         self._results.writerow(RESULTS_COLUMNS)
         self._spool_path = directory / ".failures.jsonl"
         spool = open(self._spool_path, "w", encoding="utf-8")  # noqa: SIM115
-        self._spool = _Guarded(spool, directory)
+        self._spool = GuardedFile(spool, directory)
         self._columns: dict[str, None] = {}
         self.tallies: list[StepTally] = []
         self._record_rows = SpillMap()

@@ -7,6 +7,8 @@ Redirects are never followed (a 3xx is an authentication failure, see
 :mod:`recordsync.send.http_policy`). Reads (schema, users, list) are retried by the client;
 a batch is tried once per call to :meth:`RecordServiceClient.batch_once`, because whether a
 failed batch may be resent is decided per entry by :mod:`recordsync.send.sender`.
+The ``httpx.Client`` it is given by default is made in :mod:`recordsync.send.http_client`
+(re-exported here).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import orjson
 from recordsync.errors import ApiError, RetriableApiError
 from recordsync.model import BatchInput
 from recordsync.secret import Secret, redact
+from recordsync.send.http_client import make_http_client as make_http_client
 from recordsync.send.http_policy import (
     Verdict,
     classify_exception,
@@ -33,8 +36,6 @@ from recordsync.send.http_policy import (
 from recordsync.send.retry import RetryBudget, RetryPolicy
 
 log = logging.getLogger(__name__)
-
-DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=120.0, write=60.0, pool=10.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,63 +47,6 @@ class Attempt:
     body_error: str | None = None
     date: str | None = None
     """The answer's ``Date`` header (GET requests only): the service's clock."""
-
-
-def make_http_client(
-    timeout: httpx.Timeout = DEFAULT_TIMEOUT, *, base_url: str | None = None
-) -> httpx.Client:
-    """A keep-alive client with our timeouts and no redirect following.
-
-    For a plain-http ``base_url`` (the sandbox) the client builds no TLS context, which costs
-    about 60 ms of loading the CA bundle, and it refuses any https URL: it could not check a
-    certificate. Otherwise (https, or no URL given) certificates are verified as usual."""
-    plain = base_url is not None and urlsplit(base_url).scheme == "http"
-    return _KeyOnlyClient(
-        timeout=timeout,
-        follow_redirects=False,
-        limits=httpx.Limits(max_connections=4, max_keepalive_connections=4),
-        headers={"user-agent": "recordsync", "accept": "application/json"},
-        verify=not plain,
-        mounts={"https://": _RefuseTLS()} if plain else None,
-    )
-
-
-class _NoCookies(httpx.Cookies):
-    """A cookie jar that keeps nothing: answers' ``Set-Cookie`` headers are ignored."""
-
-    def extract_cookies(self, response: httpx.Response) -> None:
-        return None
-
-
-class _KeyOnlyClient(httpx.Client):
-    """An ``httpx.Client`` without a cookie jar. The record service authenticates every
-    request by its key; a cookie (a load balancer's, say) is never sent back. Reading each
-    answer's ``Set-Cookie`` headers into a jar costs httpx about 0.25 ms of interpreter time
-    a request, between an answer and the next chunk's request (of about 1.7 ms in all)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        self._none = _NoCookies()
-        super().__init__(**kwargs)
-
-    @property
-    def cookies(self) -> httpx.Cookies:
-        return self._none
-
-    @cookies.setter
-    def cookies(self, cookies: object) -> None:
-        if cookies:
-            raise ValueError("this client keeps no cookies (the service authenticates by key)")
-
-
-class _RefuseTLS(httpx.BaseTransport):
-    """The https transport of a client made for a plain-http target (no TLS context)."""
-
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
-        raise httpx.UnsupportedProtocol(
-            f"{request.url.copy_with(query=None)}: this client was made for a plain-http"
-            " target and cannot check certificates",
-            request=request,
-        )
 
 
 class RecordServiceClient:

@@ -2,13 +2,15 @@
 
 Everything that can be checked before the first request is checked first (pipeline and
 mapping files, every step's source and columns), so a configuration error sends nothing.
+The steps' checks and plans are made in :mod:`recordsync.send.step_plans`; the state store's
+side of the run (its location, the dry run's hook, the deleter) in :mod:`recordsync.send.run_state`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,14 +19,13 @@ import httpx
 
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.errors import ApiError, AuthError, ConfigError
-from recordsync.model import PreparedRow, StepPlan
-from recordsync.prepare.fingerprint import step_fingerprint
-from recordsync.read.estimate import estimate_rows
 from recordsync.run_guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
+from recordsync.send.run_state import delete_record, dry_run_refs, state_path
 from recordsync.send.step import ChunkHook, Progress
+from recordsync.send.step_plans import PlanWrapper, build_plans, check_refs, check_sources
 from recordsync.settings import (
     DEFAULT_PROFILES,
     DEFAULT_SANDBOX_DB,
@@ -33,14 +34,13 @@ from recordsync.settings import (
     open_target,
 )
 from recordsync.state.hook import open_state
-from recordsync.state.location import StateLocation, state_exists, state_location
+from recordsync.state.location import StateLocation
 from recordsync.state.names import state_name
 from recordsync.state.store import DB_ERRORS
 
 _STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
 """What opening or writing the state store raises (a file, or a PostgreSQL server)."""
 
-PlanWrapper = Callable[[StepPlan], StepPlan]
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,110 +88,6 @@ def _load(path: Path) -> Any:
     return load_pipeline(path)
 
 
-def _check_sources(pipeline: Any) -> None:
-    from recordsync.prepare import check_source
-
-    for step in pipeline.steps:
-        check_source(step.config, step.base_dir)
-
-
-def check_refs(pipeline: Any) -> None:
-    """Every ``ref`` names a step that runs earlier in the pipeline (its ledger is filled
-    first); a configuration error otherwise, before anything is sent."""
-    from recordsync.config.loader import mapping_line
-    from recordsync.errors import ConfigError
-
-    earlier: list[str] = []
-    for step in pipeline.steps:
-        cfg = step.config
-        for fname, spec in cfg.fields.items():
-            if spec.ref is not None and spec.ref.mapping not in earlier:
-                later = spec.ref.mapping in {s.step_name for s in pipeline.steps}
-                raise ConfigError(
-                    f"fields.{fname}.ref: step '{spec.ref.mapping}' "
-                    + ("runs after this step" if later else "is not a step of this pipeline"),
-                    file=cfg.label,
-                    line=mapping_line(cfg, "fields", fname),
-                    key=f"fields.{fname}.ref.mapping",
-                    hint="a reference is resolved from the ledger of an earlier step; steps "
-                    f"before '{step.step_name}': {', '.join(earlier) or 'none'}",
-                )
-            if spec.ref is not None and spec.ref.by is not None:
-                from recordsync.state.ref_index import check_ref_by
-
-                check_ref_by(pipeline, cfg, fname, spec.ref)
-        earlier.append(step.step_name)
-
-
-def build_plans(
-    pipeline: Any,
-    schema_json: list[dict[str, Any]] | None,
-    users: list[dict[str, Any]] | None,
-    wrap: PlanWrapper | None = None,
-    steps: set[str] | None = None,
-    slice_rows: int | None = None,
-    check: bool = True,
-) -> list[StepPlan]:
-    """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily, read
-    batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``).
-    ``check=False``: the steps are not checked against the schema first (a run that stopped
-    before it had one only reports its rows as not sent)."""
-    from recordsync.prepare import prepare_step
-    from recordsync.reconcile.field_errors import FieldSources
-    from recordsync.validate.pipeline_check import check_step
-    from recordsync.validate.schema import Schema
-
-    schema = Schema.from_api(schema_json) if schema_json is not None else None
-    for step in pipeline.steps:  # every step is checked against the schema before any send
-        if check and (steps is None or step.step_name in steps):
-            problem = check_step(step, schema=schema, users=users, scan=False).error
-            if problem is not None:
-                raise problem
-    plans: list[StepPlan] = []
-    common: dict[str, Any] = {"schema": schema, "users": users, "slice_rows": slice_rows}
-    common["max_request_bytes"] = pipeline.send.max_request_bytes  # larger rows: invalid
-    for step in pipeline.steps:
-        if steps is not None and step.step_name not in steps:
-            continue
-
-        def rows(step: Any = step) -> Iterator[PreparedRow]:
-            return prepare_step(step.config, base_dir=step.base_dir, **common)
-
-        def estimate(step: Any = step) -> int | None:
-            return estimate_rows(step.config.source, step.base_dir)
-
-        def digested(
-            snapshot: Any, fp: bytes, owned: Any = None, step: Any = step
-        ) -> Iterator[Any]:
-            from recordsync.prepare.digests import prepare_digested
-
-            return prepare_digested(
-                step.config,
-                base_dir=step.base_dir,
-                snapshot=snapshot,
-                fp=fp,
-                owned=owned,
-                **common,
-            )
-
-        def fingerprint(step: Any = step) -> bytes | None:
-            return step_fingerprint(step.config, step.base_dir, schema_json, users)
-
-        plan = StepPlan(
-            step.step_name,
-            step.mapping,
-            step.config.object_type,
-            rows,
-            estimate,
-            digested,
-            fingerprint,
-            duplicates_expected=step.config.duplicates_expected,
-            merges_expected=step.config.merges == "expected",
-            explain=FieldSources(step.config).explain,
-        )
-        plans.append(wrap(plan) if wrap is not None else plan)
-    return plans
-
 
 def run_pipeline(
     request: RunRequest,
@@ -208,7 +104,7 @@ def run_pipeline(
 ) -> RunResult:
     """Run a pipeline file. ``http``/``target`` let tests inject an in-process sandbox."""
     pipeline = pipeline_override if pipeline_override is not None else _load(request.pipeline_path)
-    _check_sources(pipeline)
+    check_sources(pipeline)
     # a retry runs only some steps: references and ledgers are those of the whole pipeline
     whole = pipeline if pipeline_override is None else _load(request.pipeline_path)
     check_refs(whole)
@@ -278,43 +174,6 @@ def run_pipeline(
             on_target(opened)
         return go(opened)
 
-
-@contextmanager
-def _dry_run_refs(
-    request: RunRequest, name: str, configs: Mapping[str, Any], lookup: Any = None
-) -> Iterator[ChunkHook]:
-    """A dry run's hook (docs/state.md, "Cross-object references"): ledger keys and references
-    as in the real run, from the state store's ledger (opened only if the file exists; never
-    written) plus the rows the dry run's earlier steps found valid."""
-    from recordsync.state import StateStore
-    from recordsync.state.dry_run_refs import DryRunRefsHook, referenced_steps
-    from recordsync.state.refs import RunLedger
-
-    path = state_path(request)
-    wanted = referenced_steps(configs.values()) and state_exists(path)
-    store = StateStore(path, durable=False) if wanted else None
-    try:
-        yield DryRunRefsHook(RunLedger(store), name, configs, lookup)
-    finally:
-        if store is not None:
-            store.close()
-
-
-def delete_record(client: RecordServiceClient, object_type: str, record_id: int) -> bool:
-    """Soft-delete one record: True if deleted now, False if it was already gone (a 404: the
-    object type exists, since the step's upserts just went through it)."""
-    from recordsync.errors import ObjectTypeNotFound
-
-    try:
-        return client.delete(object_type, record_id)
-    except ObjectTypeNotFound:
-        return False
-
-
-def state_path(request: RunRequest) -> StateLocation:
-    """The run's state database: ``--state-db``, else ``$RECORDSYNC_STATE_DB`` (a file or a
-    ``postgresql://`` URL), else ``.recordsync/state.db``."""
-    return state_location(request.state_db)
 
 
 def _run(
@@ -397,7 +256,7 @@ def _run(
         if not request.state:  # ref fields were refused above
             return go(None)
         if options.dry_run:
-            with _dry_run_refs(request, name, configs, client.list_records) as refs:
+            with dry_run_refs(request, name, configs, client.list_records) as refs:
                 return go(refs)
         with ExitStack() as stack:
             try:

@@ -7,36 +7,34 @@ the report, so ``results.csv`` follows the source order and memory stays bounded
 When the step (or the run) is stopped — a circuit breaker, an authentication failure, an
 unknown object type — the rest of the step's rows are still read and reported: valid rows as
 ``failed`` with an error starting ``not sent:``. The accounting stays exact.
+
+The queue of unsettled chunks and the worker's send live in :mod:`recordsync.send.step_gate`;
+writing rows to the report (settled or not sent) in :mod:`recordsync.send.step_rows`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-
-import httpx
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 from recordsync.errors import RecordsyncError
-from recordsync.model import BatchInput, Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
+from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
 from recordsync.reconcile.batch import EntryResult
-from recordsync.report.answered import record_answered
 from recordsync.report.tally import StepTally
-from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
+from recordsync.report.writer import ReportWriter
 from recordsync.send.breaker import CircuitBreaker
-from recordsync.send.chunk_body import doubtful, request_body
+from recordsync.send.chunk_body import request_body
 from recordsync.send.claims import RecordClaims
 from recordsync.send.plan import (
-    DECIDED,
     FLUSH_ROWS,
     ChunkHook,
     Progress,
     SendOptions,
 )
-from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
+from recordsync.send.sender import ChunkAborted, ChunkSender
+from recordsync.send.step_gate import QueuedChunk
+from recordsync.send.step_rows import StepRows, checked
 
 AHEAD = 3
 """Chunks a step keeps unsettled: the one in flight and two journaled and queued behind it,
@@ -54,7 +52,7 @@ __all__ = [
 ]
 
 
-class StepRunner:
+class StepRunner(StepRows):
     """Runs the steps of one run against one sender factory (None for a dry run)."""
 
     def __init__(
@@ -72,11 +70,11 @@ class StepRunner:
         self.progress = progress
         self.make_sender = make_sender
         self.hook = hook
-        self._queue: deque[_Chunk] = deque()
+        self._queue: deque[QueuedChunk] = deque()
         """Chunks journaled and queued (or answered) but not yet settled, oldest first."""
         self._loose: list[Item] = []
         """Rows read into a chunk that is not queued yet."""
-        self._to_ack: tuple[_Chunk, list[EntryResult]] | None = None
+        self._to_ack: tuple[QueuedChunk, list[EntryResult]] | None = None
         self._plan: StepPlan | None = None
         self._stopped = False
         """Set on the worker thread when a chunk stops the step: queued chunks are not sent."""
@@ -128,7 +126,7 @@ class StepRunner:
                     assert isinstance(row, PreparedRow)
                     tally.read += 1
                     buffered += 1
-                    buffer.append(_checked(row))
+                    buffer.append(checked(row))
                     valid += row.status is RowStatus.VALID
                 if valid >= limit or buffered >= FLUSH_ROWS:
                     self._advance(tally, sender, pool, buffer)
@@ -164,58 +162,6 @@ class StepRunner:
             self.progress.step_finished(tally)
         return tally
 
-    def drain(
-        self, plan: StepPlan, stop: RecordsyncError, *, unchecked: bool = False
-    ) -> StepTally:
-        """Report a step that never started (the run was stopped before it). ``unchecked``:
-        the run stopped before the schema and users were known, so no row could be validated
-        against them: every row is ``failed`` with ``not sent: ...``, invalid-looking or not."""
-        tally = StepTally(plan.name, plan.mapping, plan.object_type, aborted=str(stop.message))
-        tally.duplicates_expected = plan.duplicates_expected
-        self.writer.start_step(tally)
-        self.progress.step_started(plan)
-        try:
-            self._drain(tally, plan.rows(), stop, unchecked=unchecked)
-        except RecordsyncError as exc:  # the step's source cannot even be read now
-            tally.aborted = f"{stop.message}; and its rows could not be read: {exc.message}"
-        self.progress.step_finished(tally)
-        return tally
-
-    def _drain(
-        self,
-        tally: StepTally,
-        rows: Iterable[Item],
-        stop: RecordsyncError,
-        *,
-        counted: bool = False,
-        unchecked: bool = False,
-    ) -> None:
-        """Report ``rows`` without sending; ``counted``: they were read (and counted) before
-        the stop, else they are the rest of the source, counted here; ``unchecked``: every
-        row is reported ``failed`` (not sent), whatever its status (see :meth:`drain`)."""
-        reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
-        for row in rows:
-            if type(row) is UnchangedBlock:
-                if not counted:
-                    tally.read += len(row)
-                self.writer.record_block(tally, row)
-                self.progress.rows_done(len(row))
-                continue
-            assert isinstance(row, PreparedRow)
-            if not counted:
-                tally.read += 1
-            row = _checked(row)
-            if row.status is RowStatus.VALID or unchecked:
-                tally.sent += 1
-                self.writer.record(tally, row, RowStatus.FAILED, None, reason)
-            elif row.status in DECIDED:
-                tally.sent += 1
-                rid = self.hook.record_id_of(row) if self.hook is not None else None
-                self.writer.record(tally, row, row.status, rid, row.error)
-            else:
-                self.writer.record(tally, row, row.status, None, row.error)
-            self.progress.rows_done(1)
-
     def _advance(
         self,
         tally: StepTally,
@@ -231,7 +177,7 @@ class StepRunner:
         once the next one is on the wire. If journaling fails, the chunks already queued are
         settled first; ``buffer``'s rows are then reported as not sent.
         """
-        chunk = _Chunk(
+        chunk = QueuedChunk(
             buffer,
             [r for r in buffer if type(r) is PreparedRow and r.status is RowStatus.VALID],
         )
@@ -299,150 +245,15 @@ class StepRunner:
         if settled is not None:
             self._report(tally, *settled)
 
-    def _send(
-        self, sender: ChunkSender, chunk: _Chunk, payloads: list[BatchInput]
-    ) -> tuple[ChunkReport, RecordsyncError | None]:
-        """On the worker thread: send one chunk unless an earlier one stopped the step, then
-        check the breakers (a trip stops the chunks queued behind this one)."""
-        try:
-            chunk.cleared.wait()  # journaled as cleared to be sent, or the step stopped
-            if self._stopped:
-                raise _NotSent
-            try:
-                report = sender.send(
-                    chunk.chunk_id,
-                    chunk.first,
-                    payloads,
-                    chunk.body,
-                    self._on_sent(chunk),
-                    request=chunk.request,
-                    doubtful=doubtful(chunk.to_send),
-                )
-            except ChunkAborted:
-                self._stopped = True
-                raise
-        finally:
-            if not chunk.sent.is_set() and self._traced is None:
-                self._traced = False  # the transport has no trace events: never wait for them
-            chunk.sent.set()
-        self.breaker.observe(report.results)
-        try:
-            self.breaker.check(f"chunk {chunk.chunk_id}, source row {chunk.first}")
-        except RecordsyncError as tripped:
-            self._stopped = True
-            return report, tripped
-        return report, None
-
-    def _clearable(self, newest: _Chunk) -> list[_Chunk]:
-        """The journaled chunks not yet cleared to be sent (``newest`` last) that may be
-        cleared now: in order, each one whose journaled chunk before it was written (its
-        ``sent`` is set) or that has none. So at most one cleared chunk waits unwritten, and
-        a resume holds in doubt only chunks that were written but for that one."""
-        out: list[_Chunk] = []
-        before_written = True
-        for c in (*self._queue, newest):
-            if not c.chunk_no:
-                continue
-            if not c.cleared.is_set():
-                if not before_written:
-                    break
-                out.append(c)
-            before_written = c.sent.is_set()
-        return out
-
-    def _clear(self, chunks: list[_Chunk]) -> list[_Chunk]:
-        """Journal ``chunks`` as cleared to be sent (in the caller's transaction, if any);
-        their ``cleared`` events are set by the caller once that has committed."""
-        if chunks and self.hook is not None and self._plan is not None:
-            self.hook.clear(self._plan, [c.chunk_no for c in chunks])  # type: ignore[attr-defined]
-        return chunks
-
-    def _ensure_cleared(self, target: _Chunk) -> None:
-        """Before waiting for ``target`` to be sent: clear it and the uncleared chunks queued
-        before it, in one commit with the acknowledgement pending (if any)."""
-        if target.cleared.is_set() or self.hook is None:
-            return
-        chunks: list[_Chunk] = []
-        for c in self._queue:
-            if c.chunk_no and not c.cleared.is_set():
-                chunks.append(c)
-            if c is target:
-                break
-        with self.hook.atomic():
-            self._flush_ack()
-            self._clear(chunks)
-        for c in chunks:
-            c.cleared.set()
-        target.cleared.set()
-
-    def _wake_all(self) -> None:
-        """The step stopped (``_stopped`` is set): a worker waiting for a chunk to be
-        cleared wakes and sends nothing."""
-        for c in self._queue:
-            c.cleared.set()
-
-    def _on_sent(self, chunk: _Chunk) -> Callable[[], None]:
-        # holds the chunk's event, not the chunk: the transport may keep the callback (in
-        # the request's trace extension) after the chunk is settled, and a chunk holds its
-        # rows and its body
-        event = chunk.sent
-
-        def sent() -> None:
-            self._traced = True
-            event.set()
-
-        return sent
-
-    def _retract_queue(self, tally: StepTally, stop: RecordsyncError) -> None:
-        """The step stopped: the chunks still queued, in order. One the worker never sent is
-        uncounted, acknowledged in the journal as not sent and its rows reported so; one it
-        sent after all (a stop raised on this side while the worker had taken it) is settled:
-        its outcome is reported and acknowledged. Then the rows read but not yet queued."""
-        self._stopped = True  # a stop raised on this side: queued chunks must not go either
-        self._wake_all()
-        while self._queue:
-            chunk = self._queue.popleft()
-            if chunk.future is not None:
-                try:
-                    chunk.future.result()
-                except _NotSent:
-                    chunk.future = None
-                except BaseException:
-                    pass
-            if chunk.future is not None:  # sent: its outcome is known
-                self._flush_ack()  # one acknowledgement pending at a time
-                with contextlib.suppress(RecordsyncError):  # the stop being raised says why
-                    self._settle(tally, chunk)
-                self._flush_ack()
-                continue
-            if chunk.to_send:
-                tally.chunks -= 1
-                tally.sent -= len(chunk.to_send)
-                self._ack_not_sent(chunk, stop)
-            self._drain(tally, chunk.rows, stop, counted=True)
-        loose, self._loose = self._loose, []
-        self._drain(tally, loose, stop, counted=True)
-
-    def _ack_not_sent(self, chunk: _Chunk, stop: RecordsyncError) -> None:
-        """A chunk journaled but never sent (the run stopped first): acknowledge it as such."""
-        if chunk.chunk_no and self.hook is not None and self._plan is not None:
-            reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
-            results = [EntryResult(RowStatus.FAILED, None, reason) for _ in chunk.to_send]
-            self.hook.ack(self._plan, chunk.chunk_no, chunk.to_send, results)
-
-    def _flush_ack(self) -> None:
-        pending, self._to_ack = self._to_ack, None
-        if pending is not None and self.hook is not None and self._plan is not None:
-            chunk, results = pending
-            self.hook.ack(self._plan, chunk.chunk_no, chunk.to_send, results)
-
-    def _settle(self, tally: StepTally, chunk: _Chunk) -> None:
+    def _settle(self, tally: StepTally, chunk: QueuedChunk) -> None:
         """Report every row of ``chunk`` with its outcome; raise a stop after reporting."""
         settled = self._collect(tally, chunk)
         if settled is not None:
             self._report(tally, *settled)
 
-    def _collect(self, tally: StepTally, chunk: _Chunk) -> tuple[_Chunk, list[EntryResult]] | None:
+    def _collect(
+        self, tally: StepTally, chunk: QueuedChunk
+    ) -> tuple[QueuedChunk, list[EntryResult]] | None:
         """Wait for ``chunk``'s outcome and check the breakers. A stop (the chunk aborted, a
         breaker tripped) is raised after the chunk's rows are reported; otherwise the rows
         are left for :meth:`_report`, so that the next chunk can be sent first."""
@@ -474,79 +285,3 @@ class StepRunner:
             self._report(tally, chunk, results)
             raise stop
         return chunk, results
-
-    def _report(self, tally: StepTally, chunk: _Chunk, results: list[EntryResult]) -> None:
-        """Write every row of a settled chunk to the report, in source order."""
-        if results and record_answered(self.writer, tally, chunk.rows, results):
-            self.progress.rows_done(len(chunk.rows))  # every row sent and plain: one block
-            return
-        outcome = iter(results)
-        record = self.writer.record
-        explain = self._plan.explain if self._plan is not None else None
-        count = 0
-        for row in chunk.rows:
-            if type(row) is UnchangedBlock:
-                self.writer.record_block(tally, row)
-                count += len(row)
-                continue
-            assert isinstance(row, PreparedRow)
-            count += 1
-            if row.status is RowStatus.VALID:
-                r = next(outcome)
-                error = r.error
-                if error is not None and explain is not None and r.status is RowStatus.FAILED:
-                    error = explain(row, error)
-                record(tally, row, r.status, r.record_id, error)
-            elif row.status in DECIDED:  # held (retry, state store) or journaled (resume)
-                tally.sent += 1
-                rid = self.hook.record_id_of(row) if self.hook is not None else None
-                error = row.error
-                if error is not None and explain is not None and row.status is RowStatus.FAILED:
-                    error = explain(row, error)  # journaled by the attempt that died
-                record(tally, row, row.status, rid, error)
-            elif row.status is RowStatus.UNCHANGED and self.hook is not None:
-                record(tally, row, row.status, self.hook.record_id_of(row), row.error)
-            else:
-                record(tally, row, row.status, None, row.error)
-        self.progress.rows_done(count)
-
-
-class _NotSent(Exception):
-    """A chunk queued behind one that stopped the step: it was never sent."""
-
-
-@dataclass(slots=True)
-class _Chunk:
-    rows: list[Item]
-    to_send: list[PreparedRow]
-    chunk_id: str = ""
-    chunk_no: int = 0
-    first: int = 0
-    future: Future[tuple[ChunkReport, RecordsyncError | None]] | None = None
-    body: bytes | None = None
-    request: httpx.Request | None = None
-    """The first try's request, built ahead (None: the sender builds it)."""
-    sent: threading.Event = field(default_factory=threading.Event)
-    """Set when the chunk's request is written, or its sending ended (or never began)."""
-    cleared: threading.Event = field(default_factory=threading.Event)
-    """Set once the journal holds the chunk as cleared to be sent (or it is not journaled,
-    or the step stopped): the worker writes no request of it before."""
-
-
-def _checked(row: PreparedRow) -> PreparedRow:
-    if row.status is RowStatus.VALID and not row.payload:
-        row.status = RowStatus.INVALID
-        row.error = "prepared as valid but has no batch input (a bug in the mapping stage)"
-    return row
-
-
-def _stop_kind(stop: RecordsyncError) -> str:
-    name = type(stop).__name__
-    return {
-        "RunAborted": "run aborted",
-        "AuthError": "authentication failed",
-        "ObjectTypeNotFound": "object type not found, step aborted",
-        "RetriableApiError": "service unavailable or unreachable",
-        "FatalApiError": "service error",
-        "ApiError": "service error",
-    }.get(name, f"run stopped ({name})")

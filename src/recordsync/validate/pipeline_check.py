@@ -102,7 +102,7 @@ def check_pipeline(
 ) -> list[StepReport]:
     """One report per step, in order; config errors are collected, not raised (a ``ref``
     that names no earlier step, or a ``ref.by`` that names nothing: on the referring step)."""
-    from recordsync.send.pipeline import check_refs
+    from recordsync.send.step_plans import check_refs
 
     reports = [check_step(s, schema=schema, users=users, scan=scan) for s in pipeline.steps]
     if all(r.ok for r in reports):

@@ -1,0 +1,184 @@
+"""A CSV file parsed block by block (:func:`iter_blocks`) into string record batches with
+exact physical line numbers, for :mod:`recordsync.read.csv_reader`; and the pyarrow options
+and stream every read of a CSV source uses.
+
+pyarrow parses serially (``use_threads=False``) so that its invalid-row callback knows each
+record's ordinal; line numbers are then derived from record ordinals plus the newlines that
+quoted cells (and malformed lines) contain. Blank lines are skipped but counted.
+"""
+
+from __future__ import annotations
+
+import codecs
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+from recordsync.config.models import SourceConfig
+from recordsync.errors import SourceError
+from recordsync.read.batch import BadLine, SourceBatch, may_contain
+from recordsync.read.remote import open_stream
+from recordsync.read.swallow import split_swallowed
+from recordsync.read.utf8guard import guard
+
+BLOCK_SIZE = 1 << 20
+"""Bytes parsed at a time. pyarrow reads up to 32 blocks ahead of the parser in the background
+(its readahead is not configurable), so this bounds that buffer to ~32 MiB; the parsed blocks
+are merged into batches of ``source.batch_size`` rows."""
+
+
+def _encoding(name: str, path: Path | str) -> str:
+    try:
+        canonical = codecs.lookup(name).name
+    except LookupError:
+        raise SourceError(
+            f"unknown encoding {name!r}",
+            file=str(path),
+            key="source.encoding",
+            hint="use e.g. utf-8, utf-8-sig, cp1252, latin-1",
+        ) from None
+    return "utf8" if canonical in ("utf-8", "utf-8-sig") else canonical
+
+
+def open_file(path: Path | str) -> pa.NativeFile:
+    if isinstance(path, str):  # a URI (object storage)
+        return open_stream(path)
+    if not path.is_file():
+        raise SourceError(
+            f"source file not found: {path}",
+            key="source.path",
+            hint="check source.path (relative to the mapping file's directory)",
+        )
+    try:
+        return pa.input_stream(str(path), compression="detect")
+    except (OSError, pa.ArrowException) as exc:
+        raise SourceError(f"cannot open source file {path}: {exc}", key="source.path") from None
+
+
+def csv_options(
+    src: SourceConfig,
+    path: Path | str,
+    names: list[str] | None,
+    handler: object,
+    block_size: int | None = None,
+) -> tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions]:
+    skip = src.skip_rows + (1 if src.header and src.columns else 0)
+    read = pcsv.ReadOptions(
+        use_threads=False,
+        block_size=block_size or BLOCK_SIZE,
+        skip_rows=skip,
+        column_names=src.columns if src.columns else None,
+        encoding=_encoding(src.encoding, path),
+    )
+    parse = pcsv.ParseOptions(
+        delimiter=src.delimiter,
+        quote_char=src.quotechar or False,
+        escape_char=src.escapechar or False,
+        double_quote=src.escapechar is None,
+        newlines_in_values=True,
+        ignore_empty_lines=False,
+        invalid_row_handler=handler,
+    )
+    types = {n: pa.string() for n in names} if names else None
+    convert = pcsv.ConvertOptions(column_types=types, strings_can_be_null=False)
+    return read, parse, convert
+
+
+def iter_blocks(
+    src: SourceConfig, path: Path | str, names: list[str], block_size: int
+) -> Iterator[SourceBatch]:
+    """One SourceBatch per parsed block (ArrowException on a parse failure)."""
+    invalid: list[tuple[int, str, str]] = []
+
+    def handler(row: pcsv.InvalidRow) -> str:
+        msg = f"malformed line: expected {row.expected_columns} cells, found {row.actual_columns}"
+        invalid.append((int(row.number or 0), row.text, msg))
+        return "skip"
+
+    read, parse, convert = csv_options(src, path, names, handler, block_size)
+    with guard(handler) as not_utf8:
+        try:
+            yield from _parse_blocks(src, path, (read, parse, convert), invalid)
+        except pa.ArrowException as exc:
+            if not_utf8:  # a malformed line pyarrow could not decode never reached handler
+                raise NotUtf8(str(exc)) from None
+            raise
+
+
+class NotUtf8(Exception):
+    """pyarrow failed on a malformed line that is not UTF-8."""
+
+
+def _parse_blocks(
+    src: SourceConfig,
+    path: Path | str,
+    options: tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions],
+    invalid: list[tuple[int, str, str]],
+) -> Iterator[SourceBatch]:
+    read, parse, convert = options
+    # pyarrow numbers records from the top of the file, skipped rows and header included
+    next_rec = read.skip_rows + (1 if (src.header and not src.columns) else 0) + 1
+    next_line = src.skip_rows + 1 + (1 if src.header else 0)
+    label = str(path)
+    with open_file(path) as stream:
+        reader = pcsv.open_csv(stream, read, parse, convert)
+        for batch in reader:
+            n = batch.num_rows
+            k = 0
+            invalid.sort(key=lambda t: t[0])
+            while k < len(invalid) and invalid[k][0] < next_rec + n + k:
+                k += 1
+            here, invalid[:] = invalid[:k], invalid[k:]
+            span = n + k
+            extra = np.zeros(span, dtype=np.int64)
+            is_bad = np.zeros(span, dtype=bool)
+            for num, text, _ in here:
+                pos = num - next_rec
+                is_bad[pos] = True
+                extra[pos] = text.count("\n")
+            valid_extra = np.zeros(n, dtype=np.int64)
+            for col in batch.columns:
+                if pa.types.is_string(col.type) and may_contain(col, "\n"):
+                    valid_extra += pc.count_substring(col, "\n").to_numpy(zero_copy_only=False)
+            extra[~is_bad] = valid_extra
+            starts = next_line + np.arange(span, dtype=np.int64)
+            starts[1:] += np.cumsum(extra)[:-1]
+            lines = starts[~is_bad]
+            bad = [BadLine(int(starts[num - next_rec]), text, msg) for num, text, msg in here]
+            keep, bad = split_swallowed(batch, lines, valid_extra, bad, src)
+            if keep is not None:
+                batch, lines = batch.filter(pa.array(keep)), lines[keep]
+            next_rec += span
+            next_line = int(starts[-1] + extra[-1] + 1) if span else next_line
+            blank = _blank_mask(batch)
+            if blank is not None:
+                keep = pa.array(~blank)
+                batch = batch.filter(keep)
+                lines = lines[~blank]
+            yield SourceBatch(label, batch, lines, bad)
+    if invalid:
+        empty = pa.RecordBatch.from_pylist([], schema=reader.schema)
+        none = np.zeros(0, dtype=np.int64)
+        tail: list[BadLine] = []
+        for _, text, msg in invalid:
+            tail.append(BadLine(next_line, text, msg))
+            next_line += text.count("\n") + 1
+        yield SourceBatch(label, empty, none, split_swallowed(empty, none, none, tail, src)[1])
+
+
+def _blank_mask(batch: pa.RecordBatch) -> np.ndarray | None:
+    """Rows whose every cell is empty (blank lines); None when there are none."""
+    if batch.num_columns == 0 or batch.num_rows == 0:
+        return None
+    mask = np.ones(batch.num_rows, dtype=bool)
+    for col in batch.columns:
+        if not pa.types.is_string(col.type):
+            return None
+        mask &= pc.equal(pc.utf8_length(col), 0).to_numpy(zero_copy_only=False)
+        if not mask.any():
+            return None
+    return mask

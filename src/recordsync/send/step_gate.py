@@ -1,0 +1,159 @@
+"""The chunks a step keeps unsettled, and the worker's side of sending them.
+
+A queued chunk is sent by the step's worker thread only once the journal holds it as cleared
+to be sent; the step runner (:mod:`recordsync.send.step`) clears it, waits for it to be
+written and acknowledges its answer with the next chunk's begin (:class:`ChunkGate`).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import httpx
+
+from recordsync.errors import RecordsyncError
+from recordsync.model import BatchInput, Item, PreparedRow, StepPlan
+from recordsync.reconcile.batch import EntryResult
+from recordsync.send.breaker import CircuitBreaker
+from recordsync.send.chunk_body import doubtful
+from recordsync.send.plan import ChunkHook
+from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
+
+
+class NotSent(Exception):
+    """A chunk queued behind one that stopped the step: it was never sent."""
+
+
+@dataclass(slots=True)
+class QueuedChunk:
+    rows: list[Item]
+    to_send: list[PreparedRow]
+    chunk_id: str = ""
+    chunk_no: int = 0
+    first: int = 0
+    future: Future[tuple[ChunkReport, RecordsyncError | None]] | None = None
+    body: bytes | None = None
+    request: httpx.Request | None = None
+    """The first try's request, built ahead (None: the sender builds it)."""
+    sent: threading.Event = field(default_factory=threading.Event)
+    """Set when the chunk's request is written, or its sending ended (or never began)."""
+    cleared: threading.Event = field(default_factory=threading.Event)
+    """Set once the journal holds the chunk as cleared to be sent (or it is not journaled,
+    or the step stopped): the worker writes no request of it before."""
+
+
+class ChunkGate:
+    """The step runner's queue of unsettled chunks: the worker's send, clearing chunks to be
+    sent in the journal, and acknowledging their answers (state set by :class:`StepRunner`)."""
+
+    breaker: CircuitBreaker
+    hook: ChunkHook | None
+    _queue: deque[QueuedChunk]
+    _to_ack: tuple[QueuedChunk, list[EntryResult]] | None
+    _plan: StepPlan | None
+    _stopped: bool
+    _traced: bool | None
+
+    def _send(
+        self, sender: ChunkSender, chunk: QueuedChunk, payloads: list[BatchInput]
+    ) -> tuple[ChunkReport, RecordsyncError | None]:
+        """On the worker thread: send one chunk unless an earlier one stopped the step, then
+        check the breakers (a trip stops the chunks queued behind this one)."""
+        try:
+            chunk.cleared.wait()  # journaled as cleared to be sent, or the step stopped
+            if self._stopped:
+                raise NotSent
+            try:
+                report = sender.send(
+                    chunk.chunk_id,
+                    chunk.first,
+                    payloads,
+                    chunk.body,
+                    self._on_sent(chunk),
+                    request=chunk.request,
+                    doubtful=doubtful(chunk.to_send),
+                )
+            except ChunkAborted:
+                self._stopped = True
+                raise
+        finally:
+            if not chunk.sent.is_set() and self._traced is None:
+                self._traced = False  # the transport has no trace events: never wait for them
+            chunk.sent.set()
+        self.breaker.observe(report.results)
+        try:
+            self.breaker.check(f"chunk {chunk.chunk_id}, source row {chunk.first}")
+        except RecordsyncError as tripped:
+            self._stopped = True
+            return report, tripped
+        return report, None
+
+    def _clearable(self, newest: QueuedChunk) -> list[QueuedChunk]:
+        """The journaled chunks not yet cleared to be sent (``newest`` last) that may be
+        cleared now: in order, each one whose journaled chunk before it was written (its
+        ``sent`` is set) or that has none. So at most one cleared chunk waits unwritten, and
+        a resume holds in doubt only chunks that were written but for that one."""
+        out: list[QueuedChunk] = []
+        before_written = True
+        for c in (*self._queue, newest):
+            if not c.chunk_no:
+                continue
+            if not c.cleared.is_set():
+                if not before_written:
+                    break
+                out.append(c)
+            before_written = c.sent.is_set()
+        return out
+
+    def _clear(self, chunks: list[QueuedChunk]) -> list[QueuedChunk]:
+        """Journal ``chunks`` as cleared to be sent (in the caller's transaction, if any);
+        their ``cleared`` events are set by the caller once that has committed."""
+        if chunks and self.hook is not None and self._plan is not None:
+            self.hook.clear(self._plan, [c.chunk_no for c in chunks])  # type: ignore[attr-defined]
+        return chunks
+
+    def _ensure_cleared(self, target: QueuedChunk) -> None:
+        """Before waiting for ``target`` to be sent: clear it and the uncleared chunks queued
+        before it, in one commit with the acknowledgement pending (if any)."""
+        if target.cleared.is_set() or self.hook is None:
+            return
+        chunks: list[QueuedChunk] = []
+        for c in self._queue:
+            if c.chunk_no and not c.cleared.is_set():
+                chunks.append(c)
+            if c is target:
+                break
+        with self.hook.atomic():
+            self._flush_ack()
+            self._clear(chunks)
+        for c in chunks:
+            c.cleared.set()
+        target.cleared.set()
+
+    def _wake_all(self) -> None:
+        """The step stopped (``_stopped`` is set): a worker waiting for a chunk to be
+        cleared wakes and sends nothing."""
+        for c in self._queue:
+            c.cleared.set()
+
+    def _on_sent(self, chunk: QueuedChunk) -> Callable[[], None]:
+        # holds the chunk's event, not the chunk: the transport may keep the callback (in
+        # the request's trace extension) after the chunk is settled, and a chunk holds its
+        # rows and its body
+        event = chunk.sent
+
+        def sent() -> None:
+            self._traced = True
+            event.set()
+
+        return sent
+
+    def _flush_ack(self) -> None:
+        pending, self._to_ack = self._to_ack, None
+        if pending is not None and self.hook is not None and self._plan is not None:
+            chunk, results = pending
+            self.hook.ack(self._plan, chunk.chunk_no, chunk.to_send, results)

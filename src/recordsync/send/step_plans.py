@@ -1,0 +1,119 @@
+"""A pipeline file's steps made into :class:`recordsync.model.StepPlan` objects, and the
+checks of its steps that come before the first request (sources readable, references to
+earlier steps only, every step against the service's schema)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from recordsync.model import PreparedRow, StepPlan
+from recordsync.prepare.fingerprint import step_fingerprint
+from recordsync.read.estimate import estimate_rows
+
+PlanWrapper = Callable[[StepPlan], StepPlan]
+
+
+def check_sources(pipeline: Any) -> None:
+    from recordsync.prepare import check_source
+
+    for step in pipeline.steps:
+        check_source(step.config, step.base_dir)
+
+
+def check_refs(pipeline: Any) -> None:
+    """Every ``ref`` names a step that runs earlier in the pipeline (its ledger is filled
+    first); a configuration error otherwise, before anything is sent."""
+    from recordsync.config.loader import mapping_line
+    from recordsync.errors import ConfigError
+
+    earlier: list[str] = []
+    for step in pipeline.steps:
+        cfg = step.config
+        for fname, spec in cfg.fields.items():
+            if spec.ref is not None and spec.ref.mapping not in earlier:
+                later = spec.ref.mapping in {s.step_name for s in pipeline.steps}
+                raise ConfigError(
+                    f"fields.{fname}.ref: step '{spec.ref.mapping}' "
+                    + ("runs after this step" if later else "is not a step of this pipeline"),
+                    file=cfg.label,
+                    line=mapping_line(cfg, "fields", fname),
+                    key=f"fields.{fname}.ref.mapping",
+                    hint="a reference is resolved from the ledger of an earlier step; steps "
+                    f"before '{step.step_name}': {', '.join(earlier) or 'none'}",
+                )
+            if spec.ref is not None and spec.ref.by is not None:
+                from recordsync.state.ref_index import check_ref_by
+
+                check_ref_by(pipeline, cfg, fname, spec.ref)
+        earlier.append(step.step_name)
+
+
+def build_plans(
+    pipeline: Any,
+    schema_json: list[dict[str, Any]] | None,
+    users: list[dict[str, Any]] | None,
+    wrap: PlanWrapper | None = None,
+    steps: set[str] | None = None,
+    slice_rows: int | None = None,
+    check: bool = True,
+) -> list[StepPlan]:
+    """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily, read
+    batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``).
+    ``check=False``: the steps are not checked against the schema first (a run that stopped
+    before it had one only reports its rows as not sent)."""
+    from recordsync.prepare import prepare_step
+    from recordsync.reconcile.field_errors import FieldSources
+    from recordsync.validate.pipeline_check import check_step
+    from recordsync.validate.schema import Schema
+
+    schema = Schema.from_api(schema_json) if schema_json is not None else None
+    for step in pipeline.steps:  # every step is checked against the schema before any send
+        if check and (steps is None or step.step_name in steps):
+            problem = check_step(step, schema=schema, users=users, scan=False).error
+            if problem is not None:
+                raise problem
+    plans: list[StepPlan] = []
+    common: dict[str, Any] = {"schema": schema, "users": users, "slice_rows": slice_rows}
+    common["max_request_bytes"] = pipeline.send.max_request_bytes  # larger rows: invalid
+    for step in pipeline.steps:
+        if steps is not None and step.step_name not in steps:
+            continue
+
+        def rows(step: Any = step) -> Iterator[PreparedRow]:
+            return prepare_step(step.config, base_dir=step.base_dir, **common)
+
+        def estimate(step: Any = step) -> int | None:
+            return estimate_rows(step.config.source, step.base_dir)
+
+        def digested(
+            snapshot: Any, fp: bytes, owned: Any = None, step: Any = step
+        ) -> Iterator[Any]:
+            from recordsync.prepare.digests import prepare_digested
+
+            return prepare_digested(
+                step.config,
+                base_dir=step.base_dir,
+                snapshot=snapshot,
+                fp=fp,
+                owned=owned,
+                **common,
+            )
+
+        def fingerprint(step: Any = step) -> bytes | None:
+            return step_fingerprint(step.config, step.base_dir, schema_json, users)
+
+        plan = StepPlan(
+            step.step_name,
+            step.mapping,
+            step.config.object_type,
+            rows,
+            estimate,
+            digested,
+            fingerprint,
+            duplicates_expected=step.config.duplicates_expected,
+            merges_expected=step.config.merges == "expected",
+            explain=FieldSources(step.config).explain,
+        )
+        plans.append(wrap(plan) if wrap is not None else plan)
+    return plans

@@ -1,0 +1,201 @@
+"""The state hook's row side: a step's rows as they stream in (:class:`StateHook`).
+
+- :meth:`source`: the step's rows, with rows found in the last run's snapshot of source-row
+  digests coming as UnchangedBlocks (a new snapshot is written as the step goes);
+- :meth:`classify`: rows classified in groups of :data:`CLASSIFY_ROWS`: unchanged rows are
+  reported ``unchanged`` and not sent; rows whose last send was in doubt are held as
+  ``in_doubt`` again unless resending them is safe (:mod:`recordsync.send.safety`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING
+
+from recordsync.config.models import MappingConfig
+from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock, values_of
+from recordsync.run_ids import first_attempt_started
+from recordsync.send.safety import resend_as_is_safe
+from recordsync.state.ledger_prep import StepPrep
+
+if TYPE_CHECKING:
+    from recordsync.state import Journal, StateStore
+    from recordsync.state.journal_content import JournaledRows
+    from recordsync.state.ref_lookup import Fetch
+    from recordsync.state.snapshots import SnapshotWriter
+
+CLASSIFY_ROWS = 500
+FOLD_ROWS = 100_000
+"""Acknowledged rows that are folded into the ledger in one sorted bulk write
+(:meth:`Journal.fold`) between chunks, should the slices
+(:data:`recordsync.state.hook.FOLD_SLICE`) not keep up."""
+
+
+class StepRows:
+    """:class:`recordsync.state.hook.StateHook`'s classification of a step's rows (the
+    hook sets the state)."""
+
+    store: StateStore
+    journal: Journal
+    run_id: str
+    pipeline: str
+    full_refresh: bool
+    resend_in_doubt: bool
+    resumed: bool
+    configs: Mapping[str, MappingConfig]
+    lookup: Fetch | None
+    mirror_deletes: bool
+    _offset: dict[str, int]
+    _hash: dict[int, str]
+    _known: dict[int, int | None]
+    _prep: dict[str, StepPrep]
+    _journaled: dict[str, JournaledRows]
+    _snap: SnapshotWriter | None
+    _snap_fp: bytes
+
+    def source(self, plan: StepPlan) -> Iterable[Item]:
+        """The step's rows. A complete, first-attempt run of a whole pipeline digests its
+        source rows (:mod:`recordsync.prepare.digests`): rows found in the snapshot of the last
+        run come as UnchangedBlocks, and a new snapshot is written as the step goes. The
+        step's old snapshot is dropped here in any case, before anything is sent."""
+        from recordsync.state.snapshots import SnapshotWriter, take
+
+        self._discard_snapshot()
+        fp = None
+        offered = plan.digested is not None and plan.fingerprint is not None
+        whole = self.mirror_deletes and not self.resumed  # not a retry, not a resume
+        if offered and whole and plan.name in self.configs:
+            assert plan.fingerprint is not None
+            fp = plan.fingerprint()
+        old = take(self.store, self.pipeline, plan.name, None if self.full_refresh else fp)
+        if fp is None or plan.digested is None:
+            return plan.rows()
+        self._snap = SnapshotWriter(self.store, self.pipeline, plan.name, self.run_id)
+        self._snap_fp = fp
+        self._snap.source = old
+        return plan.digested(old, fp, lambda keys: self._owned(plan, keys))
+
+    def _owned(self, plan: StepPlan, keys: list[str]) -> set[str]:
+        """The keys that have a live record of their own in the step's ledger."""
+        found = self.store.lookup_many(self.pipeline, plan.name, keys)
+        return {
+            k for k, e in found.items() if e.record_id is not None and e.last_status != "deleted"
+        }
+
+    def _discard_snapshot(self) -> None:
+        if self._snap is not None:
+            self._snap.discard()
+            self._snap = None
+
+    def classify(self, plan: StepPlan, rows: Iterable[Item]) -> Iterator[Item]:
+        from recordsync.state import ChangeDetector, ledger_match
+
+        journal = self.journal
+        journal.fold()  # earlier steps' outcomes, before references read their ledgers
+        self._offset[plan.name] = journal.next_chunk_no(self.run_id, plan.name) - 1
+        done = None
+        if self.resumed:  # journaled rows are found by key and content, not by line
+            done = journal.journaled_rows(self.run_id, plan.name)
+            journal.restart_marks(self.run_id, plan.name)
+            self._journaled[plan.name] = done
+        config = self.configs.get(plan.name)
+        prep = None
+        if config is not None:
+            prep = StepPrep(
+                self.store,
+                self.pipeline,
+                plan.name,
+                config,
+                self.configs,
+                mirror=self.mirror_deletes,
+                lookup=self.lookup,
+            )
+            self._prep[plan.name] = prep
+        detector = ChangeDetector(
+            self.store,
+            self.pipeline,
+            plan.name,
+            full_refresh=self.full_refresh,
+            match_by_ledger_id=config is not None and config.match_by_ledger_id,
+            journaled=done,
+        )
+        snap = self._snap
+        it = iter(rows)
+        while items := _next_items(it):
+            if journal.unfolded_rows >= FOLD_ROWS:
+                journal.fold()
+            group: list[PreparedRow] = []
+            for item in items:
+                if type(item) is UnchangedBlock:  # found in the snapshot: nothing to decide
+                    detector.counts["unchanged"] += len(item)
+                    if snap is not None:
+                        snap.add_from_block(item)
+                    if detector.match_by_ledger_id:  # it would be sent by its record id
+                        item.by_record_id()
+                    if prep is not None and prep.seen_keys is not None:
+                        prep.seen_keys.extend(values_of(item.keys))
+                else:
+                    assert isinstance(item, PreparedRow)
+                    group.append(item)
+            if not group:
+                yield from items
+                continue
+            if prep is not None and prep.active:
+                prep.apply(group)
+            c = detector.classify(group)
+            # outcome journaled by the attempt that died: report it, never resend
+            for r, o in zip(c.done, c.outcomes, strict=True):
+                r.status, r.error = RowStatus(o.status), o.error
+                self._known[id(r)] = o.record_id
+            for u in c.unchanged:
+                u.row.status = RowStatus.UNCHANGED
+                if detector.match_by_ledger_id and u.row.payload is not None:
+                    u.row.payload = ledger_match(u.row.payload, u.entry)  # as it would be sent
+                self._known[id(u.row)] = u.entry.record_id
+                if snap is not None:
+                    keep_row(snap, u.row, u.entry.record_id)
+            for t in c.to_send:
+                t.row.payload = t.payload
+                t.row.encoded = t.encoded
+                self._hash[id(t.row)] = t.input_hash
+                if (
+                    t.was_in_doubt
+                    and not self.resend_in_doubt
+                    and not resend_as_is_safe(plan.object_type, t.payload)
+                ):
+                    since = t.row.maybe_applied_since or _run_started(t.entry)
+                    if since is not None:  # the sender reads it back before sending it
+                        t.row.maybe_applied_since = since
+                        continue
+                    t.row.status = RowStatus.IN_DOUBT
+                    t.row.error = (
+                        "held in doubt: an earlier send of this row may have been applied and "
+                        "resending could create a second record; check the target, then "
+                        "`recordsync retry --resend-in-doubt` the report"
+                    )
+            yield from items
+
+
+def keep_row(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:
+    """Into the next snapshot: a row that ended created / updated / unchanged."""
+    if row.digest is not None and row.key is not None and record_id is not None:
+        snap.add(row.digest, row.key, row.match_by, row.match_value, record_id)
+
+
+def _run_started(entry: object) -> float | None:
+    """When the run that left ``entry`` in doubt started (its run id begins with the UTC
+    start; a resumed run keeps the first attempt's: earlier still)."""
+    return first_attempt_started(getattr(entry, "last_run_id", None))
+
+
+def _next_items(it: Iterator[Item]) -> list[Item]:
+    """The next items of ``it``, up to :data:`CLASSIFY_ROWS` rows, a block counting its rows
+    (a block can be a whole source batch: 500 blocks may be a whole large source)."""
+    out: list[Item] = []
+    rows = 0
+    for item in it:
+        out.append(item)
+        rows += len(item) if type(item) is UnchangedBlock else 1
+        if rows >= CLASSIFY_ROWS:
+            break
+    return out
