@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from recordsync.config.models import SourceConfig
+from recordsync.native_memory import give_back
 from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
 from recordsync.read.parquet_reader import iter_parquet, parquet_columns
@@ -23,12 +24,26 @@ def iter_source(
 ) -> Iterator[SourceBatch]:
     """Stream ``source`` (path relative to ``base_dir``). ``columns`` may narrow a Parquet
     read; CSV always parses every column (line numbering needs every cell). The next batch
-    is read in a background thread while the current one is used (:mod:`.prefetch`)."""
+    is read in a background thread while the current one is used (:mod:`.prefetch`); after
+    each, that thread gives the memory freed so far back to the system
+    (:func:`recordsync.native_memory.give_back`)."""
     if source.kind == "sql":
-        return read_ahead(iter_sql(source, base_dir, columns))
+        return read_ahead(_giving_back(iter_sql(source, base_dir, columns)))
     if source.kind == "parquet":
-        return read_ahead(iter_parquet(source, base_dir, columns))
-    return read_ahead(iter_csv(source, base_dir))
+        return read_ahead(_giving_back(iter_parquet(source, base_dir, columns)))
+    return read_ahead(_giving_back(iter_csv(source, base_dir)))
+
+
+def _giving_back(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:
+    """``batches``, with :func:`give_back` after each is read (the earlier ones freed)."""
+    try:
+        for sb in batches:
+            yield sb
+            give_back()
+    finally:  # closed with the read-ahead: close the reader too, in this thread
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
 
 
 def source_columns(source: SourceConfig, base_dir: Path) -> list[str]:
