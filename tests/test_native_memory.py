@@ -11,20 +11,19 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from tests.e2e.support import REPO, served, target
 
 import recordsync.native_memory as native_memory
 from recordsync.config.models import SourceConfig
 from recordsync.read import iter_source
 from recordsync.send.pipeline import RunRequest, run_pipeline
 
-from tests.e2e.support import REPO, served, target
-
 
 class FakeLibc:
     """Records the glibc calls native_memory makes."""
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, int, ...]] = []  # type: ignore[misc]
+        self.calls: list[tuple[str | int, ...]] = []
 
     def mallopt(self, param: int, value: int) -> int:
         self.calls.append(("mallopt", param, value))
