@@ -5,7 +5,8 @@ Arrow's default allocator (mimalloc in the wheels), which keeps what it freed fo
 glibc gives each thread that allocates (the read-ahead thread, the send threads, SQLite's)
 an arena of its own, which keeps its freed pages too. Measured with bench/bench_memory.py
 (docs/run.md, "Peak memory"), at 100k rows these held about 50 MB past the peak of what was
-in use. So, once per process, :func:`configure`:
+in use. So, once per process, :func:`configure` (called by the first read of a source,
+:mod:`recordsync.read`, before Arrow parses anything):
 
 - makes Arrow allocate with the system allocator (``malloc``), unless the user chose a pool
   with ``ARROW_DEFAULT_MEMORY_POOL`` (then that pool is left alone);

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from recordsync.config.models import SourceConfig
-from recordsync.native_memory import give_back
+from recordsync.native_memory import configure, give_back
 from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
 from recordsync.read.parquet_reader import iter_parquet, parquet_columns
@@ -27,6 +27,7 @@ def iter_source(
     is read in a background thread while the current one is used (:mod:`.prefetch`); after
     each, that thread gives the memory freed so far back to the system
     (:func:`recordsync.native_memory.give_back`)."""
+    configure()
     if source.kind == "sql":
         return read_ahead(_giving_back(iter_sql(source, base_dir, columns)))
     if source.kind == "parquet":
@@ -47,7 +48,9 @@ def _giving_back(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:
 
 
 def source_columns(source: SourceConfig, base_dir: Path) -> list[str]:
-    """The column names of a source, without reading its rows."""
+    """The column names of a source, without reading its rows (a run's first read of it:
+    Arrow's pool and glibc's arenas are set first, :func:`recordsync.native_memory.configure`)."""
+    configure()
     if source.kind == "sql":
         return sql_columns(source, base_dir)
     if source.kind == "parquet":

@@ -207,9 +207,6 @@ def run_pipeline(
     retry_of: str | None = None,
 ) -> RunResult:
     """Run a pipeline file. ``http``/``target`` let tests inject an in-process sandbox."""
-    from recordsync.native_memory import configure
-
-    configure()  # Arrow's pool, glibc's arenas: once per process
     pipeline = pipeline_override if pipeline_override is not None else _load(request.pipeline_path)
     _check_sources(pipeline)
     # a retry runs only some steps: references and ledgers are those of the whole pipeline
