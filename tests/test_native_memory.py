@@ -48,6 +48,7 @@ def test_a_run_uses_the_system_pool_and_caps_the_arenas(
     tmp_path: Path, libc: FakeLibc, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(native_memory.POOL_ENV, raising=False)
+    monkeypatch.delenv(native_memory.ARENA_ENV, raising=False)
     pa.set_memory_pool(pa.mimalloc_memory_pool())  # the wheels' default
     for d in ("pipelines", "configs", "sample_data"):
         shutil.copytree(REPO / d, tmp_path / d)
@@ -69,10 +70,19 @@ def test_a_run_uses_the_system_pool_and_caps_the_arenas(
 
 def test_a_pool_the_user_chose_is_kept(libc: FakeLibc, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(native_memory.POOL_ENV, "mimalloc")
+    monkeypatch.delenv(native_memory.ARENA_ENV, raising=False)
     pa.set_memory_pool(pa.mimalloc_memory_pool())
     native_memory.configure()
     assert pa.default_memory_pool().backend_name == "mimalloc"
     assert libc.calls == [("mallopt", native_memory.M_ARENA_MAX, native_memory.ARENAS)]
+
+
+def test_an_arena_cap_the_user_set_is_kept(
+    libc: FakeLibc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(native_memory.ARENA_ENV, "8")  # glibc applied it at start-up
+    native_memory.configure()
+    assert libc.calls == []
 
 
 def test_without_glibc_only_the_pool_changes(monkeypatch: pytest.MonkeyPatch) -> None:

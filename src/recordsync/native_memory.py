@@ -10,7 +10,8 @@ in use. So, once per process, :func:`configure` (called by the first read of a s
 
 - makes Arrow allocate with the system allocator (``malloc``), unless the user chose a pool
   with ``ARROW_DEFAULT_MEMORY_POOL`` (then that pool is left alone);
-- caps glibc's arenas at :data:`ARENAS` (``mallopt(M_ARENA_MAX)``);
+- caps glibc's arenas at :data:`ARENAS` (``mallopt(M_ARENA_MAX)``), unless the user set
+  ``MALLOC_ARENA_MAX`` (glibc read it at start-up);
 
 and :func:`give_back`, called after each source batch is read, hands the pages freed since
 back to the system (``malloc_trim``). Where the C library is not glibc (musl, macOS), the
@@ -31,6 +32,7 @@ M_ARENA_MAX = -8
 """glibc's ``mallopt`` parameter number for the arena cap (malloc.h)."""
 
 POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
+ARENA_ENV = "MALLOC_ARENA_MAX"
 
 _lock = threading.Lock()
 _configured = False
@@ -57,7 +59,7 @@ def configure() -> None:
         if _configured:
             return
         _configured = True
-    if _libc is not None:
+    if _libc is not None and not os.environ.get(ARENA_ENV):
         _libc.mallopt(M_ARENA_MAX, ARENAS)
     if not os.environ.get(POOL_ENV):
         import pyarrow as pa
