@@ -2,10 +2,10 @@
 
 A run's peak RSS is not only Python objects. The CSV reader's Arrow buffers come from
 Arrow's default allocator (mimalloc in the wheels), which keeps what it freed for reuse; and
-glibc gives each thread that allocates (the read-ahead thread, the send threads, SQLite's)
-an arena of its own, which keeps its freed pages too. Measured with bench/bench_memory.py
-(docs/run.md, "Peak memory"), at 100k rows these held about 50 MB past the peak of what was
-in use. So, once per process, :func:`configure` (called by the first read of a source,
+glibc gives each thread that allocates (the read-ahead thread, the send threads)
+an arena of its own, which keeps its freed pages too. Giving that memory back lowered the
+peak RSS of bench/bench_memory.py's runs (100k to 3M rows) by 59–119 MB (docs/run.md,
+"Peak memory"). So, once per process, :func:`configure` (called by the first read of a source,
 :mod:`recordsync.read`, before Arrow parses anything):
 
 - makes Arrow allocate with the system allocator (``malloc``), unless the user chose a pool
