@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from recordsync.config.models import SourceConfig
+from recordsync.native_memory import configure, give_back
 from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
 from recordsync.read.prefetch import read_ahead
@@ -21,21 +22,38 @@ def iter_source(
 ) -> Iterator[SourceBatch]:
     """Stream ``source`` (path relative to ``base_dir``). ``columns`` may narrow a Parquet
     read; CSV always parses every column (line numbering needs every cell). The next batch
-    is read in a background thread while the current one is used (:mod:`.prefetch`). The
-    Parquet and SQL readers are imported when used (a CSV run's start-up needs neither)."""
+    is read in a background thread while the current one is used (:mod:`.prefetch`); after
+    each, that thread gives the memory freed so far back to the system
+    (:func:`recordsync.native_memory.give_back`). The Parquet and SQL readers are imported
+    when used (a CSV run's start-up needs neither)."""
+    configure()
     if source.kind == "sql":
         from recordsync.read.sql import iter_sql
 
-        return read_ahead(iter_sql(source, base_dir, columns))
+        return read_ahead(_giving_back(iter_sql(source, base_dir, columns)))
     if source.kind == "parquet":
         from recordsync.read.parquet_reader import iter_parquet
 
-        return read_ahead(iter_parquet(source, base_dir, columns))
-    return read_ahead(iter_csv(source, base_dir))
+        return read_ahead(_giving_back(iter_parquet(source, base_dir, columns)))
+    return read_ahead(_giving_back(iter_csv(source, base_dir)))
+
+
+def _giving_back(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:
+    """``batches``, with :func:`give_back` after each is read (the earlier ones freed)."""
+    try:
+        for sb in batches:
+            yield sb
+            give_back()
+    finally:  # closed with the read-ahead: close the reader too, in this thread
+        close = getattr(batches, "close", None)
+        if close is not None:
+            close()
 
 
 def source_columns(source: SourceConfig, base_dir: Path) -> list[str]:
-    """The column names of a source, without reading its rows."""
+    """The column names of a source, without reading its rows (a run's first read of it:
+    Arrow's pool and glibc's arenas are set first, :func:`recordsync.native_memory.configure`)."""
+    configure()
     if source.kind == "sql":
         from recordsync.read.sql import sql_columns
 

@@ -87,7 +87,7 @@ class StateStore:
             self._conn = sqlite3.connect(path, isolation_level=None)
             self._conn.execute("PRAGMA busy_timeout = 10000")
             self._conn.execute("PRAGMA journal_mode = WAL")
-            self._conn.execute("PRAGMA cache_size = -32768")  # 32 MiB page cache
+            self._conn.execute("PRAGMA cache_size = -8192")  # 8 MiB page cache (docs/run.md)
             # checkpoint every ~40 MiB of log, not every 4 MiB (finish_run truncates the log)
             self._conn.execute("PRAGMA wal_autocheckpoint = 10000")
             self._conn.execute(f"PRAGMA synchronous = {'FULL' if durable else 'NORMAL'}")
