@@ -25,6 +25,10 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from measure import vm_hwm_mb  # noqa: E402
+
 OUT = HERE / "out"
 ROOT = HERE.parent
 
@@ -107,14 +111,25 @@ def seed_meta() -> Path:
     return meta
 
 
-def vm_hwm_mb() -> float:
-    """This process's peak RSS. Not ``ru_maxrss``: on Linux that survives ``exec``, so a child
-    spawned by this benchmark (which holds the generated data) reported the parent's peak."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
+def prepare_all(mapping: Any, data: dict[str, Any]) -> int:
+    """Every row of ``mapping``'s source through ``prepare_step`` against the seed's schema
+    and users (``data``); the rows read. Most must come out valid (else the benchmark
+    measures a broken set-up)."""
+    from recordsync.prepare import prepare_step
+    from recordsync.validate import Schema
+
+    rows = 0
+    statuses: dict[Any, int] = {}
+    for row in prepare_step(
+        mapping,
+        base_dir=ROOT / "configs",
+        schema=Schema.from_api(data["schema"]),
+        users=data["users"],
+    ):
+        rows += 1
+        statuses[row.status] = statuses.get(row.status, 0) + 1
+    assert statuses.get("valid", 0) > rows * 0.9, statuses
+    return rows
 
 
 def child(kind: str, path: Path, meta: Path) -> None:
@@ -122,8 +137,6 @@ def child(kind: str, path: Path, meta: Path) -> None:
     import pandas as pd
 
     from recordsync.config import SourceConfig, load_mapping
-    from recordsync.prepare import prepare_step
-    from recordsync.validate import Schema
 
     t0 = time.perf_counter()  # imports are not timed
     c0 = time.process_time()
@@ -134,16 +147,7 @@ def child(kind: str, path: Path, meta: Path) -> None:
         data = json.loads(meta.read_text())
         mapping = load_mapping(ROOT / "configs" / "contacts.yaml")
         mapping = mapping.model_copy(update={"source": SourceConfig(path=str(path.resolve()))})
-        statuses: dict[Any, int] = {}
-        for row in prepare_step(
-            mapping,
-            base_dir=ROOT / "configs",
-            schema=Schema.from_api(data["schema"]),
-            users=data["users"],
-        ):
-            rows += 1
-            statuses[row.status] = statuses.get(row.status, 0) + 1
-        assert statuses.get("valid", 0) > rows * 0.9, statuses
+        rows = prepare_all(mapping, data)
     secs = time.perf_counter() - t0
     cpu = time.process_time() - c0
     rss_mb = vm_hwm_mb()

@@ -24,15 +24,11 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from measure import vm_hwm_mb  # noqa: E402
+
 MODES = ("first", "rerun", "dry")
-
-
-def vm_hwm_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def child(root: Path, mode: str, url: str) -> None:

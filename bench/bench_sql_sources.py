@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -28,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "tests" / "read")]
 
-from bench_dryrun import OUT, generate, seed_meta  # noqa: E402
+from bench_dryrun import OUT, generate, prepare_all, seed_meta, vm_hwm_mb  # noqa: E402
 
 
 def load_duckdb(pq_path: Path, n: int) -> Path:
@@ -64,24 +63,9 @@ def load_postgres(dsn: str, pq_path: Path) -> None:
         conn.execute("VACUUM ANALYZE contacts")
 
 
-def peak_rss_mb() -> float:
-    """This process's peak RSS: VmHWM (ru_maxrss survives exec on Linux, so a child started
-    by this big parent would report the parent's peak)."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def child(kind: str, target: str, meta: Path) -> None:
     """Run one case in this process and print a JSON line."""
     from recordsync.config import SourceConfig, load_mapping
-    from recordsync.prepare import prepare_step
-    from recordsync.validate import Schema
 
     data = json.loads(meta.read_text())
     mapping = load_mapping(ROOT / "configs" / "contacts.yaml")
@@ -96,20 +80,10 @@ def child(kind: str, target: str, meta: Path) -> None:
     mapping = mapping.model_copy(update={"source": source})
     t0 = time.perf_counter()
     c0 = time.process_time()
-    rows = 0
-    statuses: dict[Any, int] = {}
-    for row in prepare_step(
-        mapping,
-        base_dir=ROOT / "configs",
-        schema=Schema.from_api(data["schema"]),
-        users=data["users"],
-    ):
-        rows += 1
-        statuses[row.status] = statuses.get(row.status, 0) + 1
-    assert statuses.get("valid", 0) > rows * 0.9, statuses
+    rows = prepare_all(mapping, data)
     secs = time.perf_counter() - t0
     cpu = time.process_time() - c0
-    rss_mb = peak_rss_mb()
+    rss_mb = vm_hwm_mb()
     result = {"rows": rows, "seconds": round(secs, 3), "cpu_seconds": round(cpu, 3)}
     print(json.dumps(result | {"peak_rss_mb": round(rss_mb, 1)}))
 

@@ -25,10 +25,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from measure import vm_hwm_mb
 
 from recordsync.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
@@ -118,16 +123,6 @@ def send(
             if journal.unfolded_rows >= FOLD_ROWS:  # as the runner does (state.hook_rows)
                 journal.fold()
     return sent
-
-
-def vm_hwm_mb() -> float:
-    """This process's peak RSS (VmHWM; ``ru_maxrss`` would include the peak of whatever
-    process exec'd this one)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")
 
 
 def main() -> None:

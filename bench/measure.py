@@ -52,3 +52,13 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
             )
         wall, code, maxrss_kb, cpu = out.read_text().split()
         return Measured(float(wall), int(code), int(maxrss_kb) / 1024, float(cpu), err.read_text())
+
+
+def vm_hwm_mb() -> float:
+    """This process's own peak RSS (VmHWM). Not ``ru_maxrss``: on Linux that includes the
+    peak of whatever process exec'd this one (a benchmark holding the generated data)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status (Linux only)")

@@ -28,7 +28,8 @@ class EntryResult(NamedTuple):
     error: str | None = None
 
 
-def _record_id(value: Any) -> int | None:
+def record_id_of(value: Any) -> int | None:
+    """A record id as the service may write it (an int, or a string of digits); None else."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -92,7 +93,7 @@ def reconcile_batch(sent: int, body: Any) -> list[EntryResult]:
             append(EntryResult(status, None, str(err) if err else "failed (no error given)"))
             continue
         rid = item.get("id")
-        record_id = rid if type(rid) is int else _record_id(rid)
+        record_id = rid if type(rid) is int else record_id_of(rid)
         if record_id is None:
             raise Unreconciled(f"result {i} is {status.value} but has no record id")
         append(EntryResult(status, record_id))

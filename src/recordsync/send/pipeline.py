@@ -8,6 +8,7 @@ side of the run (its location, the dry run's hook, the deleter) in :mod:`records
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
@@ -201,21 +202,24 @@ def _run(
             http_client, target.base_url, target.api_key, retry=request.retry
         )
         run_steps, warnings = idempotency
+        report_to = functools.partial(  # what every run_plans call of this run shares
+            run_plans,
+            pipeline=name,
+            report_root=report_root,
+            options=options,
+            client=None if options.dry_run else client,
+            target=target,
+            progress=progress,
+            retry_of=retry_of,
+            pipeline_file=str(request.pipeline_path.resolve()),
+        )
         try:
             schema_json = client.schema()
             users = client.users()
         except ApiError as exc:  # 401/3xx, 5xx after the retries, unreachable: nothing sent
             stop = exc.with_hint(target.auth_hint()) if isinstance(exc, AuthError) else exc
-            return run_plans(
+            return report_to(
                 build_plans(pipeline, None, None, wrap, steps, check=False),
-                pipeline=name,
-                report_root=report_root,
-                options=options,
-                client=None if options.dry_run else client,
-                target=target,
-                progress=progress,
-                retry_of=retry_of,
-                pipeline_file=str(request.pipeline_path.resolve()),
                 warnings=warnings,
                 stopped=stop,
             )
@@ -235,19 +239,11 @@ def _run(
         run_id = new_run_id(name)
 
         def go(hook: ChunkHook | None) -> RunResult:
-            return run_plans(
+            return report_to(
                 plans,
-                pipeline=name,
-                report_root=report_root,
-                options=options,
-                client=None if options.dry_run else client,
-                target=target,
                 limits=limits,
-                progress=progress,
                 hook=hook,
                 run_id=run_id,
-                retry_of=retry_of,
-                pipeline_file=str(request.pipeline_path.resolve()),
                 warnings=warnings,
             )
 

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from recordsync.reconcile.batch import record_id_of
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.retry import RetryBudget
 
@@ -97,14 +98,8 @@ class NameReader:
 
 
 def record_id(record: dict[str, Any]) -> int | None:
-    value = record.get("id")
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return None
+    """The id of a record read back (:func:`recordsync.reconcile.batch.record_id_of`)."""
+    return record_id_of(record.get("id"))
 
 
 def when(value: Any) -> float | None:
