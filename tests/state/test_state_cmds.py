@@ -109,7 +109,7 @@ def test_reset_refused_while_running(db: str, capsys: pytest.CaptureFixture[str]
     code_text = (
         "import time\nfrom recordsync.state import StateStore\n"
         f"lock = StateStore({db!r}).pipeline_lock('nightly')\nlock.acquire()\n"
-        "print('READY', flush=True)\ntime.sleep(120)\n"
+        "print('READY', flush=True)\ntime.sleep(3600)\n"  # killed by the test
     )
     proc = start_child(code_text)
     try:
