@@ -21,8 +21,9 @@ SRC = str(Path(recordsync.__file__).resolve().parents[1])  # the tree under test
 # the console script's own path (recordsync.cli.entry), its last call recording sys.modules
 SCRIPT = """import json, os, sys
 def record(code, exit=os._exit, out=sys.argv[1]):
+    plugins = getattr(sys.modules.get("pydantic.plugin._loader"), "_plugins", None)
     with open(out, "w") as f:
-        json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+        json.dump({"code": code, "modules": sorted(sys.modules), "plugins": plugins}, f)
     exit(code)
 os._exit = record
 from recordsync.cli import entry
@@ -47,6 +48,7 @@ OTHER_SOURCES = ("pyarrow.parquet", "pyarrow.fs", "pyarrow._s3fs", "recordsync.r
 def imported(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, set[str]]:
     out = tmp_path / "modules.json"
     env = dict(os.environ if env is None else env)
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
     env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
     subprocess.run(
         [sys.executable, "-c", SCRIPT, str(out), *args],
@@ -58,6 +60,7 @@ def imported(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> t
         timeout=600,
     )
     got = json.loads(out.read_text(encoding="utf-8"))
+    assert got["plugins"] is None  # pydantic never scanned the installed packages' entry points
     return got["code"], set(got["modules"])
 
 
@@ -86,9 +89,12 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
         code, modules = imported(tmp_path, "run", "d.yaml", "--base-url", url, env=env)
     assert code == 0
     assert "recordsync.cli.run_cmds" in modules and "recordsync.send.pipeline" in modules
-    # the nightly fast path's digests (state store on) and pyarrow's conversions: no pandas
-    assert {"recordsync.state.digests", "pyarrow.compute"} <= modules
-    assert tops(modules).isdisjoint({*NEVER, "pandas"}), sorted(tops(modules) & {*NEVER, "pandas"})
+    # the nightly fast path's digests (state store on) and pyarrow's conversions: no pandas;
+    # httpx without its command line (rich, pygments: a run without a terminal shows no bar)
+    assert {"recordsync.state.digests", "pyarrow.compute", "httpx"} <= modules
+    unused = {*NEVER, "pandas", "rich", "pygments"}
+    assert tops(modules).isdisjoint(unused), sorted(tops(modules) & unused)
+    assert "httpx._main" not in modules
     loaded = {m for m in modules if m.startswith(OTHER_COMMANDS)}
     assert not loaded, sorted(loaded)
     assert modules.isdisjoint(OTHER_SOURCES), sorted(modules & set(OTHER_SOURCES))
@@ -116,8 +122,8 @@ def test_every_command_is_listed_with_its_module() -> None:
 
 
 PYARROW_AFTER_ENTRY = """import json, sys
-from recordsync.cli.no_pandas import keep_pandas_out
-keep_pandas_out()
+from recordsync.cli.startup import leave_out_unused
+leave_out_unused()
 import datetime, decimal
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -132,7 +138,7 @@ json.dump({"before": before, "frame": frame.to_dict("list"), "after": "pandas" i
 
 
 def test_pyarrow_converts_python_values_without_pandas_and_to_pandas_still_works() -> None:
-    """After the CLI's probe (recordsync.cli.no_pandas), pyarrow's conversions of Python
+    """After the CLI's probe (recordsync.cli.startup), pyarrow's conversions of Python
     values leave pandas out; an explicit pandas API still imports it."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])

@@ -68,12 +68,12 @@ def entry() -> None:
     that as exit 134 instead of the run's own code, so the code is handed to ``os._exit``
     after the output is flushed.
 
-    Before the command: :func:`recordsync.cli.no_pandas.keep_pandas_out` (pyarrow would
-    import pandas, which recordsync does not use, on its first conversion of a Python value;
-    only here, where the whole process is recordsync's)."""
-    from recordsync.cli.no_pandas import keep_pandas_out
+    Before the command: :func:`recordsync.cli.startup.leave_out_unused` (pandas, which
+    pyarrow would import on its first conversion of a Python value, httpx's command line,
+    pydantic's plugin scan; only here, where the whole process is recordsync's)."""
+    from recordsync.cli.startup import leave_out_unused
 
-    keep_pandas_out()
+    leave_out_unused()
     code: int
     try:
         main()
