@@ -69,8 +69,8 @@ def entry() -> None:
     after the output is flushed.
 
     Before the command: :func:`recordsync.cli.startup.leave_out_unused` (pandas, which
-    pyarrow would import on its first conversion of a Python value, httpx's command line,
-    pydantic's plugin scan; only here, where the whole process is recordsync's)."""
+    pyarrow would import on its first conversion of a Python value, and httpx's command
+    line; only here, where the whole process is recordsync's)."""
     from recordsync.cli.startup import leave_out_unused
 
     leave_out_unused()

@@ -24,16 +24,10 @@ it is.
 imports it to offer ``httpx.main``, and falls back to a stub when it cannot be imported
 (httpx installed without its ``cli`` extra). recordsync never calls ``httpx.main``, so its
 import raises ImportError here and httpx takes that fallback.
-
-**pydantic's plugin scan** (every installed distribution's entry points, read at the first
-model built; 7 ms of CPU and 20 ms of file reads with 200 packages installed):
-``PYDANTIC_DISABLE_PLUGINS=__all__`` unless the variable is set. recordsync's configuration
-models do not need third-party validation plugins (observability hooks, mostly).
 """
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
@@ -118,7 +112,6 @@ class _AfterPyarrow:
 
 def leave_out_unused() -> None:
     """Everything the module docstring lists, for this process (idempotent)."""
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if not any(isinstance(f, _Refuse) for f in sys.meta_path) and not any(
         name in sys.modules for name in _REFUSED_ALWAYS
     ):
