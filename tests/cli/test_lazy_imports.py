@@ -118,9 +118,10 @@ def test_every_command_is_listed_with_its_module() -> None:
         assert {COMMAND_MODULES.get(c.name or "") for c in module.COMMANDS} == {name}
 
 
-PYARROW_AFTER_ENTRY = """import json, sys
+PYARROW_AFTER_ENTRY = """import importlib.util, json, sys
 from recordsync.cli.startup import leave_out_unused
 leave_out_unused()
+assert importlib.util.find_spec("pyarrow") is not None  # asking first changes nothing
 import datetime, decimal
 import numpy as np
 import pyarrow as pa

@@ -85,22 +85,24 @@ class _ThenLook:
         module.__loader__ = self.loader  # the module keeps pyarrow's own loader
         if module.__spec__ is not None:
             module.__spec__.loader = self.loader
+        sys.meta_path = [f for f in sys.meta_path if not isinstance(f, _AfterPyarrow)]
         self.loader.exec_module(module)
         _look_without_pandas(module)
 
 
 class _AfterPyarrow:
     """A meta-path finder: finds pyarrow through the other finders, with :class:`_ThenLook`
-    as its loader; then leaves ``sys.meta_path``."""
+    as its loader (which takes this finder out of ``sys.meta_path`` when pyarrow is loaded;
+    ``importlib.util.find_spec("pyarrow")`` alone changes nothing)."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
         if fullname != "pyarrow":
             return None
-        if self in sys.meta_path:
-            sys.meta_path.remove(self)
         for finder in sys.meta_path:
+            if isinstance(finder, _AfterPyarrow):
+                continue
             find = getattr(finder, "find_spec", None)
             spec: ModuleSpec | None = find(fullname, path, target) if find is not None else None
             if spec is not None:
