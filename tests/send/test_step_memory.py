@@ -14,26 +14,7 @@ import pytest
 from recordsync.send import step
 from recordsync.send.step import AHEAD
 
-PIPELINE = """\
-name: chunks
-steps:
-  - people.yaml
-send:
-  chunk_size: 10
-  canary_chunk_size: 10
-report:
-  directory: reports
-"""
-MAPPING = """\
-object_type: contacts
-source:
-  path: people.csv
-name:
-  template: "{Name}"
-match_by: [email]
-fields:
-  email: Email
-"""
+from .support import people_project
 
 
 @pytest.fixture
@@ -61,10 +42,7 @@ def test_settled_chunks_are_freed_as_the_step_goes(
     AHEAD earlier chunks (the unsettled ones) and the one being reported are still alive.
     Before the fix every chunk stayed alive (chunk -> request -> trace callback -> chunk) until
     a full collection, which a long run rarely makes: peak memory grew with the rows."""
-    (project / "run.yaml").write_text(PIPELINE, encoding="utf-8")
-    (project / "people.yaml").write_text(MAPPING, encoding="utf-8")
-    rows = "".join(f"Person {i},p{i}@x.example\n" for i in range(300))
-    (project / "people.csv").write_text("Name,Email\n" + rows, encoding="utf-8")
+    people_project(project, 300, name="chunks", send={"chunk_size": 10, "canary_chunk_size": 10})
     made: list[weakref.ref[Any]] = []
     alive: list[int] = []
 
