@@ -3,7 +3,6 @@ their request) are freed by reference counting, not left to the cyclic garbage c
 
 from __future__ import annotations
 
-import gc
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from recordsync.map.gcpause import gc_paused
 from recordsync.send import step
 from recordsync.send.step import AHEAD
 
@@ -21,13 +21,8 @@ from .support import people_project
 def gc_off() -> Iterator[None]:
     """The cyclic GC off for the test: only reference counting frees anything, so a chunk
     caught in a reference cycle stays alive and is counted."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @pytest.mark.parametrize("state", [[], ["--no-state"]])
