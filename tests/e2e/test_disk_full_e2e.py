@@ -77,9 +77,9 @@ def _full_then_room(
     target: object,
     name: str,
     full: Callable[..., Any],
-) -> tuple[int, str, int, list[str]]:
-    """A run with ``target.name`` replaced by ``full``, then one with room again: the first
-    run's exit code and stderr, the second's exit code, the e-mails the service then holds."""
+) -> str:
+    """A run with ``target.name`` replaced by ``full``: exit 3, no traceback; then one with
+    room again: exit 0, every row exactly once in the service. The first run's stderr."""
     with served(tmp / "s.db") as url:
         with pytest.MonkeyPatch.context() as m:
             m.setattr(target, name, full, raising=False)
@@ -87,7 +87,9 @@ def _full_then_room(
         err = capsys.readouterr().err
         again = cli(*args, "--base-url", url)
         emails = sorted(r["email"] for r in all_records(url, "contacts"))
-    return code, err, again, emails
+    assert code == 3 and "Traceback" not in err
+    assert again == 0 and emails == sorted(r[1] for r in ROWS)
+    return err
 
 
 def test_a_full_disk_under_the_report_directory_aborts_with_exit_3(
@@ -102,13 +104,11 @@ def test_a_full_disk_under_the_report_directory_aborts_with_exit_3(
         real = open(path, mode, *args, **kw)  # noqa: SIM115
         return FullDisk(real, 5) if "w" in mode and str(path).endswith("results.csv") else real
 
-    code, err, again, emails = _full_then_room(  # then resumed, no duplicate
+    err = _full_then_room(  # then resumed, no duplicate
         tmp_path, args, cli, capsys, target=writer_module, name="open", full=full_open
     )
-    assert code == 3 and "Traceback" not in err
     assert "cannot write the report in reports/" in err and "No space left on device" in err
     assert "free space on that disk" in err
-    assert again == 0 and emails == sorted(r[1] for r in ROWS)
 
 
 def test_a_full_disk_under_the_state_directory_aborts_with_exit_3_and_resumes(
@@ -119,13 +119,11 @@ def test_a_full_disk_under_the_state_directory_aborts_with_exit_3_and_resumes(
 ) -> None:
     args = _setup(tmp_path, monkeypatch)
     full = _journal_full_at_the_third_chunk()
-    code, err, again, emails = _full_then_room(
+    err = _full_then_room(
         tmp_path, args, cli, capsys, target=Journal, name="begin_chunk", full=full
     )
-    assert code == 3 and "Traceback" not in err
     assert "cannot write the state store st/state.db: database or disk is full" in err
     assert "the next run resumes this one" in err
-    assert again == 0 and emails == sorted(r[1] for r in ROWS)
 
 
 def test_a_state_store_that_cannot_be_opened_is_exit_2_with_nothing_sent(
