@@ -13,14 +13,12 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from tests.read.servers import postgres_server
-from tests.state.pg_support import PASSWORD, database_url, new_database
+from tests.pg_support import PASSWORD, database_url, new_database
 
 import recordsync.prepare.digests as prepare_digests
 from recordsync.send.pipeline import RunRequest, run_pipeline
@@ -31,12 +29,6 @@ from .support import KEY, REPO, all_records, served, target
 from .test_kill_matrix_e2e import STALLED, one_row_a_chunk
 from .test_settle_e2e import ROWS, source_rows, write_project
 from .test_snapshot_e2e import _copy_project
-
-
-@pytest.fixture(scope="module")
-def pg_server() -> Iterator[str]:
-    with postgres_server() as dsn:
-        yield dsn
 
 
 @pytest.fixture
