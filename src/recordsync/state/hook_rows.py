@@ -168,12 +168,14 @@ class StepRows:
                 self._known[id(u.row)] = u.entry.record_id
                 if snap is not None:
                     keep_row(snap, u.row, u.entry.record_id)
+            hashes = self._hash
             for t in c.to_send:
-                t.row.payload = t.payload
-                t.row.encoded = t.encoded
-                self._hash[id(t.row)] = t.input_hash
+                row = t.row
+                row.payload, row.encoded = t.payload, t.encoded
+                hashes[id(row)] = t.input_hash
                 if (
-                    t.was_in_doubt
+                    t.entry is not None  # a first send was never in doubt
+                    and t.was_in_doubt
                     and not self.resend_in_doubt
                     and not resend_as_is_safe(plan.object_type, t.payload)
                 ):
