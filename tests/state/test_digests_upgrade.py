@@ -53,15 +53,15 @@ def _v1_row_digests(
 def _run(pipeline: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, int]:
     """One run of the nightly pipeline, and how many contacts rows it mapped."""
     mapped = 0
-    real = prepare_digests._rows_of
+    real = prepare_digests._blocks_of
 
     def counting(sb: Any, *args: Any) -> Any:
         nonlocal mapped
-        rows = list(real(sb, *args))
-        mapped += len(rows) if Path(sb.file).name == "contacts.csv" else 0
-        return rows
+        blocks = list(real(sb, *args))
+        mapped += sum(map(len, blocks)) if Path(sb.file).name == "contacts.csv" else 0
+        return iter(blocks)
 
-    monkeypatch.setattr(prepare_digests, "_rows_of", counting)
+    monkeypatch.setattr(prepare_digests, "_blocks_of", counting)
     request = RunRequest(
         pipeline,
         report_dir=work / "reports",
@@ -70,7 +70,7 @@ def _run(pipeline: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[A
     )
     with served(work / "sandbox.db") as url:
         result = run_pipeline(request, target=target(url))
-    monkeypatch.setattr(prepare_digests, "_rows_of", real)
+    monkeypatch.setattr(prepare_digests, "_blocks_of", real)
     return result, mapped
 
 
