@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import sqlite3
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from operator import itemgetter
 from typing import IO
 
 import orjson
@@ -27,6 +28,7 @@ CACHE_KIB = 2048
 """The temporary database's page cache (SQLite's ``cache_size``, in KiB)."""
 
 Value = tuple[int, str | None]
+_a, _b = itemgetter(0), itemgetter(1)
 
 
 class SpillMap:
@@ -83,6 +85,28 @@ class SpillMap:
         if len(self._mem) >= self.block:
             self._spill()
 
+    def put_many(self, keys: Sequence[int], values: Iterable[Value]) -> None:
+        """:meth:`put_new` of each key with its value: ``keys`` are distinct and none is set
+        yet (the caller knows: :meth:`get_many`). One ``dict.update``, the loop in C."""
+        self._mem.update(zip(keys, values))
+        if len(self._mem) >= self.block:
+            self._spill()
+
+    def setdefault_many(self, keys: Sequence[int], values: Sequence[Value]) -> None:
+        """:meth:`setdefault` of each key with its value, in order; at once (:meth:`put_many`)
+        when the keys are distinct, none is in memory and all are outside the range written
+        to disk (a chunk's records just created)."""
+        mem = self._mem
+        if keys and (
+            len(set(keys)) == len(keys)
+            and not any(map(mem.__contains__, keys))
+            and (not self.spilled or min(keys) > self._hi or max(keys) < self._lo)
+        ):
+            self.put_many(keys, values)
+            return
+        for key, value in zip(keys, values, strict=True):
+            self.setdefault(key, value)
+
     def _spill(self) -> None:
         if self._db is None:
             # "": a private database in a temporary file, deleted when it is closed
@@ -97,7 +121,8 @@ class SpillMap:
             lo, hi = min(lo, self._lo), max(hi, self._hi)
         self._lo, self._hi = lo, hi
         self._db.execute("BEGIN")
-        rows = ((k, a, b) for k, (a, b) in self._mem.items())
+        values = self._mem.values()
+        rows = zip(self._mem.keys(), map(_a, values), map(_b, values))  # built in C
         self._db.executemany("INSERT OR IGNORE INTO m VALUES (?, ?, ?)", rows)
         self._db.execute("COMMIT")
         self.spilled += len(self._mem)

@@ -115,7 +115,7 @@ def record_answered(
                 writer._note_merge(tally, row, rid)
             else:
                 first_row(rid, (row.source.source_row, None))
-    else:
-        for rid, source_row in zip(block.record_ids, block.source_rows, strict=True):
-            first_row(rid, (source_row, None))
+    else:  # at once when none of these records is known yet (records just created)
+        rows_of = list(zip(block.source_rows, repeat(None)))
+        writer._record_rows.setdefault_many(block.record_ids, rows_of)
     return True
