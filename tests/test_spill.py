@@ -54,3 +54,39 @@ def test_a_key_spool_gives_every_key_back_in_order_whether_on_disk_or_not() -> N
     assert list(spool) == [*keys, "d", "e", "f"] and spool.spilled == 10
     spool.close()
     assert list(spool) == []
+
+
+CHUNKS = st.lists(
+    st.lists(st.tuples(st.integers(-5, 40), st.integers(0, 9), st.sampled_from([None, "a"]))),
+    max_size=12,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(chunks=CHUNKS, block=st.integers(1, 6))
+def test_setdefault_many_answers_as_setdefault_of_each_in_turn(
+    chunks: list[list[tuple[int, int, str | None]]], block: int
+) -> None:
+    """Whether the chunk's keys are new (set at once) or not (one by one), in memory or on
+    disk: the same entries as a dict's setdefault of each pair in order."""
+    spill, plain = SpillMap(block), {}
+    for chunk in chunks:
+        spill.setdefault_many([k for k, _, _ in chunk], [(a, b) for _, a, b in chunk])
+        for key, a, b in chunk:
+            plain.setdefault(key, (a, b))
+    keys = list(range(-6, 42))
+    assert spill.get_many(keys) == {k: plain[k] for k in keys if k in plain}
+    spill.close()
+
+
+def test_put_many_sets_new_keys_at_once_and_spills_past_a_block() -> None:
+    spill = SpillMap(block=3)
+    spill.put_many([5, 6], [(1, "k5"), (2, None)])
+    assert spill.spilled == 0
+    spill.put_many([7, 8], iter([(3, None), (4, "k8")]))
+    assert spill.spilled == 4  # the block was written out, all of it
+    spill.setdefault_many([8, 9], [(9, "x"), (5, None)])  # 8 is on disk: kept as it was
+    assert spill.get_many(range(4, 11)) == {
+        5: (1, "k5"), 6: (2, None), 7: (3, None), 8: (4, "k8"), 9: (5, None)
+    }  # fmt: skip
+    spill.close()

@@ -88,7 +88,7 @@ class SpillMap:
     def put_many(self, keys: Sequence[int], values: Iterable[Value]) -> None:
         """:meth:`put_new` of each key with its value: ``keys`` are distinct and none is set
         yet (the caller knows: :meth:`get_many`). One ``dict.update``, the loop in C."""
-        self._mem.update(zip(keys, values))
+        self._mem.update(zip(keys, values, strict=True))
         if len(self._mem) >= self.block:
             self._spill()
 
@@ -122,7 +122,7 @@ class SpillMap:
         self._lo, self._hi = lo, hi
         self._db.execute("BEGIN")
         values = self._mem.values()
-        rows = zip(self._mem.keys(), map(_a, values), map(_b, values))  # built in C
+        rows = zip(self._mem.keys(), map(_a, values), map(_b, values), strict=True)  # in C
         self._db.executemany("INSERT OR IGNORE INTO m VALUES (?, ?, ?)", rows)
         self._db.execute("COMMIT")
         self.spilled += len(self._mem)

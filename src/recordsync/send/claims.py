@@ -70,7 +70,7 @@ class RecordClaims:
         )
         if plain and not known and not ledger and len(set(rids)) == len(rids):
             # each row landed on a record no other row holds (the common chunk): column-wise
-            self._rows.put_many(rids, zip(map(_source_row, rows), map(_key, rows)))
+            self._rows.put_many(rids, zip(map(_source_row, rows), map(_key, rows), strict=True))
             return list(results)
         out: list[EntryResult] = []
         for row, res in zip(rows, results, strict=True):
