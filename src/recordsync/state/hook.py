@@ -59,6 +59,7 @@ _KEPT = frozenset({RowStatus.CREATED, RowStatus.UPDATED})
 _status, _record_id = attrgetter("status"), attrgetter("record_id")
 _digest, _key = attrgetter("digest"), attrgetter("key")
 _match_by, _match_value = attrgetter("match_by"), attrgetter("match_value")
+_payload = attrgetter("payload")
 FOLD_FROM = 20_000
 FOLD_SLICE = 500
 """The ledger is written while a step runs, :data:`FOLD_SLICE` rows with each acknowledged
@@ -138,7 +139,10 @@ class StateHook(StepRows, StepEnd):
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
         from recordsync.state import journal_columns as columns
 
-        safe = [resend_as_is_safe(plan.object_type, r.payload or {}) for r in rows]
+        payloads = list(map(_payload, rows))
+        if None in payloads:
+            payloads = [p or {} for p in payloads]
+        safe = list(map(resend_as_is_safe, repeat(plan.object_type, len(rows)), payloads))
         journal_rows = columns.journal_rows(rows, self._hash, safe)
         self.journal.begin_chunk(
             self.run_id,
