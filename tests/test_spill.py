@@ -90,3 +90,23 @@ def test_put_many_sets_new_keys_at_once_and_spills_past_a_block() -> None:
         5: (1, "k5"), 6: (2, None), 7: (3, None), 8: (4, "k8"), 9: (5, None)
     }  # fmt: skip
     spill.close()
+
+
+def test_blocks_wait_in_a_file_until_a_key_inside_their_range_is_asked() -> None:
+    """A first run's records are all new (each id above every earlier one): its blocks are
+    appended to a file and never indexed; the first key asked inside their range moves them
+    into the database, which takes the later blocks at once."""
+    spill = SpillMap(block=2)
+    for rid in range(1, 7):
+        spill.setdefault_many([rid], [(rid + 100, f"k{rid}")])
+    assert spill.spilled == 6 and spill._db is None
+    assert spill.get_many([7, 8]) == {}  # above every id written: no database
+    assert spill._db is None
+    assert spill.get(3) == (103, "k3")  # inside: every block moves into the database
+    assert spill._db is not None and spill._file is None
+    spill.put_many([9, 10], [(109, None), (110, "k10")])
+    assert spill._file is None  # straight into the database now
+    assert spill.get_many(range(12)) == {r: (r + 100, f"k{r}") for r in range(1, 7)} | {
+        9: (109, None), 10: (110, "k10")
+    }  # fmt: skip
+    spill.close()
