@@ -6,7 +6,7 @@ deletes), written to a temporary file a block at a time.
 :class:`SpillMap` maps an integer (a record id) to ``(int, str | None)`` (the first source row
 that landed on it, and that row's key). The first :data:`BLOCK` entries live in a dict; then
 they are appended, a block at a time, to a temporary file (keys and rows as 64-bit integers,
-the strings as JSON: a few milliseconds a block), so memory does not grow with the source.
+the strings as JSON: about 10 ms a block of 50,000), so memory does not grow with the source.
 The keys written so far span ``[lo, hi]``: a key outside that range (a record the service
 just created, whose id is above every earlier one) is answered without reading the disk.
 The first key asked inside it moves the blocks written so far into a private temporary
