@@ -71,7 +71,7 @@ def _rows(drawn: list[dict[str, Any]]) -> tuple[list[PreparedRow], list[EntryRes
     return rows, results
 
 
-def _write(directory: Path, chunks: list[list[dict[str, Any]]], block: bool) -> tuple[str, Any]:
+def _write(directory: Path, chunks: list[list[dict[str, Any]]], block: bool) -> tuple[bytes, Any]:
     writer = ReportWriter(directory, dry_run=False)
     tally = StepTally("contacts", "contacts", "contacts")
     writer.start_step(tally)
@@ -90,7 +90,7 @@ def _write(directory: Path, chunks: list[list[dict[str, Any]]], block: bool) -> 
         tally.shared_examples,
         writer.lines_written,
     )
-    return (directory / "results.csv").read_text(encoding="utf-8"), counts
+    return (directory / "results.csv").read_bytes(), counts  # bytes: line ends too
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=80)

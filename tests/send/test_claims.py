@@ -3,6 +3,9 @@ another row of the step or another ledger key holds is merged, not updated."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.reconcile.batch import EntryResult
 from recordsync.send.claims import RecordClaims
@@ -73,3 +76,38 @@ def test_claims_written_to_disk_give_the_same_answers() -> None:
     assert [r.status for r in outs[2][0]] == [MERGED, UPDATED]
     assert [r.status for r in outs[3][0]] == [MERGED, CREATED]
     assert "which row 5 already holds" in (outs[3][0][0].error or "")
+
+
+ANSWER = st.tuples(
+    st.integers(2, 9),  # source row
+    st.sampled_from([None, "name:A", "name:B"]),
+    st.sampled_from([CREATED, CREATED, UPDATED, RowStatus.FAILED]),
+    st.one_of(st.integers(1, 30), st.none()),
+)
+
+
+@settings(max_examples=80, deadline=None)
+@given(chunks=st.lists(st.lists(ANSWER, max_size=6), max_size=8), block=st.integers(1, 4))
+def test_claims_are_what_the_rule_says_row_by_row_whichever_way_a_chunk_is_settled(
+    chunks: list[list[tuple[int, str | None, RowStatus, int | None]]], block: int
+) -> None:
+    """Chunks of records just created are settled column-wise, the others row by row (in
+    memory or on disk): the outcome of each row is the rule's, applied one row at a time."""
+    claims = RecordClaims(expected=False, block=block)
+    held: dict[int, tuple[int, str | None]] = {}
+    for chunk in chunks:
+        rows = [row(n, key) for n, key, _, _ in chunk]
+        results = [EntryResult(status, rid) for _, _, status, rid in chunk]
+        expected = []
+        for n, key, status, rid in chunk:
+            first = held.get(rid) if rid is not None and status in (CREATED, UPDATED) else None
+            if first is not None and (first[0] == n or (first[1] is not None and first[1] == key)):
+                first = None  # the same row or key again
+            if first is None:
+                if rid is not None and status in (CREATED, UPDATED):
+                    held.setdefault(rid, (n, key))
+                expected.append((status, rid))
+            else:
+                expected.append((MERGED, rid))
+        assert [(r.status, r.record_id) for r in claims.settle(rows, results)] == expected
+    claims.close()

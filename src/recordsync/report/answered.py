@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
 from recordsync.model import PreparedRow, RowStatus
+from recordsync.report.blocks import plain
 from recordsync.report.csvsafe import TRIGGERS, neutralise
 from recordsync.report.tally import OWNER_OUTCOMES, StepTally
 
@@ -30,6 +31,10 @@ _source_row, _source_file = attrgetter("source_row"), attrgetter("source_file")
 _row_status, _owner = attrgetter("status"), attrgetter("owner_resolution")
 _match_by = itemgetter("match_by")
 _STR, _STR_OR_INT = frozenset({str}), frozenset({str, int})
+_LINE = "%s%s,%s,%s,%s,%s,\r\n"
+"""A results.csv line (csv.writer's excel dialect) of cells none of which needs quoting:
+the step and file (one text), source row, match_by, match_value, status, record id, and
+an empty error."""
 
 
 @dataclass(slots=True)
@@ -39,7 +44,8 @@ class Answered:
     source_file: str
     source_rows: list[int]
     lines: Any
-    """The ``results.csv`` lines (an iterator over tuples, for ``writerows``)."""
+    """The ``results.csv`` lines: their text when no cell needs quoting, else an iterator
+    over tuples, for ``writerows``."""
     statuses: list[RowStatus]
     record_ids: list[int]
     owners: list[str | None]
@@ -79,6 +85,14 @@ def answered_columns(
     (source_file,) = files
     source_rows = list(map(_source_row, sources))
     head = (neutralise(step), neutralise(source_file))
+    if plain("".join(chain(head, bys, texts))):  # nothing to quote: the text at once
+        cells = (source_rows, bys, texts, statuses, record_ids)
+        lines: Any = "".join(
+            map(_LINE.__mod__, zip(repeat(f"{head[0]},{head[1]},", n), *cells, strict=True))
+        )
+        return Answered(
+            source_file, source_rows, lines, statuses, record_ids, list(map(_owner, rows))
+        )
     lines = zip(
         repeat(head[0], n),
         repeat(head[1], n),
@@ -103,7 +117,10 @@ def record_answered(
     block = answered_columns(tally.step, rows, results)
     if block is None:
         return False
-    writer._results.writerows(block.lines)
+    if type(block.lines) is str:
+        writer._results_file.write(block.lines)
+    else:
+        writer._results.writerows(block.lines)
     writer.lines_written += len(rows)
     tally.outcomes.update(block.statuses)
     owners = OWNER_OUTCOMES
@@ -115,7 +132,7 @@ def record_answered(
                 writer._note_merge(tally, row, rid)
             else:
                 first_row(rid, (row.source.source_row, None))
-    else:
-        for rid, source_row in zip(block.record_ids, block.source_rows, strict=True):
-            first_row(rid, (source_row, None))
+    else:  # at once when none of these records is known yet (records just created)
+        rows_of = list(zip(block.source_rows, repeat(None)))
+        writer._record_rows.setdefault_many(block.record_ids, rows_of)
     return True

@@ -11,6 +11,7 @@ otherwise call both rows ``unchanged``). With ``merges: expected`` the row stays
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import attrgetter
 
 from recordsync.model import PreparedRow, RowStatus
 from recordsync.reconcile.batch import EntryResult
@@ -21,6 +22,8 @@ OtherOwners = Callable[[list[tuple[str | None, int]]], dict[int, list[str]]]
 key holds, the keys holding it (:meth:`recordsync.state.hook.StateHook.other_owners`)."""
 
 _LANDED = (RowStatus.CREATED, RowStatus.UPDATED)
+_status, _record_id = attrgetter("status"), attrgetter("record_id")
+_source_row, _key = attrgetter("source.source_row"), attrgetter("key")
 
 
 class RecordClaims:
@@ -46,17 +49,29 @@ class RecordClaims:
         """``results`` with each row that landed on a record another row holds as merged."""
         if len(rows) != len(results):  # a short answer: the sender reports it, unchanged here
             return results
-        updated = [
-            (r.key, res.record_id)
-            for r, res in zip(rows, results, strict=True)
-            if res.status is RowStatus.UPDATED and res.record_id is not None
-        ]
+        statuses, rids = set(map(_status, results)), list(map(_record_id, results))
+        updated = (
+            [
+                (r.key, res.record_id)
+                for r, res in zip(rows, results, strict=True)
+                if res.status is RowStatus.UPDATED and res.record_id is not None
+            ]
+            if RowStatus.UPDATED in statuses
+            else []
+        )
         ledger: dict[int, list[str]] = {}
         if updated and self.other_owners is not None:
             ledger = self.other_owners(updated)
+        plain = statuses.issubset(_LANDED) and None not in rids
         known = self._rows.get_many(
-            r.record_id for r in results if r.status in _LANDED and r.record_id is not None
+            rids
+            if plain
+            else (r.record_id for r in results if r.status in _LANDED and r.record_id is not None)
         )
+        if plain and not known and not ledger and len(set(rids)) == len(rids):
+            # each row landed on a record no other row holds (the common chunk): column-wise
+            self._rows.put_many(rids, zip(map(_source_row, rows), map(_key, rows), strict=True))
+            return list(results)
         out: list[EntryResult] = []
         for row, res in zip(rows, results, strict=True):
             rid = res.record_id

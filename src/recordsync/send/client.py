@@ -65,6 +65,8 @@ class RecordServiceClient:
         self._api_key = api_key
         self.retry = retry or RetryPolicy()
         self.requests_sent = 0
+        self._urls: dict[str, httpx.URL] = {}
+        """Each path's URL, parsed once (httpx would parse the text again every request)."""
 
     def __repr__(self) -> str:
         return f"RecordServiceClient(base_url={self.base_url!r}, api_key={self._api_key!r})"
@@ -131,9 +133,12 @@ class RecordServiceClient:
         headers = {"x-api-key": self._api_key.reveal()}
         if body is not None:
             headers["content-type"] = "application/json"
+        url = self._urls.get(path)
+        if url is None:
+            url = self._urls[path] = httpx.URL(self.base_url + path)
         return self.http.build_request(
             method,
-            self.base_url + path,
+            url,
             json=json,
             content=body,
             params=params,

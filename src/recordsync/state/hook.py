@@ -27,8 +27,11 @@ a step (``source_read``, ``step_done``) in :mod:`recordsync.state.hook_step_end`
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from itertools import repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,6 +55,11 @@ Deleter = Callable[[str, int], object]
 """``deleter(object_type, record_id)``: soft-delete one record (already gone is fine)."""
 
 log = logging.getLogger(__name__)
+_KEPT = frozenset({RowStatus.CREATED, RowStatus.UPDATED})
+_status, _record_id = attrgetter("status"), attrgetter("record_id")
+_digest, _key = attrgetter("digest"), attrgetter("key")
+_match_by, _match_value = attrgetter("match_by"), attrgetter("match_value")
+_payload = attrgetter("payload")
 FOLD_FROM = 20_000
 FOLD_SLICE = 500
 """The ledger is written while a step runs, :data:`FOLD_SLICE` rows with each acknowledged
@@ -131,7 +139,10 @@ class StateHook(StepRows, StepEnd):
     def begin(self, plan: StepPlan, chunk_no: int, rows: list[PreparedRow]) -> None:
         from recordsync.state import journal_columns as columns
 
-        safe = [resend_as_is_safe(plan.object_type, r.payload or {}) for r in rows]
+        payloads = list(map(_payload, rows))
+        if None in payloads:
+            payloads = [p or {} for p in payloads]
+        safe = list(map(resend_as_is_safe, repeat(plan.object_type, len(rows)), payloads))
         journal_rows = columns.journal_rows(rows, self._hash, safe)
         self.journal.begin_chunk(
             self.run_id,
@@ -157,13 +168,9 @@ class StateHook(StepRows, StepEnd):
         if len(rows) != len(results):  # before any change: nothing half-acknowledged
             raise ValueError(f"{len(results)} results for a chunk of {len(rows)} rows")
         outcomes = columns.chunk_results(rows, results)
-        forget = self._hash.pop
-        snap = self._snap
-        kept = (RowStatus.CREATED, RowStatus.UPDATED)
-        for r, res in zip(rows, results, strict=True):
-            forget(id(r), None)
-            if snap is not None and res.status in kept:
-                keep_row(snap, r, res.record_id)
+        deque(map(self._hash.pop, map(id, rows), repeat(None)), 0)  # forgotten, in C
+        if self._snap is not None:
+            _keep_rows(self._snap, rows, results)
         self.journal.ack_chunk(
             self.run_id, plan.name, chunk_no + self._offset.get(plan.name, 0), outcomes
         )
@@ -188,6 +195,30 @@ class StateHook(StepRows, StepEnd):
         if step not in self._offset:  # the step never started in this attempt
             self._offset[step] = self.journal.next_chunk_no(self.run_id, step) - 1
         return self._offset[step]
+
+
+def _keep_rows(snap: SnapshotWriter, rows: list[PreparedRow], results: list[EntryResult]) -> None:
+    """Into the next snapshot: the rows of a chunk answered created / updated
+    (:func:`keep_row` of each); column-wise when every row is answered so, with its record
+    id, digest and key (the common chunk)."""
+    rids, digests, keys = (
+        list(map(_record_id, results)),
+        list(map(_digest, rows)),
+        list(map(_key, rows)),
+    )
+    if (
+        _KEPT.issuperset(map(_status, results))
+        and None not in rids
+        and None not in digests
+        and None not in keys
+    ):
+        snap.add_many(
+            digests, keys, list(map(_match_by, rows)), list(map(_match_value, rows)), rids
+        )
+        return
+    for r, res in zip(rows, results, strict=True):
+        if res.status in _KEPT:
+            keep_row(snap, r, res.record_id)
 
 
 @contextmanager

@@ -23,7 +23,7 @@ import mmap
 import os
 import sqlite3
 import tempfile
-from dataclasses import dataclass
+from collections.abc import Sequence
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from recordsync.model import UnchangedBlock
 from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
 from recordsync.state.pg_snapshots import load_snapshot_blocks, store_snapshot_blocks
 from recordsync.state.snapshot_match import DigestIndex, key_hashes, take_rows
+from recordsync.state.snapshot_rows import Pending
 from recordsync.state.store import StateStore, utc_now
 
 FLUSH_ROWS = 65_536
@@ -174,20 +175,6 @@ def drop_all(conn: sqlite3.Connection, directory: Path | None, scopes: list[int]
                 (directory / str(row[0])).unlink()
 
 
-@dataclass(slots=True)
-class _Pending:
-    d0: list[int]
-    d1: list[int]
-    key: list[str]
-    match_by: list[str | None]
-    match_value: list[str | None]
-    record_id: list[int]
-
-
-def _pending() -> _Pending:
-    return _Pending([], [], [], [], [], [])
-
-
 class SnapshotWriter:
     """Streams one step's snapshot to a temporary file; :meth:`commit` registers it."""
 
@@ -205,7 +192,7 @@ class SnapshotWriter:
         self._tmp = self.path.with_suffix(".tmp")
         self._sink = pa.OSFile(str(self._tmp), "wb")
         self._writer = pa.ipc.new_file(self._sink, SNAPSHOT_SCHEMA)
-        self._p = _pending()
+        self._p = Pending()
         self.rows = 0
         self.source: Snapshot | None = None
         """The snapshot this run read (the rows of UnchangedBlocks come from it)."""
@@ -230,6 +217,22 @@ class SnapshotWriter:
         if len(p.d0) >= FLUSH_ROWS:
             self._flush()
 
+    def add_many(
+        self,
+        digests: Sequence[tuple[int, int]],
+        keys: Sequence[str],
+        match_bys: Sequence[str | None],
+        match_values: Sequence[Any],
+        record_ids: Sequence[int],
+    ) -> None:
+        """:meth:`add` of each row, given column-wise: the same rows in the same batches."""
+        columns = (digests, keys, match_bys, match_values, record_ids)
+        if len(self._p.d0) + len(digests) >= FLUSH_ROWS:  # a batch ends inside: row by row
+            for row in zip(*columns, strict=True):
+                self.add(*row)
+        else:
+            self._p.extend(*columns)
+
     def add_from_block(self, block: UnchangedBlock) -> None:
         """The rows of a block found unchanged: carried over from the last snapshot."""
         if self.source is None:
@@ -251,20 +254,9 @@ class SnapshotWriter:
         p = self._p
         if not p.d0:
             return
-        batch = pa.record_batch(
-            [
-                pa.array(p.d0, pa.uint64()),
-                pa.array(p.d1, pa.uint64()),
-                pa.array(p.key, pa.string()),
-                pa.array(p.match_by, pa.string()),
-                pa.array(p.match_value, pa.string()),
-                pa.array(p.record_id, pa.int64()),
-            ],
-            schema=SNAPSHOT_SCHEMA,
-        )
-        self._writer.write_batch(batch)
+        self._writer.write_batch(p.batch())
         self.rows += len(p.d0)
-        self._p = _pending()
+        self._p = Pending()
 
     def commit(self, fp: bytes) -> None:
         """Close the file and register it as the scope's snapshot."""
