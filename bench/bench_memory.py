@@ -92,6 +92,33 @@ def run_child(
     return float(out[0]), float(out[1]), float(out[2]), int(out[3]), float(out[4])
 
 
+def changes(root: Path, side: str, urls: dict[str, str], noop: bool) -> object:
+    """What the server holds (unchanged when nothing arrived)."""
+    from arrivals import sandbox_changes
+    from noop_server import counts
+
+    if noop:
+        return counts(urls[side])["entries"]
+    return sandbox_changes(root / side / "sandbox.db")
+
+
+def check_first(root: Path, side: str, url: str, rows: int, emails: set[str], noop: bool) -> None:
+    """Every source row arrived exactly once (``emails`` empty: counts only, --light)."""
+    from arrivals import check_noop, check_sandbox
+    from noop_server import counts
+
+    who = f"{rows}-row first run ({side})"
+    if not noop:
+        check_sandbox(root / side / "sandbox.db", emails, who)
+    elif emails:
+        check_noop(url, emails, who)
+    else:
+        got = counts(url)
+        n = (got["entries"].get("contacts"), got["distinct"].get("contacts"))
+        if n != (rows, rows) or set(got["entries"]) != {"contacts"}:
+            sys.exit(f"{who}: the no-op server received {got}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[100_000, 1_000_000])
@@ -105,8 +132,8 @@ def main() -> None:
         child(Path(args.child[0]), args.child[1], args.child[2])
         return
     sys.path.insert(0, str(HERE))
-    from arrivals import check_sandbox, sandbox_changes, source_emails
-    from noop_server import counts, noop_server, write_meta
+    from arrivals import source_emails
+    from noop_server import noop_server, write_meta
     from project import KEY, make_project, sandbox
 
     sides: dict[str, Path | None] = {"this": None}
@@ -129,35 +156,16 @@ def main() -> None:
                 )
                 urls[side] = stack.enter_context(serving)
 
-            def changes(side: str) -> object:
-                if meta is not None:
-                    return counts(urls[side])["entries"]
-                return sandbox_changes(root / side / "sandbox.db")
-
-            def check_first(side: str) -> None:
-                who = f"{rows}-row first run ({side})"
-                if meta is None:
-                    check_sandbox(root / side / "sandbox.db", emails, who)
-                elif not args.light:
-                    from arrivals import check_noop
-
-                    check_noop(urls[side], emails, who)
-                else:
-                    got = counts(urls[side])
-                    n = (got["entries"].get("contacts"), got["distinct"].get("contacts"))
-                    if n != (rows, rows) or set(got["entries"]) != {"contacts"}:
-                        sys.exit(f"{who}: the no-op server received {got}")
-
             for side, src in sides.items():
                 if "rerun" in args.modes and "first" not in args.modes:
                     run_child(root / side, "first", urls[side], src)  # unmeasured
             for mode in (m for m in MODES if m in args.modes):
                 for side, src in sides.items():
-                    before = changes(side)
+                    before = changes(root, side, urls, meta is not None)
                     peak, start, wall, read, cpu = run_child(root / side, mode, urls[side], src)
                     if mode == "first":
-                        check_first(side)
-                    elif changes(side) != before:
+                        check_first(root, side, urls[side], rows, emails, meta is not None)
+                    elif changes(root, side, urls, meta is not None) != before:
                         sys.exit(f"the {rows}-row {mode} run ({side}) wrote to the server")
                     peaks.setdefault((mode, side), []).append(peak)
                     print(
