@@ -26,7 +26,8 @@ import recordsync.prepare.seen_log as seen_log
 from recordsync.prepare.seen_log import SeenLog
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
-from recordsync.state import StateStore
+from recordsync.state import StateStore, snapshot_match
+from recordsync.state.digest_runs import SortedDigests
 
 from .support import REPO, served, target
 
@@ -212,9 +213,10 @@ def test_full_refresh_and_a_retry_leave_the_next_run_on_the_full_path(tmp_path: 
 def test_the_fast_path_with_its_per_row_arrays_on_disk_reports_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The first pass's per-batch arrays (``SeenLog``) forced to a temporary file after a few
-    rows: the same results, totals and rows mapped as with them in memory (the edited export
-    of the test above: a clash, a row exported twice, a malformed line)."""
+    """The first pass's per-batch arrays (``SeenLog``) and the snapshot's sorted digests
+    (``SortedDigests``) forced to temporary files past a few rows: the same results, totals,
+    rows mapped and next snapshots as with them in memory (the edited export of the test
+    above: a clash, a row exported twice, a malformed line)."""
     pipeline, first, _ = _first_run(tmp_path)
     _edit_contacts(tmp_path / "project" / "sample_data" / "contacts.csv")
     memory_dir, disk_dir = tmp_path / "memory", tmp_path / "disk"
@@ -230,11 +232,21 @@ def test_the_fast_path_with_its_per_row_arrays_on_disk_reports_the_same(
         if self.spilled and self not in spilled:
             spilled.append(self)
 
+    sorted_on_disk: list[int] = []
+
+    class Sorted(SortedDigests):
+        def __init__(self, batches: Any) -> None:
+            super().__init__(batches)
+            sorted_on_disk.append(self.size)
+
     monkeypatch.setattr(seen_log, "SPILL_ROWS", 7)
     monkeypatch.setattr(SeenLog, "append", counting)
+    monkeypatch.setattr(snapshot_match, "MEMORY_ROWS", 5)
+    monkeypatch.setattr(snapshot_match, "SortedDigests", Sorted)
     on_disk, disk_mapped = _run_counting(monkeypatch, pipeline, disk_dir)
 
     assert len(spilled) == 2  # companies and contacts
+    assert len(sorted_on_disk) == 2 and min(sorted_on_disk) > 5
     assert _results(on_disk.report_dir) == _results(in_memory.report_dir)
     assert on_disk.summary["totals"] == in_memory.summary["totals"]
     assert disk_mapped == memory_mapped
