@@ -8,8 +8,10 @@ the snapshot and finds duplicate keys: for rows the snapshot knows, their keys c
 snapshot; for the others from the mapping's key columns. A snapshot row whose key another
 row of the source also has (a duplicate, or the same ledger key) is *demoted*: it is
 prepared in full, so that the duplicate rules see it. The second pass maps only the rows
-that are not found unchanged. Memory: 25 bytes a row (digest, snapshot row, flag) plus the
-16 bytes a row of the duplicate scan.
+that are not found unchanged (:mod:`.digest_scan`: the first pass). Memory does not grow
+with the source: the first pass's per-batch arrays go to a temporary file past a limit
+(:mod:`.seen_log`), as do a large snapshot's sorted digests
+(:mod:`recordsync.state.digest_runs`) and the duplicate scan's hashes (:mod:`.dups`).
 """
 
 from __future__ import annotations
@@ -158,8 +160,9 @@ def _second_pass(
     none)."""
     if not scan.reread:
         for seen in scan.seen:
-            assert seen.kept is not None
-            yield seen, seen.kept
+            kept, seen.kept = seen.kept, None  # not held once its rows are prepared
+            assert kept is not None
+            yield seen, kept
         return
     first = iter(scan.seen)
     for sb in iter_source(mapping.source, base_dir):
