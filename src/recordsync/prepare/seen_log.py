@@ -37,15 +37,19 @@ class Seen:
     """The batch's rows not found in the snapshot, if kept (all of them: with ``bad``)."""
     at: int = -1
     """Where the arrays are in the log's file (-1: in memory)."""
+    stored: tuple[int, bool, bool] = (0, False, False)
+    """In the file: the number of rows, whether digests and ``ok`` are there."""
 
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
+_DTYPES = (np.int64, np.int64, np.uint64, np.bool_)  # rows, found, digests, ok
 
 
 class SeenLog:
     """The first pass's :class:`Seen` s, in source order. Past ``limit`` rows held, the
-    arrays of the batches held are appended to a temporary file (``np.save``) and read back
-    by :meth:`__iter__`, one batch at a time (the batch's other fields stay in memory)."""
+    arrays of the batches held are appended to a temporary file (their bytes, one write a
+    batch) and read back by :meth:`__iter__`, one batch at a time (the batch's other fields
+    stay in memory)."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = limit or SPILL_ROWS
@@ -68,9 +72,10 @@ class SeenLog:
             self._file.seek(0, 2)
             for s in self._held:
                 s.at = self._file.tell()
-                has = np.array([s.digests is not None, s.ok is not None])
-                for a in (s.rows, s.found, has, s.digests, s.ok):
-                    np.save(self._file, a if a is not None else _EMPTY_I)
+                s.stored = (len(s.rows), s.digests is not None, s.ok is not None)
+                parts = zip((s.rows, s.found, s.digests, s.ok), _DTYPES, strict=True)
+                data = [np.ascontiguousarray(a, t).data for a, t in parts if a is not None]
+                self._file.write(b"".join(data))
                 _unload(s)
             self._held, self._held_rows = [], 0
 
@@ -85,10 +90,15 @@ class SeenLog:
                 yield s
                 continue
             assert self._file is not None
+            n, digests, ok = s.stored
             self._file.seek(s.at)
-            s.rows, s.found, has, digests, ok = (np.load(self._file) for _ in range(5))
-            s.digests = digests if has[0] else None
-            s.ok = ok if has[1] else None
+            buf = bytearray(n * (16 + 16 * digests + ok))
+            self._file.readinto(buf)  # type: ignore[attr-defined]
+            s.rows = np.frombuffer(buf, np.int64, n)
+            s.found = np.frombuffer(buf, np.int64, n, 8 * n)
+            d = np.frombuffer(buf, np.uint64, 2 * n, 16 * n) if digests else None
+            s.digests = d.reshape(n, 2) if d is not None else None
+            s.ok = np.frombuffer(buf, np.bool_, n, (16 + 16 * digests) * n) if ok else None
             try:
                 yield s
             finally:
