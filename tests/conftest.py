@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+from tests.pg_support import pg_server, pg_url  # noqa: F401  (fixtures: the session's PostgreSQL)
 
 from recordsync.cli import main
 

@@ -16,9 +16,7 @@ PACKAGE = SRC / "recordsync"
 
 MAX_LINES = 300
 OVER_MAX = {
-    "map/engine.py": 305,
     "send/sender.py": 301,
-    "state/store.py": 325,
 }
 """The modules over MAX_LINES when this test was written, with their line counts then: each
 may only shrink, and leaves this list once it is within MAX_LINES; no other may cross it."""

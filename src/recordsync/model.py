@@ -9,10 +9,11 @@ reconcile → report). Every stage speaks these types; no stage reaches into ano
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from itertools import chain
+from typing import Any, Protocol, TypeVar
 
 JSON = Any
 BatchInput = dict[str, JSON]
@@ -242,6 +243,26 @@ RESULTS_COLUMNS = (
 
 Item = PreparedRow | UnchangedBlock
 """What a step's row stream yields: prepared rows, and blocks of rows found unchanged."""
+
+T = TypeVar("T")
+
+
+class Blocks(Iterator[T]):
+    """A stream made a list at a time (a prepared slice of rows): iterated, it gives the
+    items one by one, flattened in C (no generator frame per item); a stage that works on
+    lists reads :attr:`lists` instead (one or the other, never both)."""
+
+    __slots__ = ("_items", "lists")
+
+    def __init__(self, lists: Iterator[list[T]]) -> None:
+        self.lists = lists
+        self._items = chain.from_iterable(lists)
+
+    def __iter__(self) -> Iterator[T]:
+        return self._items
+
+    def __next__(self) -> T:
+        return next(self._items)
 
 
 @dataclass(frozen=True, slots=True)

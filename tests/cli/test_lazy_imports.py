@@ -18,14 +18,16 @@ import recordsync
 
 SRC = str(Path(recordsync.__file__).resolve().parents[1])  # the tree under test, not an install
 
-SCRIPT = """import json, sys
-from recordsync.cli import main
-try:
-    main(sys.argv[2:])
-except SystemExit as exc:
-    code = exc.code
-with open(sys.argv[1], "w") as f:
-    json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+# the console script's own path (recordsync.cli.entry), its last call recording sys.modules
+SCRIPT = """import json, os, sys
+def record(code, exit=os._exit, out=sys.argv[1]):
+    with open(out, "w") as f:
+        json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+    exit(code)
+os._exit = record
+from recordsync.cli import entry
+sys.argv = ["recordsync", *sys.argv[2:]]
+entry()
 """
 # never needed by these commands: the sandbox's server stack, the test tools
 NEVER = ("starlette", "uvicorn", "a2wsgi", "hypothesis", "schemathesis", "pytest")
@@ -84,7 +86,12 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
         code, modules = imported(tmp_path, "run", "d.yaml", "--base-url", url, env=env)
     assert code == 0
     assert "recordsync.cli.run_cmds" in modules and "recordsync.send.pipeline" in modules
-    assert tops(modules).isdisjoint(NEVER), sorted(tops(modules) & set(NEVER))
+    # the nightly fast path's digests (state store on) and pyarrow's conversions: no pandas;
+    # httpx without its command line (rich, pygments: a run without a terminal shows no bar)
+    assert {"recordsync.state.digests", "pyarrow.compute", "httpx"} <= modules
+    unused = {*NEVER, "pandas", "rich", "pygments"}
+    assert tops(modules).isdisjoint(unused), sorted(tops(modules) & unused)
+    assert "httpx._main" not in modules
     loaded = {m for m in modules if m.startswith(OTHER_COMMANDS)}
     assert not loaded, sorted(loaded)
     assert modules.isdisjoint(OTHER_SOURCES), sorted(modules & set(OTHER_SOURCES))
@@ -109,3 +116,40 @@ def test_every_command_is_listed_with_its_module() -> None:
     for name in set(COMMAND_MODULES.values()):
         module = importlib.import_module(f"recordsync.cli.{name}")
         assert {COMMAND_MODULES.get(c.name or "") for c in module.COMMANDS} == {name}
+
+
+PYARROW_AFTER_ENTRY = """import importlib.util, json, sys
+from recordsync.cli.startup import leave_out_unused
+leave_out_unused()
+assert importlib.util.find_spec("pyarrow") is not None  # asking first changes nothing
+import datetime, decimal
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+pc.add(pa.array([1, None]), 1)
+pa.scalar(datetime.datetime(2026, 1, 1))
+pa.array([decimal.Decimal("1.5"), None])
+pa.array([True, None]).to_numpy(zero_copy_only=False)
+pa.array(np.arange(3))
+before = "pandas" in sys.modules
+frame = pa.table({"a": [1, 2], "b": ["x", "y"]}).to_pandas()
+json.dump({"before": before, "frame": frame.to_dict("list"), "after": "pandas" in sys.modules},
+          sys.stdout)
+"""
+
+
+def test_pyarrow_converts_python_values_without_pandas_and_to_pandas_still_works() -> None:
+    """After the CLI's probe (recordsync.cli.startup), pyarrow's conversions of Python
+    values leave pandas out; an explicit pandas API still imports it."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-c", PYARROW_AFTER_ENTRY],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    got = json.loads(done.stdout)
+    assert got == {"before": False, "frame": {"a": [1, 2], "b": ["x", "y"]}, "after": True}

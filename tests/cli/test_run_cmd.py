@@ -7,12 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from recordsync.sandbox import create_app
-from recordsync.sandbox.server import run_in_thread
-
-REPO = Path(__file__).resolve().parents[2]
-KEY = "sk_live_cli_tests_00112233445566"
+from tests.e2e.support import KEY, served
 
 
 def only_report(root: Path) -> Path:
@@ -63,19 +58,27 @@ def test_missing_key_for_a_real_target(
     assert "no API key" in err and "RECORDSYNC_API_KEY" in err
 
 
+def _run_with_a_wrong_key(
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Callable[..., int],
+    capsys: pytest.CaptureFixture[str],
+) -> tuple[str, str]:
+    """``recordsync run`` into a served sandbox with a wrong key: exit 3; its stdout, stderr."""
+    monkeypatch.setenv("RECORDSYNC_API_KEY", "sk_live_wrong_key_abc")
+    with served(project / "real.db") as url:
+        code = cli("run", "pipelines/nightly.yaml", "--base-url", url)
+    assert code == 3
+    return capsys.readouterr()
+
+
 def test_wrong_key_names_the_variable_and_never_prints_it(
     project: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     cli: Callable[..., int],
 ) -> None:
-    app = create_app(project / "real.db", api_key=KEY)
-    monkeypatch.setenv("RECORDSYNC_API_KEY", "sk_live_wrong_key_abc")
-    with run_in_thread(app) as url:
-        code = cli("run", "pipelines/nightly.yaml", "--base-url", url)
-    app.state.store.close()
-    out, err = capsys.readouterr()
-    assert code == 3
+    out, err = _run_with_a_wrong_key(project, monkeypatch, cli, capsys)
     assert "HTTP 401" in err and "RECORDSYNC_API_KEY" in err
     assert "sk_live_wrong_key_abc" not in out + err
 
@@ -86,13 +89,7 @@ def test_a_run_stopped_at_the_schema_fetch_still_writes_its_report(
     monkeypatch: pytest.MonkeyPatch,
     cli: Callable[..., int],
 ) -> None:
-    app = create_app(project / "real.db", api_key=KEY)
-    monkeypatch.setenv("RECORDSYNC_API_KEY", "sk_live_wrong_key_abc")
-    with run_in_thread(app) as url:
-        code = cli("run", "pipelines/nightly.yaml", "--base-url", url)
-    app.state.store.close()
-    out, err = capsys.readouterr()
-    assert code == 3
+    out, err = _run_with_a_wrong_key(project, monkeypatch, cli, capsys)
     summary = json.loads((only_report(project) / "summary.json").read_text())
     assert "HTTP 401" in summary["aborted"] and summary["accounting_ok"]
     t = summary["totals"]
@@ -109,14 +106,12 @@ def test_profile_key_comes_from_its_env_var(
     monkeypatch: pytest.MonkeyPatch,
     cli: Callable[..., int],
 ) -> None:
-    app = create_app(project / "real.db", api_key=KEY)
     monkeypatch.setenv("STAGING_KEY", KEY)
-    with run_in_thread(app) as url:
+    with served(project / "real.db") as url:
         (project / "configs" / "profiles.yaml").write_text(
             f"staging:\n  base_url: {url}\n  api_key_env: STAGING_KEY\n"
         )
         code = cli("run", "pipelines/nightly.yaml", "--profile", "staging", "-q")
-    app.state.store.close()
     assert code == 1  # connected with STAGING_KEY (a wrong key would be 3)
     summary = json.loads((only_report(project) / "summary.json").read_text())
     assert summary["target"] == url and summary["target_origin"] == "--profile staging"
@@ -168,17 +163,13 @@ def test_run_stopped_by_the_breaker_then_retry(
     cli: Callable[..., int],
 ) -> None:
     monkeypatch.setenv("RECORDSYNC_API_KEY", KEY)
-    app = create_app(project / "real.db", api_key=KEY, faults=["status:400:path=/batch:after=2"])
-    with run_in_thread(app) as url:
+    with served(project / "real.db", ["status:400:path=/batch:after=2"]) as url:
         code = cli("run", "pipelines/nightly.yaml", "--base-url", url, "-q")
-    app.state.store.close()
     err = capsys.readouterr().err
     assert code == 3 and "circuit breaker" in err
     first = only_report(project)
-    app = create_app(project / "real.db", api_key=KEY)
-    with run_in_thread(app) as url:
+    with served(project / "real.db") as url:
         code = cli("retry", str(first), "--base-url", url, "-q")
-    app.state.store.close()
     # exit 1: two retried deals refer to a company that is invalid in the sample (its
     # industry), so their company_id reference cannot be resolved
     assert code == 1

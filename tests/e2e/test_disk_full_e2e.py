@@ -55,6 +55,43 @@ def _setup(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return ["run", "p.yaml", "-q", "--state-db", "st/state.db", "--report-dir", "reports"]
 
 
+def _journal_full_at_the_third_chunk() -> Callable[..., Any]:
+    """``Journal.begin_chunk`` that fails as a full disk does on its third call."""
+    begin, calls = Journal.begin_chunk, [0]
+
+    def full_begin(self: Journal, *a: Any, **kw: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise sqlite3.OperationalError("database or disk is full")
+        return begin(self, *a, **kw)
+
+    return full_begin
+
+
+def _full_then_room(
+    tmp: Path,
+    args: list[str],
+    cli: Callable[..., int],
+    capsys: pytest.CaptureFixture[str],
+    *,
+    target: object,
+    name: str,
+    full: Callable[..., Any],
+) -> str:
+    """A run with ``target.name`` replaced by ``full``: exit 3, no traceback; then one with
+    room again: exit 0, every row exactly once in the service. The first run's stderr."""
+    with served(tmp / "s.db") as url:
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(target, name, full, raising=False)
+            code = cli(*args, "--base-url", url)
+        err = capsys.readouterr().err
+        again = cli(*args, "--base-url", url)
+        emails = sorted(r["email"] for r in all_records(url, "contacts"))
+    assert code == 3 and "Traceback" not in err
+    assert again == 0 and emails == sorted(r[1] for r in ROWS)
+    return err
+
+
 def test_a_full_disk_under_the_report_directory_aborts_with_exit_3(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -67,17 +104,11 @@ def test_a_full_disk_under_the_report_directory_aborts_with_exit_3(
         real = open(path, mode, *args, **kw)  # noqa: SIM115
         return FullDisk(real, 5) if "w" in mode and str(path).endswith("results.csv") else real
 
-    with served(tmp_path / "s.db") as url:
-        with monkeypatch.context() as m:
-            m.setattr(writer_module, "open", full_open, raising=False)
-            code = cli(*args, "--base-url", url)
-        err = capsys.readouterr().err
-        again = cli(*args, "--base-url", url)  # the disk has room again: resumed, no duplicate
-        emails = sorted(r["email"] for r in all_records(url, "contacts"))
-    assert code == 3 and "Traceback" not in err
+    err = _full_then_room(  # then resumed, no duplicate
+        tmp_path, args, cli, capsys, target=writer_module, name="open", full=full_open
+    )
     assert "cannot write the report in reports/" in err and "No space left on device" in err
     assert "free space on that disk" in err
-    assert again == 0 and emails == sorted(r[1] for r in ROWS)
 
 
 def test_a_full_disk_under_the_state_directory_aborts_with_exit_3_and_resumes(
@@ -87,26 +118,12 @@ def test_a_full_disk_under_the_state_directory_aborts_with_exit_3_and_resumes(
     cli: Callable[..., int],
 ) -> None:
     args = _setup(tmp_path, monkeypatch)
-    begin = Journal.begin_chunk
-    calls = [0]
-
-    def full_begin(self: Journal, *a: Any, **kw: Any) -> Any:
-        calls[0] += 1
-        if calls[0] == 3:
-            raise sqlite3.OperationalError("database or disk is full")
-        return begin(self, *a, **kw)
-
-    with served(tmp_path / "s.db") as url:
-        with monkeypatch.context() as m:
-            m.setattr(Journal, "begin_chunk", full_begin)
-            code = cli(*args, "--base-url", url)
-        err = capsys.readouterr().err
-        again = cli(*args, "--base-url", url)
-        emails = sorted(r["email"] for r in all_records(url, "contacts"))
-    assert code == 3 and "Traceback" not in err
+    full = _journal_full_at_the_third_chunk()
+    err = _full_then_room(
+        tmp_path, args, cli, capsys, target=Journal, name="begin_chunk", full=full
+    )
     assert "cannot write the state store st/state.db: database or disk is full" in err
     assert "the next run resumes this one" in err
-    assert again == 0 and emails == sorted(r[1] for r in ROWS)
 
 
 def test_a_state_store_that_cannot_be_opened_is_exit_2_with_nothing_sent(
@@ -141,18 +158,9 @@ def test_a_resumed_runs_report_counts_every_attempts_chunks(
     import json
 
     args = _setup(tmp_path, monkeypatch)
-    begin = Journal.begin_chunk
-    calls = [0]
-
-    def full_begin(self: Journal, *a: Any, **kw: Any) -> Any:
-        calls[0] += 1
-        if calls[0] == 3:
-            raise sqlite3.OperationalError("database or disk is full")
-        return begin(self, *a, **kw)
-
     with served(tmp_path / "s.db") as url:
         with monkeypatch.context() as m:
-            m.setattr(Journal, "begin_chunk", full_begin)
+            m.setattr(Journal, "begin_chunk", _journal_full_at_the_third_chunk())
             assert cli(*args, "--base-url", url) == 3
         assert cli(*args, "--base-url", url) == 0
     [report] = [p for p in (tmp_path / "reports").iterdir() if ".partial" not in p.name]

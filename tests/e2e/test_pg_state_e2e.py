@@ -13,14 +13,12 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-from tests.read.servers import postgres_server
-from tests.state.pg_support import PASSWORD, database_url, new_database
+from tests.pg_support import PASSWORD, database_url, new_database
 
 import recordsync.prepare.digests as prepare_digests
 from recordsync.send.pipeline import RunRequest, run_pipeline
@@ -31,12 +29,6 @@ from .support import KEY, REPO, all_records, served, target
 from .test_kill_matrix_e2e import STALLED, one_row_a_chunk
 from .test_settle_e2e import ROWS, source_rows, write_project
 from .test_snapshot_e2e import _copy_project
-
-
-@pytest.fixture(scope="module")
-def pg_server() -> Iterator[str]:
-    with postgres_server() as dsn:
-        yield dsn
 
 
 @pytest.fixture
@@ -73,14 +65,14 @@ def test_a_nightly_and_its_unchanged_rerun_with_the_state_on_postgres(
     first = run("1")
     assert first.summary["accounting_ok"]
     mapped: dict[str, int] = {}
-    real = prepare_digests._rows_of
+    real = prepare_digests._blocks_of
 
     def counting(sb: Any, *args: Any) -> Any:
-        rows = list(real(sb, *args))
-        mapped[Path(sb.file).name] = mapped.get(Path(sb.file).name, 0) + len(rows)
-        return rows
+        blocks = list(real(sb, *args))
+        mapped[Path(sb.file).name] = mapped.get(Path(sb.file).name, 0) + sum(map(len, blocks))
+        return iter(blocks)
 
-    monkeypatch.setattr(prepare_digests, "_rows_of", counting)
+    monkeypatch.setattr(prepare_digests, "_blocks_of", counting)
     second = run("2")
     for step1, step2 in zip(first.summary["steps"], second.summary["steps"], strict=True):
         assert step2["rows_sent"] == step2["chunks"] == 0, step2  # nothing sent again

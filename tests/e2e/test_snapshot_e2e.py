@@ -109,18 +109,18 @@ def _run_counting(
     monkeypatch: pytest.MonkeyPatch, pipeline: Path, work: Path
 ) -> tuple[Any, dict[str, int]]:
     mapped: dict[str, int] = {}
-    real = prepare_digests._rows_of
+    real = prepare_digests._blocks_of
 
     def counting(sb: Any, *args: Any) -> Any:
-        rows = list(real(sb, *args))
+        blocks = list(real(sb, *args))
         name = Path(sb.file).name
-        mapped[name] = mapped.get(name, 0) + len(rows)
-        return rows
+        mapped[name] = mapped.get(name, 0) + sum(map(len, blocks))
+        return iter(blocks)
 
-    monkeypatch.setattr(prepare_digests, "_rows_of", counting)
+    monkeypatch.setattr(prepare_digests, "_blocks_of", counting)
     with served(work / "sandbox.db") as url:
         result = run_pipeline(_request(pipeline, work), target=target(url))
-    monkeypatch.setattr(prepare_digests, "_rows_of", real)
+    monkeypatch.setattr(prepare_digests, "_blocks_of", real)
     return result, mapped
 
 

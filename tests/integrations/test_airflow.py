@@ -157,6 +157,20 @@ def test_the_dry_run_flag_is_not_airflows_dry_run_method(airflow: Any, project: 
     assert callable(op.dry_run)
 
 
+def test_templated_options_are_rendered_before_the_run(airflow: Any, project: Path) -> None:
+    op = airflow.RecordsyncOperator(
+        task_id="clean",
+        pipeline=str(clean_mapping(project)),
+        report_dir=str(project / "reports-{{ ds }}"),
+        state_db=str(project / "state-{{ ds }}.db"),
+        full_refresh=True,
+    )
+    op.render_template_fields({"ds": "2026-01-02"})
+    meta = _run(op)
+    assert Path(meta["report_dir"]).parent == project / "reports-2026-01-02"
+    assert (project / "state-2026-01-02.db").is_file() and op.options.full_refresh
+
+
 def test_importing_airflow_leaves_other_loggers_as_they_were(airflow: Any) -> None:
     assert airflow.RecordsyncOperator is not None
     uvicorn = logging.getLogger("uvicorn.error")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from tests.integrations.support import clean_mapping
 
-from recordsync.integrations.outcome import SyncOutcome, run_sync
+from recordsync.integrations.outcome import SyncOptions, SyncOutcome, run_sync
 
 
 @pytest.mark.parametrize(
@@ -70,3 +70,16 @@ def test_a_refused_run_has_no_report_and_names_the_file(project: Path) -> None:
         "error": "pipelines/typo.yaml: the pipeline file does not exist",
     }
     assert not (project / "reports").exists()
+
+
+def test_options_by_name_go_over_the_options_object(project: Path) -> None:
+    kwargs: dict[str, object] = {"state_db": "s.db", "retries": 3}
+    options = SyncOptions.take(kwargs, SyncOptions(dry_run=True, state_db="old.db"))
+    assert options == SyncOptions(dry_run=True, state_db="s.db") and kwargs == {"retries": 3}
+    outcome = run_sync(
+        clean_mapping(project), SyncOptions(report_dir="a", dry_run=True), report_dir="b"
+    )
+    assert outcome.report_dir is not None and outcome.report_dir.parent == project / "b"
+    assert outcome.metadata()["dry_run"] is True and not (project / "a").exists()
+    with pytest.raises(TypeError, match="state_dir"):
+        run_sync(clean_mapping(project), state_dir="s.db")

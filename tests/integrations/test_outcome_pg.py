@@ -5,22 +5,13 @@ worker's disk, and the URL's password shows nowhere in the outcome."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
-import pytest
 from tests.integrations.support import clean_mapping
-from tests.read.servers import postgres_server
-from tests.state.pg_support import PASSWORD, new_database
+from tests.pg_support import PASSWORD, new_database
 
 from recordsync.integrations.outcome import run_sync
-
-
-@pytest.fixture(scope="module")
-def pg_server() -> Iterator[str]:
-    with postgres_server() as dsn:
-        yield dsn
 
 
 def test_a_state_url_keeps_the_state_in_postgres(project: Path, pg_server: str) -> None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
+from hypothesis import given
+from hypothesis import strategies as st
 
 from recordsync.config import FieldSpec
-from recordsync.map.fields import extract, split_list
+from recordsync.map.fields import _blank_to_null, extract, split_list
 
 BATCH = pa.RecordBatch.from_pydict(
     {
@@ -59,3 +62,18 @@ def test_default_fills_blanks_and_empty_null_sends_null() -> None:
 def test_split_list_trims_and_drops_empty_elements() -> None:
     arr = pa.array(["VIP; Partner", "vip;;", None, " "], pa.string())
     assert split_list(arr, ";").to_pylist() == [["VIP", "Partner"], ["vip"], None, []]
+
+
+_cells = st.lists(st.one_of(st.none(), st.just(""), st.text(max_size=6)), max_size=40)
+
+
+@given(_cells, st.integers(0, 40), st.integers(0, 40))
+def test_blank_to_null_is_the_if_else_it_replaces(cells: list[str | None], a: int, b: int) -> None:
+    """The bitmap fast path gives what ``if_else(length == 0, null, arr)`` gives, on whole
+    arrays and on slices (offsets not at 0), with and without nulls."""
+    arr = pa.array(cells, pa.string()).slice(min(a, len(cells)), b)
+    want = pc.if_else(pc.equal(pc.utf8_length(arr), 0), pa.scalar(None, pa.string()), arr)
+    got = _blank_to_null(arr)
+    got.validate(full=True)
+    assert got.to_pylist() == want.to_pylist()
+    assert got.null_count == want.null_count

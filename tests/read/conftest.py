@@ -8,13 +8,7 @@ from collections.abc import Iterator
 import pyarrow.fs as pafs
 import pytest
 
-from .servers import postgres_server, s3_server
-
-
-@pytest.fixture(scope="session")
-def pg_dsn() -> Iterator[str]:
-    with postgres_server() as dsn:
-        yield dsn
+from .servers import s3_server
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.read.batch import BatchValues
+from recordsync.read.batch import BatchValues, may_contain
 
 CELL = st.one_of(st.none(), st.text(max_size=5))
 
@@ -89,3 +89,19 @@ def test_a_row_not_in_the_batch_is_a_key_error() -> None:
     for missing in (4, 6, 0):
         with pytest.raises(KeyError, match=f"row {missing} is not in this batch"):
             bv.values_of(missing)
+
+
+@given(
+    st.lists(st.one_of(st.none(), st.text(alphabet="ab\x00", max_size=4)), max_size=20),
+    st.integers(0, 20),
+    st.integers(0, 20),
+    st.booleans(),
+)
+def test_may_contain_looks_at_the_values_of_a_slice_only(
+    cells: list[str | None], start: int, size: int, large: bool
+) -> None:
+    """Never False where a value holds the character; and a slice whose values do not hold
+    it says so, whatever the rest of its batch holds (a slice shares the batch's buffers)."""
+    arr = pa.array(cells, pa.large_string() if large else pa.string()).slice(start, size)
+    holds = any("\x00" in v for v in arr.to_pylist() if v is not None)
+    assert may_contain(arr, "\x00") is holds

@@ -97,22 +97,21 @@ def test_a_duckdb_query_syncs_like_a_file(tmp_path: Path) -> None:
 
 
 def test_a_postgres_query_syncs_like_a_file(
-    tmp_path: Path, pg_dsn: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS e2e_people")
+    with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE e2e_people (id int, first text, email text, score text)")
         with conn.cursor() as cur:
             cur.executemany("INSERT INTO e2e_people VALUES (%s, %s, %s, %s)", ROWS[::-1])
     # the server trusts local connections: the password is ignored, but must never show
-    monkeypatch.setenv("E2E_PG_DSN", pg_dsn.replace("postgres@", "postgres:Pw-n0t-in-reports@"))
+    monkeypatch.setenv("E2E_PG_DSN", pg_url.replace("postgres@", "postgres:Pw-n0t-in-reports@"))
     source = (
         "  engine: postgres\n  dsn_env: E2E_PG_DSN\n  key: id\n  batch_size: 7\n"
         "  query: SELECT id, first, email, score FROM e2e_people"
     )
 
     def change() -> None:
-        with psycopg.connect(pg_dsn, autocommit=True) as c:
+        with psycopg.connect(pg_url, autocommit=True) as c:
             c.execute("UPDATE e2e_people SET score = '99' WHERE id = 12")
 
     _three_runs(_project(tmp_path, source), tmp_path / "work", change, "query:postgres")

@@ -14,11 +14,11 @@ from recordsync.read import iter_source, source_columns
 from recordsync.read.sql_pg import pg_batches
 
 
-@pytest.fixture(scope="module")
-def people(pg_dsn: str) -> str:
-    with psycopg.connect(pg_dsn, autocommit=True) as conn:
-        conn.execute("DROP TABLE IF EXISTS people")
-        conn.execute("CREATE SEQUENCE IF NOT EXISTS people_seq")
+@pytest.fixture
+def people(pg_url: str) -> str:
+    """A table ``people`` in a database of the test's own; its URL."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE SEQUENCE people_seq")
         conn.execute(
             "CREATE TABLE people (id int PRIMARY KEY, name text, score numeric(5,2),"
             " active boolean, born date, seen timestamptz, tags jsonb)"
@@ -33,7 +33,7 @@ def people(pg_dsn: str) -> str:
                 ],
             )
         conn.execute("INSERT INTO people (id) VALUES (100)")  # nulls everywhere else
-    return pg_dsn
+    return pg_url
 
 
 def _src(**kw: object) -> SourceConfig:

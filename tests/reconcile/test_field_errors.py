@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from tests.report.support import summary_of
 
 from recordsync.config.models import MappingConfig
 from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.reconcile.field_errors import FIX, FieldSources, is_rejected_value
 from recordsync.report.markdown import render_report
-from recordsync.report.tally import StepTally, totals
+from recordsync.report.tally import StepTally
 
 MAPPING = """\
 object_type: contacts
@@ -83,26 +84,16 @@ def test_long_cells_are_cut() -> None:
     assert "'" + "9" * 70 in out and "9" * 100 not in out and "…" in out
 
 
-def _summary(tallies: list[StepTally]) -> dict[str, object]:
-    return {
-        "run_id": "r1",
-        "steps": [t.as_json(False) for t in tallies],
-        "totals": totals(tallies),
-        "accounting_ok": True,
-        "report_dir": "reports/r1",
-    }
-
-
 def test_report_md_offers_a_fix_for_rejected_values_and_a_retry_only_for_the_rest() -> None:
     t = StepTally("contacts", "contacts.yaml", "contacts", read=3, sent=3)
     t.outcomes[RowStatus.FAILED] = 2
     t.rejected = 2
-    md = render_report(_summary([t]), [t])
+    md = render_report(summary_of([t]), [t])
     assert "2 failed row(s) have a value the service rejected" in md
     assert "fix the value in the source or the mapping" in md
     assert "recordsync retry" not in md
     t.outcomes[RowStatus.FAILED] = 3  # one more failed for a transient reason
-    md = render_report(_summary([t]), [t])
+    md = render_report(summary_of([t]), [t])
     assert "resend the other failed and in-doubt rows (transient errors" in md
     assert "`recordsync retry reports/r1`" in md
 

@@ -3,18 +3,10 @@ for runs in which mirror deletes ran."""
 
 from __future__ import annotations
 
+from tests.report.support import summary_of
+
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals
-
-
-def _summary(tallies: list[StepTally]) -> dict[str, object]:
-    return {
-        "run_id": "r1",
-        "steps": [t.as_json(False) for t in tallies],
-        "totals": totals(tallies),
-        "accounting_ok": True,
-        "report_dir": "reports/r1",
-    }
 
 
 def _rows(md: str) -> dict[str, list[str]]:
@@ -34,7 +26,7 @@ def test_mirror_delete_counts_are_columns_of_the_steps_table() -> None:
     companies.deleted, companies.delete_failed = 3, 1
     deals = StepTally("deals", "deals.yaml", "deals", read=2, sent=2)
     deals.deleted = 2
-    md = render_report(_summary([companies, deals]), [companies, deals])
+    md = render_report(summary_of([companies, deals]), [companies, deals])
     rows = _rows(md)
     head = rows["head"]
     assert head[-2:] == ["deleted", "delete failed"]
@@ -51,7 +43,7 @@ def test_mirror_delete_counts_are_columns_of_the_steps_table() -> None:
 
 def test_no_delete_columns_when_mirror_deletes_did_not_run() -> None:
     t = StepTally("contacts", "contacts.yaml", "contacts", read=5, sent=5)
-    md = render_report(_summary([t]), [t])
+    md = render_report(summary_of([t]), [t])
     assert "deleted" not in md and "delete failed" not in md
     assert "Mirror deletes" not in md
     assert "## Next steps" not in md
@@ -60,7 +52,7 @@ def test_no_delete_columns_when_mirror_deletes_did_not_run() -> None:
 def test_a_summary_without_delete_keys_still_renders() -> None:
     """An older summary.json (no ``deleted`` key in totals) renders as before."""
     t = StepTally("contacts", "contacts.yaml", "contacts", read=1, sent=1)
-    summary = _summary([t])
+    summary = summary_of([t])
     summary["totals"] = {k: v for k, v in totals([t]).items() if not k.startswith("delete")}
     md = render_report(summary, [t])
     assert "| **total** |" in md and "deleted" not in md

@@ -51,6 +51,22 @@ def sandbox_client(tmp_path: Path, **kw: Any) -> Iterator[tuple[RecordServiceCli
         app.state.store.close()
 
 
+def people_project(root: Path, rows: int, *, name: str, send: dict[str, int] | None = None) -> None:
+    """A one-step pipeline ``run.yaml`` in ``root`` (reports in ``reports/``): ``rows``
+    contacts from ``people.csv`` (a name and an e-mail each); ``send``: its ``send:`` options."""
+    pipeline = [f"name: {name}", "steps:", "  - people.yaml"]
+    pipeline += ["send:", *(f"  {k}: {v}" for k, v in send.items())] if send else []
+    pipeline += ["report:", "  directory: reports", ""]
+    (root / "run.yaml").write_text("\n".join(pipeline), encoding="utf-8")
+    (root / "people.yaml").write_text(
+        "object_type: contacts\nsource:\n  path: people.csv\nname:\n  template: \"{Name}\"\n"
+        "match_by: [email]\nfields:\n  email: Email\n",
+        encoding="utf-8",
+    )
+    people = "".join(f"Person {i},p{i}@x.example\n" for i in range(rows))
+    (root / "people.csv").write_text("Name,Email\n" + people, encoding="utf-8")
+
+
 Handler = Callable[[httpx.Request], httpx.Response]
 
 

@@ -10,23 +10,7 @@ import pytest
 
 from recordsync.state import StateStore
 
-PIPELINE = """\
-name: wired
-steps:
-  - people.yaml
-report:
-  directory: reports
-"""
-MAPPING = """\
-object_type: contacts
-source:
-  path: people.csv
-name:
-  template: "{Name}"
-match_by: [email]
-fields:
-  email: Email
-"""
+from .support import people_project
 
 
 @pytest.mark.parametrize(("flags", "synchronous"), [(["--durable-state"], 2), ([], 1)])
@@ -39,10 +23,7 @@ def test_durable_state_reaches_the_state_store(
 ) -> None:
     """--durable-state opens the run's state database with ``synchronous=FULL`` (2: every
     commit fsynced); without it ``NORMAL`` (1)."""
-    (project / "run.yaml").write_text(PIPELINE, encoding="utf-8")
-    (project / "people.yaml").write_text(MAPPING, encoding="utf-8")
-    rows = "".join(f"Person {i},p{i}@x.example\n" for i in range(3))
-    (project / "people.csv").write_text("Name,Email\n" + rows, encoding="utf-8")
+    people_project(project, 3, name="wired")
     seen: list[int] = []
 
     class Observed(StateStore):

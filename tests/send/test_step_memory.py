@@ -3,7 +3,6 @@ their request) are freed by reference counting, not left to the cyclic garbage c
 
 from __future__ import annotations
 
-import gc
 import weakref
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -11,42 +10,19 @@ from typing import Any
 
 import pytest
 
+from recordsync.map.gcpause import gc_paused
 from recordsync.send import step
 from recordsync.send.step import AHEAD
 
-PIPELINE = """\
-name: chunks
-steps:
-  - people.yaml
-send:
-  chunk_size: 10
-  canary_chunk_size: 10
-report:
-  directory: reports
-"""
-MAPPING = """\
-object_type: contacts
-source:
-  path: people.csv
-name:
-  template: "{Name}"
-match_by: [email]
-fields:
-  email: Email
-"""
+from .support import people_project
 
 
 @pytest.fixture
 def gc_off() -> Iterator[None]:
     """The cyclic GC off for the test: only reference counting frees anything, so a chunk
     caught in a reference cycle stays alive and is counted."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @pytest.mark.parametrize("state", [[], ["--no-state"]])
@@ -61,10 +37,7 @@ def test_settled_chunks_are_freed_as_the_step_goes(
     AHEAD earlier chunks (the unsettled ones) and the one being reported are still alive.
     Before the fix every chunk stayed alive (chunk -> request -> trace callback -> chunk) until
     a full collection, which a long run rarely makes: peak memory grew with the rows."""
-    (project / "run.yaml").write_text(PIPELINE, encoding="utf-8")
-    (project / "people.yaml").write_text(MAPPING, encoding="utf-8")
-    rows = "".join(f"Person {i},p{i}@x.example\n" for i in range(300))
-    (project / "people.csv").write_text("Name,Email\n" + rows, encoding="utf-8")
+    people_project(project, 300, name="chunks", send={"chunk_size": 10, "canary_chunk_size": 10})
     made: list[weakref.ref[Any]] = []
     alive: list[int] = []
 

@@ -63,5 +63,3 @@ def wait_ready(proc: subprocess.Popen[str]) -> str:
         raise AssertionError(f"child did not get ready: {line!r} {err}")
     return line.strip()
 
-
-from .pg_support import pg_server, pg_url  # noqa: E402, F401  (fixtures: a real PostgreSQL)

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from unittest.mock import patch
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from recordsync.model import RowStatus
 from recordsync.state import ChangeDetector, SendReason, StateStore, input_hash, ledger_match
+from recordsync.state.journal_content import JournaledRows
 
 from .conftest import prepared
 
@@ -127,3 +131,33 @@ def test_a_ledger_empty_when_the_step_starts_is_never_looked_up(store: StateStor
     assert spy.call_count == 0
     assert {t.reason for t in result.to_send} == {SendReason.NEW}
     assert ChangeDetector(store, "p", "contacts").classify(rows[:1]).to_send[0].entry
+
+
+_rows = st.lists(
+    st.tuples(
+        st.sampled_from([RowStatus.VALID, RowStatus.VALID, RowStatus.INVALID, RowStatus.DUPLICATE]),
+        st.one_of(st.none(), st.sampled_from(["a@x", "b@x", "c@x"])),
+    ),
+    max_size=12,
+)
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=50)
+@given(_rows, st.booleans(), st.booleans())
+def test_an_empty_ledger_decides_every_row_as_the_row_by_row_loop_does(
+    store: StateStore, spec: list[tuple[RowStatus, str | None]], full: bool, by_id: bool
+) -> None:
+    """No ledger entry for any row: the reasons made at once are the row-by-row loop's (which
+    an empty resume journal forces), row for row, with the same counts in the same order."""
+    rows = [prepared(i + 2, key, status=status) for i, (status, key) in enumerate(spec)]
+    options = {"full_refresh": full, "match_by_ledger_id": by_id}
+    fast = ChangeDetector(store, "p", "contacts", **options)
+    slow = ChangeDetector(
+        store, "p", "contacts", journaled=JournaledRows("contacts"), **options
+    )
+    a, b = fast.classify(rows), slow.classify(rows)
+    assert [(t.row, t.payload, t.input_hash, t.reason, t.entry, t.encoded) for t in a.to_send] == [
+        (t.row, t.payload, t.input_hash, t.reason, t.entry, t.encoded) for t in b.to_send
+    ]
+    assert (a.skipped, a.unchanged, a.done) == (b.skipped, b.unchanged, b.done)
+    assert list(fast.counts.items()) == list(slow.counts.items())

@@ -192,3 +192,33 @@ def test_one_odd_payload_leaves_the_rest_of_its_group_on_the_fast_path() -> None
     assert all(encoded is not None for _, encoded in encode_inputs(group))
     group[1]["fields"]["score"] = 0.5
     assert [encoded is None for _, encoded in encode_inputs(group)] == [False, True, False]
+
+
+_plain_value = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**63 - 1), st.text(max_size=8)
+)
+_mapped = st.fixed_dictionaries(  # what the mapper makes: exactly these four keys
+    {
+        "name": st.one_of(st.text(max_size=12), st.none()),
+        "match_by": st.sampled_from(["id", "email", "name"]),
+        "match_value": st.one_of(st.integers(0, 2**63 - 1), st.text(max_size=12)),
+        "fields": st.dictionaries(
+            st.text(min_size=1, max_size=8),
+            st.one_of(_plain_value, st.lists(_plain_value, max_size=3)),
+            max_size=6,
+        ),
+    }
+)
+_odd = st.one_of(st.sampled_from([0.5, "\ud800", 2**64, -(2**63) - 1]), _any_scalar)
+_odd_mapped = st.one_of(  # or with one odd value: a float, a lone surrogate, a huge integer...
+    _mapped, st.builds(lambda p, v: {**p, "fields": {**p["fields"], "x": v}}, _mapped, _odd)
+)
+
+
+@given(st.lists(_odd_mapped, max_size=6))
+def test_encode_inputs_of_mapped_payloads_is_byte_for_byte_encode_input(
+    group: list[dict[str, Any]],
+) -> None:
+    """The fast path for the mapper's payloads (no copy of each) gives the very hashes and
+    request JSON that encode_input gives one payload at a time."""
+    assert encode_inputs(group) == [encode_input(p) for p in group]

@@ -1,4 +1,4 @@
-"""The state store on a real PostgreSQL (tests/state/pg_support.py starts it): the ledger,
+"""The state store on a real PostgreSQL (tests/pg_support.py starts it): the ledger,
 journal, snapshots kept in the database, the schema version, the advisory lock across
 processes (kill -9 included), and a password that never shows."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from tests.read.servers import postgres_server
+from tests.pg_support import PASSWORD, database_url
 
 from recordsync.errors import (
     EXIT_ABORTED,
@@ -32,7 +32,6 @@ from recordsync.state.pg_lock import PgPipelineLock, lock_key
 from recordsync.state.snapshots import SnapshotWriter, take
 
 from .conftest import start_child, wait_ready
-from .pg_support import PASSWORD, database_url
 
 
 @pytest.fixture
@@ -300,18 +299,22 @@ def test_the_lock_and_the_writes_share_one_session(pg_url: str) -> None:
             pass  # free for the next run, on any worker
 
 
-def test_passwords_checked_by_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A server that checks passwords (its own cluster: the shared one trusts everyone): a
+def test_passwords_checked_by_the_server(
+    pg_server: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server that checks passwords (the session's, for a role of this test only: user
+    postgres, which every other test uses, stays trusted, and the rules are put back): a
     wrong one is a ConfigError that does not quote it; PGPASSWORD serves a URL without one."""
-    with postgres_server() as dsn:
-        host = dsn.split("host=", 1)[1].split("&", 1)[0]
-        hba = Path(host) / "data" / "pg_hba.conf"
-        hba.write_text("local all postgres trust\nlocal all all scram-sha-256\n")
-        with psycopg.connect(dsn, autocommit=True) as admin:
+    host = pg_server.split("host=", 1)[1].split("&", 1)[0]
+    hba = Path(host) / "data" / "pg_hba.conf"
+    trusting = hba.read_text()
+    hba.write_text("local all postgres trust\nlocal all all scram-sha-256\n")
+    try:
+        with psycopg.connect(pg_server, autocommit=True) as admin:
             admin.execute(f"CREATE ROLE app LOGIN PASSWORD '{PASSWORD}'")
             admin.execute("CREATE DATABASE appdb OWNER app")
             admin.execute("SELECT pg_reload_conf()")
-        rest = dsn.split("?", 1)[1]
+        rest = pg_server.split("?", 1)[1]
         wrong = "Wr0ng-pw-1234"
         with pytest.raises(ConfigError) as info:
             StateStore(f"postgresql://app:{wrong}@/appdb?{rest}")
@@ -322,6 +325,10 @@ def test_passwords_checked_by_the_server(monkeypatch: pytest.MonkeyPatch) -> Non
         with StateStore(f"postgresql://app@/appdb?{rest}") as store:  # no password in the URL
             store.record_acknowledged("p", "m", "r", [("k", 1, "h", "created")])
             assert store.get("p", "m", "k") is not None
+    finally:
+        hba.write_text(trusting)
+        with psycopg.connect(pg_server, autocommit=True) as admin:
+            admin.execute("SELECT pg_reload_conf()")
 
 
 def test_a_key_with_a_nul_is_a_state_database_error(pg: StateStore) -> None:

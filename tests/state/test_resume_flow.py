@@ -134,7 +134,7 @@ def source(n: int, changed: set[int] = frozenset()) -> list[PreparedRow]:  # typ
 
 @pytest.fixture(params=["sqlite", "postgresql"])
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore]:
-    """The state store in an SQLite file, or in a real PostgreSQL (tests/state/pg_support.py)."""
+    """The state store in an SQLite file, or in a real PostgreSQL (tests/pg_support.py)."""
     if request.param == "sqlite":
         with StateStore(tmp_path / ".recordsync" / "state.db") as s:
             yield s

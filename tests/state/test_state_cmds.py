@@ -9,12 +9,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from tests.pg_support import PASSWORD
 
 from recordsync.cli import main
 from recordsync.state import Journal, StateStore
 
 from .conftest import start_child, wait_ready
-from .pg_support import PASSWORD
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

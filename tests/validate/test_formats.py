@@ -3,9 +3,21 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from recordsync.validate.formats import check_email, check_phone, check_url, digit_counts
+from recordsync.validate.checked import bad_mask, reasons_at
+from recordsync.validate.formats import (
+    EMAIL_MAX,
+    EMAIL_RE,
+    EMAIL_REASON,
+    check_email,
+    check_phone,
+    check_url,
+    digit_counts,
+)
 
 
 def verdicts(check: object, values: list[str]) -> list[object]:
@@ -127,3 +139,32 @@ def test_whitespace_is_every_code_point_python_calls_space() -> None:
     from recordsync.validate.formats import WHITESPACE
 
     assert "".join(chr(c) for c in range(0x110000) if chr(c).isspace()) == WHITESPACE
+
+
+def _email_as_before(arr: pa.Array) -> tuple[list[str | None], list[str | None] | None]:
+    """check_email before its every-value-fine shortcut (values via if_else, always)."""
+    low = pc.utf8_lower(pc.utf8_trim_whitespace(arr))
+    short = pc.less_equal(pc.utf8_length(low), EMAIL_MAX)
+    ok = pc.and_(pc.match_substring_regex(low, EMAIL_RE), short)
+    reasons = reasons_at(bad_mask(arr, ok), EMAIL_REASON)
+    if reasons is not None:
+        for i in bad_mask(arr, short).nonzero()[0].tolist():
+            reasons[i] = f"is not a valid email address (longer than {EMAIL_MAX} characters)"
+    return pc.if_else(ok, low, None).to_pylist(), reasons
+
+
+_email_cells = st.one_of(
+    st.none(),
+    st.from_regex(r"\A ?[a-zA-Z.+]{1,8}@[a-z]{1,6}\.[a-z]{2,3} ?\Z"),
+    st.text(alphabet="aB@. ;é", max_size=12),
+    st.just("a" * 250 + "@x.io"),
+)
+
+
+@given(st.lists(_email_cells, max_size=12))
+def test_email_check_is_the_same_with_and_without_invalid_values(
+    cells: list[str | None],
+) -> None:
+    arr = pa.array(cells, pa.string())
+    chk = check_email(arr)
+    assert (chk.values, chk.reasons) == _email_as_before(arr)

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 
 from recordsync.config import FieldSpec
 from recordsync.validate import FieldDef, Schema, SelectOption, check_array
+from recordsync.validate.distinct import repetitive
+from recordsync.validate.values import _check_array
 
 SPEC = FieldSpec(column="c")
 EMAIL_REASON = "is not a valid email address (one @, a dot in the domain, no spaces)"
@@ -184,3 +186,39 @@ def test_record_ids_too_long_for_an_id_are_rejected_not_a_crash() -> None:
 def test_phone_is_checked_by_check_array() -> None:
     assert check(["+1 555 0100", "12"], "phone")[0] == ("+1 555 0100", None)
     assert check(["12"], "phone")[0][1] is not None
+
+
+_CASES = {  # a field type, its definition and spec, and cells it may meet (valid or not)
+    "number": (
+        FieldDef("n", "number", number_min=0, number_max=100, decimal_places=0),
+        FieldSpec(column="c", thousands_separator=","),
+        ["42", "1,000", "-1", "12.5", "abc", "1e400", " 7 ", "$5", "0.0"],
+    ),
+    "currency": (FieldDef("c", "currency", decimal_places=2), SPEC, ["1.005", "3", "x", "1e-7"]),
+    "email": (None, SPEC, ["a@x.io", " B@X.IO ", "a@b", "x" * 250 + "@x.io", "a b@x.io"]),
+    "phone": (None, SPEC, ["+44 20 1234 5678", "12", "call me", "555-1234 ext 9"]),
+    "datetime": (
+        None,
+        FieldSpec(column="c", datetime_format="%Y-%m-%d %H:%M", timezone="Europe/Berlin"),
+        ["2025-03-30 02:30", "2025-02-29 10:00", "2025-06-01 10:00", "x", "2025-01-31 23:59"],
+    ),
+    "relationship": (None, SPEC, ["12", "007", "99999999999999999999", "-3", "a"]),
+    "user": (None, SPEC, ["u1", "u2", "nobody"]),
+}
+
+
+@given(st.sampled_from(sorted(_CASES)), st.data())
+def test_a_column_repeating_its_values_is_checked_as_cell_by_cell(
+    ftype: str, data: st.DataObject
+) -> None:
+    """Checked once per distinct value (the column repeats its values) or cell by cell, every
+    row gets the same value, reason and hint."""
+    fdef, spec, cells = _CASES[ftype]
+    pool = st.one_of(st.none(), st.sampled_from(cells))
+    column = data.draw(st.lists(pool, min_size=256, max_size=600))
+    arr = pa.array(column, pa.string())
+    users = frozenset({"u1", "u2"})
+    assert repetitive(arr)
+    got = check_array(arr, ftype, fdef, spec, users)
+    want = _check_array(arr, ftype, fdef, spec, users, None)
+    assert (got.values, got.reasons, got.hints) == (want.values, want.reasons, want.hints)

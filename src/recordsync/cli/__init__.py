@@ -66,7 +66,14 @@ def entry() -> None:
     process ("terminate called without an active exception", SIGABRT): seen once in about ten
     loaded full-suite runs, after a dry run had written its report. A scheduler would read
     that as exit 134 instead of the run's own code, so the code is handed to ``os._exit``
-    after the output is flushed."""
+    after the output is flushed.
+
+    Before the command: :func:`recordsync.cli.startup.leave_out_unused` (pandas, which
+    pyarrow would import on its first conversion of a Python value, and httpx's command
+    line; only here, where the whole process is recordsync's)."""
+    from recordsync.cli.startup import leave_out_unused
+
+    leave_out_unused()
     code: int
     try:
         main()

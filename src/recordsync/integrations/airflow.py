@@ -24,14 +24,17 @@ raise :class:`AirflowFailException`, which Airflow never retries; exit 3 (aborte
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from airflow.sdk import BaseOperator, Context
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from recordsync.integrations.outcome import SyncOutcome, run_sync
+from recordsync.integrations.outcome import SyncOptions, SyncOutcome, run_sync
 
 XCOM_KEY = "recordsync"
+TEMPLATED_OPTIONS = ("profile", "report_dir", "state_db")
+"""The run options Airflow renders as templates (attributes of the operator, as Airflow wants)."""
 
 
 class RecordsyncOperator(BaseOperator):  # type: ignore[misc,unused-ignore]  # Any: no airflow
@@ -40,9 +43,12 @@ class RecordsyncOperator(BaseOperator):  # type: ignore[misc,unused-ignore]  # A
     environment, else the pipeline's ``target:``). The API key is read from the worker's
     environment only, never from an argument (Airflow shows a task's arguments in its UI).
     Relative paths are relative to the worker's working directory: give ``state_db`` and
-    ``report_dir`` on a persistent volume."""
+    ``report_dir`` on a persistent volume. The run's options
+    (:class:`~recordsync.integrations.outcome.SyncOptions`: ``dry_run``, ``profile``,
+    ``base_url``, ``report_dir``, ``state_db``, ``full_refresh``, ``sandbox_seed``) are keyword
+    arguments by name, over ``options``; the others go to Airflow's ``BaseOperator``."""
 
-    template_fields: Sequence[str] = ("pipeline", "profile", "report_dir", "state_db")
+    template_fields: Sequence[str] = ("pipeline", *TEMPLATED_OPTIONS)
     ui_color = "#d7ecf9"
 
     def __init__(
@@ -50,37 +56,21 @@ class RecordsyncOperator(BaseOperator):  # type: ignore[misc,unused-ignore]  # A
         *,
         pipeline: str,
         accept_rows_not_ok: bool = False,
-        dry_run: bool = False,
-        profile: str | None = None,
-        base_url: str | None = None,
-        report_dir: str | None = None,
-        state_db: str | None = None,
-        full_refresh: bool = False,
-        sandbox_seed: str | None = None,
+        options: SyncOptions | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
+        operator_kwargs = dict(kwargs)  # dry_run is ours (BaseOperator.dry_run is a method)
+        run_options = SyncOptions.take(operator_kwargs, options)
+        super().__init__(**operator_kwargs)
+        self.options = run_options
         self.pipeline = pipeline
         self.accept_rows_not_ok = accept_rows_not_ok
-        self.recordsync_dry_run = dry_run  # BaseOperator.dry_run is a method
-        self.profile = profile
-        self.base_url = base_url
-        self.report_dir = report_dir
-        self.state_db = state_db
-        self.full_refresh = full_refresh
-        self.sandbox_seed = sandbox_seed
+        for name in TEMPLATED_OPTIONS:
+            setattr(self, name, getattr(self.options, name))
 
     def execute(self, context: Context) -> dict[str, Any]:
-        outcome = run_sync(
-            self.pipeline,
-            dry_run=self.recordsync_dry_run,
-            profile=self.profile,
-            base_url=self.base_url,
-            report_dir=self.report_dir,
-            state_db=self.state_db,
-            full_refresh=self.full_refresh,
-            sandbox_seed=self.sandbox_seed,
-        )
+        rendered = {name: getattr(self, name) for name in TEMPLATED_OPTIONS}
+        outcome = run_sync(self.pipeline, replace(self.options, **rendered))
         meta = outcome.metadata()
         self._log_outcome(outcome, meta)
         failure = outcome.failure(self.accept_rows_not_ok)

@@ -26,7 +26,7 @@ from typing import Any, cast
 
 import dagster as dg
 
-from recordsync.integrations.outcome import SyncOutcome, run_sync
+from recordsync.integrations.outcome import SyncOptions, SyncOutcome, run_sync
 
 ROWS_OK_CHECK = "rows_ok"
 
@@ -80,21 +80,20 @@ def recordsync_asset(
     name: str | None = None,
     key_prefix: Sequence[str] = (),
     accept_rows_not_ok: bool = False,
-    dry_run: bool = False,
-    profile: str | None = None,
-    base_url: str | None = None,
-    report_dir: str | Path | None = None,
-    state_db: str | Path | None = None,
-    full_refresh: bool = False,
-    sandbox_seed: str | Path | None = None,
-    **asset_kwargs: Any,
+    options: SyncOptions | None = None,
+    **kwargs: Any,
 ) -> dg.AssetsDefinition:
     """An asset that runs ``pipeline`` like ``recordsync run`` (same target resolution:
     ``profile``/``base_url``, else ``RECORDSYNC_BASE_URL``/``RECORDSYNC_PROFILE`` in the
     worker's environment, else the pipeline's ``target:``). The API key is read from the
     worker's environment only. Relative paths are relative to the worker's working directory:
-    give ``state_db`` and ``report_dir`` on a persistent volume. ``asset_kwargs`` go to
-    :func:`dagster.asset` (``group_name``, ``deps``, ``retry_policy``, ...)."""
+    give ``state_db`` and ``report_dir`` on a persistent volume. ``kwargs``: the run's
+    options (:class:`~recordsync.integrations.outcome.SyncOptions`: ``dry_run``, ``profile``,
+    ``base_url``, ``report_dir``, ``state_db``, ``full_refresh``, ``sandbox_seed``) by name,
+    over ``options``; the others go to :func:`dagster.asset` (``group_name``, ``deps``,
+    ``retry_policy``, ...)."""
+    asset_kwargs = dict(kwargs)
+    run_options = SyncOptions.take(asset_kwargs, options)
     key = dg.AssetKey([*key_prefix, name or asset_name(pipeline)])
     check = dg.AssetCheckSpec(
         ROWS_OK_CHECK,
@@ -106,16 +105,7 @@ def recordsync_asset(
 
     # a bare MaterializeResult: Dagster takes MaterializeResult[Any] for a tuple of outputs
     def _sync(context: dg.AssetExecutionContext) -> dg.MaterializeResult:  # type: ignore[type-arg,unused-ignore]
-        outcome = run_sync(
-            pipeline,
-            dry_run=dry_run,
-            profile=profile,
-            base_url=base_url,
-            report_dir=report_dir,
-            state_db=state_db,
-            full_refresh=full_refresh,
-            sandbox_seed=sandbox_seed,
-        )
+        outcome = run_sync(pipeline, run_options)
         meta = dagster_metadata(outcome)
         failure = outcome.failure(accept_rows_not_ok)
         if failure is not None:

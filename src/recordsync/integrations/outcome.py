@@ -12,9 +12,9 @@ retrying.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from recordsync.errors import (
     EXIT_ABORTED,
@@ -26,8 +26,55 @@ from recordsync.errors import (
 )
 from recordsync.report.tally import COUNT_COLUMNS
 
+if TYPE_CHECKING:
+    from recordsync.send.pipeline import RunRequest
+
 STEP_COUNTS = (*(key for _, key in COUNT_COLUMNS), "deleted", "delete_failed", "rows_not_ok")
 """The per-step counts an orchestrator shows (summary.json has them all)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncOptions:
+    """The ``recordsync run`` options a task may set, in one place: :func:`run_sync`, the
+    Dagster asset and the Airflow operator take each as a keyword argument of its name (or
+    all of them as ``options=``). The API key is not one: it comes from the environment."""
+
+    dry_run: bool = False
+    profile: str | None = None
+    base_url: str | None = None
+    report_dir: str | Path | None = None
+    state_db: str | Path | None = None
+    full_refresh: bool = False
+    sandbox_seed: str | Path | None = None
+
+    @classmethod
+    def take(cls, kwargs: dict[str, Any], base: SyncOptions | None = None) -> SyncOptions:
+        """``base`` (else the defaults) with the options found in ``kwargs``, which this
+        removes from it (what is left is the orchestrator's own keyword arguments)."""
+        found = {name: kwargs.pop(name) for name in OPTION_NAMES if name in kwargs}
+        return replace(base or cls(), **found)
+
+    def request(self, pipeline: Path) -> RunRequest:
+        """The run of ``pipeline`` with these options, as ``recordsync run -q`` makes it."""
+        from recordsync.cli.options import sandbox_db_for
+        from recordsync.send.pipeline import RunRequest
+        from recordsync.state.location import state_location
+
+        seed = Path(self.sandbox_seed) if self.sandbox_seed is not None else None
+        return RunRequest(
+            pipeline,
+            dry_run=self.dry_run,
+            base_url=self.base_url,
+            profile=self.profile,
+            report_dir=Path(self.report_dir) if self.report_dir is not None else None,
+            state_db=state_location(self.state_db) if self.state_db is not None else None,
+            full_refresh=self.full_refresh,
+            sandbox_db=sandbox_db_for(seed),
+            sandbox_seed=seed,
+        )
+
+
+OPTION_NAMES = tuple(f.name for f in fields(SyncOptions))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,37 +150,17 @@ class SyncOutcome:
 
 
 def run_sync(
-    pipeline: str | Path,
-    *,
-    dry_run: bool = False,
-    profile: str | None = None,
-    base_url: str | None = None,
-    report_dir: str | Path | None = None,
-    state_db: str | Path | None = None,
-    full_refresh: bool = False,
-    sandbox_seed: str | Path | None = None,
+    pipeline: str | Path, options: SyncOptions | None = None, **kwargs: Any
 ) -> SyncOutcome:
-    """Run a pipeline file as ``recordsync run -q`` does and return its outcome.
+    """Run a pipeline file as ``recordsync run -q`` does and return its outcome; ``kwargs``:
+    :class:`SyncOptions` by name (``state_db=...``), over ``options``.
 
     Errors recordsync names become the outcome (exit 2 or 3, as the CLI's); anything else (a
     bug) propagates with its traceback, which the orchestrator shows."""
-    from recordsync.cli.options import sandbox_db_for
-    from recordsync.send.pipeline import RunRequest, run_pipeline
-    from recordsync.state.location import state_location
+    from recordsync.send.pipeline import run_pipeline
 
     path = Path(pipeline)
-    seed = Path(sandbox_seed) if sandbox_seed is not None else None
-    request = RunRequest(
-        path,
-        dry_run=dry_run,
-        base_url=base_url,
-        profile=profile,
-        report_dir=Path(report_dir) if report_dir is not None else None,
-        state_db=state_location(state_db) if state_db is not None else None,
-        full_refresh=full_refresh,
-        sandbox_db=sandbox_db_for(seed),
-        sandbox_seed=seed,
-    )
+    request = replace(options or SyncOptions(), **kwargs).request(path)
     try:
         if not path.is_file():
             raise ConfigError("the pipeline file does not exist", file=str(path))

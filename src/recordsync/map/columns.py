@@ -11,8 +11,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from recordsync.config.models import FieldSpec
+from recordsync.read.batch import may_contain
 
 
 @dataclass(slots=True)
@@ -103,3 +105,19 @@ def match_keys(
         if not holes:
             break
     return keys, bys, vals
+
+
+def nul_errors(batch: pa.RecordBatch, columns: list[str]) -> list[str | None]:
+    """Per row, the first of ``columns`` whose cell holds a NUL character (the service
+    rejects it, failing the whole batch), as an error; None for the other rows."""
+    errors: list[str | None] = [None] * batch.num_rows
+    for colname in columns:
+        col = batch.column(colname)
+        if pa.types.is_string(col.type) and may_contain(col, "\x00"):
+            hits = pc.fill_null(pc.match_substring(col, "\x00"), False)
+            for i in np.flatnonzero(hits.to_numpy(zero_copy_only=False)).tolist():
+                errors[i] = errors[i] or (
+                    f"column '{colname}': contains a NUL character, which the service "
+                    "rejects (it would fail the whole batch)"
+                )
+    return errors

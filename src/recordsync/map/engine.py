@@ -18,10 +18,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.config.models import FieldSpec, MappingConfig, MatchRule
-from recordsync.map.columns import Column, MappedBatch, label_of, match_keys
+from recordsync.map.columns import Column, MappedBatch, label_of, match_keys, nul_errors
 from recordsync.map.fields import extract
 from recordsync.map.rows import payload_dicts
-from recordsync.read.batch import may_contain
 from recordsync.resolve.owners import OwnerResolver
 from recordsync.validate.config_check import check_mapping
 from recordsync.validate.distinct import Memo, Outcome, map_distinct
@@ -257,16 +256,7 @@ class BatchMapper:
                 ex.values.to_pylist() if reasons is not None else None,
             )
             checked.append(owner_col)
-        errors: list[str | None] = [None] * n
-        for colname in self.columns_used:
-            col = batch.column(colname)
-            if pa.types.is_string(col.type) and may_contain(col, "\x00"):
-                hits = pc.fill_null(pc.match_substring(col, "\x00"), False)
-                for i in np.flatnonzero(hits.to_numpy(zero_copy_only=False)).tolist():
-                    errors[i] = errors[i] or (
-                        f"column '{colname}': contains a NUL character, which the service "
-                        "rejects (it would fail the whole batch)"
-                    )
+        errors = nul_errors(batch, self.columns_used)
         row_hints: dict[int, dict[str, Any]] = {}
         for col in checked:
             if col.reasons is None:

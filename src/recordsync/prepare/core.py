@@ -21,7 +21,7 @@ import numpy as np
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC
-from recordsync.model import PreparedRow, RowStatus, Salvage, SourceRow
+from recordsync.model import Blocks, PreparedRow, RowStatus, Salvage, SourceRow
 from recordsync.prepare.dups import (
     ROW_BITS,
     Duplicates,
@@ -64,7 +64,7 @@ reporting, queueing the next) between slices instead of leaving the service wait
 whole batch. A dry run prepares whole batches: slices cost about 25% of its speed."""
 
 
-def _rows_of(
+def _blocks_of(
     sb: SourceBatch,
     mapper: BatchMapper,
     dups: Duplicates | None,
@@ -74,7 +74,9 @@ def _rows_of(
     slice_rows: int | None = None,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
     merges: MergeScan | None = None,
-) -> Iterator[PreparedRow]:
+) -> Iterator[list[PreparedRow]]:
+    """The batch's prepared rows, a list per slice of ``slice_rows`` rows (the stages after
+    this one pass lists on: no generator hop per row)."""
     # rows whose multi-line cell may hide rows stop the step's mirror deletes (their
     # ``salvage.hides``, :mod:`recordsync.read.swallow`)
     src = mapper.mapping.source
@@ -87,7 +89,7 @@ def _rows_of(
             why = hiding.get(r.source.source_row)
             if why is not None and r.salvage is None:
                 r.salvage = Salvage([], [], why)
-        yield from rows
+        yield rows
 
 
 def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:
@@ -219,7 +221,7 @@ def prepare_step(
     users: list[dict[str, Any]] | None,
     slice_rows: int | None = None,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
-) -> Iterator[PreparedRow]:
+) -> Blocks[PreparedRow]:
     """Yield one PreparedRow per source row, in source order (VALID, INVALID, DUPLICATE,
     MERGED: predicted to fold into another row's record, :mod:`recordsync.prepare.merges`).
 
@@ -227,6 +229,7 @@ def prepare_step(
     raised here, before the first row. With ``schema=None`` only offline checks run.
     ``slice_rows``: prepare read batches in slices of that many rows (:data:`SLICE_ROWS`).
     A row too large for a request of ``max_request_bytes`` is invalid (validate/entry_size).
+    The rows are made a slice at a time: :class:`Blocks` (their lists are in ``.lists``).
     """
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
@@ -236,8 +239,7 @@ def prepare_step(
         else None
     )
     merges = scan_merges(mapping, base_dir=base_dir, schema=schema, users=users, dups=dups)
-    return _stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes, merges)
-
+    return Blocks(_stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes, merges))
 
 
 def _stream(
@@ -248,7 +250,7 @@ def _stream(
     slice_rows: int | None,
     max_request_bytes: int | None,
     merges: MergeScan | None = None,
-) -> Iterator[PreparedRow]:
+) -> Iterator[list[PreparedRow]]:
     files: dict[str, int] = {}
     gcb = BatchGC()
     try:
@@ -256,7 +258,7 @@ def _stream(
             fidx = files.setdefault(sb.file, len(files))
             check_batch_columns(sb, mapper, mapping)
             policy = mapping.duplicates
-            yield from _rows_of(
+            yield from _blocks_of(
                 sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes, merges
             )
     finally:

@@ -16,9 +16,10 @@ with the source: the first pass's per-batch arrays go to a temporary file past a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from itertools import compress
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -27,8 +28,8 @@ from recordsync.config.models import MappingConfig
 from recordsync.errors import SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC
-from recordsync.model import PreparedRow, UnchangedBlock
-from recordsync.prepare.core import ROW_BITS, _rows_of, check_batch_columns, check_source
+from recordsync.model import Blocks, PreparedRow, UnchangedBlock
+from recordsync.prepare.core import ROW_BITS, _blocks_of, check_batch_columns, check_source
 from recordsync.prepare.digest_scan import Scan, take
 from recordsync.prepare.merges import MergeScan, Owned, needed, scan_merges
 from recordsync.prepare.salvage import bad_row
@@ -70,33 +71,26 @@ def prepare_digested(
         owners=scan.owners() if needed(mapping) else None,
         owned=owned,
     )
-    return _stream(
-        mapping, base_dir, mapper, scan, snapshot, slice_rows, merges, max_request_bytes
+    return Blocks(
+        _stream(mapping, base_dir, mapper, scan, snapshot, slice_rows, merges, max_request_bytes)
     )
 
 
 def _with_digests(
-    rows: Iterable[PreparedRow],
-    seen: Seen,
-    positions: npt.NDArray[np.int64],
-    line_of: list[int],
-) -> Iterator[PreparedRow]:
-    """The prepared rows of batch rows ``positions``, with ``digest`` set (bad lines among
-    them have none)."""
+    blocks: Iterator[list[PreparedRow]], seen: Seen, positions: npt.NDArray[np.int64]
+) -> Iterator[list[PreparedRow]]:
+    """``blocks``, the prepared rows of batch rows ``positions`` (and bad lines, which have
+    none), with ``digest`` set, a list at a time."""
     d, ok = seen.digests, seen.ok
-    if d is None or ok is None:
-        yield from rows
-        return
-    j = 0
-    pos = positions.tolist()
-    pairs, has = d.tolist(), ok.tolist()  # Python ints, once per batch
-    for r in rows:
-        if j < len(pos) and r.source.source_row == line_of[pos[j]]:
-            i = pos[j]
-            j += 1
-            if has[i]:
-                r.digest = (pairs[i][0], pairs[i][1])
-        yield r
+    lines = seen.rows[positions]  # ascending, as the rows come
+    for rows in blocks:
+        if d is not None and ok is not None and len(lines):
+            got = np.fromiter((r.source.source_row for r in rows), np.int64, len(rows))
+            at = positions[np.minimum(np.searchsorted(lines, got), len(lines) - 1)]
+            hit = (seen.rows[at] == got) & ok[at]  # not a bad line, and digested
+            for r, pair in zip(compress(rows, hit.tolist()), d[at[hit]].tolist(), strict=True):
+                r.digest = (pair[0], pair[1])
+        yield rows
 
 
 def _stream(
@@ -108,7 +102,7 @@ def _stream(
     slice_rows: int | None,
     merges: MergeScan | None = None,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
-) -> Iterator[Item]:
+) -> Iterator[list[Item]]:
     files = {f: i for i, f in enumerate(scan.files)}
     gcb = BatchGC()
     policy = mapping.duplicates
@@ -130,10 +124,10 @@ def _stream(
                     got = row_digests(sb.batch, scan.columns, scan.fp)
                 if got is not None:
                     seen.digests, seen.ok = got
-                rows = _rows_of(
+                rows = _blocks_of(
                     sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes, merges
                 )
-                yield from _with_digests(rows, seen, slow, line_of)
+                yield from cast(Iterator[list[Item]], _with_digests(rows, seen, slow))
                 if scan.later:
                     seen.digests = seen.ok = None  # copied onto the rows
                 continue
@@ -141,13 +135,13 @@ def _stream(
             if len(slow):
                 # read again: the whole batch; kept: just the unmatched rows (never demoted ones)
                 sub = take(sb, slow) if scan.reread else sb
-                rows = _rows_of(
+                rows = _blocks_of(
                     sub, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes, merges
                 )
-                slow_rows = list(_with_digests(rows, seen, slow, line_of))
+                slow_rows = [r for b in _with_digests(rows, seen, slow) for r in b]
             columns = sb.batch.schema.names
             bad = [bad_row(bl, sb.file, columns, mapper) for bl in seen.bad]
-            yield from _interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot)
+            yield list(_interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot))
     finally:
         gcb.release()
 

@@ -68,7 +68,11 @@ def may_contain(arr: pa.Array, char: str) -> bool:
     character), decided by one scan of its data buffer; True means "maybe, look closer"."""
     if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
         return True
-    data = arr.buffers()[2]
-    if data is None:
+    _, offsets, data = arr.buffers()
+    if data is None or not len(arr):
         return False
-    return bool(data.to_pybytes().find(char.encode("ascii")) >= 0)
+    # a slice's values only (a slice shares the buffers of its whole batch)
+    wide = np.dtype(np.int64 if pa.types.is_large_string(arr.type) else np.int32)
+    ends = np.frombuffer(offsets, wide, count=len(arr) + 1, offset=arr.offset * wide.itemsize)
+    values = memoryview(data)[int(ends[0]) : int(ends[-1])]
+    return bool(values.tobytes().find(char.encode("ascii")) >= 0)

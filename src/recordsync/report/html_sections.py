@@ -8,8 +8,8 @@ from typing import Any
 
 import yaml
 
-from recordsync.report.markdown import _OWNER_WORDS
 from recordsync.report.tally import StepTally
+from recordsync.report.wording import OWNER_WORDS, held_and_duplicate, html_text, service_merged
 
 PAGE_EXAMPLES = 5
 """Examples of rows the service merged, per step."""
@@ -47,7 +47,7 @@ def owners_and_references(summary: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for step in summary["steps"]:
         counts = step.get("owners") or {}
-        found = [(w, k) for k, w in _OWNER_WORDS if counts.get(k)]
+        found = [(w, k) for k, w in OWNER_WORDS if counts.get(k)]
         if len(found) > 1 or (found and not counts.get("not_looked_up")):
             cells = "".join(
                 f'<span class="key">{e(w)} <b data-step="{e(step["step"])}" '
@@ -96,42 +96,14 @@ def _yaml(data: dict[str, Any]) -> str:
 
 
 def merges(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
-    items: list[str] = []
-    for step in summary["steps"]:
-        name = e(step["step"])
-        if step.get("rows_merged"):
-            items.append(
-                f"<li><b>{name}</b>: {step['rows_merged']} row(s) not sent: the service "
-                "would fold each into the record of the row named in <code>_error</code>"
-                "</li>"
-            )
-        if step.get("merged"):
-            items.append(
-                f"<li><b>{name}</b>: {step['merged']} row(s) sent and found on a record "
-                "that another row (or ledger key) already holds</li>"
-            )
-        if step.get("rows_duplicate"):
-            how = "declared expected" if step.get("duplicates_expected") else "they fail the run"
-            items.append(
-                f"<li><b>{name}</b>: {step['rows_duplicate']} duplicate row(s) not sent, "
-                f"each naming the row that has its key ({how})</li>"
-            )
-    for t in tallies:
-        for what, n, examples in (
-            (
-                "sent to create came back updated (deduplicated by the service)",
-                t.merged_creates,
-                t.merged_examples,
-            ),
-            (
-                "landed on a record id another row of this step also wrote",
-                t.shared_records,
-                t.shared_examples,
-            ),
-        ):
-            if n:
-                sub = "".join(f"<li>{e(x)}</li>" for x in examples[:PAGE_EXAMPLES])
-                items.append(f"<li><b>{e(t.step)}</b>: {n} row(s) {what}<ul>{sub}</ul></li>")
+    """Merges and duplicates (recordsync.report.wording, brief): one list item a sentence."""
+    items = [
+        f"<li><b>{e(s.step)}</b>: {html_text(s.text)}</li>"
+        for s in held_and_duplicate(summary, brief=True)
+    ]
+    for s in service_merged(tallies, brief=True):
+        sub = "".join(f"<li>{e(x)}</li>" for x in s.examples[:PAGE_EXAMPLES])
+        items.append(f"<li><b>{e(s.step)}</b>: {html_text(s.text)}<ul>{sub}</ul></li>")
     if not items:
         return []
     return ["<section><h2>Merges and duplicates</h2><ul>", *items, "</ul></section>"]

@@ -6,6 +6,7 @@ from typing import Any
 
 from recordsync.report.examples import example_text
 from recordsync.report.tally import COUNT_COLUMNS, StepTally
+from recordsync.report.wording import OWNER_WORDS, held_and_duplicate, service_merged
 
 TOP_REASONS = 10
 ALL_REASONS = 30
@@ -38,27 +39,12 @@ def _table(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-_OWNER_WORDS = (
-    ("by_email", "by e-mail"),
-    ("by_name", "by full name"),
-    ("by_id", "by user id"),
-    ("owners_file", "owners file"),
-    ("default", "default owner"),
-    ("blank", "blank cell"),
-    ("unowned", "left unowned"),
-    ("unknown", "unknown"),
-    ("ambiguous", "ambiguous"),
-    ("offline", "not checked (offline)"),
-    ("not_looked_up", "not looked up (unchanged from their digests, malformed lines)"),
-)
-
-
 def _owners(summary: dict[str, Any]) -> list[str]:
     """How the owners of each step's rows were found (steps with an owner column)."""
     lines: list[str] = []
     for step in summary["steps"]:
         counts = step.get("owners") or {}
-        found = [f"{words} {counts[key]}" for key, words in _OWNER_WORDS if counts.get(key)]
+        found = [f"{words} {counts[key]}" for key, words in OWNER_WORDS if counts.get(key)]
         if len(found) > 1 or (found and not counts.get("not_looked_up")):  # an owner column
             lines.append(f"- {_md(step['step'])}: " + ", ".join(found))
     return ["", "## Owners", "", "Rows by how their owner was found:", "", *lines] if lines else []
@@ -97,32 +83,18 @@ def _references(tallies: list[StepTally]) -> list[str]:
 
 
 def _merges_and_duplicates(summary: dict[str, Any]) -> list[str]:
-    """The rows without a record of their own, per step: held as merged, found merged, and
-    duplicates (each row is in failures.csv with the row it merges with or that won)."""
-    lines: list[str] = []
-    for step in summary["steps"]:
-        name = _md(step["step"])
-        if step.get("rows_merged"):
-            lines.append(
-                f"- {name}: {step['rows_merged']} row(s) not sent: the service would fold each "
-                "into the record of the row named in `_error` (its dedup rules), overwriting it"
-            )
-        if step.get("merged"):
-            lines.append(
-                f"- {name}: {step['merged']} row(s) sent and found on a record that another "
-                "row (or another ledger key) already holds: not recorded as theirs"
-            )
-        if step.get("rows_duplicate"):
-            how = (
-                "declared expected: they do not fail the run"
-                if step.get("duplicates_expected")
-                else "they fail the run unless the mapping declares them expected"
-            )
-            lines.append(
-                f"- {name}: {step['rows_duplicate']} duplicate row(s) not sent, each naming "
-                f"the row that has its key ({how})"
-            )
+    """The rows without a record of their own, per step (recordsync.report.wording)."""
+    lines = [f"- {_md(s.step)}: {s.text}" for s in held_and_duplicate(summary, brief=False)]
     return ["", "## Merges and duplicates", "", *lines] if lines else []
+
+
+def _service_merged(tallies: list[StepTally]) -> list[str]:
+    """The rows the service merged, per step, with every example kept."""
+    lines: list[str] = []
+    for s in service_merged(tallies, brief=False):
+        lines.append(f"- {s.step}: {s.text}")
+        lines += [f"  - {_md(x)}" for x in s.examples]
+    return ["", "## Rows the service merged", "", *lines] if lines else []
 
 
 def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
@@ -182,22 +154,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                 "row's own message is in the `_error` column of failures.csv)"
             )
     lines += _merges_and_duplicates(summary)
-    merged = [t for t in tallies if t.merged_creates or t.shared_records]
-    if merged:
-        lines += ["", "## Rows the service merged", ""]
-        for t in merged:
-            if t.merged_creates:
-                lines.append(
-                    f"- {t.step}: {t.merged_creates} row(s) sent to create came back `updated` "
-                    "(the service deduplicated them into an existing record)"
-                )
-                lines += [f"  - {_md(e)}" for e in t.merged_examples]
-            if t.shared_records:
-                lines.append(
-                    f"- {t.step}: {t.shared_records} row(s) landed on a record id "
-                    "that another row of this step also wrote"
-                )
-                lines += [f"  - {_md(e)}" for e in t.shared_examples]
+    lines += _service_merged(tallies)
     lines += _references(tallies)
     suggested = [t for t in tallies if t.suggestions]
     if suggested:

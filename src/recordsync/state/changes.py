@@ -29,12 +29,15 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from operator import attrgetter
 
 from recordsync.model import BatchInput, PreparedRow, RowStatus
 from recordsync.state.hashing import encode_input, encode_inputs
 from recordsync.state.journal_content import JournaledRows
 from recordsync.state.journal_read import Outcome
 from recordsync.state.store import ACKED_FAILED, DELETED, Entry, StateStore
+
+_REASON = attrgetter("reason.value")
 
 
 class SendReason(StrEnum):
@@ -125,38 +128,45 @@ class ChangeDetector:
     def classify(self, rows: Iterable[PreparedRow]) -> Classification:
         """Split one chunk of prepared rows (any size; 100–5000 is a good chunk)."""
         result = Classification()
-        valid: list[PreparedRow] = []
-        payloads: list[BatchInput] = []
-        for row in rows:
-            if row.status is RowStatus.VALID and row.payload is not None:
-                valid.append(row)
-                payloads.append(row.payload)
-            else:
-                result.skipped.append(row)
+        rows = rows if isinstance(rows, list) else list(rows)
+        ok = RowStatus.VALID
+        valid = [r for r in rows if r.status is ok and r.payload is not None]
+        if len(valid) < len(rows):
+            result.skipped = [r for r in rows if r.status is not ok or r.payload is None]
+        payloads: list[BatchInput] = [p for r in valid if (p := r.payload) is not None]
         keys = [] if self.ledger_was_empty else [r.key for r in valid if r.key is not None]
         ledger = self.store.lookup_many(self.pipeline, self.mapping, keys) if keys else {}
         journaled = self.journaled
-        for row, (digest, encoded) in zip(valid, encode_inputs(payloads), strict=True):
-            assert row.payload is not None
-            if journaled is not None:
-                o = journaled.take(row.key, digest, row.source.source_row)
-                if o is not None:
-                    result.done.append(row)
-                    result.outcomes.append(o)
+        encoded_all = encode_inputs(payloads)
+        if journaled is None and not ledger:  # no entry for any row: the reasons at once
+            keyed = SendReason.FULL_REFRESH if self.full_refresh else SendReason.NEW
+            untracked = SendReason.UNTRACKED
+            result.to_send = [
+                ToSend(r, p, d, keyed if r.key is not None else untracked, None, e)
+                for r, p, (d, e) in zip(valid, payloads, encoded_all, strict=True)
+            ]
+        else:
+            for row, (digest, encoded) in zip(valid, encoded_all, strict=True):
+                assert row.payload is not None
+                if journaled is not None:
+                    o = journaled.take(row.key, digest, row.source.source_row)
+                    if o is not None:
+                        result.done.append(row)
+                        result.outcomes.append(o)
+                        continue
+                entry = ledger.get(row.key) if row.key is not None else None
+                reason = self._reason(row, entry, digest)
+                if reason is None:
+                    assert entry is not None
+                    result.unchanged.append(Unchanged(row, entry))
                     continue
-            entry = ledger.get(row.key) if row.key is not None else None
-            reason = self._reason(row, entry, digest)
-            if reason is None:
-                assert entry is not None
-                result.unchanged.append(Unchanged(row, entry))
-                continue
-            payload = row.payload
-            if self.match_by_ledger_id:
-                payload = ledger_match(payload, entry)
-                if payload is not row.payload:  # the same hash: match keys are not hashed
-                    encoded = encode_input(payload)[1]
-            result.to_send.append(ToSend(row, payload, digest, reason, entry, encoded))
-        self.counts.update(t.reason.value for t in result.to_send)
+                payload = row.payload
+                if self.match_by_ledger_id:
+                    payload = ledger_match(payload, entry)
+                    if payload is not row.payload:  # the same hash: match keys are not hashed
+                        encoded = encode_input(payload)[1]
+                result.to_send.append(ToSend(row, payload, digest, reason, entry, encoded))
+        self.counts.update(map(_REASON, result.to_send))
         self.counts["unchanged"] += len(result.unchanged)
         self.counts["skipped"] += len(result.skipped)
         if result.done:

@@ -10,10 +10,15 @@ equal fingerprint imply the same batch input, so a row whose digest is in the *s
 the last run (rows that ended ``created``, ``updated`` or ``unchanged``) is unchanged, and
 is reported from the snapshot (key, match value, record id) without being mapped.
 
-Digest: the cells are cast to text, joined with U+001F (a null cell is U+0000) and hashed
-twice with keyed SipHash (``pandas.util.hash_array``, two keys: 128 bits), then XORed with
-the salt. A cell containing U+001F would make the join ambiguous: such rows get no digest
-(they take the full path). The digest is never trusted across fingerprints.
+Digest: the cells are cast to text, joined with U+001F (a null cell is U+0000), encoded as
+UTF-8 and hashed with XXH3-128 (``xxhash``; its 16 bytes read as two little-endian 64-bit
+words), then XORed with the salt. A cell containing U+001F would make the join ambiguous:
+such rows get no digest (they take the full path). The digest is never trusted across
+fingerprints, and the fingerprint starts with :data:`FORMAT_TAG`: v1 digests were two keyed
+SipHashes (``pandas.util.hash_array``); v2 (XXH3, no pandas import in a run) names another
+tag, so a snapshot written before the upgrade is never taken and the first run after it
+decides every row on the full path once (the ledger's input hashes still find them unchanged:
+nothing is sent again).
 
 The snapshot is an Arrow IPC file next to the state database (memory-mapped when read), its
 registration a row of the ``snapshots`` table (:mod:`recordsync.state.snapshots`).
@@ -31,10 +36,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
-from pandas.util import hash_array
+import xxhash
 
-FORMAT_TAG = b"recordsync-source-digest-v1\n"
-_KEYS = ("recordsync:dg:a1", "recordsync:dg:b2")  # SipHash keys: 16 characters each
+FORMAT_TAG = b"recordsync-source-digest-v2\n"  # v2: XXH3-128 (v1: SipHash, pandas)
 _SEP = "\x1f"
 _NULL = "\x00"
 
@@ -140,14 +144,11 @@ def row_digests(
     if _count_byte(joined, 0x1F) != n * max(len(texts) - 1, 0):  # more than the join put in
         for text in texts:
             ok &= ~pc.match_substring(text, _SEP).to_numpy(zero_copy_only=False)
-    # UTF-8 bytes, as hash_array would encode each str (bytes objects are hashed as they are)
+    # the UTF-8 bytes of each joined row (a cast to binary copies nothing), one XXH3-128 each
     binary = pa.large_binary() if pa.types.is_large_string(joined.type) else pa.binary()
-    objs = joined.cast(binary).to_numpy(zero_copy_only=False)
-    out = np.empty((n, 2), dtype=np.uint64)
-    for i, key in enumerate(_KEYS):
-        out[:, i] = hash_array(objs, encoding="utf8", hash_key=key, categorize=False)
-    out ^= _salt(fp, batch.schema)
-    return out, ok
+    raw = b"".join(map(xxhash.xxh3_128_digest, joined.cast(binary).to_pylist()))
+    out = np.frombuffer(raw, dtype="<u8").reshape(n, 2) ^ _salt(fp, batch.schema)
+    return out.astype(np.uint64, copy=False), ok
 
 
 SNAPSHOT_SCHEMA = pa.schema(

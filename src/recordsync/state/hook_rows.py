@@ -10,10 +10,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING
+from itertools import chain
+from typing import TYPE_CHECKING, cast
 
 from recordsync.config.models import MappingConfig
-from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock, values_of
+from recordsync.model import (
+    Blocks,
+    Item,
+    PreparedRow,
+    RowStatus,
+    StepPlan,
+    UnchangedBlock,
+    values_of,
+)
 from recordsync.run_ids import first_attempt_started
 from recordsync.send.safety import resend_as_is_safe
 from recordsync.state.ledger_prep import StepPrep
@@ -88,6 +97,10 @@ class StepRows:
             self._snap = None
 
     def classify(self, plan: StepPlan, rows: Iterable[Item]) -> Iterator[Item]:
+        """``rows`` classified (lazily, a group at a time), flattened in C."""
+        return chain.from_iterable(self._classified(plan, rows))
+
+    def _classified(self, plan: StepPlan, rows: Iterable[Item]) -> Iterator[list[Item]]:
         from recordsync.state import ChangeDetector, ledger_match
 
         journal = self.journal
@@ -120,25 +133,26 @@ class StepRows:
             journaled=done,
         )
         snap = self._snap
-        it = iter(rows)
-        while items := _next_items(it):
+        for items in _groups(rows):
             if journal.unfolded_rows >= FOLD_ROWS:
                 journal.fold()
-            group: list[PreparedRow] = []
-            for item in items:
-                if type(item) is UnchangedBlock:  # found in the snapshot: nothing to decide
-                    detector.counts["unchanged"] += len(item)
-                    if snap is not None:
-                        snap.add_from_block(item)
-                    if detector.match_by_ledger_id:  # it would be sent by its record id
-                        item.by_record_id()
-                    if prep is not None and prep.seen_keys is not None:
-                        prep.seen_keys.extend(values_of(item.keys))
-                else:
-                    assert isinstance(item, PreparedRow)
-                    group.append(item)
+            group = cast(list[PreparedRow], items)  # rows only: classified as they are
+            if UnchangedBlock in set(map(type, items)):
+                group = []
+                for item in items:
+                    if type(item) is UnchangedBlock:  # found in the snapshot: nothing to decide
+                        detector.counts["unchanged"] += len(item)
+                        if snap is not None:
+                            snap.add_from_block(item)
+                        if detector.match_by_ledger_id:  # it would be sent by its record id
+                            item.by_record_id()
+                        if prep is not None and prep.seen_keys is not None:
+                            prep.seen_keys.extend(values_of(item.keys))
+                    else:
+                        assert isinstance(item, PreparedRow)
+                        group.append(item)
             if not group:
-                yield from items
+                yield items
                 continue
             if prep is not None and prep.active:
                 prep.apply(group)
@@ -154,12 +168,14 @@ class StepRows:
                 self._known[id(u.row)] = u.entry.record_id
                 if snap is not None:
                     keep_row(snap, u.row, u.entry.record_id)
+            hashes = self._hash
             for t in c.to_send:
-                t.row.payload = t.payload
-                t.row.encoded = t.encoded
-                self._hash[id(t.row)] = t.input_hash
+                row = t.row
+                row.payload, row.encoded = t.payload, t.encoded
+                hashes[id(row)] = t.input_hash
                 if (
-                    t.was_in_doubt
+                    t.entry is not None  # a first send was never in doubt
+                    and t.was_in_doubt
                     and not self.resend_in_doubt
                     and not resend_as_is_safe(plan.object_type, t.payload)
                 ):
@@ -173,7 +189,7 @@ class StepRows:
                         "resending could create a second record; check the target, then "
                         "`recordsync retry --resend-in-doubt` the report"
                     )
-            yield from items
+            yield items
 
 
 def keep_row(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:
@@ -186,6 +202,22 @@ def _run_started(entry: object) -> float | None:
     """When the run that left ``entry`` in doubt started (its run id begins with the UTC
     start; a resumed run keeps the first attempt's: earlier still)."""
     return first_attempt_started(getattr(entry, "last_run_id", None))
+
+
+def _groups(rows: Iterable[Item]) -> Iterator[list[Item]]:
+    """``rows`` in groups of about :data:`CLASSIFY_ROWS` rows (see :func:`_next_items`): a
+    :class:`Blocks` stream's lists of rows only are cut in slices, never walked row by row."""
+    if isinstance(rows, Blocks):
+        for items in rows.lists:
+            if UnchangedBlock in set(map(type, items)):
+                yield from _groups(iter(items))
+                continue
+            for i in range(0, len(items), CLASSIFY_ROWS):
+                yield items[i : i + CLASSIFY_ROWS]
+        return
+    it = iter(rows)
+    while items := _next_items(it):
+        yield items
 
 
 def _next_items(it: Iterator[Item]) -> list[Item]:

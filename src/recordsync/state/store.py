@@ -291,35 +291,10 @@ class StateStore:
             return write_acknowledged(conn, scope, run_id, rows)
 
     def forget(self, pipeline: str, mapping: str | None = None) -> int:
-        """Drop the ledger of one mapping, or of every mapping of the pipeline (and then
-        also its run journal). Returns the number of ledger rows removed."""
-        with self.transaction() as conn:
-            if mapping is None:
-                scopes = [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT scope_id FROM scopes WHERE pipeline = ?", (pipeline,)
-                    )
-                ]
-                runs = [
-                    r[0]
-                    for r in conn.execute("SELECT run_id FROM runs WHERE pipeline = ?", (pipeline,))
-                ]
-                for run_id in runs:
-                    conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
-                    conn.execute("DELETE FROM chunks WHERE run_id = ?", (run_id,))
-                conn.execute("DELETE FROM runs WHERE pipeline = ?", (pipeline,))
-            else:
-                scope = self.scope_id(pipeline, mapping, create=False)
-                scopes = [] if scope is None else [scope]
-            from recordsync.state.snapshots import drop_all, snapshot_dir
+        """Drop the ledger of one mapping, or of every mapping of the pipeline and its run
+        journal (:mod:`recordsync.state.reset`); the number of ledger rows removed."""
+        from recordsync.state.reset import forget
 
-            drop_all(conn, snapshot_dir(self), scopes)
-            removed = 0
-            for scope in scopes:
-                cur = conn.execute("DELETE FROM ledger WHERE scope_id = ?", (scope,))
-                removed += cur.rowcount
-                conn.execute("DELETE FROM scopes WHERE scope_id = ?", (scope,))
+        removed = forget(self, pipeline, mapping)
         self._scopes.clear()
         return removed
-

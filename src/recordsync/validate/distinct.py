@@ -76,13 +76,25 @@ def pylist(arr: pa.Array | pa.ChunkedArray) -> list[Any]:
     to allocate and free, and less memory."""
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
-    n = len(arr)
-    if n >= 256 and (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-        sample = arr.slice(0, 1024)
-        if pc.count_distinct(sample, mode="all").as_py() <= len(sample) // 4:
-            enc = pc.dictionary_encode(arr)
-            values = boxed([*enc.dictionary.to_pylist(), None])
-            idx = pc.fill_null(enc.indices, len(values) - 1).to_numpy(zero_copy_only=False)
-            return values[idx].tolist()  # type: ignore[no-any-return]
+    if repetitive(arr):
+        enc = pc.dictionary_encode(arr)
+        return spread(enc.dictionary.to_pylist(), enc.indices)
     out: list[Any] = arr.to_pylist()
     return out
+
+
+def repetitive(arr: pa.Array) -> bool:
+    """A string array of 256 values or more whose first 1024 hold at most a quarter as many
+    distinct values."""
+    if len(arr) < 256 or not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        return False
+    sample = arr.slice(0, 1024)
+    return bool(pc.count_distinct(sample, mode="all").as_py() <= len(sample) // 4)
+
+
+def spread(per_value: list[Any], indices: pa.Array) -> list[Any]:
+    """Per row, the item of ``per_value`` its (dictionary) index points to; None for a null
+    index. One shared object per distinct value."""
+    values = boxed([*per_value, None])
+    idx = pc.fill_null(indices, len(values) - 1).to_numpy(zero_copy_only=False)
+    return values[idx].tolist()  # type: ignore[no-any-return]

@@ -49,16 +49,14 @@ def check_email(arr: pa.Array) -> Checked:
     """Trimmed, one ``@``, a dot in the domain, no whitespace nor ``"(),:;<>[\\]``, at most
     254 characters. Sent trimmed and lower-cased (the form the service stores)."""
     low = pc.utf8_lower(trimmed(arr))
-    ok = pc.and_(
-        pc.match_substring_regex(low, EMAIL_RE),
-        pc.less_equal(pc.utf8_length(low), EMAIL_MAX),
-    )
-    too_long = bad_mask(arr, pc.less_equal(pc.utf8_length(low), EMAIL_MAX))
-    bad = bad_mask(arr, ok)
-    reasons = reasons_at(bad, EMAIL_REASON)
-    if reasons is not None and too_long.any():
-        for i in too_long.nonzero()[0].tolist():
-            reasons[i] = f"is not a valid email address (longer than {EMAIL_MAX} characters)"
+    short = pc.less_equal(pc.utf8_length(low), EMAIL_MAX)
+    ok = pc.and_(pc.match_substring_regex(low, EMAIL_RE), short)
+    reasons = reasons_at(bad_mask(arr, ok), EMAIL_REASON)
+    if reasons is None:  # every value fine: sent as it is
+        return Checked(low.to_pylist())
+    too_long = bad_mask(arr, short)
+    for i in too_long.nonzero()[0].tolist():
+        reasons[i] = f"is not a valid email address (longer than {EMAIL_MAX} characters)"
     return Checked(pc.if_else(ok, low, None).to_pylist(), reasons)
 
 

@@ -16,7 +16,7 @@ import pyarrow.compute as pc
 from recordsync.config.models import FieldSpec
 from recordsync.validate.checked import Checked, bad_mask, bad_where, reasons_at
 from recordsync.validate.dates import check_date, check_datetime
-from recordsync.validate.distinct import Memo, Outcome, map_distinct, pylist
+from recordsync.validate.distinct import Memo, Outcome, map_distinct, pylist, repetitive, spread
 from recordsync.validate.formats import check_email, check_phone, check_url
 from recordsync.validate.schema import FieldDef
 from recordsync.validate.suggest import confident
@@ -29,6 +29,9 @@ NUMERIC_TYPES = frozenset({"number", "currency", "percentage"})
 INT64_MAX = str(2**63 - 1)
 SAFE_INT = 2.0**53
 """Whole numbers below this (in magnitude) are sent as JSON integers."""
+BY_DISTINCT = frozenset({"email", "phone", "datetime", "relationship", "user", *NUMERIC_TYPES})
+"""Types checked column-wise (the others go by distinct value already): a column that
+repeats its values has each checked once, the outcomes spread to its rows."""
 
 
 def check_text(arr: pa.Array) -> Checked:
@@ -173,7 +176,28 @@ def check_array(
     """Check a string array against a field type (``ftype`` when there is no schema).
 
     ``memo``: outcomes per distinct value kept across batches of one column (same ftype,
-    fdef and spec each time)."""
+    fdef and spec each time). A column that repeats its values (:func:`repetitive`) has
+    each distinct value checked once (every check is one of the value alone)."""
+    if ftype in BY_DISTINCT and repetitive(arr):
+        enc = pc.dictionary_encode(arr)
+        chk = _check_array(enc.dictionary, ftype, fdef, spec, user_ids, memo)
+        reasons, hints = chk.reasons, chk.hints
+        return Checked(
+            spread(chk.values, enc.indices),
+            spread(reasons, enc.indices) if reasons is not None else None,
+            spread(hints, enc.indices) if hints is not None else None,
+        )
+    return _check_array(arr, ftype, fdef, spec, user_ids, memo)
+
+
+def _check_array(
+    arr: pa.Array,
+    ftype: str,
+    fdef: FieldDef | None,
+    spec: FieldSpec,
+    user_ids: frozenset[str] | None,
+    memo: Memo | None,
+) -> Checked:
     if ftype == "email":
         return check_email(arr)
     if ftype == "phone":

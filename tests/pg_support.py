@@ -1,6 +1,7 @@
-"""A real PostgreSQL for the state tests (tests/read/servers.py starts it: initdb + pg_ctl on
-a temporary directory, a unix socket only; missing PostgreSQL skips, and fails under CI) and
-a fresh database per test."""
+"""One real PostgreSQL for the whole test session (tests/read/servers.py starts it: initdb +
+pg_ctl on a temporary directory, a unix socket only; missing PostgreSQL skips, and fails
+under CI), served by tests/conftest.py to every folder that needs it (read, state, e2e,
+integrations), and a fresh database per test."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ def database_url(server: str, name: str, *, password: str | None = None) -> str:
 
 def new_database(server: str) -> str:
     """A new empty database on ``server``; its URL."""
-    name = f"state_{next(_n)}"
+    name = f"test_{next(_n)}"
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     return database_url(server, name)
@@ -34,6 +35,8 @@ def new_database(server: str) -> str:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[str]:
+    """The session's server (database ``postgres``, user ``postgres``, trust): started by
+    the first test that needs it, stopped at the end of the session."""
     with postgres_server() as dsn:
         yield dsn
 

@@ -1,0 +1,127 @@
+"""What a ``recordsync`` command's process leaves out at start-up: imports and scans it never
+uses (issue 14: start-up). Called by :func:`recordsync.cli.entry` (the console script and
+``python -m recordsync``), never by the library: a library user's process (the Dagster
+asset, an Airflow task) is untouched.
+
+**pandas** (~150 ms of imports, ~60 MB). recordsync does not use it; pyarrow imports it all
+the same the first time it converts a Python value (``pa.array([...])``, ``pa.scalar(...)``,
+a compute call with a Python scalar), in two places that each look once per process: the
+Python shim of its pandas integration (``pyarrow.lib._pandas_api``), whose soft checks ("is
+this a pandas object?") import pandas on first use, and the C++ converters
+(``InitPandasStaticData``: ``pandas.NaT``, ``pandas.NA``, ...), run by every type
+inference. Both are made to look while a meta-path finder makes ``import pandas`` raise
+ImportError (not ``sys.modules["pandas"] = None``: the shim's Cython import then returns None
+and pyarrow fails); they record "no pandas" and do not look again. An explicit pandas API
+(``Table.to_pandas``) still imports it (the shim retries when asked for pandas itself). What
+the process gives up: the C++ converters do not recognise pandas objects (``pd.NaT``,
+``pd.NA``, ``pd.Timestamp`` nanoseconds) in Python sequences converted later; recordsync
+never hands them any. pyarrow is not imported at entry (``--help`` does not need it): the
+look is made right after pyarrow's own import, whoever imports it. It relies on private
+pyarrow API, so anything unexpected (a missing attribute, any exception) leaves pyarrow as
+it is.
+
+**httpx's command line** (``httpx._main``: rich, pygments, click; ~30 ms): ``import httpx``
+imports it to offer ``httpx.main``, and falls back to a stub when it cannot be imported
+(httpx installed without its ``cli`` extra). recordsync never calls ``httpx.main``, so its
+import raises ImportError here and httpx takes that fallback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+
+_REFUSED_ALWAYS = frozenset({"httpx._main"})
+
+
+class _Refuse:
+    """A meta-path finder: importing one of ``names`` (or, with ``packages``, a submodule of
+    one) raises ImportError, as if it were not installed."""
+
+    def __init__(self, names: frozenset[str], packages: bool = False) -> None:
+        self.names, self.packages = names, packages
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        top = fullname.partition(".")[0] if self.packages else fullname
+        if top in self.names:
+            raise ImportError(f"{fullname} is not used by recordsync's command line", name=fullname)
+        return None
+
+
+def _look_without_pandas(pa: ModuleType) -> None:
+    """Let pyarrow's shim and C++ converters look for pandas once, and not find it."""
+    shim = getattr(getattr(pa, "lib", None), "_pandas_api", None)
+    if shim is None or "pandas" in sys.modules:
+        return
+    block = _Refuse(frozenset({"pandas"}), packages=True)
+    sys.meta_path.insert(0, block)
+    try:
+        shim.have_pandas  # noqa: B018 - the property makes the shim look
+        pa.array([None])  # a type inference: the C++ converters look (and the shim, again)
+    except Exception:  # private API: whatever it does now, pyarrow is left as it is
+        pass
+    finally:
+        sys.meta_path.remove(block)
+
+
+class _ThenLook:
+    """pyarrow's own loader, then :func:`_look_without_pandas` on the module."""
+
+    def __init__(self, loader: Any) -> None:
+        self.loader = loader
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        module: ModuleType | None = self.loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        module.__loader__ = self.loader  # the module keeps pyarrow's own loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self.loader
+        sys.meta_path = [f for f in sys.meta_path if not isinstance(f, _AfterPyarrow)]
+        self.loader.exec_module(module)
+        _look_without_pandas(module)
+
+
+class _AfterPyarrow:
+    """A meta-path finder: finds pyarrow through the other finders, with :class:`_ThenLook`
+    as its loader (which takes this finder out of ``sys.meta_path`` when pyarrow is loaded;
+    ``importlib.util.find_spec("pyarrow")`` alone changes nothing)."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> ModuleSpec | None:
+        if fullname != "pyarrow":
+            return None
+        for finder in sys.meta_path:
+            if isinstance(finder, _AfterPyarrow):
+                continue
+            find = getattr(finder, "find_spec", None)
+            spec: ModuleSpec | None = find(fullname, path, target) if find is not None else None
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _ThenLook(spec.loader)  # type: ignore[assignment]
+                return spec
+        return None
+
+
+def leave_out_unused() -> None:
+    """Everything the module docstring lists, for this process (idempotent)."""
+    if not any(isinstance(f, _Refuse) for f in sys.meta_path) and not any(
+        name in sys.modules for name in _REFUSED_ALWAYS
+    ):
+        sys.meta_path.insert(0, _Refuse(_REFUSED_ALWAYS))
+    if "pandas" in sys.modules:
+        return
+    pa = sys.modules.get("pyarrow")
+    if pa is not None:
+        _look_without_pandas(pa)
+    elif not any(isinstance(f, _AfterPyarrow) for f in sys.meta_path):
+        sys.meta_path.insert(0, _AfterPyarrow())
