@@ -235,8 +235,8 @@ def test_the_fast_path_with_its_per_row_arrays_on_disk_reports_the_same(
     sorted_on_disk: list[int] = []
 
     class Sorted(SortedDigests):
-        def __init__(self, batches: Any) -> None:
-            super().__init__(batches)
+        def __init__(self, batches: Any, release: Any) -> None:
+            super().__init__(batches, release)
             sorted_on_disk.append(self.size)
 
     monkeypatch.setattr(seen_log, "SPILL_ROWS", 7)

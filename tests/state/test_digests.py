@@ -333,3 +333,16 @@ def test_digests_are_those_of_the_format(
     assert [d for d, has in zip(got[0].tolist(), ok, strict=True) if has] == [
         d for d, has in zip(want, ok, strict=True) if has
     ]
+
+
+def test_sorting_on_disk_drops_each_batch_s_pages_as_it_goes() -> None:
+    """The snapshot's digests are read from its memory-mapped file a record batch at a
+    time while they are sorted to disk: the pages read are dropped after each batch (a
+    10M-row snapshot's would be 160 MB), not only once the snapshot is loaded."""
+    pairs = [(i * 7919 % 1000, i) for i in range(40)]
+    batches = _snapshot(pairs).table.to_batches(max_chunksize=6)
+    released: list[int] = []
+    index = DigestIndex(batches, memory_rows=0, release=lambda: released.append(1))
+    assert index.on_disk and len(released) == len(batches) == 7
+    d = np.array(pairs, dtype=np.uint64)
+    assert index.match(d, np.ones(len(pairs), dtype=bool)).tolist() == list(range(40))

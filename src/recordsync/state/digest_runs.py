@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import mmap
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -25,14 +26,18 @@ class SortedDigests:
     """The digests of a snapshot's ``batches`` (halves ``d0``, ``d1``), sorted by (d0, d1) on
     disk: :attr:`d0`, :attr:`d1` and :attr:`rows` (the snapshot row of each)."""
 
-    def __init__(self, batches: list[pa.RecordBatch]) -> None:
+    def __init__(
+        self, batches: list[pa.RecordBatch], release: Callable[[], None] | None = None
+    ) -> None:
+        """``release``: drops the pages of ``batches`` read so far (a memory-mapped file's),
+        called after each batch."""
         n = sum(b.num_rows for b in batches)
         self.size = n
         file = tempfile.TemporaryFile(prefix="recordsync-digests-")  # noqa: SIM115
         twice: list[npt.NDArray[np.uint64]] = []
         with file, tempfile.TemporaryDirectory(prefix="recordsync-digest-parts-") as tmp:
             parts = [Path(tmp) / f"{p}.bin" for p in range(1 << PARTITION_BITS)]
-            _partition(batches, parts)
+            _partition(batches, parts, release)
             file.truncate(3 * n * 8)
             at = 0
             for path in parts:
@@ -76,7 +81,9 @@ class SortedDigests:
         self._map.madvise(mmap.MADV_DONTNEED)
 
 
-def _partition(batches: list[pa.RecordBatch], parts: list[Path]) -> None:
+def _partition(
+    batches: list[pa.RecordBatch], parts: list[Path], release: Callable[[], None] | None
+) -> None:
     """Append every (d0, d1, row) to the partition file of its d0's top bits."""
     start = 0
     edges = np.arange((1 << PARTITION_BITS) + 1)
@@ -93,3 +100,5 @@ def _partition(batches: list[pa.RecordBatch], parts: list[Path]) -> None:
             with open(parts[p], "ab") as f:
                 rec[bounds[p] : bounds[p + 1]].tofile(f)
         start += len(a0)
+        if release is not None:  # the batch's digests, read from the file: not kept resident
+            release()

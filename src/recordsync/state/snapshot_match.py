@@ -10,6 +10,8 @@ hashes of keys (duplicate detection) and taking rows from the snapshot's record 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
@@ -31,7 +33,12 @@ class DigestIndex:
     in memory: the file's own digests are read where a row is expected, and the sorted
     ones come from a file (:class:`.digest_runs.SortedDigests`)."""
 
-    def __init__(self, batches: list[pa.RecordBatch], memory_rows: int | None = None) -> None:
+    def __init__(
+        self,
+        batches: list[pa.RecordBatch],
+        memory_rows: int | None = None,
+        release: Callable[[], None] | None = None,
+    ) -> None:
         table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
         n = table.num_rows if table is not None else 0
         self._disk: SortedDigests | None = None
@@ -40,7 +47,7 @@ class DigestIndex:
         self._twice: npt.NDArray[np.bool_] | None = None  # file order: digest listed twice
         limit = MEMORY_ROWS if memory_rows is None else memory_rows
         if table is not None and n > limit:
-            self._disk = SortedDigests(batches)
+            self._disk = SortedDigests(batches, release)
             self._size = n
             return
         d0 = _column(table, "d0")

@@ -63,7 +63,7 @@ class Snapshot:
         self.table = table  # memory-mapped batches, as written: never copied whole
         self._mapped = mapped  # dropped from memory after each read: :meth:`release`
         self._batches = self.table.to_batches()  # zero-copy: the file's record batches
-        self._index = DigestIndex(self._batches)
+        self._index = DigestIndex(self._batches, release=self.release)
         self._match_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._key_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._starts = np.cumsum([0, *(b.num_rows for b in self._batches)], dtype=np.int64)
