@@ -16,7 +16,6 @@ PACKAGE = SRC / "recordsync"
 
 MAX_LINES = 300
 OVER_MAX = {
-    "prepare/digests.py": 424,
     "send/sender.py": 301,
 }
 """The modules over MAX_LINES when this test was written, with their line counts then: each

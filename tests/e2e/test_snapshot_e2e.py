@@ -18,12 +18,16 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 import recordsync.prepare.digests as prepare_digests
+import recordsync.prepare.seen_log as seen_log
+from recordsync.prepare.seen_log import SeenLog
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
-from recordsync.state import StateStore
+from recordsync.state import StateStore, snapshot_match
+from recordsync.state.digest_runs import SortedDigests
 
 from .support import REPO, served, target
 
@@ -204,3 +208,58 @@ def test_full_refresh_and_a_retry_leave_the_next_run_on_the_full_path(tmp_path: 
     finally:
         store.close()
     assert not any((work / "state" / "snapshots").iterdir())
+
+
+def test_the_fast_path_with_its_per_row_arrays_on_disk_reports_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first pass's per-batch arrays (``SeenLog``) and the snapshot's sorted digests
+    (``SortedDigests``) forced to temporary files past a few rows: the same results, totals,
+    rows mapped and next snapshots as with them in memory (the edited export of the test
+    above: a clash, a row exported twice, a malformed line)."""
+    pipeline, first, _ = _first_run(tmp_path)
+    _edit_contacts(tmp_path / "project" / "sample_data" / "contacts.csv")
+    memory_dir, disk_dir = tmp_path / "memory", tmp_path / "disk"
+    _clone(first, memory_dir)
+    _clone(first, disk_dir)
+    in_memory, memory_mapped = _run_counting(monkeypatch, pipeline, memory_dir)
+
+    spilled: list[SeenLog] = []
+    append = SeenLog.append
+
+    def counting(self: SeenLog, seen: Any) -> None:
+        append(self, seen)
+        if self.spilled and self not in spilled:
+            spilled.append(self)
+
+    sorted_on_disk: list[int] = []
+
+    class Sorted(SortedDigests):
+        def __init__(self, batches: Any, release: Any) -> None:
+            super().__init__(batches, release)
+            sorted_on_disk.append(self.size)
+
+    monkeypatch.setattr(seen_log, "SPILL_ROWS", 7)
+    monkeypatch.setattr(SeenLog, "append", counting)
+    monkeypatch.setattr(snapshot_match, "MEMORY_ROWS", 5)
+    monkeypatch.setattr(snapshot_match, "SortedDigests", Sorted)
+    on_disk, disk_mapped = _run_counting(monkeypatch, pipeline, disk_dir)
+
+    assert len(spilled) == 2  # companies and contacts
+    assert len(sorted_on_disk) == 2 and min(sorted_on_disk) > 5
+    assert _results(on_disk.report_dir) == _results(in_memory.report_dir)
+    assert on_disk.summary["totals"] == in_memory.summary["totals"]
+    assert disk_mapped == memory_mapped
+    assert on_disk.summary["totals"]["rows_unchanged"] > 900
+    assert _snapshots(disk_dir) == _snapshots(memory_dir)  # the rows' digests, kept too
+
+
+def _snapshots(work: Path) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each snapshot the last run left (by scope), its rows."""
+    out = []
+    for path in sorted((work / "state" / "snapshots").glob("*.arrow")):
+        with pa.memory_map(str(path)) as f:
+            table = pa.ipc.open_file(f).read_all()
+        out.append((path.name.split("-")[0], table.to_pylist()))
+    assert len(out) == 2
+    return out

@@ -7,13 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recordsync.model import PreparedRow, RowStatus, SourceRow
-from recordsync.prepare.digests import _Seen, _with_digests
+from recordsync.prepare.digests import _with_digests
+from recordsync.prepare.seen_log import Seen
 
 _U64 = st.integers(0, 2**64 - 1)
 
 
 def _one_by_one(
-    rows: list[PreparedRow], seen: _Seen, positions: list[int]
+    rows: list[PreparedRow], seen: Seen, positions: list[int]
 ) -> list[tuple[int, int] | None]:
     """The digests the rows got when they were set row by row (before lists)."""
     assert seen.digests is not None and seen.ok is not None
@@ -46,7 +47,7 @@ def test_digests_set_a_list_at_a_time_are_those_set_row_by_row(
     batch = [k for k in kinds if k[1]]
     n = len(batch)
     pairs = data.draw(st.lists(st.tuples(_U64, _U64), min_size=n, max_size=n))
-    seen = _Seen(
+    seen = Seen(
         "c.csv",
         np.array([k[0] for k in batch], dtype=np.int64),
         np.array(pairs, dtype=np.uint64).reshape(n, 2),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 from recordsync.model import UnchangedBlock
 from recordsync.state import StateStore
 from recordsync.state.digests import fingerprint, row_digests, supported
+from recordsync.state.snapshot_match import DigestIndex
 from recordsync.state.snapshots import Snapshot, SnapshotWriter, take
 
 FP = fingerprint("{}", None, None, None)
@@ -217,7 +219,43 @@ def test_match_finds_the_one_snapshot_row_with_the_digest(
     """Whatever the order of the rows (as the snapshot left them, or not), in batches of any
     size: a row matches the snapshot row with its digest, none when that digest is listed
     twice or the row has no digest."""
-    snap = _snapshot(snap_pairs)
+    _check_matches(_snapshot(snap_pairs).match, snap_pairs, queries, sizes)
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 3)), max_size=30),
+    st.lists(st.tuples(digest_pair, st.booleans()), max_size=40),
+    st.lists(st.integers(1, 10), min_size=1, max_size=5),
+    st.integers(1, 7),
+)
+def test_an_index_sorted_on_disk_matches_as_one_in_memory(
+    snap_pairs: list[tuple[int, int]],
+    queries: list[tuple[tuple[int, int], bool]],
+    sizes: list[int],
+    batch_rows: int,
+) -> None:
+    """Past its memory limit (here 0 rows) the index sorts the digests into a file, through
+    partitions by their top bits (first halves drawn over the whole range, and shared):
+    every row matches as above, across the snapshot file's record batches."""
+    snap_pairs = snap_pairs + [(h0, h1 + 1) for h0, h1 in snap_pairs[:3]]  # shared firsts
+    table = _snapshot(snap_pairs).table
+    batches = table.to_batches(max_chunksize=batch_rows)
+    index = DigestIndex(batches, memory_rows=0)
+    assert index.on_disk or not snap_pairs
+    near = [((h0, h1), has) for ((h0, h1), has) in queries] + [
+        ((snap_pairs[i % len(snap_pairs)][0], h1), has)
+        for i, ((_, h1), has) in enumerate(queries)
+        if snap_pairs
+    ]
+    _check_matches(index.match, snap_pairs, near, sizes)
+
+
+def _check_matches(
+    match: Any,
+    snap_pairs: list[tuple[int, int]],
+    queries: list[tuple[tuple[int, int], bool]],
+    sizes: list[int],
+) -> None:
     rows_of: dict[tuple[int, int], list[int]] = {}
     for i, p in enumerate(snap_pairs):
         rows_of.setdefault(p, []).append(i)
@@ -233,7 +271,7 @@ def test_match_finds_the_one_snapshot_row_with_the_digest(
         want = [
             rows_of[p][0] if has and len(rows_of.get(p, [])) == 1 else -1 for p, has in part
         ]
-        assert snap.match(d, ok).tolist() == want
+        assert match(d, ok).tolist() == want
 
 
 @given(st.lists(st.integers(0, 9), max_size=12))
@@ -295,3 +333,16 @@ def test_digests_are_those_of_the_format(
     assert [d for d, has in zip(got[0].tolist(), ok, strict=True) if has] == [
         d for d, has in zip(want, ok, strict=True) if has
     ]
+
+
+def test_sorting_on_disk_drops_each_batch_s_pages_as_it_goes() -> None:
+    """The snapshot's digests are read from its memory-mapped file a record batch at a
+    time while they are sorted to disk: the pages read are dropped after each batch (a
+    10M-row snapshot's would be 160 MB), not only once the snapshot is loaded."""
+    pairs = [(i * 7919 % 1000, i) for i in range(40)]
+    batches = _snapshot(pairs).table.to_batches(max_chunksize=6)
+    released: list[int] = []
+    index = DigestIndex(batches, memory_rows=0, release=lambda: released.append(1))
+    assert index.on_disk and len(released) == len(batches) == 7
+    d = np.array(pairs, dtype=np.uint64)
+    assert index.match(d, np.ones(len(pairs), dtype=bool)).tolist() == list(range(40))

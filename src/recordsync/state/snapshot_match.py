@@ -10,20 +10,49 @@ hashes of keys (duplicate detection) and taking rows from the snapshot's record 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from recordsync.state.digest_runs import SortedDigests
+
 Digests = npt.NDArray[np.uint64]
 
 
-class DigestIndex:
-    """The digests of a snapshot (halves ``d0``, ``d1`` in file order) and the order that
-    sorts them (no sorted copy: memory stays 24 bytes a row, as the file's digests and one
-    permutation)."""
+MEMORY_ROWS = 1_000_000
+"""Snapshot rows whose digests and sort order the index holds in memory (24 bytes a row);
+a larger snapshot's are sorted on disk (:class:`.digest_runs.SortedDigests`)."""
 
-    def __init__(self, d0: npt.NDArray[np.uint64], d1: npt.NDArray[np.uint64]) -> None:
-        n = len(d0)
+
+class DigestIndex:
+    """The digests of a snapshot (halves ``d0``, ``d1`` in file order, from its record
+    ``batches``) and the order that sorts them (no sorted copy: memory stays 24 bytes a
+    row, as the file's digests and one permutation). Past ``memory_rows`` rows, none of it
+    in memory: the file's own digests are read where a row is expected, and the sorted
+    ones come from a file (:class:`.digest_runs.SortedDigests`)."""
+
+    def __init__(
+        self,
+        batches: list[pa.RecordBatch],
+        memory_rows: int | None = None,
+        release: Callable[[], None] | None = None,
+    ) -> None:
+        table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
+        n = table.num_rows if table is not None else 0
+        self._disk: SortedDigests | None = None
+        self._table = table
+        self._next = 0  # the file row where the next source row is expected
+        self._twice: npt.NDArray[np.bool_] | None = None  # file order: digest listed twice
+        limit = MEMORY_ROWS if memory_rows is None else memory_rows
+        if table is not None and n > limit:
+            self._disk = SortedDigests(batches, release)
+            self._size = n
+            return
+        d0 = _column(table, "d0")
+        d1 = _column(table, "d1")
+        self._size = n
         order = np.argsort(d0, kind="stable")
         s0 = d0[order]
         self._shared = n > 1 and bool((s0[1:] == s0[:-1]).any())
@@ -32,8 +61,6 @@ class DigestIndex:
         del s0
         self._d0, self._d1 = d0, d1
         self._sorter = order.astype(np.int64)
-        self._twice: npt.NDArray[np.bool_] | None = None  # file order: digest listed twice
-        self._next = 0  # the file row where the next source row is expected
         if n > 1 and self._shared:
             a, b = self._sorter[1:], self._sorter[:-1]
             same = (d0[a] == d0[b]) & (d1[a] == d1[b])
@@ -42,12 +69,18 @@ class DigestIndex:
                 self._twice[a[same]] = True
                 self._twice[b[same]] = True
 
+    @property
+    def on_disk(self) -> bool:
+        return self._disk is not None
+
     def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Per row (in source order, batch after batch): the snapshot row with the same
         digest, or -1 (also where ``ok`` is False: the row has no digest)."""
-        n, size = len(digests), len(self._sorter)
+        n, size = len(digests), self._size
         if n == 0 or size == 0:
             return np.full(n, -1, dtype=np.int64)
+        if self._disk is not None:
+            return self._match_on_disk(digests, ok, self._disk)
         q0, q1 = digests[:, 0], digests[:, 1]
         guess = np.minimum(self._next + np.arange(n, dtype=np.int64), size - 1)
         hit = ok & (self._d0[guess] == q0) & (self._d1[guess] == q1)
@@ -68,11 +101,43 @@ class DigestIndex:
             self._next = int(found[matched[-1]]) + 1
         return found
 
+    def _match_on_disk(
+        self, digests: Digests, ok: npt.NDArray[np.bool_], disk: SortedDigests
+    ) -> npt.NDArray[np.int64]:
+        """:meth:`match` with the digests on disk: the expected rows' digests read from the
+        snapshot file (one slice), the others looked up in the sorted file."""
+        assert self._table is not None
+        n, size = len(digests), self._size
+        q0, q1 = digests[:, 0], digests[:, 1]
+        guess = np.minimum(self._next + np.arange(n, dtype=np.int64), size - 1)
+        lo = int(guess[0])
+        window = self._table.slice(lo, int(guess[-1]) + 1 - lo)
+        at = guess - lo
+        g0, g1 = _column(window, "d0")[at], _column(window, "d1")[at]
+        hit = ok & (g0 == q0) & (g1 == q1)
+        found = np.where(hit, guess, -1)
+        rest = np.flatnonzero(ok & ~hit)
+        if len(rest):
+            found[rest] = disk.find(q0[rest], q1[rest])
+            disk.release()
+        if len(disk.twice):
+            found[np.isin(found, disk.twice)] = -1
+        matched = np.flatnonzero(found >= 0)
+        if len(matched):
+            self._next = int(found[matched[-1]]) + 1
+        return found
+
     def _among_equal(self, lo: int, h0: np.uint64, h1: np.uint64) -> int:
         hi = int(np.searchsorted(self._d0, h0, side="right", sorter=self._sorter))
         rows = self._sorter[lo:hi]
         k = int(np.searchsorted(self._d1[rows], h1))
         return int(rows[k]) if k < len(rows) and self._d1[rows[k]] == h1 else -1
+
+
+def _column(table: pa.Table | None, name: str) -> npt.NDArray[np.uint64]:
+    if table is None:
+        return np.zeros(0, dtype=np.uint64)
+    return np.asarray(table.column(name).to_numpy(), dtype=np.uint64)
 
 
 def take_rows(

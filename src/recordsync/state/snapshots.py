@@ -63,12 +63,10 @@ class Snapshot:
     def __init__(self, table: pa.Table, mapped: mmap.mmap | None = None) -> None:
         self.table = table  # memory-mapped batches, as written: never copied whole
         self._mapped = mapped  # dropped from memory after each read: :meth:`release`
-        d0 = self.table.column("d0").to_numpy()
-        d1 = self.table.column("d1").to_numpy()
-        self._index = DigestIndex(d0, d1)
+        self._batches = self.table.to_batches()  # zero-copy: the file's record batches
+        self._index = DigestIndex(self._batches, release=self.release)
         self._match_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._key_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
-        self._batches = self.table.to_batches()  # zero-copy: the file's record batches
         self._starts = np.cumsum([0, *(b.num_rows for b in self._batches)], dtype=np.int64)
         self.release()
 
@@ -82,7 +80,10 @@ class Snapshot:
 
     def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Per row: the snapshot row with the same digest, or -1 (:mod:`.snapshot_match`)."""
-        return self._index.match(digests, ok)
+        found = self._index.match(digests, ok)
+        if self._index.on_disk:
+            self.release()  # the file's digests read where the rows were expected
+        return found
 
     def match_key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Python hashes of the rows' match keys (``by:value``, as the mapping stage makes

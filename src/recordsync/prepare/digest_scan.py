@@ -1,0 +1,240 @@
+"""The first pass of :func:`recordsync.prepare.digests.prepare_digested`: every row's digest,
+its match in the last run's snapshot, the keys of the rows not matched, and which matched
+rows share a key with another row (demoted: prepared in full, so that the duplicate rules
+see them).
+
+What the pass learns per batch is kept for the second pass in a
+:class:`recordsync.prepare.seen_log.SeenLog` (on disk past a limit). Nothing else is kept
+per row: which source row matched a snapshot row is looked up in the log only for the
+snapshot rows that need it, and whether one snapshot row was matched twice is looked for
+only when the rows did not come in the snapshot's order.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from recordsync.config.models import MappingConfig
+from recordsync.map.engine import BatchMapper
+from recordsync.map.gcpause import gc_paused
+from recordsync.prepare.core import ROW_BITS, Duplicates, ledger_keys, shared_hashes
+from recordsync.prepare.dups import HashRuns
+from recordsync.prepare.seen_log import Seen, SeenLog
+from recordsync.read import SourceBatch, iter_source
+from recordsync.read.swallow import hiding_rows
+from recordsync.state.digests import row_digests, supported
+from recordsync.state.snapshot_match import key_hashes
+from recordsync.state.snapshots import Snapshot
+
+KEEP_ROWS = 100_000
+"""Rows not found in the snapshot that the first pass keeps (as Arrow sub-batches) so that
+the second pass need not read the source again; above this, it reads it again."""
+
+
+class Scan:
+    """The first pass: digests, snapshot matches, the keys of the rows not matched, and
+    which matched rows share a key with another row (demoted: prepared in full)."""
+
+    def __init__(
+        self,
+        mapper: BatchMapper,
+        mapping: MappingConfig,
+        base_dir: Path,
+        snapshot: Snapshot | None,
+        fp: bytes,
+    ) -> None:
+        self.seen = SeenLog()
+        self.reread = False
+        self.fp = fp
+        self.columns = mapper.columns_used
+        self.later = snapshot is None
+        """No snapshot to match: the digests (for the next snapshot only) are made in the
+        second pass, batch by batch, not before the first row can be sent."""
+        files: dict[str, int] = {}
+        slow_h: list[npt.NDArray[np.int64]] = []  # match-key hashes of unmatched rows
+        slow_ids: list[npt.NDArray[np.int64]] = []
+        final_h: list[npt.NDArray[np.int64]] = []  # their ledger keys (ledger_key only)
+        final_ids: list[npt.NDArray[np.int64]] = []
+        first_run = HashRuns()  # match-key hashes when there is no snapshot to compare with
+        last = -1  # the highest snapshot row matched so far
+        in_order = True  # every snapshot row matched after the one before: none twice
+        columns = mapper.columns_used
+        budget = KEEP_ROWS
+        kept: list[Seen] = []
+        hidden: list[int] = []  # rows found whose cells may hide rows (mirror deletes)
+        for sb in iter_source(mapping.source, base_dir):
+            fidx = files.setdefault(sb.file, len(files))
+            n = sb.batch.num_rows
+            digested = supported(sb.batch.schema, columns) and not self.later
+            got = row_digests(sb.batch, columns, fp) if digested else None
+            digests, ok = got if got is not None else (None, None)
+            found = np.full(n, -1, dtype=np.int64)
+            if snapshot is not None and digests is not None and ok is not None:
+                found = snapshot.match(digests, ok)
+            ids = (np.int64(fidx) << ROW_BITS) | sb.rows
+            fast = found >= 0
+            mirror = mapping.mirror_deletes.enabled and mapping.source.kind == "csv"
+            if snapshot is not None and mirror and fast.any():  # quotes hide rows in CSV only
+                hiding = hiding_rows(sb.batch, sb.rows, mapping.source.delimiter)
+                if hiding:  # prepared in full, to stop the step's mirror deletes
+                    hidden += ids[np.isin(sb.rows, list(hiding))].tolist()
+            at = found[fast]
+            if len(at):
+                in_order &= bool(at[0] > last) and bool((at[1:] > at[:-1]).all())
+                last = max(last, int(at.max()))
+            slow = np.flatnonzero(~fast)
+            sub = sb if len(slow) == n else take(sb, slow)
+            seen = Seen(sb.file, sb.rows, digests, ok, found, sb.bad)
+            if not self.reread:
+                if len(slow) <= budget:
+                    seen.kept = sub
+                    kept.append(seen)
+                    budget -= len(slow)
+                else:  # too many to keep: read the source again in the second pass
+                    self.reread = True
+                    for s in kept:
+                        s.kept = None
+            self.seen.append(seen)
+            if not len(slow) or (not mapping.match_by and mapping.ledger_key is None):
+                continue
+            with gc_paused():
+                sub_ids = ids[slow]
+                if mapping.ledger_key is not None:  # rows sharing a declared ledger key
+                    h, has = key_hashes(ledger_keys(mapping, sub.batch))
+                    final_h.append(h)
+                    final_ids.append(sub_ids[has])
+                if not mapping.match_by:
+                    continue
+                if snapshot is None:
+                    # only duplicates among the source's rows to find (no snapshot's keys to
+                    # compare with): the key strings are never made, as in
+                    # prepare.Duplicates.scan
+                    h, has = mapper.key_hashes(sub.batch)
+                    first_run.add(h[has], sub_ids[has])  # spilled to disk past a limit
+                    continue
+                h, has = key_hashes(mapper.keys_only(sub.batch))
+                slow_h.append(h)
+                slow_ids.append(sub_ids[has])
+        self.files = list(files)
+        self._fidx = files
+        groups = first_run.shared() if first_run.added else shared_hashes(slow_h, slow_ids)
+        ledger_groups = shared_hashes(final_h, final_ids)
+        demoted: list[int] = list(hidden)
+        if snapshot is not None and slow_h:
+            self._clashes(groups, slow_h, slow_ids, snapshot.match_key_hashes(), demoted)
+        if snapshot is not None and final_h:
+            self._clashes(ledger_groups, final_h, final_ids, snapshot.key_hashes(), demoted)
+        if snapshot is not None and not in_order:
+            _found_twice(self.seen, files, snapshot, groups, demoted)
+        self.dups = (
+            Duplicates.combined(groups, ledger_groups, self.files)
+            if mapping.match_by or mapping.ledger_key is not None
+            else None
+        )
+        self.demoted = np.unique(np.array(demoted, dtype=np.int64))
+        if len(self.demoted) and not self.reread:  # demoted rows were not kept: read again
+            self.reread = True
+            for s in kept:
+                s.kept = None
+
+    def owners(self) -> npt.NDArray[np.int64]:
+        """Identities of the rows found in the snapshot and not demoted: they have a record
+        of their own (the merge scan lets them claim their keys first)."""
+        files = self._fidx
+        found = [(np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in self.seen]
+        ids = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        return ids[~np.isin(ids, self.demoted)] if len(self.demoted) else ids
+
+    def _matched_by(self, snapshot_rows: npt.NDArray[np.int64]) -> dict[int, int]:
+        """Snapshot row → the (last) source row that matched it, for ``snapshot_rows``."""
+        wanted = np.unique(snapshot_rows)
+        out: dict[int, int] = {}
+        for s in self.seen:
+            at = np.minimum(np.searchsorted(wanted, s.found), len(wanted) - 1)
+            hit = np.flatnonzero((s.found >= 0) & (wanted[at] == s.found))
+            ids = (np.int64(self._fidx[s.file]) << ROW_BITS) | s.rows[hit]
+            out.update(zip(s.found[hit].tolist(), ids.tolist(), strict=True))
+        return out
+
+    def _clashes(
+        self,
+        groups: dict[int, list[int]],
+        hashes: list[npt.NDArray[np.int64]],
+        ids: list[npt.NDArray[np.int64]],
+        snap: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+        demoted: list[int],
+    ) -> None:
+        """Unmatched rows whose key hash is that of a snapshot row some row of this source
+        matched: that row is demoted, and joins the duplicate group of the key (``groups``)."""
+        sorted_h, order = snap
+        if not len(sorted_h):
+            return
+        h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
+        pos = np.minimum(np.searchsorted(sorted_h, h_all), len(sorted_h) - 1)
+        hit = sorted_h[pos] == h_all
+        if not hit.any():
+            return
+        owner = self._matched_by(order[pos[hit]])
+        for hv, rid, j in zip(
+            h_all[hit].tolist(), id_all[hit].tolist(), pos[hit].tolist(), strict=True
+        ):
+            other = owner.get(int(order[j]), -1)
+            if other < 0:
+                continue
+            demoted.append(other)
+            group = groups.setdefault(hv, [rid])
+            if other not in group:
+                group.append(other)
+                group.sort()
+
+
+def _found_twice(
+    seen: SeenLog,
+    files: dict[str, int],
+    snapshot: Snapshot,
+    groups: dict[int, list[int]],
+    demoted: list[int],
+) -> None:
+    """Rows that match the same snapshot row (the same cells exported twice) share its key:
+    all of them are demoted, and grouped under that key for the duplicate rules. (Called
+    only when the rows did not match the snapshot in its own order.)"""
+    matched = np.zeros(len(snapshot), dtype=np.bool_)
+    twice: list[npt.NDArray[np.int64]] = []
+    for s in seen:
+        f = s.found[s.found >= 0]
+        u, k = np.unique(f, return_counts=True)
+        again = np.concatenate([u[matched[u]], u[k > 1]])
+        if len(again):
+            twice.append(again)
+        matched[u] = True
+    del matched
+    if not twice:
+        return  # no snapshot row matched twice
+    rows_twice = np.unique(np.concatenate(twice))
+    found: list[npt.NDArray[np.int64]] = []
+    ids: list[npt.NDArray[np.int64]] = []
+    for s in seen:
+        at = np.flatnonzero(np.isin(s.found, rows_twice))
+        found.append(s.found[at])
+        ids.append((np.int64(files[s.file]) << ROW_BITS) | s.rows[at])
+    shared = shared_hashes(found, ids)  # snapshot row → the source rows that matched it
+    if not shared:
+        return
+    rows = np.fromiter(shared, dtype=np.int64, count=len(shared))
+    bys = snapshot.column("match_by", rows)
+    mvs = snapshot.column("match_value", rows)
+    for rids, by, mv in zip(shared.values(), bys, mvs, strict=True):
+        demoted.extend(rids)
+        if by is None or mv is None:
+            continue
+        group = groups.setdefault(hash(f"{by}:{mv}"), [])
+        group.extend(r for r in rids if r not in group)
+        group.sort()
+
+
+def take(sb: SourceBatch, positions: npt.NDArray[np.int64]) -> SourceBatch:
+    return SourceBatch(sb.file, sb.batch.take(pa.array(positions)), sb.rows[positions], [])

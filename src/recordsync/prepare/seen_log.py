@@ -1,0 +1,117 @@
+"""What the first pass of :func:`recordsync.prepare.digests.prepare_digested` learnt about
+each batch (:class:`Seen`: its rows, digests and snapshot matches, about 33 bytes a row),
+kept for the second pass in a :class:`SeenLog`: in memory up to :data:`SPILL_ROWS` rows,
+then appended to a temporary file and read back one batch at a time, so that a source of
+any size costs the same memory.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import IO
+
+import numpy as np
+import numpy.typing as npt
+
+from recordsync.read import BadLine, SourceBatch
+
+SPILL_ROWS = 250_000
+"""Rows whose :class:`Seen` arrays the log holds in memory; past it they go to a file."""
+
+
+@dataclass(slots=True)
+class Seen:
+    """What the first pass learnt about one batch."""
+
+    file: str
+    rows: npt.NDArray[np.int64]
+    digests: npt.NDArray[np.uint64] | None
+    ok: npt.NDArray[np.bool_] | None
+    found: npt.NDArray[np.int64]
+    """Snapshot row per batch row, -1 where none."""
+    bad: list[BadLine] = field(default_factory=list)
+    """The batch's malformed lines."""
+    kept: SourceBatch | None = None
+    """The batch's rows not found in the snapshot, if kept (all of them: with ``bad``)."""
+    at: int = -1
+    """Where the arrays are in the log's file (-1: in memory)."""
+    stored: tuple[int, bool, bool] = (0, False, False)
+    """In the file: the number of rows, whether digests and ``ok`` are there."""
+
+
+_EMPTY_I = np.zeros(0, dtype=np.int64)
+_DTYPES = (np.int64, np.int64, np.uint64, np.bool_)  # rows, found, digests, ok
+
+
+class SeenLog:
+    """The first pass's :class:`Seen` s, in source order. Past ``limit`` rows held, the
+    arrays of the batches held are appended to a temporary file (their bytes, one write a
+    batch) and read back by :meth:`__iter__`, one batch at a time (the batch's other fields
+    stay in memory)."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = limit or SPILL_ROWS
+        self.items: list[Seen] = []
+        self._held: list[Seen] = []
+        self._held_rows = 0
+        self._file: IO[bytes] | None = None
+
+    @property
+    def spilled(self) -> bool:
+        return self._file is not None
+
+    def append(self, seen: Seen) -> None:
+        self.items.append(seen)
+        self._held.append(seen)
+        self._held_rows += len(seen.rows)
+        if self._held_rows > self.limit:
+            if self._file is None:
+                self._file = tempfile.TemporaryFile(prefix="recordsync-seen-")  # noqa: SIM115
+            self._file.seek(0, 2)
+            for s in self._held:
+                s.at = self._file.tell()
+                s.stored = (len(s.rows), s.digests is not None, s.ok is not None)
+                parts = zip((s.rows, s.found, s.digests, s.ok), _DTYPES, strict=True)
+                data = [np.ascontiguousarray(a, t).data for a, t in parts if a is not None]
+                self._file.write(b"".join(data))
+                _unload(s)
+            self._held, self._held_rows = [], 0
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Seen]:
+        """Every batch's Seen with its arrays; those read from the file are dropped again
+        once the next one is asked for (changes to them are not kept)."""
+        for s in self.items:
+            if s.at < 0:
+                yield s
+                continue
+            assert self._file is not None
+            n, digests, ok = s.stored
+            self._file.seek(s.at)
+            buf = bytearray(n * (16 + 16 * digests + ok))
+            self._file.readinto(buf)  # type: ignore[attr-defined]
+            s.rows = np.frombuffer(buf, np.int64, n)
+            s.found = np.frombuffer(buf, np.int64, n, 8 * n)
+            d = np.frombuffer(buf, np.uint64, 2 * n, 16 * n) if digests else None
+            s.digests = d.reshape(n, 2) if d is not None else None
+            s.ok = np.frombuffer(buf, np.bool_, n, (16 + 16 * digests) * n) if ok else None
+            try:
+                yield s
+            finally:
+                _unload(s)
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+def _unload(s: Seen) -> None:
+    s.rows, s.found, s.digests, s.ok = _EMPTY_I, _EMPTY_I, None, None
