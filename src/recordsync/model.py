@@ -264,6 +264,13 @@ class Blocks(Iterator[T]):
     def __next__(self) -> T:
         return next(self._items)
 
+    def close(self) -> None:
+        """Close the stream of lists (a generator's ``finally`` runs now, not when it is
+        collected): a step that stops part-way closes what it was reading."""
+        close = getattr(self.lists, "close", None)
+        if close is not None:
+            close()
+
 
 @dataclass(frozen=True, slots=True)
 class StepPlan:

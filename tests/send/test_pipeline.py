@@ -34,3 +34,32 @@ def test_durable_state_reaches_the_state_store(
     monkeypatch.setattr("recordsync.state.StateStore", Observed)
     assert cli("run", "run.yaml", "--quiet", *flags) == 0
     assert seen == [synchronous]
+
+
+def test_a_run_stopped_part_way_ends_its_source_and_its_gc_pause(
+    project: Path, cli: Callable[..., int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that stops while its source is read part-way (a state write fails as the third
+    chunk is journaled: exit 3) closes the source's stream at once, so its pause of the
+    garbage collector (map/gcpause.py: objects frozen while a batch is prepared) ends with the
+    run: a process that runs recordsync as a library (an orchestrator's worker) collects its
+    objects as before."""
+    import gc
+    import sqlite3
+
+    from recordsync.state import Journal
+
+    people_project(project, 30, name="stopped", send={"chunk_size": 10})
+    begin, calls = Journal.begin_chunk, [0]
+
+    def full_at_the_third(self: Journal, *a: Any, **kw: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise sqlite3.OperationalError("database or disk is full")
+        return begin(self, *a, **kw)
+
+    monkeypatch.setattr(Journal, "begin_chunk", full_at_the_third)
+    gc.unfreeze()
+    assert cli("run", "run.yaml", "--quiet", "--state-db", "st/state.db") == 3
+    assert calls[0] == 3
+    assert gc.get_freeze_count() == 0 and gc.isenabled()

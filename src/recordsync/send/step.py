@@ -15,7 +15,7 @@ writing rows to the report (settled or not sent) in :mod:`recordsync.send.step_r
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from recordsync.errors import RecordsyncError
@@ -106,11 +106,12 @@ class StepRunner(StepRows):
             expected=plan.merges_expected,
             other_owners=(lambda pairs: owners(plan, pairs)) if owners is not None else None,
         )
-        rows: Iterator[Item]
+        source: Iterable[Item]  # closed at the end: a source left part-way ends at once
         if self.hook is not None:
-            rows = iter(self.hook.classify(plan, self.hook.source(plan)))
+            source = self.hook.classify(plan, self.hook.source(plan))
         else:
-            rows = iter(plan.rows())
+            source = plan.rows()
+        rows: Iterator[Item] = iter(source)
         limit = self.options.canary_size or self.options.chunk_size
         buffer: list[Item] = []
         self._loose = buffer  # a source that fails part-way: these rows are reported not sent
@@ -150,6 +151,9 @@ class StepRunner(StepRows):
             raise
         finally:
             self._stopped = True  # whatever is still queued (an unexpected error) stays unsent
+            close = getattr(source, "close", None)  # a generator's finally runs now
+            if close is not None:
+                close()
             self._wake_all()
             self._queue.clear()
             self._loose = []

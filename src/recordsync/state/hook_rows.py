@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from itertools import chain
 from typing import TYPE_CHECKING, cast
 
 from recordsync.config.models import MappingConfig
@@ -97,8 +96,9 @@ class StepRows:
             self._snap = None
 
     def classify(self, plan: StepPlan, rows: Iterable[Item]) -> Iterator[Item]:
-        """``rows`` classified (lazily, a group at a time), flattened in C."""
-        return chain.from_iterable(self._classified(plan, rows))
+        """``rows`` classified (lazily, a group at a time), flattened in C; ``close()`` ends
+        the classification and the rows' stream."""
+        return Blocks(self._classified(plan, rows))
 
     def _classified(self, plan: StepPlan, rows: Iterable[Item]) -> Iterator[list[Item]]:
         from recordsync.state import ChangeDetector, ledger_match
