@@ -13,7 +13,9 @@ arrived is read from the server (a first run: every source row exactly once, fro
 sandbox's records or the no-op server's counts; a re-run and a dry run: nothing written).
 ``first`` runs ``run_pipeline`` with the state store on; ``rerun`` runs it again on the same
 state (every row unchanged; runs ``first`` first if it was not asked for, unmeasured);
-``dry`` is a dry run with the state store off.
+``dry`` is a dry run with the state store off. The child leaves out of its process what the
+``recordsync`` command's entry leaves out (``recordsync.cli.startup``: pandas, which pyarrow
+would import), so its peak is what a ``recordsync run`` process reaches.
 
 ``--baseline-src DIR``: every mode also runs with recordsync from DIR (e.g. the branch
 point's ``src``), with its own server and state, interleaved with this tree's runs (baseline
@@ -46,6 +48,12 @@ MODES = ("first", "rerun", "dry")
 
 
 def child(root: Path, mode: str, url: str) -> None:
+    try:  # what `recordsync`'s entry leaves out of its process (pandas: ~35 MB), as the CLI
+        from recordsync.cli.startup import leave_out_unused
+    except ImportError:  # a baseline tree from before it existed
+        pass
+    else:
+        leave_out_unused()
     sys.path.insert(0, str(HERE))
     from project import KEY, warm_imports
 
