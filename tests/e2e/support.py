@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -49,3 +49,22 @@ def loopback_client(url: str, key: str = KEY, **retry: Any) -> Iterator[RecordSe
 def all_records(url: str, object_type: str) -> list[dict[str, Any]]:
     with loopback_client(url) as client:
         return list(client.list_records(object_type))
+
+
+def journal_full_at_the_third_chunk() -> Callable[..., Any]:
+    """``Journal.begin_chunk`` that fails as a full disk does on its third call (a state
+    write that stops a run part-way: exit 3); ``.calls`` counts the calls."""
+    import sqlite3
+
+    from recordsync.state import Journal
+
+    begin = Journal.begin_chunk
+
+    def full_begin(self: Journal, *a: Any, **kw: Any) -> Any:
+        full_begin.calls += 1  # type: ignore[attr-defined]
+        if full_begin.calls == 3:  # type: ignore[attr-defined]
+            raise sqlite3.OperationalError("database or disk is full")
+        return begin(self, *a, **kw)
+
+    full_begin.calls = 0  # type: ignore[attr-defined]
+    return full_begin

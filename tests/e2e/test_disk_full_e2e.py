@@ -6,7 +6,6 @@ or disk is full"); the runs go against the sandbox over loopback through the CLI
 from __future__ import annotations
 
 import errno
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
@@ -16,7 +15,7 @@ import pytest
 from recordsync.report import writer as writer_module
 from recordsync.state import Journal, StateStore
 
-from .support import KEY, all_records, served
+from .support import KEY, all_records, journal_full_at_the_third_chunk, served
 from .test_ledger_e2e import write, write_csv
 
 ROWS = [[f"Person {i}", f"p{i}@x.example"] for i in range(30)]
@@ -53,19 +52,6 @@ def _setup(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setenv("RECORDSYNC_API_KEY", KEY)
     monkeypatch.chdir(tmp)
     return ["run", "p.yaml", "-q", "--state-db", "st/state.db", "--report-dir", "reports"]
-
-
-def _journal_full_at_the_third_chunk() -> Callable[..., Any]:
-    """``Journal.begin_chunk`` that fails as a full disk does on its third call."""
-    begin, calls = Journal.begin_chunk, [0]
-
-    def full_begin(self: Journal, *a: Any, **kw: Any) -> Any:
-        calls[0] += 1
-        if calls[0] == 3:
-            raise sqlite3.OperationalError("database or disk is full")
-        return begin(self, *a, **kw)
-
-    return full_begin
 
 
 def _full_then_room(
@@ -119,7 +105,7 @@ def test_a_full_disk_under_the_state_directory_aborts_with_exit_3_and_resumes(
     cli: Callable[..., int],
 ) -> None:
     args = _setup(tmp_path, monkeypatch)
-    full = _journal_full_at_the_third_chunk()
+    full = journal_full_at_the_third_chunk()
     err = _full_then_room(
         tmp_path, args, cli, capsys, target=Journal, name="begin_chunk", full=full
     )
@@ -161,7 +147,7 @@ def test_a_resumed_runs_report_counts_every_attempts_chunks(
     args = _setup(tmp_path, monkeypatch)
     with served(tmp_path / "s.db") as url:
         with monkeypatch.context() as m:
-            m.setattr(Journal, "begin_chunk", _journal_full_at_the_third_chunk())
+            m.setattr(Journal, "begin_chunk", journal_full_at_the_third_chunk())
             assert cli(*args, "--base-url", url) == 3
         assert cli(*args, "--base-url", url) == 0
     [report] = [p for p in (tmp_path / "reports").iterdir() if ".partial" not in p.name]

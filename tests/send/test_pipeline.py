@@ -45,21 +45,15 @@ def test_a_run_stopped_part_way_ends_its_source_and_its_gc_pause(
     run: a process that runs recordsync as a library (an orchestrator's worker) collects its
     objects as before."""
     import gc
-    import sqlite3
+
+    from tests.e2e.support import journal_full_at_the_third_chunk
 
     from recordsync.state import Journal
 
     people_project(project, 30, name="stopped", send={"chunk_size": 10})
-    begin, calls = Journal.begin_chunk, [0]
-
-    def full_at_the_third(self: Journal, *a: Any, **kw: Any) -> Any:
-        calls[0] += 1
-        if calls[0] == 3:
-            raise sqlite3.OperationalError("database or disk is full")
-        return begin(self, *a, **kw)
-
-    monkeypatch.setattr(Journal, "begin_chunk", full_at_the_third)
+    full = journal_full_at_the_third_chunk()
+    monkeypatch.setattr(Journal, "begin_chunk", full)
     gc.unfreeze()
     assert cli("run", "run.yaml", "--quiet", "--state-db", "st/state.db") == 3
-    assert calls[0] == 3
+    assert full.calls == 3  # type: ignore[attr-defined]
     assert gc.get_freeze_count() == 0 and gc.isenabled()
