@@ -30,7 +30,7 @@ from recordsync.chunk_report import ChunkAborted, ChunkReport
 from recordsync.errors import FatalApiError
 from recordsync.model import BatchInput, RowStatus
 from recordsync.reconcile.batch import EntryResult, Unreconciled, reconcile_batch
-from recordsync.send.client import RecordServiceClient
+from recordsync.send.client import Attempt, RecordServiceClient
 from recordsync.send.http_policy import Verdict, is_fatal
 from recordsync.send.retry import RetryBudget
 from recordsync.send.safety import chunk_interferes, resend_as_is_safe
@@ -152,7 +152,7 @@ class ChunkSender:
             verdict = attempt.verdict
             report.attempts += 1
             if verdict.kind == "ok":
-                self._accept(report, attempt.body, attempt.body_error, pending, run.outcome)
+                self._accept(report, attempt, pending, run)
                 return
             report.last_problem = verdict.describe
             if verdict.status == TOO_LARGE and len(pending) > 1:
@@ -276,18 +276,14 @@ class ChunkSender:
             why = decision or Decision("unknown", why="it was not read back")
             return lost_answer_doubt(reason, why)
         return EntryResult(RowStatus.FAILED, None, reason)
-    def _accept(
-        self,
-        report: ChunkReport,
-        body: object,
-        body_error: str | None,
-        pending: list[int],
-        outcome: list[EntryResult | None],
-    ) -> None:
+
+    def _accept(self, report: ChunkReport, attempt: Attempt, pending: list[int], run: _Run) -> None:
+        """A 2xx answer: each pending entry's outcome, or all in doubt if it doesn't add up."""
+        outcome = run.outcome
         try:
-            if body_error is not None:
-                raise Unreconciled(body_error)
-            results = reconcile_batch(len(pending), body)
+            if attempt.body_error is not None:
+                raise Unreconciled(attempt.body_error)
+            results = reconcile_batch(len(pending), attempt.body)
         except Unreconciled as exc:
             report.unreconciled = str(exc)
             for i in pending:
