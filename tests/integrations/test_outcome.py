@@ -3,14 +3,16 @@ as metadata, and which outcomes fail the task (no orchestrator needed)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import typing
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from tests.integrations.support import clean_mapping
 
-from recordsync.integrations.outcome import SyncOptions, SyncOutcome, run_sync
+from recordsync.integrations.outcome import SyncOptionArgs, SyncOptions, SyncOutcome, run_sync
 
 
 @pytest.mark.parametrize(
@@ -82,4 +84,12 @@ def test_options_by_name_go_over_the_options_object(project: Path) -> None:
     assert outcome.report_dir is not None and outcome.report_dir.parent == project / "b"
     assert outcome.metadata()["dry_run"] is True and not (project / "a").exists()
     with pytest.raises(TypeError, match="state_dir"):
-        run_sync(clean_mapping(project), state_dir="s.db")
+        run_sync(clean_mapping(project), state_dir="s.db")  # type: ignore[call-arg]
+
+
+def test_the_typed_keyword_arguments_are_the_options() -> None:
+    """run_sync's typed ``**kwargs`` list SyncOptions' fields again: the two stay the same."""
+    hints = typing.get_type_hints(SyncOptionArgs)
+    fields = {f.name: f.type for f in dataclasses.fields(SyncOptions)}
+    assert list(hints) == list(fields)
+    assert all(typing.get_type_hints(SyncOptions)[name] == hints[name] for name in fields)

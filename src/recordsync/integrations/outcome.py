@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from recordsync.errors import (
     EXIT_ABORTED,
@@ -75,6 +75,19 @@ class SyncOptions:
 
 
 OPTION_NAMES = tuple(f.name for f in fields(SyncOptions))
+
+
+class SyncOptionArgs(TypedDict, total=False):
+    """:class:`SyncOptions` as keyword arguments of :func:`run_sync`, so that a type checker
+    checks their names and types (a test keeps the two lists the same)."""
+
+    dry_run: bool
+    profile: str | None
+    base_url: str | None
+    report_dir: str | Path | None
+    state_db: str | Path | None
+    full_refresh: bool
+    sandbox_seed: str | Path | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +163,7 @@ class SyncOutcome:
 
 
 def run_sync(
-    pipeline: str | Path, options: SyncOptions | None = None, **kwargs: Any
+    pipeline: str | Path, options: SyncOptions | None = None, **kwargs: Unpack[SyncOptionArgs]
 ) -> SyncOutcome:
     """Run a pipeline file as ``recordsync run -q`` does and return its outcome; ``kwargs``:
     :class:`SyncOptions` by name (``state_db=...``), over ``options``.
