@@ -276,3 +276,29 @@ def test_an_answer_that_echoes_the_key_never_carries_it_further() -> None:
     assert key not in str(info.value) and "invalid API key **********" in str(info.value)
     attempt = client.batch_once("contacts", [{"name": "A"}])
     assert key not in repr(attempt.body) and "key ********** may not" in repr(attempt.body)
+
+
+def test_an_answered_request_and_its_body_are_freed_without_the_cyclic_gc(tmp_path: Path) -> None:
+    """httpx binds a response's stream to the response (a reference cycle holding the request
+    and its body); the client breaks it, so nothing waits for a full collection (which a run's
+    frozen batches defer: recordsync.map.gcpause). Over a real loopback socket."""
+    import gc
+    import weakref
+
+    from .support import loopback
+
+    with loopback(tmp_path, []) as client:
+        body = b'{"objects":[{"name":"Acme","fields":{"domain":"acme.example"}}]}'
+        request = client.build_batch("companies", body)
+        assert request is not None
+        gone = weakref.ref(request)
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            attempt = client.batch_once("companies", [], request=request)
+            del request
+            assert attempt.verdict.kind == "ok"
+            assert gone() is None
+        finally:
+            if enabled:
+                gc.enable()

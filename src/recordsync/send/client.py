@@ -27,6 +27,7 @@ from recordsync.errors import ApiError, RetriableApiError
 from recordsync.model import BatchInput
 from recordsync.secret import Secret, redact
 from recordsync.send.http_client import make_http_client as make_http_client
+from recordsync.send.http_client import unbind
 from recordsync.send.http_policy import (
     Verdict,
     classify_exception,
@@ -98,6 +99,7 @@ class RecordServiceClient:
             if request is None:
                 request = self._build(method, path, json, params, body, on_sent)
             response = self.http.send(request, follow_redirects=False)
+            unbind(response)
         except httpx.HTTPError as exc:
             verdict = classify_exception(method, path, exc)
             if self._unreachable(verdict):  # name the host: "could not connect to h:p (...)"
