@@ -104,7 +104,7 @@ def test_garbage_parked_by_freezes_is_collected_by_release_alone() -> None:
 
     gc.enable()
     gc.collect()
-    gcb = BatchGC()
+    gcb = BatchGC(check_every=1)
     with gcb.building():
         pass
     parked = gc.get_freeze_count()
@@ -120,10 +120,31 @@ def test_garbage_parked_by_freezes_is_collected_by_release_alone() -> None:
 def test_no_collection_while_the_parked_objects_do_not_grow() -> None:
     gc.enable()
     gc.collect()
-    gcb = BatchGC()
+    gcb = BatchGC(check_every=1)
     for _ in range(20):
         with gcb.building():
             rows = [{"a": [i]} for i in range(2000)]
         del rows
     gcb.release()
     assert gcb.collections == 0
+
+
+def test_parked_objects_are_counted_every_check_every_releases() -> None:
+    """Counting walks every parked object: the first release counts, then every
+    check_every-th; garbage parked in between is collected at the next count."""
+    gc.enable()
+    gc.collect()
+    gcb = BatchGC(check_every=4)
+    with gcb.building():
+        pass
+    parked = gc.get_freeze_count()
+    with gcb.building():  # release 1: counted (the baseline)
+        alive = _cycles(2 * int(parked * 0.5) + 2000)
+    ref = weakref.ref(alive[0])
+    del alive
+    for _ in range(3):  # releases 2, 3, 4: not counted
+        with gcb.building():
+            pass
+    assert ref() is not None and gcb.collections == 0
+    gcb.release()  # release 5: counted
+    assert ref() is None and gcb.collections == 1

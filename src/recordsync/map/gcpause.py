@@ -17,7 +17,8 @@ generation: a cycle alive at a freeze that became garbage since (an answered req
 exception kept with its traceback) waits for a full collection that, left to CPython, never
 comes during a run (measured: one full collection in a 1M-row run, and 75,000 such objects
 collected at its end). So :meth:`BatchGC.release` runs one itself when the objects a freeze
-parked have grown by :data:`GROWTH` since the last one (CPython's own rule for its oldest
+parked (counted every :data:`CHECK_EVERY` releases) have grown by :data:`GROWTH` since the
+last one (CPython's own rule for its oldest
 generation): memory stays flat, and a run whose garbage is freed by reference counting (the
 usual case) never pays for it. Freezing is only used when nothing else has frozen objects
 (``gc.get_freeze_count() == 0``), so a process that froze its start-up objects keeps them
@@ -47,12 +48,21 @@ GROWTH = 1.25
 """A full collection runs when a freeze parks more than this many times the objects left
 after the last one (or than the first freeze parked)."""
 
+CHECK_EVERY = 32
+"""Releases between two counts of the parked objects (the first release counts):
+``gc.get_freeze_count()`` walks every parked object, 0.3 ms in a run's process but 11 ms in
+one holding a million objects (bench/bench_cpu.py's), so counting at every release (a slice
+of 2,048 rows) cost that benchmark 0.6 s of CPU a 100k-row run; every 32nd is every 65,536
+rows."""
+
 
 class BatchGC:
     """GC handling for one stream of batches (see the module docstring)."""
 
-    def __init__(self) -> None:
+    def __init__(self, check_every: int = CHECK_EVERY) -> None:
         self._frozen = False
+        self.check_every = check_every
+        self._releases = 0
         self._limit = 0
         """Parked objects past which :meth:`release` collects (0: not known yet)."""
         self.collections = 0
@@ -76,6 +86,10 @@ class BatchGC:
         """Unfreeze what :meth:`building` froze (idempotent); call when the stream ends."""
         if self._frozen:
             self._frozen = False
+            self._releases += 1
+            if (self._releases - 1) % self.check_every:
+                gc.unfreeze()
+                return
             parked = gc.get_freeze_count()
             gc.unfreeze()
             if not self._limit:
