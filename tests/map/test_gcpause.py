@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -96,22 +97,29 @@ def _cycles(n: int) -> list[_Node]:
     return nodes
 
 
+def _garbage_parked_after_the_baseline(check_every: int, growth: float) -> tuple[BatchGC, Any]:
+    """A BatchGC whose first release took its baseline, then cycles (more than ``growth`` of
+    what was parked) alive at the next freeze and dead since: a weak reference to one."""
+    gc.enable()
+    gc.collect()
+    gcb = BatchGC(check_every=check_every)
+    with gcb.building():
+        pass
+    parked = gc.get_freeze_count()
+    with gcb.building():  # release 1: counted (the baseline)
+        alive = _cycles(2 * int(parked * growth) + 2000)
+    ref = weakref.ref(alive[0])
+    del alive  # garbage now, but frozen
+    return gcb, ref
+
+
 def test_garbage_parked_by_freezes_is_collected_by_release_alone() -> None:
     """Cycles alive at a freeze that die later go to the oldest generation when unfrozen,
     where CPython's own count never triggers a full collection: once they grow past GROWTH,
     release collects them (no gc.collect() by the caller)."""
     from recordsync.map.gcpause import GROWTH
 
-    gc.enable()
-    gc.collect()
-    gcb = BatchGC(check_every=1)
-    with gcb.building():
-        pass
-    parked = gc.get_freeze_count()
-    with gcb.building():  # the first release: the baseline is known
-        alive = _cycles(2 * int(parked * (GROWTH - 1)) + 2000)
-    ref = weakref.ref(alive[0])
-    del alive  # garbage now, but frozen
+    gcb, ref = _garbage_parked_after_the_baseline(1, GROWTH - 1)
     assert ref() is not None and gcb.collections == 0
     gcb.release()
     assert ref() is None and gcb.collections == 1
@@ -132,16 +140,7 @@ def test_no_collection_while_the_parked_objects_do_not_grow() -> None:
 def test_parked_objects_are_counted_every_check_every_releases() -> None:
     """Counting walks every parked object: the first release counts, then every
     check_every-th; garbage parked in between is collected at the next count."""
-    gc.enable()
-    gc.collect()
-    gcb = BatchGC(check_every=4)
-    with gcb.building():
-        pass
-    parked = gc.get_freeze_count()
-    with gcb.building():  # release 1: counted (the baseline)
-        alive = _cycles(2 * int(parked * 0.5) + 2000)
-    ref = weakref.ref(alive[0])
-    del alive
+    gcb, ref = _garbage_parked_after_the_baseline(4, 0.5)
     for _ in range(3):  # releases 2, 3, 4: not counted
         with gcb.building():
             pass
