@@ -159,7 +159,8 @@ def main() -> None:
             for side in sides:
                 (root / side).mkdir()
                 serving: AbstractContextManager[str] = (
-                    noop_server(meta, KEY) if meta is not None
+                    noop_server(meta, KEY)
+                    if meta is not None
                     else sandbox(root / side / "sandbox.db", "process")
                 )
                 urls[side] = stack.enter_context(serving)

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from itertools import chain
 
 from recordsync.errors import RecordsyncError
 from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
@@ -33,7 +34,7 @@ from recordsync.send.plan import (
     SendOptions,
 )
 from recordsync.send.sender import ChunkAborted, ChunkSender
-from recordsync.send.step_gate import QueuedChunk
+from recordsync.send.step_gate import QueuedChunk, paced
 from recordsync.send.step_rows import StepRows, checked
 
 AHEAD = 3
@@ -111,7 +112,10 @@ class StepRunner(StepRows):
             source = self.hook.classify(plan, self.hook.source(plan))
         else:
             source = plan.rows()
-        rows: Iterator[Item] = iter(source)
+        lists = getattr(source, "lists", None) if sender is not None else None
+        rows: Iterator[Item] = (
+            chain.from_iterable(paced(lists, self._pace)) if lists is not None else iter(source)
+        )
         limit = self.options.canary_size or self.options.chunk_size
         buffer: list[Item] = []
         self._loose = buffer  # a source that fails part-way: these rows are reported not sent

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -22,6 +22,20 @@ from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.chunk_body import doubtful
 from recordsync.send.plan import ChunkHook
 from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
+
+PACE_WAIT = 0.05
+"""Seconds :meth:`ChunkGate._pace` waits at most for the chunk in flight to be written."""
+
+
+def paced(lists: Iterator[list[Item]], pace: Callable[[], None]) -> Iterator[list[Item]]:
+    """``lists`` with ``pace()`` called before each next list is asked for."""
+    while True:
+        pace()
+        try:
+            block = next(lists)
+        except StopIteration:
+            return
+        yield block
 
 
 class NotSent(Exception):
@@ -116,9 +130,10 @@ class ChunkGate:
             self.hook.clear(self._plan, [c.chunk_no for c in chunks])  # type: ignore[attr-defined]
         return chunks
 
-    def _ensure_cleared(self, target: QueuedChunk) -> None:
+    def _ensure_cleared(self, target: QueuedChunk, *, ack: bool = True) -> None:
         """Before waiting for ``target`` to be sent: clear it and the uncleared chunks queued
-        before it, in one commit with the acknowledgement pending (if any)."""
+        before it, in one commit with the acknowledgement pending (if any; ``ack=False``:
+        that one is left to ride with the next chunk's begin)."""
         if target.cleared.is_set() or self.hook is None:
             return
         chunks: list[QueuedChunk] = []
@@ -128,11 +143,37 @@ class ChunkGate:
             if c is target:
                 break
         with self.hook.atomic():
-            self._flush_ack()
+            if ack:
+                self._flush_ack()
             self._clear(chunks)
         for c in chunks:
             c.cleared.set()
         target.cleared.set()
+
+    def _pace(self) -> None:
+        """Before the step reads its next block of rows (preparing them can hold the
+        interpreter for tens of milliseconds): clear the first chunk not yet cleared to be
+        sent, once the chunk before it is written, waiting for that write at most
+        :data:`PACE_WAIT`. Otherwise the worker, done with the chunk before, would wait for
+        this thread to finish the block before it may send that one (a gap of 10–35 ms
+        for each slice of rows, 0.7 s of a 100k-row run into the sandbox). Clearing it
+        here keeps the rule that at most one cleared chunk waits unwritten."""
+        if self._stopped or self.hook is None:
+            return
+        before: QueuedChunk | None = None
+        for c in self._queue:
+            if c.chunk_no and not c.cleared.is_set():
+                break
+            before = c
+        else:
+            return  # every queued chunk is cleared
+        if before is not None and not before.sent.is_set():
+            if self._traced is False:  # no trace events: written only once it is answered
+                return
+            before.sent.wait(PACE_WAIT)
+            if not before.sent.is_set() or self._stopped:
+                return
+        self._ensure_cleared(c, ack=False)
 
     def _wake_all(self) -> None:
         """The step stopped (``_stopped`` is set): a worker waiting for a chunk to be

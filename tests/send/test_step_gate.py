@@ -1,0 +1,143 @@
+"""Pacing the step's reading (``ChunkGate._pace``): before the step prepares its next block of
+rows, the first chunk not yet cleared to be sent is cleared once the chunk before it is
+written, so the worker never waits for a block's preparation before it may send.
+
+The queue's states are set by hand (a fake hook records what is journaled): which chunk is
+written when the step reads is a matter of timing in a real run, and these tests must not
+depend on timing. The invariant the real runs check (tests/e2e/test_kill_matrix_e2e.py): a
+request is never written before its chunk is cleared in the journal, and at most one cleared
+chunk waits unwritten."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from recordsync.send import step_gate
+from recordsync.send.step_gate import ChunkGate, QueuedChunk, paced
+
+
+class Hook:
+    """Records the chunks cleared and the transactions they were cleared in."""
+
+    def __init__(self) -> None:
+        self.cleared: list[list[int]] = []
+        self.transactions = 0
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        self.transactions += 1
+        yield
+
+    def clear(self, plan: object, chunk_nos: list[int]) -> None:
+        self.cleared.append(list(chunk_nos))
+
+    def ack(self, *args: object) -> None:
+        raise AssertionError("pacing leaves the acknowledgement to the next chunk's begin")
+
+
+def gate(*chunks: QueuedChunk, traced: bool | None = True) -> tuple[ChunkGate, Hook]:
+    g = ChunkGate()
+    hook = Hook()
+    g.hook = hook  # type: ignore[assignment]
+    g._queue = deque(chunks)
+    g._to_ack = None
+    g._plan = object()  # type: ignore[assignment]
+    g._stopped = False
+    g._traced = traced
+    return g, hook
+
+
+def chunk(no: int, *, cleared: bool = False, written: bool = False) -> QueuedChunk:
+    c = QueuedChunk([], [], chunk_no=no)
+    if cleared:
+        c.cleared.set()
+    if written:
+        c.sent.set()
+    return c
+
+
+def test_paced_calls_pace_before_every_list_and_once_more_at_the_end() -> None:
+    calls: list[str] = []
+
+    def lists() -> Iterator[list[Any]]:
+        for name in ("a", "b"):
+            calls.append(f"make {name}")
+            yield [name]
+
+    got = []
+    for block in paced(lists(), lambda: calls.append("pace")):
+        got.append(block)
+        calls.append(f"use {block[0]}")
+    assert got == [["a"], ["b"]]
+    assert calls == ["pace", "make a", "use a", "pace", "make b", "use b", "pace"]
+
+
+def test_the_first_uncleared_chunk_is_cleared_once_the_one_before_is_written() -> None:
+    in_flight, next_one, later = (
+        chunk(4, cleared=True, written=True),
+        chunk(5),
+        chunk(6),
+    )
+    g, hook = gate(in_flight, next_one, later)
+    g._to_ack = (in_flight, [])  # an answer waiting to be acknowledged: not in this commit
+    g._pace()
+    assert hook.cleared == [[5]] and hook.transactions == 1
+    assert next_one.cleared.is_set()
+    assert not later.cleared.is_set()  # its chunk before is not written: never two waiting
+    assert g._to_ack == (in_flight, [])  # left to ride with the next chunk's begin
+
+
+def test_a_chunk_with_none_before_it_in_the_queue_is_cleared() -> None:
+    first = chunk(1)
+    g, hook = gate(first)
+    g._pace()
+    assert hook.cleared == [[1]] and first.cleared.is_set()
+
+
+def test_nothing_is_cleared_while_the_chunk_before_is_not_written(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(step_gate, "PACE_WAIT", 0)
+    waiting, next_one = chunk(4, cleared=True), chunk(5)
+    g, hook = gate(chunk(3, cleared=True, written=True), waiting, next_one)
+    g._pace()
+    assert hook.cleared == [] and hook.transactions == 0
+    assert not next_one.cleared.is_set()
+
+
+def test_the_chunk_before_is_waited_for_then_the_next_is_cleared() -> None:
+    """The write of the chunk in flight happens while the step waits (at most PACE_WAIT)."""
+
+    class WrittenWhileWaiting(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            assert timeout == step_gate.PACE_WAIT
+            self.set()
+            return True
+
+    waiting, next_one = chunk(4, cleared=True), chunk(5)
+    waiting.sent = WrittenWhileWaiting()
+    g, hook = gate(waiting, next_one)
+    g._pace()
+    assert hook.cleared == [[5]]
+
+
+@pytest.mark.parametrize(
+    "case", ["stopped", "untraced transport", "every chunk cleared", "no state"]
+)
+def test_pace_does_nothing(case: str) -> None:
+    in_flight, queued = chunk(1, cleared=True), chunk(2)
+    if case == "every chunk cleared":
+        in_flight.sent.set()
+        queued.cleared.set()
+    g, hook = gate(in_flight, queued, traced=case != "untraced transport")
+    g._stopped = case == "stopped"
+    if case == "no state":
+        g.hook = None
+    g._pace()
+    assert hook.cleared == [] and hook.transactions == 0
