@@ -8,9 +8,10 @@ could write it, what a ``recordsync run`` of the benchmark's contacts pipeline m
 state store on, and nothing else:
 
 - fetch the schema and the users (owner e-mails to ids), as a run does;
-- read the CSV with pyarrow's threaded reader, map and check every column with Arrow
+- read the key column once for the duplicate check (as recordsync's scan does), then stream
+  the CSV in 1 MiB blocks with pyarrow's reader: map and check every column with Arrow
   compute kernels (trim, lower-case, dates, the time zone, tags, owners, the e-mail check,
-  the duplicate check), then make one payload dict a row, leaving out empty values;
+  duplicates), then make one payload dict a row, leaving out empty values;
 - per chunk of 100: the input hash of each row (BLAKE2b of its sorted ``name`` and
   ``fields``), the request body (one ``orjson.dumps``), the chunk journaled and committed
   (WAL, ``synchronous=NORMAL``) before it is sent;
@@ -21,9 +22,9 @@ state store on, and nothing else:
   id, input hash and status) upserted once at the end, sorted by key.
 
 It leaves out what recordsync does besides (the report's other files, merge and claim checks,
-retries and breakers, resume, the snapshot for the next run's unchanged check, progress,
-memory bounds for 10M-row files: it reads the whole file at once). So its time is a floor for
-a single-process client, not a target: ``bench_run.py --floor`` prints bare / floor beside
+retries and breakers, resume, the snapshot for the next run's unchanged check, progress;
+its ledger rows and duplicate set stay in memory). So its time is a floor for a
+single-process client, not a target: ``bench_run.py --floor`` prints bare / floor beside
 bare / recordsync. ``--dump`` writes the payloads it would send, one a line, for the benchmark
 to compare with recordsync's own (they must be equal) before anything is timed.
 """
@@ -33,7 +34,7 @@ from __future__ import annotations
 import csv
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from hashlib import blake2b
 from importlib.abc import MetaPathFinder
@@ -91,7 +92,7 @@ def _text(col: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.if_else(pc.equal(trimmed, ""), pa.scalar(None, pa.string()), trimmed)
 
 
-def _columns(table: pa.Table, owners: dict[str, str]) -> tuple[list[Any], ...]:
+def _columns(table: pa.Table, owners: dict[str, str], repeated: pa.Array) -> tuple[list[Any], ...]:
     """The name, the key and every field as Python lists (None: left out), and a list of
     problems (None: the row is valid)."""
     first, last = _text(table["First Name"]), _text(table["Last Name"])
@@ -135,8 +136,6 @@ def _columns(table: pa.Table, owners: dict[str, str]) -> tuple[list[Any], ...]:
     owner_id = pc.take(pa.array(list(owners.values())), pc.index_in(owner_email, emails))
     bad_email = pc.invert(pc.fill_null(pc.match_substring_regex(email, EMAIL), False))
     unknown_owner = pc.and_(pc.is_valid(owner_email), pc.is_null(owner_id))
-    counts = pc.value_counts(email)
-    repeated = counts.filter(pc.greater(counts.field("counts"), 1)).field("values")
     duplicate = pc.is_in(email, repeated)
     problem = pc.if_else(
         bad_email,
@@ -158,24 +157,60 @@ def _columns(table: pa.Table, owners: dict[str, str]) -> tuple[list[Any], ...]:
     return name.to_pylist(), email.to_pylist(), problem.to_pylist(), *fields
 
 
-def payloads(path: str, owners: dict[str, str]) -> tuple[list[dict[str, Any]], list[int], int]:
-    """The valid rows' payloads, their source rows (1 = the first data row), all rows."""
+def _repeated(path: str) -> pa.Array:
+    """The e-mails (trimmed, lower-cased) on more than one row: a first pass over that column
+    only, as recordsync's duplicate scan makes before it sends."""
+    only = pacsv.ConvertOptions(column_types={"Email": pa.string()}, include_columns=["Email"])
+    email = pc.utf8_lower(_text(pacsv.read_csv(path, convert_options=only)["Email"]))
+    counts = pc.value_counts(email)
+    return counts.filter(pc.greater(counts.field("counts"), 1)).field("values")
+
+
+def payloads(
+    path: str, owners: dict[str, str]
+) -> Iterator[tuple[list[dict[str, Any]], list[int], int]]:
+    """Per block of the file (pyarrow's streaming reader, 1 MiB blocks): the valid rows'
+    payloads, their source rows (1 = the first data row), and the block's row count."""
     with open(path, encoding="utf-8", newline="") as f:
         header = next(csv.reader(f))
+    repeated = _repeated(path)
     convert = pacsv.ConvertOptions(column_types=dict.fromkeys(header, pa.string()))
-    table = pacsv.read_csv(path, convert_options=convert)
-    names, keys, problems, *fields = _columns(table, owners)
-    out: list[dict[str, Any]] = []
+    reader = pacsv.open_csv(
+        path, read_options=pacsv.ReadOptions(block_size=1 << 20), convert_options=convert
+    )
+    start = 1
+    for batch in reader:
+        names, keys, problems, *fields = _columns(pa.Table.from_batches([batch]), owners, repeated)
+        out: list[dict[str, Any]] = []
+        rows: list[int] = []
+        for n, (name, key, problem, *values) in enumerate(
+            zip(names, keys, problems, *fields, strict=True), start=start
+        ):
+            if problem is not None:
+                continue
+            f = {k: v for k, v in zip(KEYS, values, strict=True) if v is not None}
+            out.append({"name": name, "match_by": "email", "match_value": key, "fields": f})
+            rows.append(n)
+        start += len(names)
+        yield out, rows, len(names)
+
+
+def _chunks(
+    blocks: Iterator[tuple[list[dict[str, Any]], list[int], int]], counts: list[int]
+) -> Iterator[tuple[list[dict[str, Any]], list[int]]]:
+    """Chunks of at most 100 valid rows, in source order; ``counts``: [rows read, rows valid]."""
+    objects: list[dict[str, Any]] = []
     rows: list[int] = []
-    for n, (name, key, problem, *values) in enumerate(
-        zip(names, keys, problems, *fields, strict=True), start=1
-    ):
-        if problem is not None:
-            continue
-        f = {k: v for k, v in zip(KEYS, values, strict=True) if v is not None}
-        out.append({"name": name, "match_by": "email", "match_value": key, "fields": f})
-        rows.append(n)
-    return out, rows, len(names)
+    for out, source_rows, n in blocks:
+        counts[0] += n
+        counts[1] += len(out)
+        objects += out
+        rows += source_rows
+        while len(objects) >= CHUNK:
+            yield objects[:CHUNK], rows[:CHUNK]
+            del objects[:CHUNK], rows[:CHUNK]
+    if objects:
+        yield objects, rows
 
 
 def _send(client: httpx.Client, body: bytes, n: int) -> list[dict[str, Any]]:
@@ -193,7 +228,8 @@ def run(url: str, key: str, csv_path: str, state_db: str, results_csv: str) -> i
     client.get("/api/meta/schema").raise_for_status()
     users = client.get("/api/meta/users").json()["data"]
     owners = {u["email"].lower(): u["id"] for u in users if u.get("email")}
-    objects, source_rows, total = payloads(csv_path, owners)
+    counts = [0, 0]  # rows read, rows valid
+    chunks = _chunks(payloads(csv_path, owners), counts)
     db = sqlite3.connect(state_db, isolation_level=None)
     db.execute("PRAGMA journal_mode = WAL")
     db.execute("PRAGMA synchronous = NORMAL")
@@ -203,11 +239,11 @@ def run(url: str, key: str, csv_path: str, state_db: str, results_csv: str) -> i
     db.executescript(SCHEMA)
     with open(results_csv, "w", encoding="utf-8", newline="") as report:
         report.write("source_row,match_by,match_value,status,record_id,error\r\n")
-        failed = _loop(client, db, report, objects, source_rows)
+        failed = _loop(client, db, report, chunks)
     db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     db.close()
     client.close()
-    return 0 if failed == 0 and len(objects) == total else 1
+    return 0 if failed == 0 and counts[0] == counts[1] else 1
 
 
 def _hash(payload: dict[str, Any]) -> str:
@@ -221,8 +257,7 @@ def _loop(
     client: httpx.Client,
     db: sqlite3.Connection,
     report: Any,
-    objects: list[dict[str, Any]],
-    source_rows: list[int],
+    chunks: Iterator[tuple[list[dict[str, Any]], list[int]]],
 ) -> int:
     """Journal, send, acknowledge and report every chunk; returns the rows not created."""
     pool = ThreadPoolExecutor(1)
@@ -253,9 +288,7 @@ def _loop(
         report.write("".join(lines))
         return bad
 
-    for chunk_no, start in enumerate(range(0, len(objects), CHUNK), start=1):
-        chunk = objects[start : start + CHUNK]
-        rows = source_rows[start : start + CHUNK]
+    for chunk_no, (chunk, rows) in enumerate(chunks, start=1):
         journaled = [(row, p["match_value"], _hash(p)) for row, p in zip(rows, chunk, strict=True)]
         body = orjson.dumps({"objects": chunk})
         previous, results = in_flight, None
@@ -291,9 +324,9 @@ def main() -> None:
         with httpx.Client(base_url=url, headers={"x-api-key": key}) as client:
             users = client.get("/api/meta/users").json()["data"]
         owners = {u["email"].lower(): u["id"] for u in users if u.get("email")}
-        objects, _, _ = payloads(csv_path, owners)
         with open(out, "wb") as f:
-            f.writelines(orjson.dumps(p) + b"\n" for p in objects)
+            for objects, _, _ in payloads(csv_path, owners):
+                f.writelines(orjson.dumps(p) + b"\n" for p in objects)
         return
     sys.exit(run(*sys.argv[1:6]))
 
