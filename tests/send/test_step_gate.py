@@ -141,3 +141,19 @@ def test_pace_does_nothing(case: str) -> None:
         g.hook = None
     g._pace()
     assert hook.cleared == [] and hook.transactions == 0
+
+
+def test_a_clearance_that_fails_to_commit_leaves_the_chunk_unsendable() -> None:
+    """The worker sends a chunk only once its ``cleared`` event is set, and that happens only
+    after the commit: a failing commit (a full disk) raises and the chunk stays queued."""
+
+    class FullDisk(Hook):
+        def clear(self, plan: object, chunk_nos: list[int]) -> None:
+            raise OSError("disk full")
+
+    in_flight, next_one = chunk(4, cleared=True, written=True), chunk(5)
+    g, _ = gate(in_flight, next_one)
+    g.hook = FullDisk()  # type: ignore[assignment]
+    with pytest.raises(OSError, match="disk full"):
+        g._pace()
+    assert not next_one.cleared.is_set()
