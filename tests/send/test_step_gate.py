@@ -10,16 +10,20 @@ chunk waits unwritten."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from recordsync.send import step_gate
 from recordsync.send.step_gate import ChunkGate, QueuedChunk, paced
+
+from .support import people_project
 
 
 class Hook:
@@ -143,17 +147,52 @@ def test_pace_does_nothing(case: str) -> None:
     assert hook.cleared == [] and hook.transactions == 0
 
 
-def test_a_clearance_that_fails_to_commit_leaves_the_chunk_unsendable() -> None:
-    """The worker sends a chunk only once its ``cleared`` event is set, and that happens only
-    after the commit: a failing commit (a full disk) raises and the chunk stays queued."""
+def test_a_clearance_that_fails_to_commit_leaves_the_chunk_unsendable(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The worker sends a chunk only once its ``cleared`` event is set, which happens only
+    after the commit. Pacing is only an early clearance: a commit that fails (a full disk)
+    is logged and the chunk stays queued; the clearance the step makes before it waits for
+    the chunk (or its next begin) meets the error on the usual path."""
 
     class FullDisk(Hook):
         def clear(self, plan: object, chunk_nos: list[int]) -> None:
-            raise OSError("disk full")
+            raise sqlite3.OperationalError("database or disk is full")
 
     in_flight, next_one = chunk(4, cleared=True, written=True), chunk(5)
     g, _ = gate(in_flight, next_one)
     g.hook = FullDisk()  # type: ignore[assignment]
-    with pytest.raises(OSError, match="disk full"):
-        g._pace()
+    g._pace()
     assert not next_one.cleared.is_set()
+    assert "clearing chunk 5 early failed (database or disk is full)" in caplog.text
+
+
+def test_a_chunk_with_nothing_to_send_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A chunk of unchanged rows is queued but never journaled nor written: the chunk before
+    the first uncleared one is the last journaled chunk, not it."""
+    monkeypatch.setattr(step_gate, "PACE_WAIT", 0)
+    written, nothing, next_one = chunk(4, cleared=True, written=True), chunk(0), chunk(5)
+    nothing.cleared.set()  # as the runner does for a chunk it does not journal
+    g, hook = gate(written, nothing, next_one)
+    g._pace()
+    assert hook.cleared == [[5]] and next_one.cleared.is_set()
+
+
+def test_a_sending_step_paces_before_each_block_a_dry_run_never(
+    project: Path, cli: Callable[..., int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner calls the pacing before it reads each block of rows (and once more when
+    they are all read) when it sends, with the state store on or off; never in a dry run."""
+    people_project(project, 300, name="paced", send={"chunk_size": 10, "canary_chunk_size": 10})
+    calls: list[int] = []
+    real = ChunkGate._pace
+
+    def counted(self: ChunkGate) -> None:
+        calls.append(len(self._queue))
+        real(self)
+
+    monkeypatch.setattr(ChunkGate, "_pace", counted)
+    for flags, paced_too in (([], True), (["--no-state"], True), (["--dry-run"], False)):
+        calls.clear()
+        assert cli("run", "run.yaml", "--quiet", *flags) == 0
+        assert (len(calls) >= 2) is paced_too, (flags, calls)

@@ -7,6 +7,7 @@ written and acknowledges its answer with the next chunk's begin (:class:`ChunkGa
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -22,6 +23,12 @@ from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.chunk_body import doubtful
 from recordsync.send.plan import ChunkHook
 from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
+from recordsync.state.store import DB_ERRORS
+
+log = logging.getLogger(__name__)
+
+_COMMIT_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
+"""What a commit of the state store raises (a file, or a PostgreSQL server)."""
 
 PACE_WAIT = 0.05
 """Seconds :meth:`ChunkGate._pace` waits at most for the chunk in flight to be written."""
@@ -157,23 +164,34 @@ class ChunkGate:
         :data:`PACE_WAIT`. Otherwise the worker, done with the chunk before, would wait for
         this thread to finish the block before it may send that one (a gap of 10–35 ms
         for each slice of rows, 0.7 s of a 100k-row run into the sandbox). Clearing it
-        here keeps the rule that at most one cleared chunk waits unwritten."""
+        here keeps the rule that at most one cleared chunk waits unwritten. Chunks with
+        nothing to send (not journaled, never written) are passed over, as in
+        :meth:`_clearable`. A commit that fails is rolled back and logged: the chunk stays
+        uncleared, and the clearance before it is sent (or the next begin) meets the error
+        on the usual path."""
         if self._stopped or self.hook is None:
             return
         before: QueuedChunk | None = None
         for c in self._queue:
-            if c.chunk_no and not c.cleared.is_set():
+            if not c.chunk_no:
+                continue
+            if not c.cleared.is_set():
                 break
             before = c
         else:
-            return  # every queued chunk is cleared
+            return  # every journaled chunk is cleared
         if before is not None and not before.sent.is_set():
             if self._traced is False:  # no trace events: written only once it is answered
                 return
             before.sent.wait(PACE_WAIT)
             if not before.sent.is_set() or self._stopped:
                 return
-        self._ensure_cleared(c, ack=False)
+        try:
+            self._ensure_cleared(c, ack=False)
+        except _COMMIT_ERRORS as exc:
+            log.warning(
+                "clearing chunk %d early failed (%s); retried before it is sent", c.chunk_no, exc
+            )
 
     def _wake_all(self) -> None:
         """The step stopped (``_stopped`` is set): a worker waiting for a chunk to be
