@@ -15,6 +15,7 @@ from typing import Any
 
 from recordsync.errors import ConfigError, RecordsyncError, RunAborted
 from recordsync.state.location import PgUrl, StateLocation, state_exists
+from recordsync.state.targets import pipeline_of
 
 RECREATE_HINT = (
     "restore the state database (with its -wal file) from a backup, or point --state-db at"
@@ -42,7 +43,9 @@ def recreate_refusal(
             if Journal(store, pipeline).last_incomplete_run() is not None:
                 return None
             counts = store.counts(pipeline)
-    return refuse_recreate(run_steps, counts, has_records, pipeline=pipeline, state_db=state_db)
+    return refuse_recreate(
+        run_steps, counts, has_records, pipeline=pipeline_of(pipeline), state_db=state_db
+    )
 
 
 def state_write_error(path: StateLocation, exc: BaseException, *, sent: bool) -> RecordsyncError:

@@ -56,6 +56,15 @@ class Target:
     """The embedded sandbox's database file (None for a real service)."""
     chosen_by: str = ""
     """Embedded sandbox: why (``no target configured``, ``pipeline target sandbox``, ...)."""
+    state_name: str | None = None
+    """What the state store calls this target, when not :attr:`name` (a sandbox served on a
+    new loopback port each time, named by its database file)."""
+
+    @property
+    def state_identity(self) -> str:
+        """The name the state store binds a pipeline's state to (with the users' ids:
+        :mod:`recordsync.state.targets`)."""
+        return self.state_name or self.name
 
     @property
     def name(self) -> str:

@@ -15,9 +15,14 @@ from recordsync.secret import Secret
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
 from recordsync.settings import Target
+from recordsync.state import StateStore
+from recordsync.state.targets import keys_of
 
 KEY = "sk_live_e2e_tests_fedcba9876543210"
 REPO = Path(__file__).resolve().parents[2]
+_PORTS: dict[Path, int] = {}
+"""The port each database was served on: served again, it comes back there (as `recordsync
+sandbox` keeps its port), so a test's runs into one database are runs into one target."""
 
 
 @contextmanager
@@ -25,15 +30,19 @@ def served(
     db: Path, faults: list[str] | None = None, quirks: str | None = None
 ) -> Iterator[str]:
     app = create_app(db, api_key=KEY, faults=faults, quirks=quirks)
-    try:
-        with run_in_thread(app) as url:
+    where = Path(db).resolve()
+    try:  # a database served again comes back on its port, as `recordsync sandbox` does
+        with run_in_thread(app, port=_PORTS.get(where, 0)) as url:
+            _PORTS[where] = int(url.rsplit(":", 1)[1])
             yield url
     finally:
         app.state.store.close()
 
 
-def target(url: str, key: str = KEY) -> Target:
-    return Target(url, Secret(key), "test", "env RECORDSYNC_API_KEY")
+def target(url: str, key: str = KEY, *, state_name: str | None = None) -> Target:
+    """The Target of a served sandbox; ``state_name``: what the state store calls it (for
+    copies of one sandbox served from other files, which are one target to the test)."""
+    return Target(url, Secret(key), "test", "env RECORDSYNC_API_KEY", state_name=state_name)
 
 
 @contextmanager
@@ -44,6 +53,13 @@ def loopback_client(url: str, key: str = KEY, **retry: Any) -> Iterator[RecordSe
         yield RecordServiceClient(http, url, Secret(key), retry=policy)
     finally:
         http.close()
+
+
+def only_key(store: StateStore, pipeline: str) -> str:
+    """The state key of ``pipeline``'s one target (the tests' runs go to one sandbox)."""
+    keys = keys_of(store.connection, pipeline)
+    assert len(keys) == 1, keys
+    return next(iter(keys.values()))
 
 
 def all_records(url: str, object_type: str) -> list[dict[str, Any]]:

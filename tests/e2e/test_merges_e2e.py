@@ -22,7 +22,7 @@ from recordsync.send.pipeline import run_pipeline
 from recordsync.state import StateStore
 from recordsync.validate.pipeline_check import check_step
 
-from .support import KEY, all_records, served, target
+from .support import KEY, all_records, only_key, served, target
 from .test_ledger_e2e import request, results, totals, write, write_csv
 
 HEADER = ["Company", "Website", "Phone"]
@@ -127,7 +127,7 @@ def test_a_row_landing_on_a_record_another_ledger_key_holds_is_merged(tmp_path: 
         assert run.exit_code == 1 and totals(run)["merged"] == 1
         assert run.summary["accounting_ok"]
     with StateStore(tmp_path / "state.db") as store:
-        entry = store.get("sync", "companies", "name:Davenport PLC")
+        entry = store.get(only_key(store, "sync"), "companies", "name:Davenport PLC")
     assert entry is not None and entry.record_id is None and entry.last_status == "failed"
 
 

@@ -29,7 +29,14 @@ from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore, snapshot_match
 from recordsync.state.digest_runs import SortedDigests
 
-from .support import REPO, served, target
+from .support import REPO, only_key, served
+from .support import target as _served_target
+
+
+def target(url: str) -> Any:
+    """Copies of one sandbox and its state, served from other files: one target to the
+    state store."""
+    return _served_target(url, state_name="embedded-sandbox:the-first-run")
 
 
 def _copy_project(root: Path) -> Path:
@@ -203,7 +210,7 @@ def test_full_refresh_and_a_retry_leave_the_next_run_on_the_full_path(tmp_path: 
     store = StateStore(work / "state" / "state.db")
     try:  # a full refresh that completes writes a new snapshot
         assert store._conn.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 2
-        store.forget("nightly")
+        store.forget(only_key(store, "nightly"))
         assert store._conn.execute("SELECT count(*) FROM snapshots").fetchone()[0] == 0
     finally:
         store.close()

@@ -129,6 +129,12 @@ def _announce(quiet: bool) -> Any:
     help="Run even when a step keyed only by the state store's ledger finds its ledger empty"
     " while the target holds records of its type (creates every row again).",
 )
+@click.option(
+    "--adopt-state",
+    is_flag=True,
+    help="Bind state written by a recordsync that did not record targets to this run's target"
+    " (only if that state was made by runs into this target).",
+)
 @sandbox_seed_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def run_command(
@@ -147,6 +153,7 @@ def run_command(
     allow_mass_deletes: bool,
     durable_state: bool,
     allow_recreate: bool,
+    adopt_state: bool,
     sandbox_seed: Path | None,
     quiet: bool,
 ) -> None:
@@ -155,7 +162,8 @@ def run_command(
     PIPELINE may also be a mapping file: it runs as a one-step pipeline named after the file.
 
     With the state store (default) only new, changed and previously failed rows are sent, a
-    killed run is resumed, and a second run of the same pipeline is refused.
+    killed run is resumed, and a second run of the same pipeline at the same time is refused.
+    The state is kept per target: a target it has never seen gets a first run.
 
     Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error,
     nothing sent; 3 aborted (authentication, unknown object type, circuit breaker,
@@ -181,6 +189,7 @@ def run_command(
         allow_mass_deletes=allow_mass_deletes,
         durable_state=durable_state,
         allow_recreate=allow_recreate,
+        adopt_state=adopt_state,
         sandbox_db=sandbox_db_for(sandbox_seed),
         sandbox_seed=sandbox_seed,
     )

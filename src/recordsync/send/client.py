@@ -256,6 +256,19 @@ class RecordServiceClient:
                 return
             offset += len(page)
 
+    def list_page(
+        self, object_type: str, *, limit: int, offset: int, **params: Any
+    ) -> tuple[list[dict[str, Any]], int | None]:
+        """One page of the list endpoint: its records and ``pagination.total`` (None when the
+        service gives none)."""
+        query = {**params, "limit": limit, "offset": offset}
+        body = self.request("GET", self.object_path(object_type), params=query)
+        page = body.get("data", []) if isinstance(body, dict) else []
+        pagination = body.get("pagination") if isinstance(body, dict) else None
+        total = pagination.get("total") if isinstance(pagination, dict) else None
+        records = [r for r in page if isinstance(r, dict)] if isinstance(page, list) else []
+        return records, total if isinstance(total, int) and not isinstance(total, bool) else None
+
     def delete(self, object_type: str, record_id: int) -> bool:
         """Soft-delete a record; any 2xx (200 with a body, or 204 without) is success."""
         body = self.request("DELETE", self.object_path(object_type), json={"id": record_id})

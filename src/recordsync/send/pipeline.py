@@ -24,7 +24,7 @@ from recordsync.run_guards import RECREATE_HINT, recreate_refusal, state_write_e
 from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
-from recordsync.send.run_state import delete_record, dry_run_refs, state_path
+from recordsync.send.run_state import bind_target, delete_record, dry_run_refs, state_path
 from recordsync.send.step import ChunkHook, Progress
 from recordsync.send.step_plans import PlanWrapper, build_plans, check_refs, check_sources
 from recordsync.settings import (
@@ -38,6 +38,7 @@ from recordsync.state.hook import open_state
 from recordsync.state.location import StateLocation
 from recordsync.state.names import state_name
 from recordsync.state.store import DB_ERRORS
+from recordsync.state.targets import TargetIdentity
 
 _STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
 """What opening or writing the state store raises (a file, or a PostgreSQL server)."""
@@ -69,6 +70,8 @@ class RunRequest:
     allow_mass_deletes: bool = False
     durable_state: bool = False
     allow_recreate: bool = False
+    adopt_state: bool = False
+    """Bind state written before targets were recorded to this run's target."""
     overrides: dict[str, Any] = field(default_factory=dict)
 
 
@@ -228,8 +231,19 @@ def _run(
         def has_records(object_type: str) -> bool:
             return next(iter(client.list_records(object_type, page_size=1)), None) is not None
 
+        key = name  # the state key: the pipeline's name and its target
+        if request.state and hook is None:
+            identity = TargetIdentity.read(target.state_identity, users)
+            try:
+                bound = bind_target(request, name, identity, dry_run=options.dry_run)
+            except _STATE_ERRORS as exc:  # nothing was sent yet
+                raise state_write_error(state_path(request), exc, sent=False) from None
+            key = bound.key
+            first = bound.note(name)
+            if first is not None:
+                warnings = [*warnings, first]
         if request.state and hook is None and not request.allow_recreate:
-            refused = recreate_refusal(state_path(request), name, run_steps, has_records)
+            refused = recreate_refusal(state_path(request), key, run_steps, has_records)
             if refused is not None and not options.dry_run:
                 raise ConfigError(refused, hint=RECREATE_HINT)
             if refused is not None:
@@ -252,18 +266,19 @@ def _run(
         if not request.state:  # ref fields were refused above
             return go(None)
         if options.dry_run:
-            with dry_run_refs(request, name, configs, client.list_records) as refs:
+            with dry_run_refs(request, key, configs, client.list_records) as refs:
                 return go(refs)
         with ExitStack() as stack:
             try:
                 state = stack.enter_context(
                     open_state(
-                        name,
+                        key,
                         request.state_db,
                         run_id,
                         full_refresh=request.full_refresh,
                         resend_in_doubt=request.resend_in_doubt,
                         durable=request.durable_state,
+                        lock_name=name,
                     )
                 )
             except _STATE_ERRORS as exc:  # nothing was sent yet
@@ -274,6 +289,9 @@ def _run(
                 state.mirror_deletes = not partial  # a retry's source is only the failed rows
                 state.deleter = lambda object_type, rid: delete_record(client, object_type, rid)
                 state.lookup = client.list_records  # ref: {lookup: service}
+                state.reader = client  # the check of the target before a step decides
+                warnings = [*warnings]
+                state.notes = warnings  # what the check finds joins the report's warnings
                 state.allow_mass_deletes = request.allow_mass_deletes
                 result = go(state)
                 state.finish("aborted" if result.error is not None else "finished")

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.plan import ChunkHook
 from recordsync.state.location import StateLocation, state_exists, state_location
+from recordsync.state.targets import BoundTarget, TargetIdentity, bind, state_key
 
 if TYPE_CHECKING:
     from recordsync.send.pipeline import RunRequest
@@ -50,3 +51,29 @@ def state_path(request: RunRequest) -> StateLocation:
     """The run's state database: ``--state-db``, else ``$RECORDSYNC_STATE_DB`` (a file or a
     ``postgresql://`` URL), else ``.recordsync/state.db``."""
     return state_location(request.state_db)
+
+
+def bind_target(
+    request: RunRequest, pipeline: str, identity: TargetIdentity, *, dry_run: bool
+) -> BoundTarget:
+    """The run's target in the state store (:mod:`recordsync.state.targets`): recorded (or
+    found) under the pipeline's lock by a real run; only looked up by a dry run, which
+    writes nothing (and opens no store that does not exist)."""
+    from recordsync.state import StateStore
+
+    path = state_path(request)
+    if dry_run and not state_exists(path):
+        return BoundTarget(None, state_key(pipeline, None), identity.url, True, ())
+    with StateStore(path, durable=False) as store:
+        if dry_run:
+            return bind(store.connection, pipeline, identity, write=False)
+        with store.pipeline_lock(pipeline), store.transaction() as conn:
+            return bind(
+                conn,
+                pipeline,
+                identity,
+                write=True,
+                adopt=request.adopt_state,
+                state_db=path,
+                postgres=store.is_postgres,
+            )

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from recordsync.config.models import MappingConfig
+from recordsync.errors import ApiError
 from recordsync.model import PreparedRow, RowStatus, StepPlan
 from recordsync.reconcile.batch import EntryResult
 from recordsync.send.safety import resend_as_is_safe
@@ -43,6 +44,7 @@ from recordsync.state.checkpoint import BackgroundCheckpoints
 from recordsync.state.hook_rows import StepRows, keep_row
 from recordsync.state.hook_step_end import StepEnd
 from recordsync.state.ledger_prep import StepPrep
+from recordsync.state.target_check import Adoptable, PageReader, read_mark, save_mark
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
@@ -103,6 +105,14 @@ class StateHook(StepRows, StepEnd):
         self._journaled: dict[str, JournaledRows] = {}
         self._snap: SnapshotWriter | None = None
         self._snap_fp = b""
+        self.reader: PageReader | None = None
+        """Reads the target's list endpoint: the check of what changed there since the last
+        run (:mod:`recordsync.state.target_check`), and the marks :meth:`finish` leaves."""
+        self.object_types: set[str] = set()
+        self._adoptable: dict[str, Adoptable] = {}
+        self.notes: list[str] = []
+        """What the check of the target found, a line each: the run's report lists them with
+        its warnings (the runner reads the list when the run ends)."""
         self.background: BackgroundCheckpoints | None = None
         """Checkpoints of the state database's log while the run writes (stopped before the
         run's final checkpoint, :meth:`finish`)."""
@@ -182,7 +192,24 @@ class StateHook(StepRows, StepEnd):
         self._discard_snapshot()
         if self.background is not None:
             self.background.close()
+        self._leave_marks()
         self.journal.finish_run(self.run_id, state)
+
+    def _leave_marks(self) -> None:
+        """For each object type the run wrote: the target's newest ``updated_at`` and count,
+        for the next run's check. A mark that cannot be read keeps the last one (the next run
+        then sends again the rows this run wrote to: more work, nothing missed)."""
+        reader = self.reader
+        if reader is None:
+            return
+        for object_type in sorted(self.object_types):
+            try:
+                mark = read_mark(reader, object_type)
+            except ApiError as exc:
+                log.warning("the target's mark of %s could not be read: %s", object_type, exc)
+                continue
+            with self.store.transaction() as conn:
+                save_mark(conn, self.pipeline, object_type, mark, self.run_id)
 
     def attempts(self) -> int:
         """How many tries this run has had (a resumed run: more than one)."""
@@ -230,8 +257,13 @@ def open_state(
     full_refresh: bool = False,
     resend_in_doubt: bool = False,
     durable: bool = False,
+    lock_name: str | None = None,
 ) -> Iterator[StateHook]:
     """Lock the pipeline, settle a run that died, start ``run_id``; yield the hook.
+
+    ``pipeline`` is the state key (:func:`recordsync.state.targets.state_key`: the pipeline
+    and its target); ``lock_name`` the pipeline's own name, which the lock is taken under
+    (default: ``pipeline``).
 
     ``durable=False`` (WAL, ``synchronous=NORMAL``): a committed chunk survives the process
     being killed; ``durable=True`` also fsyncs every commit, to survive a power cut."""
@@ -239,7 +271,7 @@ def open_state(
 
     store = StateStore(path, durable=durable)
     try:
-        with store.pipeline_lock(pipeline):
+        with store.pipeline_lock(lock_name or pipeline):
             journal = Journal(store, pipeline, defer_ledger=True)
             journal.slices = (FOLD_FROM, FOLD_SLICE)
             info, resumed = journal.resume_or_start(run_id)

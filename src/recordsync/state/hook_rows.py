@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, cast
 
 from recordsync.config.models import MappingConfig
+from recordsync.errors import ApiError, AuthError
 from recordsync.model import (
     Blocks,
     Item,
@@ -25,6 +27,7 @@ from recordsync.model import (
 from recordsync.run_ids import first_attempt_started
 from recordsync.send.safety import resend_as_is_safe
 from recordsync.state.ledger_prep import StepPrep
+from recordsync.state.target_check import Adoptable, PageReader, apply, check, load_mark
 
 if TYPE_CHECKING:
     from recordsync.state import Journal, StateStore
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from recordsync.state.ref_lookup import Fetch
     from recordsync.state.snapshots import SnapshotWriter
 
+log = logging.getLogger(__name__)
 CLASSIFY_ROWS = 500
 FOLD_ROWS = 100_000
 """Acknowledged rows that are folded into the ledger in one sorted bulk write
@@ -60,6 +64,10 @@ class StepRows:
     _journaled: dict[str, JournaledRows]
     _snap: SnapshotWriter | None
     _snap_fp: bytes
+    reader: PageReader | None
+    object_types: set[str]
+    notes: list[str]
+    _adoptable: dict[str, Adoptable]
 
     def source(self, plan: StepPlan) -> Iterable[Item]:
         """The step's rows. A complete, first-attempt run of a whole pipeline digests its
@@ -75,13 +83,51 @@ class StepRows:
         if offered and whole and plan.name in self.configs:
             assert plan.fingerprint is not None
             fp = plan.fingerprint()
-        old = take(self.store, self.pipeline, plan.name, None if self.full_refresh else fp)
+        checked = self._check_target(plan)  # records edited or deleted in the target
+        drop = self.full_refresh or checked
+        old = take(self.store, self.pipeline, plan.name, None if drop else fp)
         if fp is None or plan.digested is None:
             return plan.rows()
         self._snap = SnapshotWriter(self.store, self.pipeline, plan.name, self.run_id)
         self._snap_fp = fp
         self._snap.source = old
         return plan.digested(old, fp, lambda keys: self._owned(plan, keys))
+
+    def _check_target(self, plan: StepPlan) -> bool:
+        """Whether the target changed under the step's ledger since the last run
+        (:mod:`recordsync.state.target_check`); what was found is in the ledger then, and in
+        :attr:`notes`."""
+        reader = self.reader
+        if reader is None:
+            return False
+        self.object_types.add(plan.object_type)
+        conn = self.store.connection
+        scope = self.store.scope_id(self.pipeline, plan.name, create=False)
+        mark = load_mark(conn, self.pipeline, plan.object_type)
+        if scope is None or mark is None:
+            return False
+        try:
+            finding = check(reader, conn, scope, plan.object_type, mark)
+        except AuthError:
+            raise
+        except ApiError as exc:  # a service without the list endpoint: say so, go on
+            note = (
+                f"step {plan.name}: the target could not be checked for records edited or"
+                f" deleted since the last run ({exc}); the ledger was trusted"
+            )
+            self.notes.append(note)
+            log.warning("%s", note)
+            return False
+        if not finding.found:
+            return False
+        with self.store.transaction() as tx:
+            apply(tx, scope, finding)
+        if finding.unknown:
+            self._adoptable[plan.name] = Adoptable(finding.unknown)
+        for line in finding.lines(plan.name):
+            self.notes.append(line)
+            log.warning("%s", line)
+        return True
 
     def _owned(self, plan: StepPlan, keys: list[str]) -> set[str]:
         """The keys that have a live record of their own in the step's ledger."""
@@ -169,10 +215,20 @@ class StepRows:
                 if snap is not None:
                     keep_row(snap, u.row, u.entry.record_id)
             hashes = self._hash
+            adoptable = self._adoptable.get(plan.name)
             for t in c.to_send:
                 row = t.row
                 row.payload, row.encoded = t.payload, t.encoded
                 hashes[id(row)] = t.input_hash
+                if (
+                    adoptable is not None
+                    and t.entry is None  # new to the ledger
+                    and not resend_as_is_safe(plan.object_type, t.payload)
+                ):
+                    rid = adoptable.claim(t.payload)
+                    if rid is not None:  # written by a run the state does not remember
+                        row.payload = {**t.payload, "match_by": "id", "match_value": rid}
+                        row.encoded = None
                 if (
                     t.entry is not None  # a first send was never in doubt
                     and t.was_in_doubt

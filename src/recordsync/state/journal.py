@@ -49,6 +49,7 @@ from recordsync.state.journal_read import (
 )
 from recordsync.state.ledger_rows import utc_now
 from recordsync.state.store import INTEGRITY_ERRORS, StateStore
+from recordsync.state.targets import pipeline_of
 
 __all__ = [
     "BEGUN",
@@ -99,7 +100,8 @@ class Journal(JournalOutcomes):
                 )
             elif info.state != "running" or info.pipeline != self.pipeline:
                 raise RecordsyncError(
-                    f"run {run_id} of pipeline '{info.pipeline}' is already {info.state}",
+                    f"run {run_id} of pipeline '{pipeline_of(info.pipeline)}' is already"
+                    f" {info.state}",
                     hint="start the run with a new run id",
                 )
             else:
@@ -250,9 +252,10 @@ class Journal(JournalOutcomes):
     def _require_running(self, run_id: str) -> None:
         info = self.run(run_id)
         if info is None or info.state != "running" or info.pipeline != self.pipeline:
-            state = "unknown" if info is None else f"{info.state} (pipeline '{info.pipeline}')"
+            owner = "" if info is None else pipeline_of(info.pipeline)
+            state = "unknown" if info is None else f"{info.state} (pipeline '{owner}')"
             raise RecordsyncError(
                 f"run {run_id} is {state}; chunks can be journaled only in a running run of"
-                f" pipeline '{self.pipeline}'",
+                f" pipeline '{pipeline_of(self.pipeline)}'",
                 hint="call Journal.start_run() (or resume_or_start()) first",
             )

@@ -28,6 +28,7 @@ from itertools import islice
 
 from recordsync.errors import ApiError, AuthError, ObjectTypeNotFound, RunAborted
 from recordsync.state.store import DELETED, StateStore, utc_now
+from recordsync.state.targets import pipeline_of
 
 _LIVE = "record_id IS NOT NULL AND last_status <> 'deleted'"
 
@@ -93,7 +94,7 @@ def plan_deletes(
         " AND source_key NOT IN (SELECT k FROM temp.mirror_seen)"
     )
     gone = int(conn.execute(f"SELECT count(*) {gone_sql}", (scope,)).fetchone()[0])
-    what = f"mirror deletes of mapping '{mapping}' (pipeline '{pipeline}')"
+    what = f"mirror deletes of mapping '{mapping}' (pipeline '{pipeline_of(pipeline)}')"
     if seen == 0 and live > 0:
         raise RunAborted(
             f"{what}: the source has no rows, so all {live} records would be deleted;"

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from recordsync.errors import RowError
 from recordsync.state.store import DELETED, Entry
+from recordsync.state.targets import pipeline_of
 
 if TYPE_CHECKING:
     from recordsync.state.ref_index import RefIndex
@@ -247,7 +248,7 @@ class ReferenceResolver:
     def _missing_message(self, key: str, entry: Entry | None) -> str:
         where = f"{self.column}: " if self.column else ""
         base = f"{where}no '{self.mapping}' record with key {key!r} in the ledger of pipeline"
-        base += f" '{self.pipeline}'"
+        base += f" '{pipeline_of(self.pipeline)}'"
         if entry is None:
             return base + " (that key was never synced)"
         if entry.last_status == DELETED:

@@ -7,6 +7,12 @@
     chunks      (run_id, step, chunk_no) → mapping, first_source_row, row_count, state
     snapshots   scope_id → run_id, fingerprint, file, row_count   (version 2) the source-row
                 digests of the scope's last complete run (recordsync.state.snapshots)
+    targets     target_id → url, users, first_seen, last_seen    (version 4) the services a
+                state has written to (recordsync.state.targets); every ledger scope and run
+                of a bound pipeline is kept under ``pipeline + U+001F + target_id``
+    target_marks (scope, object_type) → mark, total, run_id, checked_at   (version 4) what
+                the target looked like when a run last checked it (the newest ``updated_at``
+                the service stamped, and its record count)
     chunk_log   (run_id, step, chunk_no) → first_row, last_row, plain, rows, outcomes
                 (version 3) the per-row journal, one record a chunk: ``rows`` (JSON, written
                 when the chunk is begun: source row, key, input hash, resend-safe) until its
@@ -25,7 +31,7 @@ from collections.abc import Callable
 
 from recordsync.errors import ConfigError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -106,6 +112,26 @@ CREATE TABLE IF NOT EXISTS chunk_log (
 );
 """
 
+_V4 = """
+CREATE TABLE IF NOT EXISTS targets (
+    target_id INTEGER PRIMARY KEY,
+    url TEXT NOT NULL,
+    users TEXT NOT NULL,
+    first_seen TEXT NOT NULL,
+    last_seen TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS targets_by_url ON targets (url);
+CREATE TABLE IF NOT EXISTS target_marks (
+    scope TEXT NOT NULL,
+    object_type TEXT NOT NULL,
+    mark TEXT,
+    total INTEGER,
+    run_id TEXT NOT NULL,
+    checked_at TEXT NOT NULL,
+    PRIMARY KEY (scope, object_type)
+);
+"""
+
 
 def _v3_copy(conn: sqlite3.Connection) -> None:
     """The per-row journal of version 1 and 2 (``chunk_rows``) into ``chunk_log``: a begun
@@ -155,6 +181,7 @@ _STEPS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None] | None], ...]
     (1, _V1, None),
     (2, _V2, None),
     (3, _V3, _v3_copy),
+    (4, _V4, None),
 )
 
 
