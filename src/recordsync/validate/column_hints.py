@@ -13,6 +13,7 @@ import difflib
 
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import FieldSpec, MappingConfig
+from recordsync.validate.suggest import normalise
 
 
 def column_keys(mapping: MappingConfig) -> dict[str, tuple[int | str, ...]]:
@@ -84,8 +85,8 @@ DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
 def split_header(mapping: MappingConfig, header: list[str]) -> tuple[str, list[str]] | None:
     """(delimiter, names) when ``header`` is one column (a CSV header read with the wrong
     delimiter) that one of :data:`DELIMITERS` other than the source's splits into several
-    names; of several such, the one whose names hold most of the mapping's columns, then the
-    one giving most names."""
+    names; of several such, the one whose names hold most of the mapping's columns (up to case
+    and punctuation), then the one giving most names."""
     src = mapping.source
     if src.kind != "csv" or src.columns or len(header) != 1:
         return None
@@ -97,7 +98,8 @@ def split_header(mapping: MappingConfig, header: list[str]) -> tuple[str, list[s
         names = [n.strip().strip('"').strip() for n in header[0].split(sep)]
         if sum(1 for n in names if n) < 2:
             continue
-        score = (sum(1 for c in wanted if closest(c, names) is not None), len(names))
+        spelt = {normalise(n) for n in names}
+        score = (sum(1 for c in wanted if normalise(c) in spelt), len(names))
         if best is None or score > best[0]:
             best = (score, sep, names)
     return None if best is None else (best[1], best[2])
