@@ -17,8 +17,8 @@ import click
 
 from recordsync.cli.options import sandbox_seed_option
 from recordsync.config import load_pipeline
-from recordsync.config.models import PipelineConfig
 from recordsync.config.idempotency import idempotency_warnings
+from recordsync.config.models import PipelineConfig
 from recordsync.errors import ConfigError
 from recordsync.validate.pipeline_check import check_pipeline
 from recordsync.validate.schema import Schema
@@ -85,8 +85,8 @@ def _known(
     why = "no target configured" if choice.origin == NO_TARGET else f"from {choice.origin}"
     seeded = "its default seed" if seed is None else f"its seed {seed}"
     what = f"the embedded sandbox ({why}): mappings checked against {seeded}'s schema and users"
-    users: list[dict[str, Any]] = catalog.users_answer["data"]
-    return Known(Schema.from_api(catalog.schema_answer), users, what, [])
+    seeded_users: list[dict[str, Any]] = catalog.users_answer["data"]
+    return Known(Schema.from_api(catalog.schema_answer), seeded_users, what, [])
 
 
 @click.command("validate")
