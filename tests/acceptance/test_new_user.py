@@ -50,8 +50,15 @@ def test_validate_scan_counts_every_bad_row_of_an_unseen_csv(tmp_path: Path) -> 
     )
     assert done.code == 0, done.err
     assert "60 (52 valid, 7 invalid, 1 duplicate)" in done.out
-    # offline (no schema) only the checks the config declares: e-mail, date, ragged line
-    offline = recordsync("validate", pipeline, "--scan", cwd=tmp_path)
+    # no target: the embedded sandbox's seed is the schema, as a dry run into it checks
+    seeded = recordsync("validate", pipeline, "--scan", cwd=tmp_path)
+    assert seeded.code == 0, seeded.err
+    assert "60 (52 valid, 7 invalid, 1 duplicate)" in seeded.out
+    # a real target (never contacted): only the checks the config declares: e-mail, date,
+    # ragged line
+    offline = recordsync(
+        "validate", pipeline, "--scan", "--base-url", "http://127.0.0.1:9", cwd=tmp_path
+    )
     assert offline.code == 0, offline.err
     assert "60 (56 valid, 3 invalid, 1 duplicate)" in offline.out
 

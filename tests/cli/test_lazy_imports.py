@@ -100,7 +100,9 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
 def test_validate_imports_no_sandbox_stack_and_no_pandas(tmp_path: Path) -> None:
     (tmp_path / "d.csv").write_text("Name\nAda\n", encoding="utf-8")
     (tmp_path / "d.yaml").write_text(
-        "object_type: deals\nsource: {path: d.csv}\nname: Name\n", encoding="utf-8"
+        "object_type: deals\nsource: {path: d.csv}\nname: Name\n"
+        "fields: {stage: {value: prospecting}}\n",  # checked against the embedded sandbox's seed
+        encoding="utf-8",
     )
     code, modules = imported(tmp_path, "validate", "d.yaml")
     assert code == 0

@@ -122,3 +122,134 @@ def test_scan_counts_merged_rows_and_names_the_row_they_merge_with(
     assert code == 0  # a scan finds row problems; only a config error is exit 2
     assert "rows:    2 (1 valid, 1 merged)" in out
     assert "row 3: merges with row 2: the service would fold it into that row's record" in out
+
+
+def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, csv: bytes, fields: str) -> None:
+    """c.csv and c.yaml (contacts) in ``tmp_path`` as the cwd; no target in the environment."""
+    monkeypatch.chdir(tmp_path)
+    for var in ("RECORDSYNC_BASE_URL", "RECORDSYNC_API_KEY", "RECORDSYNC_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    (tmp_path / "c.csv").write_bytes(csv)
+    (tmp_path / "c.yaml").write_text(
+        "object_type: contacts\nsource: {path: c.csv}\nname: First\nmatch_by: [email]\n"
+        f"fields: {fields}\n",
+        encoding="utf-8",
+    )
+
+
+def _run_error(capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``recordsync run c.yaml --dry-run`` into the embedded sandbox: its exit code and the
+    error it ends with (from ``error:`` on)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "c.yaml", "--dry-run", "--no-state", "--quiet"])
+    err = capsys.readouterr().err
+    assert "error: " in err, err
+    assert isinstance(exc.value.code, int)
+    return exc.value.code, err[err.index("error: ") + len("error: ") :].strip()
+
+
+CP1252 = "Email,First\nada@x.example,Ada\nrenee@x.example,Renée\n".encode("cp1252")
+
+
+def test_a_source_that_is_not_utf8_is_refused_as_run_refuses_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, monkeypatch, CP1252, "{email: Email}")
+    run_code, run_error = _run_error(capsys)
+    assert run_code == 2
+    assert run_error.startswith("c.csv:3 [source.encoding]: not valid UTF-8 text")
+    code, out, err = run(["c.yaml"], capsys)
+    assert code == 2
+    assert "1. c → contacts  [ERROR]" in out
+    assert f"   error:   {run_error}" in out  # the same file, line, key, message and hint
+    assert "1 of 1 step(s) have configuration errors: c" in err
+
+
+def test_a_source_read_in_its_own_encoding_passes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, monkeypatch, CP1252, "{email: Email}")
+    (tmp_path / "c.yaml").write_text(
+        (tmp_path / "c.yaml").read_text().replace("path: c.csv", "path: c.csv, encoding: cp1252")
+    )
+    code, out, _ = run(["c.yaml"], capsys)
+    assert code == 0, out
+    assert "1 step(s) ok" in out
+
+
+def test_an_unknown_field_is_named_against_the_embedded_sandboxs_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    csv = b"Email,First,Score\nada@x.example,Ada,5\n"
+    _project(tmp_path, monkeypatch, csv, "{email: Email, lead_scor: Score}")
+    run_code, run_error = _run_error(capsys)
+    assert run_code == 2
+    code, out, _ = run(["c.yaml"], capsys)
+    assert code == 2
+    assert "target: the embedded sandbox (no target configured)" in out
+    assert "c.yaml:5 [fields.lead_scor]: unknown field 'lead_scor' on contacts" in out
+    assert "hint: did you mean 'lead_score'?" in out
+    assert f"   error:   {run_error}" in out  # as the run says it
+
+
+def test_a_real_targets_schema_is_not_guessed_and_validate_says_what_needs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    csv = b"Email,First,Score\nada@x.example,Ada,5\n"
+    _project(tmp_path, monkeypatch, csv, "{email: Email, lead_scor: Score}")
+    monkeypatch.setenv("RECORDSYNC_BASE_URL", "http://127.0.0.1:9")  # never contacted
+    code, out, _ = run(["c.yaml"], capsys)
+    assert code == 0  # a field unknown to the seed may exist on the real target
+    assert "target: http://127.0.0.1:9 (from RECORDSYNC_BASE_URL)" in out
+    assert "its schema is not known offline" in out
+    assert "needs the target (not checked offline): object types, fields" in out
+    assert "`recordsync run c.yaml --dry-run` checks them and sends nothing" in out
+    code, out, _ = run(["c.yaml", "--profile", "sandbox"], capsys)  # the embedded sandbox
+    assert code == 2 and "unknown field 'lead_scor'" in out
+    assert "`recordsync run c.yaml --profile sandbox --dry-run`" in out
+
+
+def test_a_custom_sandbox_seed_is_the_schema_checked_against(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _project(tmp_path, monkeypatch, b"Email,First\nada@x.example,Ada\n", "{email: Email}")
+    (tmp_path / "p.yaml").write_text(
+        "object_type: probes\nsource: {path: c.csv}\nname: First\nfields: {code: Email}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "seed.yaml").write_text(
+        "object_types:\n"
+        "  - {slug: contacts, display_name: Person, plural_display_name: People, fields: []}\n"
+        "  - {slug: companies, display_name: Company, plural_display_name: Companies,"
+        " fields: []}\n"
+        "  - slug: probes\n    display_name: Probe\n    plural_display_name: Probes\n"
+        "    fields: [{field_name: code, field_type: text}]\n",
+        encoding="utf-8",
+    )
+    code, out, _ = run(["p.yaml"], capsys)
+    assert code == 2 and "unknown object type 'probes'" in out
+    code, out, _ = run(["p.yaml", "--sandbox-seed", "seed.yaml"], capsys)
+    assert code == 0, out
+    assert "checked against its seed seed.yaml's schema and users" in out
+
+
+@pytest.mark.parametrize(("sep", "written"), [(";", ";"), ("\t", "\\t"), ("|", "|")])
+def test_a_header_read_with_the_wrong_delimiter_gets_the_delimiter_to_set(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    sep: str,
+    written: str,
+) -> None:
+    csv = sep.join(["Email", "First", "Score"]) + "\n" + sep.join(["ada@x.example", "Ada", "5"])
+    _project(tmp_path, monkeypatch, csv.encode() + b"\n", "{email: Email, lead_score: Score}")
+    code, out, _ = run(["c.yaml"], capsys)
+    assert code == 2
+    assert "c.yaml:2 [source.delimiter]: the header of c.csv was read as one column" in out
+    assert f'hint: set source: {{delimiter: "{written}"}} in the mapping' in out
+    assert "did you mean" not in out
+    mapping = (tmp_path / "c.yaml").read_text()
+    fixed = mapping.replace("path: c.csv", f'path: c.csv, delimiter: "{written}"')
+    (tmp_path / "c.yaml").write_text(fixed)  # the hint as given fixes it
+    code, out, _ = run(["c.yaml"], capsys)
+    assert code == 0, out

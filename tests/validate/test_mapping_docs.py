@@ -49,3 +49,13 @@ def test_query_source_example_loads(tmp_path: Path) -> None:
     path.write_text(f"object_type: contacts\nname: first_name\n{block}", encoding="utf-8")
     source = load_mapping(path).source
     assert source.key == ["id"] and source.label == "query:contacts"
+
+
+def test_every_source_option_has_a_line_in_the_sources_section() -> None:
+    from recordsync.config.models import SourceConfig
+
+    section = DOC.split("\n## Sources\n", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    documented = [row.split("`")[1] for row in rows]
+    assert sorted(documented) == sorted(SourceConfig.model_fields), documented
+    assert all(row.count(" | ") >= 2 for row in rows)  # what it does, its default

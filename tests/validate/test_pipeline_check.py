@@ -46,3 +46,41 @@ def test_a_ref_by_that_names_nothing_is_the_referring_steps_error(tmp_path: Path
     assert orgs.ok and people.error is not None
     assert people.error.key == "fields.company_id.ref.by"
     assert "step 'orgs' maps no field 'title'" in people.error.message
+
+
+def _step(tmp_path: Path, source: str) -> None:
+    (tmp_path / "people.yaml").write_text(
+        f"object_type: contacts\nsource: {source}\nname: Name\nmatch_by: [email]\n"
+        "fields: {email: Email}\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "p.yaml").write_text("steps: [people.yaml]\n", encoding="utf-8")
+
+
+def test_a_byte_that_is_not_utf8_far_into_the_file_is_found_without_a_scan(
+    tmp_path: Path,
+) -> None:
+    import gzip
+
+    rows = [f"P{i},p{i}@x.example" for i in range(200_000)]  # ~4.6 MB: past the header check
+    rows[150_000] = "Renée,renee@x.example"
+    text = "Name,Email\n" + "\n".join(rows) + "\n"
+    (tmp_path / "people.csv.gz").write_bytes(gzip.compress(text.encode("cp1252")))
+    _step(tmp_path, "{path: people.csv.gz}")
+    (rep,) = check_pipeline(load_pipeline(tmp_path / "p.yaml"))
+    assert rep.error is not None
+    assert rep.error.key == "source.encoding" and rep.error.line == 150_002
+    assert rep.error.file is not None and rep.error.file.endswith("people.csv.gz")
+    assert "not valid UTF-8 text (source.encoding is 'utf-8')" in rep.error.message
+    assert rep.error.hint is not None and "set source.encoding" in rep.error.hint
+
+
+def test_a_header_read_as_one_column_names_the_delimiter(tmp_path: Path) -> None:
+    (tmp_path / "people.csv").write_text("Name,Email\nAda,ada@x.example\n", encoding="utf-8")
+    _step(tmp_path, '{path: people.csv, delimiter: ";"}')  # a comma file read as ;-separated
+    (rep,) = check_pipeline(load_pipeline(tmp_path / "p.yaml"))
+    assert rep.error is not None and rep.error.key == "source.delimiter"
+    assert "it is comma-separated (2 names: 'Name', 'Email'), but source.delimiter is ';'" in (
+        rep.error.message
+    )
+    assert rep.error.hint is not None and 'source: {delimiter: ","}' in rep.error.hint

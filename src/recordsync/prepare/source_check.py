@@ -52,14 +52,23 @@ def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
         ) from None
     missing = [c for c in mapping.source_columns() if c not in have]
     if missing:
+        from recordsync.validate.column_hints import delimiter_problem, first_line, missing_lines
+
+        split = delimiter_problem(mapping, have)
+        if split is not None:  # no did-you-mean of the whole header line
+            raise ConfigError(
+                f"{split[0]}; column(s) not in the header: {', '.join(map(repr, missing))}",
+                file=mapping.label,
+                line=mapping_line(mapping, "source"),
+                key="source.delimiter",
+                hint=split[1],
+            )
         msg = f"column(s) not in the source's header: {', '.join(map(repr, missing))}"
         near = [n for n in (_near_miss(c, have) for c in missing) if n]
         if near:  # a header that differs only in spaces or case: say so first, never match it
             fix = "write the column exactly as in the header, or fix the header (or set"
             fix += " source.header_case: insensitive)"
             msg = f"{'; '.join(near)}: {fix}" + ("" if len(near) == len(missing) else f"; {msg}")
-        from recordsync.validate.column_hints import first_line, missing_lines
-
         msg += "\n  " + "\n  ".join(missing_lines(mapping, missing, have))
         raise ConfigError(
             msg,

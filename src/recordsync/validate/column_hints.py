@@ -1,5 +1,7 @@
 """Columns a mapping names that the source's header lacks: where each is named, and the
-header column it most likely means (``did you mean 'E-mail Address'?``).
+header column it most likely means (``did you mean 'E-mail Address'?``); or, when the whole
+header was read as one column that another delimiter splits into names, that delimiter
+(``source: {delimiter: ";"}``).
 
 A suggestion is only a hint in the error message; a column is never matched to another
 spelling silently (``source: {header_case: insensitive}`` is the explicit way for case).
@@ -11,6 +13,7 @@ import difflib
 
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import FieldSpec, MappingConfig
+from recordsync.validate.suggest import normalise
 
 
 def column_keys(mapping: MappingConfig) -> dict[str, tuple[int | str, ...]]:
@@ -73,3 +76,50 @@ def first_line(mapping: MappingConfig, missing: list[str]) -> int | None:
     """The line of the key naming the first missing column (else of ``fields``)."""
     loc = column_keys(mapping).get(missing[0], ()) if missing else ()
     return mapping_line(mapping, *loc) if loc else mapping_line(mapping, "fields")
+
+
+DELIMITERS = {",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe"}
+"""Delimiters a header read as one column is tried with, and how messages name them."""
+
+
+def split_header(mapping: MappingConfig, header: list[str]) -> tuple[str, list[str]] | None:
+    """(delimiter, names) when ``header`` is one column (a CSV header read with the wrong
+    delimiter) that one of :data:`DELIMITERS` other than the source's splits into several
+    names; of several such, the one whose names hold most of the mapping's columns (up to case
+    and punctuation), then the one giving most names."""
+    src = mapping.source
+    if src.kind != "csv" or src.columns or len(header) != 1:
+        return None
+    wanted = mapping.source_columns()
+    best: tuple[tuple[int, int], str, list[str]] | None = None
+    for sep in DELIMITERS:
+        if sep == src.delimiter or sep not in header[0]:
+            continue
+        names = [n.strip().strip('"').strip() for n in header[0].split(sep)]
+        if sum(1 for n in names if n) < 2:
+            continue
+        spelt = {normalise(n) for n in names}
+        score = (sum(1 for c in wanted if normalise(c) in spelt), len(names))
+        if best is None or score > best[0]:
+            best = (score, sep, names)
+    return None if best is None else (best[1], best[2])
+
+
+def delimiter_problem(mapping: MappingConfig, header: list[str]) -> tuple[str, str] | None:
+    """(message, hint) when the header was read with the wrong delimiter (:func:`split_header`)."""
+    found = split_header(mapping, header)
+    if found is None:
+        return None
+    sep, names = found
+    src = mapping.source
+    written = "\\t" if sep == "\t" else sep  # as YAML writes it in double quotes
+    message = (
+        f"the header of {src.label} was read as one column, {header[0]!r}: it is"
+        f" {DELIMITERS[sep]}-separated ({len(names)} names: {', '.join(map(repr, names))}),"
+        f" but source.delimiter is {src.delimiter!r}"
+    )
+    hint = (
+        f'set source: {{delimiter: "{written}"}} in the mapping (source: {{path: {src.path},'
+        f' delimiter: "{written}"}})'
+    )
+    return message, hint

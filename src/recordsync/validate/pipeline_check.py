@@ -1,4 +1,5 @@
-"""Offline checks of a whole pipeline: configs, sources readable, columns present.
+"""Offline checks of a whole pipeline: configs, sources readable and in their encoding,
+columns present.
 
 Optionally against a saved schema/users (JSON of GET /api/meta/schema and /users), and
 optionally scanning every row (``scan``) to count valid, invalid, duplicate and merged rows,
@@ -8,13 +9,16 @@ groups, ledger keys included, and the same merge prediction).
 
 from __future__ import annotations
 
+import codecs
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
 from recordsync.config.models import PipelineConfig, StepConfig
 from recordsync.errors import ConfigError
-from recordsync.read.paths import locate
+from recordsync.read.csv_blocks import open_file
+from recordsync.read.paths import is_remote, locate
+from recordsync.read.utf8guard import first_bad_line, not_utf8_error
 from recordsync.validate.schema import Schema
 
 
@@ -53,6 +57,8 @@ def check_step(
     rep = StepReport(step.step_name, m.label, m.object_type, source)
     try:
         rep.columns = len(check_source(m, step.base_dir))
+        if not scan:  # a scan reads every row, and so meets a byte that is not UTF-8 itself
+            check_encoding(step)
         BatchMapper(m, base_dir=step.base_dir, schema=schema, users=users)
         if scan:
             for row in prepare_step(m, base_dir=step.base_dir, schema=schema, users=users):
@@ -66,12 +72,35 @@ def check_step(
     return rep
 
 
+def check_encoding(step: StepConfig) -> None:
+    """A local CSV source read as UTF-8 must be UTF-8 throughout, as a run reads it: else the
+    run's own error (:func:`recordsync.read.utf8guard.not_utf8_error`: the file, its first
+    line that is not UTF-8, ``source.encoding``). A run meets that byte only where it reads
+    it, so checking the header (or the first block) is not enough."""
+    src = step.config.source
+    if src.kind != "csv" or is_remote(src.path) or not _is_utf8(src.encoding):
+        return
+    path = locate(step.base_dir, src.path)
+    with open_file(path) as stream:
+        bad = first_bad_line(stream)
+    if bad is not None:
+        with open_file(path) as stream:
+            raise not_utf8_error(path, stream, src.encoding)
+
+
+def _is_utf8(encoding: str) -> bool:
+    try:
+        return codecs.lookup(encoding).name in ("utf-8", "utf-8-sig")
+    except LookupError:
+        return False  # named by the reader when it opens the file
+
+
 def _with_schema_problems(
     exc: ConfigError, step: StepConfig, schema: Schema | None
 ) -> ConfigError:
     """A missing-columns error, with the mapping's schema problems (unknown fields, ...) in
     the same message: every unknown column and field in one pass."""
-    if schema is None or exc.key != "columns":
+    if schema is None or exc.key not in ("columns", "source.delimiter"):
         return exc
     from recordsync.validate.config_check import check_mapping
 
