@@ -95,7 +95,7 @@ async def cut(send: Send, status: int, partial: bytes) -> None:
 
 def dated(send: Send, offset_s: float) -> Send:
     """``send`` whose answers carry a ``Date`` header ``offset_s`` away from this clock (the
-    ``skew`` fault: the server's own header is off then, see :attr:`recordsync.sandbox.app.SandboxApp.sends_date`)."""
+    ``skew`` fault; the server's own header is off then: ``SandboxApp.sends_date``)."""
 
     async def out(message: Message) -> None:
         if message["type"] == "http.response.start":

@@ -24,6 +24,7 @@ The outcome is one :class:`EntryResult` per entry, in order, always: a chunk nev
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -129,13 +130,16 @@ class ChunkSender:
     def _mark_before(self, entries: list[BatchInput]) -> Mark | None:
         """The step's mark; read (once a step) before the first chunk that may create a
         record no key finds, unless an answered chunk created a record to mark by."""
-        if self.anchor is None and not self.marked:
-            if not all(resend_as_is_safe(self.object_type, e) for e in entries):
-                self.marked = True
-                try:
-                    self.mark = self.settler.reader.newest()
-                except Unreadable:
-                    self.mark = None  # only absent can be decided after a lost answer
+        if (
+            self.anchor is None
+            and not self.marked
+            and not all(resend_as_is_safe(self.object_type, e) for e in entries)
+        ):
+            self.marked = True
+            try:
+                self.mark = self.settler.reader.newest()
+            except Unreadable:
+                self.mark = None  # only absent can be decided after a lost answer
         return self.mark
 
     def _chunk_mark(self, run: _Run) -> Mark | None:
@@ -143,10 +147,9 @@ class ChunkSender:
         step's last answered chunk created (one read), else the step's mark (older)."""
         if run.anchor is not None:
             anchor, run.anchor = run.anchor, None
-            try:
+            # gone or unreadable: the older mark stays (it counts more records, never fewer)
+            with contextlib.suppress(Unreadable):
                 run.mark = self.settler.reader.created_mark(anchor)
-            except Unreadable:
-                pass  # gone or unreadable: the older mark counts more records, never fewer
         return run.mark
 
     def _safe(self, run: _Run, i: int) -> bool:
