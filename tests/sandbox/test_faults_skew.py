@@ -20,6 +20,7 @@ from recordsync.sandbox.server import run_in_thread
 
 KEY = "sk_live_fault_skew_0123456789"
 H = {"x-api-key": KEY}
+ONE = {"objects": [{"name": "A", "fields": {"stage": "won"}}]}
 
 
 @pytest.mark.parametrize(
@@ -99,7 +100,7 @@ def stamps(record: dict[str, str]) -> tuple[float, float]:
 def test_records_are_stamped_off_the_clock(tmp_path: Path, offset: float) -> None:
     with serve(tmp_path, f"skew:stamps={offset:+.0f}s") as http:
         before = time.time()
-        created = http.post("/api/objects/deals/batch", json={"objects": [{"name": "A", "fields": {"stage": "won"}}]})
+        created = http.post("/api/objects/deals/batch", json=ONE)
         rid = created.json()["results"][0]["id"]
         http.patch("/api/objects/deals", json={"id": rid, "name": "B"})
         record = http.get("/api/objects/deals", params={"id": rid}).json()["data"]
@@ -113,7 +114,7 @@ def test_records_are_stamped_off_the_clock(tmp_path: Path, offset: float) -> Non
 def test_no_skew_leaves_the_clocks_alone(tmp_path: Path) -> None:
     with serve(tmp_path) as http:
         before = time.time()
-        answer = http.post("/api/objects/deals/batch", json={"objects": [{"name": "A", "fields": {"stage": "won"}}]})
+        answer = http.post("/api/objects/deals/batch", json=ONE)
         rid = answer.json()["results"][0]["id"]
         record = http.get("/api/objects/deals", params={"id": rid}).json()["data"]
         after = time.time()
