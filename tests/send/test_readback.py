@@ -1,4 +1,4 @@
-"""Reading the records of one name back: ids, timestamps and the service's Date header."""
+"""Reading back: ids, timestamps, the marks on the service's own clock, records of one name."""
 
 from __future__ import annotations
 
@@ -8,7 +8,16 @@ from typing import Any
 import httpx
 import pytest
 
-from recordsync.send.readback import MAX_PAGES, PAGE, NameReader, Unreadable, record_id, when
+from recordsync.send.readback import (
+    EMPTY,
+    MAX_PAGES,
+    PAGE,
+    Mark,
+    NameReader,
+    Unreadable,
+    record_id,
+    when,
+)
 
 from .support import Sleeps, fake_client
 
@@ -35,24 +44,9 @@ def test_when(value: Any, expected: float | None) -> None:
     assert when(value) == expected
 
 
-def written_since(date: str) -> float | None:
-    def handler(request: httpx.Request) -> httpx.Response:
-        body = {"data": [], "pagination": {"has_more": False}}
-        return httpx.Response(200, json=body, headers={"date": date})
-
-    reader = NameReader(fake_client(handler), "deals", clock=lambda: 1000.0)
-    return reader.written_since("A", 1000.0)[1]
-
-
-def test_the_service_clock_is_read_from_the_date_header() -> None:
-    assert written_since("Thu, 01 Jan 1970 00:01:00 GMT") == 60.0
-    # "-0000": RFC 5322's "the offset is unknown": no instant, so no time bound
-    assert written_since("Thu, 01 Jan 1970 00:01:00 -0000") is None
-    assert written_since("not a date") is None
-
-
-AT = "1970-01-01T00:01:00Z"  # the Date below: with since == clock, nothing older counts
-DATE = "Thu, 01 Jan 1970 00:01:00 GMT"
+AT = "1970-01-01T00:01:00Z"
+MARK = Mark(60.0)  # AT: records stamped at the mark count, older ones do not
+DATE = "Thu, 01 Jan 1970 01:00:00 GMT"  # an hour after every record: never looked at
 
 
 def pager(
@@ -74,7 +68,7 @@ def pager(
 
 
 def reader(handler: Callable[[httpx.Request], httpx.Response], **kw: Any) -> NameReader:
-    return NameReader(fake_client(handler, **kw), "deals", clock=lambda: 1000.0)
+    return NameReader(fake_client(handler, **kw), "deals")
 
 
 def test_pages_are_read_newest_first_until_the_last() -> None:
@@ -82,9 +76,8 @@ def test_pages_are_read_newest_first_until_the_last() -> None:
     held: list[Any] = [{"id": i, "name": "A", "updated_at": AT} for i in range(PAGE)]
     held += [{"id": 1000, "name": "Ann"}, "not a record", {"name": "A", "updated_at": AT}]
     held += [{"id": 999, "name": "A", "updated_at": AT}]  # after records that do not count
-    found, server_since = reader(pager(held, seen)).written_since("A", 1000.0)
+    found = reader(pager(held, seen)).written_since("A", MARK)
     assert [r["id"] for r in found] == [*range(PAGE), 999]
-    assert server_since == 60.0
     query = {"filter[name]": "A", "sort_by": "updated_at", "sort_order": "desc"}
     assert seen == [
         {**query, "limit": str(PAGE), "offset": "0"},
@@ -96,17 +89,32 @@ def test_paging_stops_at_the_first_record_written_before() -> None:
     seen: list[dict[str, str]] = []
     held = [{"id": 1, "name": "A", "updated_at": AT}]
     held += [{"id": 2, "name": "A", "updated_at": "1970-01-01T00:00:59Z"}]
-    found, _ = reader(pager(held, seen, has_more=True)).written_since("A", 1000.0)
+    found = reader(pager(held, seen, has_more=True)).written_since("A", MARK)
     assert [r["id"] for r in found] == [1] and len(seen) == 1
-    # with no time asked for, every record of the name counts (and paging goes on)
-    found, server_since = reader(pager(held, [], has_more=False)).written_since("A", None)
-    assert [r["id"] for r in found] == [1, 2] and server_since is None
+    # with no mark, every record of the name counts (and paging goes on)
+    found = reader(pager(held, [], has_more=False)).written_since("A", None)
+    assert [r["id"] for r in found] == [1, 2]
+    assert [r["id"] for r in reader(pager(held, [])).written_since("A", EMPTY)] == [1, 2]
+
+
+def test_the_answers_date_header_does_not_move_the_mark() -> None:
+    """Only the records' own stamps are compared with the mark: a Date header an hour
+    ahead of them (or none at all) reads the same records."""
+    held = [{"id": 1, "name": "A", "updated_at": AT}]
+    held += [{"id": 2, "name": "A", "updated_at": "1970-01-01T00:00:59.999Z"}]
+    for date in (DATE, None):
+
+        def handler(request: httpx.Request, date: str | None = date) -> httpx.Response:
+            body = {"data": held, "pagination": {"has_more": False}}
+            return httpx.Response(200, json=body, headers={"date": date} if date else {})
+
+        assert [r["id"] for r in reader(handler).written_since("A", MARK)] == [1]
 
 
 def test_too_many_records_of_one_name_are_unreadable() -> None:
     held = [{"id": i, "name": "A", "updated_at": AT} for i in range(PAGE * MAX_PAGES + 1)]
     with pytest.raises(Unreadable, match=r"^more than 1000 records are named like 'A'$"):
-        reader(pager(held, [])).written_since("A", 1000.0)
+        reader(pager(held, [])).written_since("A", MARK)
 
 
 @pytest.mark.parametrize(
@@ -122,13 +130,13 @@ def test_too_many_records_of_one_name_are_unreadable() -> None:
 )
 def test_a_read_that_fails_is_unreadable(answer: httpx.Response, why: str) -> None:
     with pytest.raises(Unreadable) as caught:
-        reader(lambda request: answer).written_since("A", 1000.0)
+        reader(lambda request: answer).written_since("A", MARK)
     assert str(caught.value).startswith(why)
 
 
 def test_a_target_without_a_list_endpoint_is_named() -> None:
     with pytest.raises(Unreadable) as caught:
-        reader(lambda request: httpx.Response(404, json={})).written_since("A", 1000.0)
+        reader(lambda request: httpx.Response(404, json={})).written_since("A", MARK)
     assert str(caught.value).endswith(
         "), so this entry was neither resent by another key nor read back"
     )
@@ -141,8 +149,38 @@ def test_a_read_is_retried_within_the_clients_budget() -> None:
     def handler(request: httpx.Request) -> httpx.Response:
         return next(answers, None) or pager([{"id": 1, "name": "A"}], [])(request)
 
-    found, _ = reader(handler, sleeps=sleeps).written_since("A", 1000.0)
+    found = reader(handler, sleeps=sleeps).written_since("A", MARK)
     assert [r["id"] for r in found] == [1] and len(sleeps) == 2
     always = httpx.Response(503, json={})
     with pytest.raises(Unreadable, match="503"):
-        reader(lambda request: always, max_attempts=2).written_since("A", 1000.0)
+        reader(lambda request: always, max_attempts=2).written_since("A", MARK)
+
+
+def test_the_newest_stamp_of_the_type_is_a_mark() -> None:
+    seen: list[dict[str, str]] = []
+    held = [{"id": 7, "name": "Z", "updated_at": AT}, {"id": 3, "name": "Y", "updated_at": AT}]
+    assert reader(pager(held, seen)).newest() == Mark(60.0, frozenset({7}))
+    assert seen == [{"sort_by": "updated_at", "sort_order": "desc", "limit": "1", "offset": "0"}]
+    assert reader(pager([], [])).newest() == EMPTY  # nothing stored yet: every record counts
+    with pytest.raises(Unreadable, match="the newest record has no readable updated_at"):
+        reader(pager([{"id": 7, "updated_at": "yesterday"}], [])).newest()
+    with pytest.raises(Unreadable, match="no record list endpoint"):
+        reader(lambda request: httpx.Response(405, json={})).newest()
+
+
+def one(record: Any, status: int = 200) -> Callable[[httpx.Request], httpx.Response]:
+    def handler(request: httpx.Request) -> httpx.Response:
+        assert dict(request.url.params) == {"id": "7"}
+        return httpx.Response(status, json={"data": record} if status == 200 else {})
+
+    return handler
+
+
+def test_the_creation_stamp_of_a_record_is_a_mark() -> None:
+    assert reader(one({"id": 7, "created_at": AT})).created_mark(7) == Mark(60.0, frozenset({7}))
+    assert reader(one({"id": "7", "created_at": AT})).created_mark(7).at == 60.0  # id as text
+    with pytest.raises(Unreadable, match="the record is gone"):
+        reader(one(None, 404)).created_mark(7)
+    for record in ({"id": 7}, {"id": 8, "created_at": AT}, [{"id": 7, "created_at": AT}]):
+        with pytest.raises(Unreadable):
+            reader(one(record)).created_mark(7)

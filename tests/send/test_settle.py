@@ -1,5 +1,5 @@
-"""Settling a lost answer entry by entry, against a list endpoint whose records and ``Date``
-header the test fixes (the sandbox's timestamps and clock cannot be pinned to the second)."""
+"""Settling a lost answer entry by entry, against a list endpoint whose records the test fixes
+(the sandbox's timestamps cannot be pinned to the second), after a fixed mark."""
 
 from __future__ import annotations
 
@@ -10,12 +10,21 @@ import pytest
 
 from recordsync.model import RowStatus
 from recordsync.reconcile.batch import EntryResult
-from recordsync.send.settle import Decision, Settler, earlier_send_doubt, lost_answer_doubt
+from recordsync.send.readback import EMPTY, Mark, when
+from recordsync.send.settle import (
+    EARLIER_RUN_MARGIN_S,
+    Decision,
+    Settler,
+    earlier_run_mark,
+    earlier_send_doubt,
+    lost_answer_doubt,
+)
 
 from .support import Handler, fake_client
 
-DATE = "Wed, 25 Nov 2026 10:00:00 GMT"  # the service's clock when it answers the read
-AT = "2026-11-25T10:00:00Z"  # the same instant: with since == clock, server_since is this
+DATE = "Wed, 25 Nov 2026 11:00:00 GMT"  # the answers' Date, an hour ahead: never looked at
+AT = "2026-11-25T10:00:00Z"  # the chunk's mark, on the clock that stamps records
+MARK = Mark(when(AT) or 0.0)
 EARLIER = "2026-11-25T09:00:00Z"
 RENAME = {"name": "New", "match_by": "name", "match_value": "Old", "fields": {"stage": "won"}}
 
@@ -24,7 +33,7 @@ def record(rid: int, name: str, created: str = AT, **fields: Any) -> dict[str, A
     return {"id": rid, "name": name, "created_at": created, "updated_at": AT, **fields}
 
 
-def listing(held: list[dict[str, Any]], date: str | None = DATE) -> Handler:
+def listing(held: list[dict[str, Any]], date: str = DATE) -> Handler:
     """A list endpoint over ``held`` (filter[name] as a case-insensitive substring)."""
 
     def handler(request: httpx.Request) -> httpx.Response:
@@ -32,9 +41,8 @@ def listing(held: list[dict[str, Any]], date: str | None = DATE) -> Handler:
         assert (params["sort_by"], params["sort_order"]) == ("updated_at", "desc")
         wanted = params["filter[name]"].casefold()
         data = [r for r in held if wanted in r["name"].casefold()]
-        headers = {"date": date} if date else {}
         body = {"data": data, "pagination": {"has_more": False}}
-        return httpx.Response(200, json=body, headers=headers)
+        return httpx.Response(200, json=body, headers={"date": date})
 
     return handler
 
@@ -43,11 +51,11 @@ def settle(
     held: list[dict[str, Any]],
     entries: list[dict[str, Any]],
     claimed: set[int] | None = None,
-    date: str | None = DATE,
+    mark: Mark | None = MARK,
 ) -> dict[int, Decision]:
-    settler = Settler(fake_client(listing(held, date)), "deals", clock=lambda: 1000.0)
+    settler = Settler(fake_client(listing(held)), "deals")
     claimed = claimed if claimed is not None else set()
-    return settler.settle(entries, list(range(len(entries))), 1000.0, claimed)
+    return settler.settle(entries, list(range(len(entries))), mark, claimed)
 
 
 def test_an_entry_without_a_name_is_unknown_and_the_next_is_still_decided() -> None:
@@ -61,7 +69,7 @@ def test_an_entry_without_a_name_is_unknown_and_the_next_is_still_decided() -> N
 def test_a_target_without_a_list_endpoint_leaves_every_entry_unknown() -> None:
     client = fake_client(lambda request: httpx.Response(404, json={"error": "not found"}))
     entries: list[dict[str, Any]] = [dict(RENAME), {"name": "B", "fields": {}}]
-    out = Settler(client, "deals", clock=lambda: 1000.0).settle(entries, [0, 1], 1000.0, set())
+    out = Settler(client, "deals").settle(entries, [0, 1], MARK, set())
     assert [d.kind for d in out.values()] == ["unknown", "unknown"]
     for decision in out.values():
         assert decision.why.startswith("it could not be read back: the target has no record list")
@@ -101,8 +109,8 @@ def test_a_rename_with_the_old_name_still_there_is_unknown() -> None:
     }
 
 
-def test_a_rename_without_a_date_header_is_unknown() -> None:
-    out = settle([record(5, "New", stage="won")], [dict(RENAME)], date=None)
+def test_a_rename_without_a_mark_is_unknown() -> None:
+    out = settle([record(5, "New", stage="won")], [dict(RENAME)], mark=None)
     assert out[0].kind == "unknown"
     assert "and 0 named 'Old' are left" in out[0].why
 
@@ -159,10 +167,35 @@ def test_records_that_do_not_settle_an_entry_say_why() -> None:
     }
 
 
-def test_without_a_date_header_only_absent_is_decided() -> None:
-    out = settle([record(5, "A", amount=1)], [deal("A"), deal("B")], date=None)
-    no_date = "the service's answers carry no Date header to tell when they were written"
-    assert out == {0: unknown("A", 1, no_date), 1: Decision("absent")}
+def test_without_a_mark_only_absent_is_decided() -> None:
+    out = settle([record(5, "A", amount=1)], [deal("A"), deal("B")], mark=None)
+    no_mark = (
+        "the service's newest record could not be read before the chunk was sent, to tell"
+        " which were written since"
+    )
+    assert out == {0: unknown("A", 1, no_mark), 1: Decision("absent")}
+
+
+def test_records_seen_at_the_mark_were_written_before_it() -> None:
+    """Stamps may be equal: the record the mark was read from is no entry's, another stamped
+    in the same instant is (and created by the chunk)."""
+    held = [record(5, "A", amount=1), record(6, "A", amount=1)]
+    out = settle(held, [deal("A")], mark=Mark(MARK.at, frozenset({5})))
+    assert out == {0: Decision("applied", EntryResult(RowStatus.CREATED, 6))}
+    renamed = record(5, "New", stage="won")  # the mark's record, renamed by the chunk
+    out = settle([renamed], [dict(RENAME)], mark=Mark(MARK.at, frozenset({5})))
+    assert out == {0: Decision("applied", EntryResult(RowStatus.UPDATED, 5))}
+
+
+def test_an_empty_type_marks_every_record_as_new() -> None:
+    held = [{**record(5, "A", created=EARLIER, amount=1), "updated_at": EARLIER}]
+    out = settle(held, [deal("A")], mark=EMPTY)
+    assert out == {0: Decision("applied", EntryResult(RowStatus.CREATED, 5))}
+
+
+def test_an_earlier_run_is_read_back_since_its_start_less_the_margin() -> None:
+    mark = earlier_run_mark(1000.0)
+    assert mark == Mark(1000.0 - EARLIER_RUN_MARGIN_S) and EARLIER_RUN_MARGIN_S >= 60
 
 
 def test_doubt_messages_say_what_to_do_next() -> None:
@@ -178,13 +211,10 @@ def test_doubt_messages_say_what_to_do_next() -> None:
     )
 
 
-EPOCH_DATE = "Thu, 01 Jan 1970 00:00:01 GMT"  # server_since 1.0: a missing created_at is 0
-
-
-def test_a_record_without_a_creation_time_counts_as_updated_on_any_clock() -> None:
+def test_a_record_without_a_creation_time_counts_as_updated_on_any_mark() -> None:
     held = [{"id": 5, "name": "New", "updated_at": "1970-01-01T00:00:02Z", "stage": "won"}]
     held += [{"id": 6, "name": "A", "updated_at": "1970-01-01T00:00:02Z", "amount": 1}]
-    out = settle(held, [dict(RENAME), deal("A")], date=EPOCH_DATE)
+    out = settle(held, [dict(RENAME), deal("A")], mark=Mark(1.0))
     assert out == {
         0: Decision("applied", EntryResult(RowStatus.UPDATED, 5)),
         1: Decision("applied", EntryResult(RowStatus.UPDATED, 6)),

@@ -141,6 +141,9 @@ class SandboxApp(Starlette):
 
     fault_specs: Sequence[Any] = ()
     quirks: str | None = None
+    sends_date: bool = False
+    """True when the fault layer writes the ``Date`` header (a ``skew``): the server must
+    not add its own (:mod:`recordsync.sandbox.server`)."""
 
     def build_middleware_stack(self) -> ASGIApp:
         stack: ASGIApp = Guard(super().build_middleware_stack(), self.state.api_key)
@@ -175,10 +178,13 @@ def create_app(
     catalog = Catalog(load_seed(seed))
     key, origin = resolve_api_key(api_key)
     specs: list[Any] = []
+    stamp_offset, sends_date = 0, False
     if faults:
-        from recordsync.sandbox.faults import parse_fault_spec
+        from recordsync.sandbox.faults import date_offset, parse_fault_spec, stamp_offset_ms
 
         specs = [parse_fault_spec(f) if isinstance(f, str) else f for f in faults]
+        stamp_offset = stamp_offset_ms(specs)
+        sends_date = date_offset(specs) is not None
     store = Store(db_path)
     document = openapi_document(catalog)
 
@@ -196,9 +202,11 @@ def create_app(
     app.router.redirect_slashes = False
     app.fault_specs = specs
     app.quirks = quirks
+    app.sends_date = sends_date
     app.state.api_key = key
     app.state.api_key_origin = origin
     app.state.service = RecordService(catalog, store)
+    app.state.service.stamp_offset_ms = stamp_offset
     app.state.store = store
     app.state.catalog = catalog
     return app

@@ -1,9 +1,12 @@
 """The answers of the sandbox's fault modes (:mod:`recordsync.sandbox.faults`): an error
-status, a proxy's HTML page, a connection cut mid-answer, no answer at all."""
+status, a proxy's HTML page, a connection cut mid-answer, no answer at all, a skewed
+``Date`` header."""
 
 from __future__ import annotations
 
+import email.utils
 import json
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -88,3 +91,17 @@ async def cut(send: Send, status: int, partial: bytes) -> None:
     ]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": partial, "more_body": True})
+
+
+def dated(send: Send, offset_s: float) -> Send:
+    """``send`` whose answers carry a ``Date`` header ``offset_s`` away from this clock (the
+    ``skew`` fault; the server's own header is off then: ``SandboxApp.sends_date``)."""
+
+    async def out(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            stamp = email.utils.formatdate(time.time() + offset_s, usegmt=True).encode()
+            headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"date"]
+            message = {**message, "headers": [*headers, (b"date", stamp)]}
+        await send(message)
+
+    return out

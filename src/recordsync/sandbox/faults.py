@@ -14,18 +14,25 @@ A fault is written as a short spec (``recordsync sandbox --fault SPEC``, repeata
     html-after-apply:504:every=3       let the request apply, then answer 504 with that page
     timeout-after-apply:every=5        let the request apply, then never answer: the request
                                        hangs until the client gives up and closes it
+    skew:date=+2s                      a test knob for clocks that disagree: every answer's
+                                       ``Date`` header runs 2 s ahead of the sandbox's clock
+    skew:stamps=-30s                   ``created_at`` / ``updated_at`` are stamped 30 s behind
+                                       it (``date=`` and ``stamps=`` combine; a bare number is
+                                       milliseconds, as for latency; no other option applies)
     ...:path=/batch                    only requests whose path contains "/batch" count
     ...:method=GET                     only requests of that method count
     ...:after=10                       let the first 10 matching requests through untouched
 
 Every spec counts the requests it matches (its own counter, never random), so the Nth
 request of a test run fails the same way each time. ``every`` defaults to 1 (every request).
+A ``skew`` is no fault of some requests but of the sandbox's clocks: it counts nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +41,7 @@ from recordsync.sandbox.fault_replies import (
     apply,
     apply_then_drop,
     cut,
+    dated,
     send_html,
     send_status,
     wait_for_disconnect,
@@ -52,6 +60,7 @@ VALID_FORMS = (
     "drop[:every=N]",
     "status-after-apply:<code> | html:<code> | html-after-apply:<code>",
     "timeout-after-apply[:every=N]",
+    "skew:date=<+/-n>s[:stamps=<+/-n>s] (the Date header's and the timestamps' offsets)",
     "options on any form: every=N, after=N, path=<substring>, method=<GET|POST|...>,"
     " retry_after=<seconds>",
 )
@@ -75,6 +84,10 @@ class FaultSpec:
     path: str | None = None
     retry_after: str | None = None
     method: str | None = None
+    date_offset_s: float | None = None
+    """``skew``: the ``Date`` header's offset from the sandbox's clock (None: not moved)."""
+    stamp_offset_s: float = 0.0
+    """``skew``: the offset of the clock that stamps ``created_at`` / ``updated_at``."""
 
     def __str__(self) -> str:
         return self.text
@@ -94,6 +107,29 @@ def _parse_delay(text: str, value: str) -> float:
         raise _bad(text, f"latency {value!r} is not a duration like 50ms or 0.2s")
     number = float(m.group(1))
     return number if m.group(2) == "s" else number / 1000.0
+
+
+def _parse_offset(text: str, key: str, value: str) -> float:
+    m = re.fullmatch(r"([+-]?)(\d+(?:\.\d+)?)(ms|s)?", value.strip())
+    if not m:
+        raise _bad(text, f"{key}={value!r} is not an offset like +2s, -30s or 500ms")
+    size = float(m.group(2)) if m.group(3) == "s" else float(m.group(2)) / 1000.0
+    return -size if m.group(1) == "-" else size
+
+
+def _parse_skew(text: str, options: dict[str, str]) -> FaultSpec:
+    unknown = set(options) - {"date", "stamps"}
+    if unknown:
+        raise _bad(text, f"option(s) {', '.join(sorted(unknown))} do not apply to a skew")
+    if not options:
+        raise _bad(text, "skew needs date=<offset> and/or stamps=<offset>, e.g. skew:date=+2s")
+    date = options.get("date")
+    return FaultSpec(
+        kind="skew",
+        text=text.strip(),
+        date_offset_s=_parse_offset(text, "date", date) if date is not None else None,
+        stamp_offset_s=_parse_offset(text, "stamps", options.get("stamps", "0")),
+    )
 
 
 def _parse_status(text: str, value: str) -> int:
@@ -131,7 +167,7 @@ def parse_fault_spec(text: str) -> FaultSpec:
         if not rest or "=" in rest[0]:
             raise _bad(text, "latency needs a duration, e.g. latency:50ms")
         kind, delay, rest = "latency", _parse_delay(text, rest[0]), rest[1:]
-    elif head in _KINDS:
+    elif head in _KINDS or head == "skew":
         kind = head
     else:
         raise _bad(text, f"unknown fault kind {parts[0]!r}")
@@ -144,6 +180,8 @@ def parse_fault_spec(text: str) -> FaultSpec:
         if key in options:
             raise _bad(text, f"option {key!r} given twice")
         options[key] = value.strip()
+    if kind == "skew":
+        return _parse_skew(text, options)
     unknown = set(options) - {"every", "after", "path", "retry_after", "method"}
     if unknown:
         raise _bad(text, f"unknown option(s) {', '.join(sorted(unknown))}")
@@ -175,7 +213,8 @@ class FaultMiddleware:
 
     def __init__(self, app: ASGIApp, specs: list[FaultSpec]) -> None:
         self.app = app
-        self.specs = specs
+        self.date_offset_s = date_offset(specs)
+        self.specs = specs = [s for s in specs if s.kind != "skew"]
         self._counters = [_Counter() for _ in specs]
         self._applying = asyncio.Lock()
         """Held while a request of an after-apply fault is applied: a request that arrives
@@ -201,6 +240,8 @@ class FaultMiddleware:
         if scope.get("type") != "http":
             await self.app(scope, receive, send)
             return
+        if self.date_offset_s is not None:
+            send = dated(send, self.date_offset_s)
         path = str(scope.get("path", ""))
         # No await between counting and deciding: counters are exact on one event loop.
         method = str(scope.get("method", ""))
@@ -236,6 +277,17 @@ class FaultMiddleware:
             async with self._applying:
                 pass
         await self.app(scope, receive, send)
+
+
+def date_offset(specs: Sequence[FaultSpec]) -> float | None:
+    """The ``Date`` header's offset a ``skew`` asks for (None: the server's own header)."""
+    offsets = [s.date_offset_s for s in specs if s.date_offset_s is not None]
+    return sum(offsets) if offsets else None
+
+
+def stamp_offset_ms(specs: Sequence[FaultSpec]) -> int:
+    """The offset (ms) of the clock that stamps records, as the ``skew`` specs ask."""
+    return round(sum(s.stamp_offset_s for s in specs) * 1000)
 
 
 def wrap_with_faults(app: ASGIApp, specs: list[FaultSpec | str] | None) -> ASGIApp:

@@ -34,7 +34,12 @@ def run_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> Itera
     sock.bind((host, port))
     bound_port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", access_log=False, lifespan="off", timeout_keep_alive=30
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_keep_alive=30,
+        date_header=not getattr(app, "sends_date", False),  # a skewed Date: the app's own
     )
     server = _ThreadServer(config)
     thread = threading.Thread(
@@ -72,4 +77,11 @@ def check_port_free(host: str, port: int) -> None:
 
 def serve(app: ASGIApp, host: str = "127.0.0.1", port: int = 8765) -> None:
     """Serve in the foreground until interrupted (Ctrl-C)."""
-    uvicorn.run(app, host=host, port=port, log_level="info", lifespan="off")
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        lifespan="off",
+        date_header=not getattr(app, "sends_date", False),
+    )

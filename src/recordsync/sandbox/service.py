@@ -30,10 +30,11 @@ class NotFound(Exception):
 _last_stamp: tuple[int, str] = (0, "")
 
 
-def utc_now() -> str:
-    """Now as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (formatted once per millisecond)."""
+def utc_now(offset_ms: int = 0) -> str:
+    """Now (moved by ``offset_ms``) as ``YYYY-MM-DDTHH:MM:SS.mmmZ`` (formatted once per
+    millisecond)."""
     global _last_stamp
-    ms = time.time_ns() // 1_000_000
+    ms = time.time_ns() // 1_000_000 + offset_ms
     if ms != _last_stamp[0]:
         seconds, millis = divmod(ms, 1000)
         stamp = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
@@ -64,6 +65,9 @@ class RecordService:
         self.store = store
         self._users = catalog.user_ids
         self._live_type_of = store.live_type_of
+        self.stamp_offset_ms = 0
+        """Added to the clock that stamps ``created_at`` / ``updated_at`` (a test knob: the
+        ``skew`` fault of :mod:`recordsync.sandbox.faults`)."""
 
     # --- checks ---------------------------------------------------------------------------
     def check_name(self, name: Any) -> str:
@@ -165,7 +169,7 @@ class RecordService:
                 self.update(ot, match, name, values, image, image_given=image is not None)
                 return match.id, "updated"
         data = {k: v for k, v in values.items() if v is not None}
-        now = utc_now()
+        now = utc_now(self.stamp_offset_ms)
         rid = self.store.insert(ot.id, name, image, data, self.keys_of(ot, name, data), now)
         return rid, "created"
 
@@ -190,13 +194,13 @@ class RecordService:
                 row.data.pop(key, None)
             else:
                 row.data[key] = value
-        row.updated_at = _later_than(utc_now(), row.updated_at)
+        row.updated_at = _later_than(utc_now(self.stamp_offset_ms), row.updated_at)
         self.store.update(row, self.keys_of(ot, row.name, row.data), name_changed=name_changed)
         return row
 
     def delete(self, ot: ObjectType, rid: int) -> None:
         row = self.get(ot, rid)
-        self.store.soft_delete(row.id, _later_than(utc_now(), row.updated_at))
+        self.store.soft_delete(row.id, _later_than(utc_now(self.stamp_offset_ms), row.updated_at))
 
     # --- rendering ------------------------------------------------------------------------
     def render(

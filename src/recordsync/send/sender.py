@@ -13,12 +13,18 @@ The outcome is one :class:`EntryResult` per entry, in order, always: a chunk nev
   as is (:mod:`recordsync.send.safety`) go again; each other entry is read back
   (:mod:`recordsync.send.settle`): applied (its record is taken), absent (resent as it was),
   or unknown (``in_doubt``, with what reading found). Nothing is resent by another key.
+  Reading back looks for what was written after the chunk's mark, a time on the service's
+  own clock: before the step's first chunk that may create a record no key finds, the newest
+  ``updated_at`` of the type is read (one request a step); later chunks take the
+  ``created_at`` of a record the last answered chunk created, read by id only when an
+  answer is lost.
 - Out of tries: maybe-applied entries are read back once more (applied: their record;
   absent: failed); the rest are ``failed`` when safe to resend as is, else ``in_doubt``.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,16 +38,23 @@ from recordsync.model import BatchInput, RowStatus
 from recordsync.reconcile.batch import EntryResult, Unreconciled, reconcile_batch
 from recordsync.send.client import Attempt, RecordServiceClient
 from recordsync.send.http_policy import Verdict, is_fatal
+from recordsync.send.readback import Mark, Unreadable
 from recordsync.send.retry import RetryBudget
 from recordsync.send.safety import chunk_interferes, resend_as_is_safe
-from recordsync.send.settle import Decision, Settler, earlier_send_doubt, lost_answer_doubt
+from recordsync.send.settle import (
+    Decision,
+    Settler,
+    earlier_run_mark,
+    earlier_send_doubt,
+    lost_answer_doubt,
+)
 
 __all__ = ["ChunkAborted", "ChunkReport", "ChunkSender"]
 
 TOO_LARGE = 413
 RECENT_CHUNKS = 2000
 """Answered chunks whose record ids the sender keeps, never taken for another entry when
-reading back (the service's clock is known to the second: their records may look recent)."""
+reading back (a chunk's mark may be older than their records)."""
 
 
 @dataclass(slots=True)
@@ -52,8 +65,11 @@ class _Run:
     outcome: list[EntryResult | None]
     maybe_applied: list[bool]
     interferes: bool | None = None
-    since: float | None = None
-    """Local time of the chunk's first try: what reading back looks for is newer."""
+    mark: Mark | None = None
+    """The step's mark when the chunk was first sent: what reading back looks for is newer."""
+    anchor: int | None = None
+    """A record the step's last answered chunk created: its ``created_at``, read when an
+    answer is lost, is a later mark than ``mark``."""
     claimed: set[int] = field(default_factory=set)
     """Record ids that reading back gave to entries of this chunk."""
 
@@ -64,9 +80,15 @@ class ChunkSender:
     def __init__(self, client: RecordServiceClient, object_type: str) -> None:
         self.client = client
         self.object_type = object_type
-        self.settler = Settler(client, object_type, client.retry.clock)
+        self.settler = Settler(client, object_type)
         self.recent: deque[list[int]] = deque(maxlen=RECENT_CHUNKS)
         """Record ids of the step's last answered chunks (see :data:`RECENT_CHUNKS`)."""
+        self.mark: Mark | None = None
+        """The newest ``updated_at`` of the type before the step's first chunk that may
+        create a record no key finds (read once: :meth:`_mark_before`)."""
+        self.marked = False
+        self.anchor: int | None = None
+        """The last record an answered chunk created (see :attr:`_Run.anchor`)."""
 
     def send(
         self,
@@ -88,6 +110,7 @@ class ChunkSender:
         was not): such an entry is read back before the first try, unless safe to resend."""
         report = ChunkReport(chunk_id, first_source_row, len(entries))
         run = _Run(entries, [None] * len(entries), [False] * len(entries))
+        run.mark, run.anchor = self._mark_before(entries), self.anchor
         pending = list(range(len(entries)))
         try:
             if doubtful is not None:
@@ -103,6 +126,31 @@ class ChunkSender:
                 for r in run.outcome
             ]
         return report
+
+    def _mark_before(self, entries: list[BatchInput]) -> Mark | None:
+        """The step's mark; read (once a step) before the first chunk that may create a
+        record no key finds, unless an answered chunk created a record to mark by."""
+        if (
+            self.anchor is None
+            and not self.marked
+            and not all(resend_as_is_safe(self.object_type, e) for e in entries)
+        ):
+            self.marked = True
+            try:
+                self.mark = self.settler.reader.newest()
+            except Unreadable:
+                self.mark = None  # only absent can be decided after a lost answer
+        return self.mark
+
+    def _chunk_mark(self, run: _Run) -> Mark | None:
+        """The mark of a chunk whose answer was lost: the ``created_at`` of the record the
+        step's last answered chunk created (one read), else the step's mark (older)."""
+        if run.anchor is not None:
+            anchor, run.anchor = run.anchor, None
+            # gone or unreadable: the older mark stays (it counts more records, never fewer)
+            with contextlib.suppress(Unreadable):
+                run.mark = self.settler.reader.created_mark(anchor)
+        return run.mark
 
     def _safe(self, run: _Run, i: int) -> bool:
         """Whether entry ``i`` may go again as is after a maybe-applied try. Whether entries
@@ -141,8 +189,6 @@ class ChunkSender:
         budget: RetryBudget,
     ) -> None:
         while pending:
-            if run.since is None:
-                run.since = self.settler.reader.clock()
             objects = [run.entries[i] for i in pending]
             attempt = self.client.batch_once(
                 self.object_type, objects, first, on_sent, request=built
@@ -216,16 +262,15 @@ class ChunkSender:
                 " so reading back cannot tell which entry wrote what"
             )
             return {i: Decision("unknown", why=why) for i in todo}
-        assert run.since is not None
-        return self._decide(report, run, todo, run.since)
+        return self._decide(report, run, todo, self._chunk_mark(run))
 
     def _decide(
-        self, report: ChunkReport, run: _Run, todo: list[int], since: float
+        self, report: ChunkReport, run: _Run, todo: list[int], mark: Mark | None
     ) -> dict[int, Decision]:
         report.settled_by_reading += len(todo)
         known = set(chain.from_iterable(self.recent))
         claimed = run.claimed | known
-        decided = self.settler.settle(run.entries, todo, since, claimed)
+        decided = self.settler.settle(run.entries, todo, mark, claimed)
         run.claimed = claimed - known
         return decided
 
@@ -241,7 +286,8 @@ class ChunkSender:
             else:
                 todo.setdefault(since, []).append(i)
         for since, group in todo.items():
-            self._take(run, self._decide(report, run, group, since), keep, earlier_send_doubt)
+            mark = earlier_run_mark(since)
+            self._take(run, self._decide(report, run, group, mark), keep, earlier_send_doubt)
         keep.sort()
         return keep
 
@@ -289,7 +335,13 @@ class ChunkSender:
             for i in pending:
                 outcome[i] = EntryResult(RowStatus.IN_DOUBT, None, f"unreconciled chunk: {exc}")
             return
-        self.recent.append([r.record_id for r in results if r.record_id is not None])
+        ids: list[int] = []
+        for r in results:
+            if r.record_id is not None:
+                ids.append(r.record_id)
+                if r.status is RowStatus.CREATED:
+                    self.anchor = r.record_id
+        self.recent.append(ids)
         if len(pending) == len(outcome):  # every entry answered in this try (the common case)
             outcome[:] = results
             return

@@ -8,9 +8,9 @@ by reading, with only the reads of the seed and the contract: the list endpoint,
 ``filter[name]=<name>`` (a case-insensitive substring match: names are compared exactly
 here), newest writes first (``sort_by=updated_at``, ``sort_order=desc``).
 
-    records named like the entry, written since     decision
-    the chunk's first try, not known to be
-    another row's
+    records named like the entry, stamped at or     decision
+    after the chunk's mark, not known to be
+    another row's (nor seen at the mark)
     none                                            ``absent``: not applied, resend as is
     exactly one holding the entry's values, and     ``applied``: that record is the row's
     no other entry of the chunk has those values
@@ -20,25 +20,33 @@ here), newest writes first (``sort_by=updated_at``, ``sort_order=desc``).
 case-insensitively, numbers as numbers, datetimes as instants), so a record someone else
 wrote under that name is not taken for the row's.
 
-"Written since" compares each record's ``updated_at`` with the time the chunk was first sent,
-moved to the service's clock with the ``Date`` header of the read's answer (whole seconds,
-taken when the answer is in: the estimate is never later than the true time, so it errs on
-the safe side, where more records count). Without a ``Date`` header every
-record of that name counts, so only ``absent`` can be decided. A target whose list endpoint
-answers 404 or 405, or a read that fails, leaves the entry ``unknown`` with that reason.
+"The chunk's mark" (:class:`recordsync.send.readback.Mark`) is a time on the clock that
+stamps the service's records, never the client's clock nor an answer's ``Date`` header: the
+``created_at`` of a record the step's last answered chunk created (read by id, only once an
+answer is lost), else the newest ``updated_at`` of the type read before the step's first
+chunk that may create. Whatever the chunk wrote is stamped at or after it, whatever the
+skew between the clocks. Without a mark (the read failed) every record of that name counts,
+so only ``absent`` can be decided. A target whose list endpoint answers 404 or 405, or a read
+that fails, leaves the entry ``unknown`` with that reason.
+
+Rows an *earlier* run may have applied are read back since that run's start, which only the
+client's clock knows: the mark is that start less :data:`EARLIER_RUN_MARGIN_S`, so stamps up
+to that far behind the client's clock are still counted.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from recordsync.model import BatchInput, RowStatus
 from recordsync.reconcile.batch import EntryResult
 from recordsync.send.client import RecordServiceClient
-from recordsync.send.readback import NameReader, Unreadable, record_id, when
+from recordsync.send.readback import Mark, NameReader, Unreadable, record_id, when
+
+EARLIER_RUN_MARGIN_S = 3600.0
+"""How far behind the client's clock the service may stamp records for a row an earlier run
+left in doubt to still be read back (see the module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,24 +61,19 @@ class Decision:
 class Settler:
     """Reads back the entries of one step's chunks (one instance per sender)."""
 
-    def __init__(
-        self,
-        client: RecordServiceClient,
-        object_type: str,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.reader = NameReader(client, object_type, clock)
+    def __init__(self, client: RecordServiceClient, object_type: str) -> None:
+        self.reader = NameReader(client, object_type)
 
     def settle(
         self,
         entries: list[BatchInput],
         todo: list[int],
-        since: float,
+        mark: Mark | None,
         claimed: set[int],
     ) -> dict[int, Decision]:
-        """Decide each entry ``todo`` (indexes into the whole chunk ``entries``), first sent
-        at local time ``since``. ``claimed``: record ids that belong to other entries of the
-        chunk; an ``applied`` decision adds its record."""
+        """Decide each entry ``todo`` (indexes into the whole chunk ``entries``), sent after
+        ``mark`` (None: not known). ``claimed``: record ids that belong to other entries of
+        the chunk; an ``applied`` decision adds its record."""
         out: dict[int, Decision] = {}
         for i in todo:
             name = entries[i].get("name")
@@ -79,32 +82,32 @@ class Settler:
                 continue
             old = _renamed_from(entries[i])
             try:
-                found, server_since = self.reader.written_since(name, since)
+                found = self.reader.written_since(name, mark)
                 if old is not None:
-                    out[i] = self._rename(entries[i], old, found, server_since, claimed)
+                    out[i] = self._rename(entries[i], old, found, mark, claimed)
                     continue
             except Unreadable as exc:
                 out[i] = Decision("unknown", why=f"it could not be read back: {exc}")
                 continue
-            found = [r for r in found if record_id(r) not in claimed]
+            before = mark.known if mark is not None else frozenset()
+            found = [r for r in found if record_id(r) not in claimed and record_id(r) not in before]
             mine = [r for r in found if holds(r, entries[i])]
             twins = [e for e in entries if e.get("name") == name]  # this entry included
             if not found:
                 out[i] = Decision("absent")
             elif (
-                server_since is not None
+                mark is not None
                 and len(mine) == 1
                 and sum(holds(mine[0], e) for e in twins) == 1
             ):
                 rid = record_id(mine[0])
                 assert rid is not None
                 claimed.add(rid)
-                created = (when(mine[0].get("created_at")) or 0.0) >= server_since
-                out[i] = Decision("applied", EntryResult(_status(created), rid))
+                out[i] = Decision("applied", EntryResult(_status(_created(mine[0], mark)), rid))
             else:
-                if server_since is None:
-                    which = "the service's answers carry no Date header to tell when they were"
-                    which += " written"
+                if mark is None:
+                    which = "the service's newest record could not be read before the chunk was"
+                    which += " sent, to tell which were written since"
                 elif not mine:
                     which = "none holds this row's values"
                 elif len(mine) > 1:
@@ -123,7 +126,7 @@ class Settler:
         entry: BatchInput,
         old: str,
         found: list[dict[str, Any]],
-        server_since: float | None,
+        mark: Mark | None,
         claimed: set[int],
     ) -> Decision:
         """A ``match_by: name`` entry that renames ``old``: the record it wrote may be one this
@@ -133,13 +136,13 @@ class Settler:
         if not found:  # no record of the new name was written since: it was not applied
             return Decision("absent")
         ours = [r for r in found if holds(r, entry)]
-        left, _ = self.reader.written_since(old, None)
-        if len(ours) == 1 and not left and server_since is not None:
+        left = self.reader.written_since(old, None)
+        if len(ours) == 1 and not left and mark is not None:
             record = ours[0]
             rid = record_id(record)
             assert rid is not None
-            created = rid not in claimed  # a record known before is one it renamed
-            created = created and (when(record.get("created_at")) or 0.0) >= server_since
+            # a record known before is one it renamed
+            created = rid not in claimed and _created(record, mark)
             claimed.add(rid)
             return Decision("applied", EntryResult(_status(created), rid))
         return Decision(
@@ -169,6 +172,18 @@ def earlier_send_doubt(decision: Decision) -> EntryResult:
         f" resent without risking a duplicate: {decision.why}; check the target, then"
         " `recordsync retry --resend-in-doubt` the report",
     )
+
+
+def earlier_run_mark(since: float) -> Mark:
+    """The mark to read back a row an earlier run, started at ``since`` (the client's clock),
+    may have applied (see the module docstring)."""
+    return Mark(since - EARLIER_RUN_MARGIN_S)
+
+
+def _created(record: dict[str, Any], mark: Mark) -> bool:
+    """Whether ``record`` was created after ``mark`` (not one written before it)."""
+    at = when(record.get("created_at"))
+    return record_id(record) not in mark.known and at is not None and at >= mark.at
 
 
 def _status(created: bool) -> RowStatus:
