@@ -52,8 +52,11 @@ def _aborted_after_a_send() -> RunAborted:
         (SourceError("missing", file="people.csv", hint="check the path"), "config", "the path"),
         (_aborted_after_a_send(), "config", "fix more.csv:12: save as UTF-8"),
         (RunAborted("circuit breaker: 9 of 10 rows sent failed"), "breaker", "max_failure_rate"),
-        (RunAborted("circuit breaker: 51 records created, more than max_creates=50"),
-         "breaker", "match_by"),  # fmt: skip
+        (
+            RunAborted("circuit breaker: 51 created, more than max_creates=50"),
+            "breaker",
+            "match_by",
+        ),
         (RunAborted("pipeline is running", hint="wait for it to finish"), "aborted", "wait for"),
         (RecordsyncError("something else"), "error", "see the error above"),
     ],

@@ -164,9 +164,7 @@ def test_the_writer_refuses_totals_that_are_not_the_sums(
 
     monkeypatch.setattr(writer_module, "totals", to_send)
     summary = write_steps(tmp_path / "run", [{**dict.fromkeys(KINDS, 0), "not_sent": 2}])
-    assert summary["accounting_errors"] == [
-        "totals: rows_sent is 2 but the steps add up to 0"
-    ]
+    assert summary["accounting_errors"] == ["totals: rows_sent is 2 but the steps add up to 0"]
     assert not summary["accounting_ok"]
     assert RunResult(summary, tmp_path / "run").exit_code == 1
     assert "MISMATCH" in (tmp_path / "run" / "report.md").read_text("utf-8")
