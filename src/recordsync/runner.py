@@ -38,6 +38,7 @@ from recordsync.errors import (
     exit_code_for,
 )
 from recordsync.model import StepPlan
+from recordsync.report.next_steps import describe_stop
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter, report_write_error
 from recordsync.send.breaker import CircuitBreaker
@@ -186,6 +187,7 @@ def run_plans(
     if callable(chunks_before):
         for tally in writer.tallies:
             tally.chunks += int(chunks_before(tally.step))
+    error = stop if stop is not None else (step_errors[0] if step_errors else None)
     meta = {
         "run_id": run_id,
         "attempts": attempts,
@@ -197,6 +199,7 @@ def run_plans(
         "finished_at": utc_stamp(datetime.now(UTC)),
         "report_dir": str(report_dir),
         "aborted": str(stop) if stop is not None else None,
+        "stop": describe_stop(error, target),  # its kind and next step (report.next_steps)
         "retry_of": retry_of,
         "warnings": list(warnings or []),
     }
@@ -205,7 +208,6 @@ def run_plans(
     except OSError as exc:
         writer.abandon()
         raise report_write_error(report_dir, exc) from None
-    error = stop if stop is not None else (step_errors[0] if step_errors else None)
     return RunResult(summary, report_dir, error, writer.tallies)
 
 

@@ -128,7 +128,7 @@ def test_an_outcome_counted_without_its_results_line_fails_the_accounting(
 def test_report_md_groups_reasons_and_lists_merges(tmp_path: Path) -> None:
     _, out = write_sample(tmp_path)
     md = (out / "report.md").read_text()
-    assert "| contacts | contacts | 6 | 1 | 1 | 0 | 0 | 4 | 1 | 1 | 0 | 1 | 1 |" in md
+    assert "| contacts | contacts | 6 | 1 | 1 | 0 | 0 | 0 | 4 | 1 | 1 | 0 | 1 | 1 |" in md
     assert "column 'Score' → field 'lead_score': '…' must be <= 100" in md
     assert "1 row(s) sent to create came back `updated`" in md
     assert "landed on record 10" in md

@@ -17,7 +17,7 @@ from recordsync.report.examples import ReasonExample, safe_cell
 from recordsync.report.html_sections import (
     e,
     merges,
-    next_steps,
+    next_steps_section,
     num,
     owners_and_references,
     value_maps,
@@ -239,7 +239,7 @@ def render_html(summary: dict[str, Any], tallies: list[StepTally]) -> str:
         *value_maps(tallies),
         *merges(summary, tallies),
         *owners_and_references(summary),
-        *next_steps(summary),
+        *next_steps_section(summary),
     ]
     title = f"recordsync run {summary.get('run_id', '')}"
     return (

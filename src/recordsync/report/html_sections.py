@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from recordsync.report.next_steps import next_steps
 from recordsync.report.tally import StepTally
 from recordsync.report.wording import OWNER_WORDS, held_and_duplicate, html_text, service_merged
 
@@ -109,37 +110,12 @@ def merges(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
     return ["<section><h2>Merges and duplicates</h2><ul>", *items, "</ul></section>"]
 
 
-def next_steps(summary: dict[str, Any]) -> list[str]:
-    """What to do about the rows not ok (as report.md's "Next steps", shorter)."""
-    t = summary.get("totals", {})
-    if not t.get("rows_not_ok"):
+def next_steps_section(summary: dict[str, Any]) -> list[str]:
+    """report.md's "Next steps" (recordsync.report.next_steps), failures.csv as a link."""
+    link = '<a href="failures.csv">failures.csv</a>'
+    items = [html_text(s).replace("<code>failures.csv</code>", link) for s in next_steps(summary)]
+    if not items:
         return []
-    rejected = sum(int(s.get("rejected_values") or 0) for s in summary["steps"])
-    items = [
-        "every row not ok, with its own message (<code>_error</code>), is in "
-        '<a href="failures.csv">failures.csv</a>'
-    ]
-    if t.get("rows_invalid"):
-        items.append(
-            "invalid rows: fix the source or the mapping (the reasons and value maps above)"
-        )
-    if t.get("rows_merged") or t.get("merged"):
-        items.append(
-            "merged rows: make them differ from the row named in <code>_error</code>, "
-            "or declare <code>merges: expected</code> in the mapping"
-        )
-    if rejected:
-        items.append(
-            f"{rejected} failed row(s) have a value the service rejected: fix it, then "
-            "run again (a retry without a fix fails the same way)"
-        )
-    if t.get("in_doubt"):
-        items.append("in-doubt rows may have been applied: check them in the target first")
-    if int(t.get("failed") or 0) - rejected > 0 or t.get("in_doubt"):
-        where = e(summary.get("report_dir") or "<this directory>")
-        items.append(
-            f"resend the other failed and in-doubt rows: <code>recordsync retry {where}</code>"
-        )
     return [
         "<section><h2>Next steps</h2><ul>",
         *(f"<li>{i}</li>" for i in items),

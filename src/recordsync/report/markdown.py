@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from recordsync.report.examples import example_text
+from recordsync.report.next_steps import next_steps
 from recordsync.report.tally import COUNT_COLUMNS, StepTally
 from recordsync.report.wording import OWNER_WORDS, held_and_duplicate, service_merged
 
@@ -184,39 +185,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
         if step.get("mirror_deletes_skipped"):
             why = _md(step["mirror_deletes_skipped"])
             lines += ["", f"Mirror deletes of step {_md(step['step'])} skipped: {why}."]
-    if t.get("rows_not_ok") or t.get("delete_failed"):
-        lines += ["", "## Next steps", ""]
-        lines.append(
-            "- failed, invalid, in-doubt, duplicate and merged rows are in `failures.csv` "
-            "(with `_error`)"
-        )
-        if t.get("rows_merged") or t.get("merged"):
-            lines.append(
-                "- merged rows: make them differ from the row named in `_error` (another "
-                "domain, name or e-mail), or declare `merges: expected` in the mapping"
-            )
-        if t.get("delete_failed"):
-            lines.append(
-                "- failed mirror deletes are in the run's log (key, record id, error); "
-                "the next run tries them again"
-            )
-        if t["rows_invalid"]:
-            lines.append("- invalid rows: fix the source or the mapping (see the reasons above)")
-        if t["in_doubt"]:
-            lines.append("- in-doubt rows may have been applied: check them in the target first")
-        rejected = sum(s.rejected for s in tallies)
-        if rejected:
-            lines.append(
-                f"- {rejected} failed row(s) have a value the service rejected "
-                "(`Validation failed`): fix the value in the source or the mapping (e.g. a "
-                "value_map), then run again; a retry without a fix sends the same value and "
-                "fails the same way"
-            )
-        if t["failed"] - rejected > 0 or t["in_doubt"]:
-            where = summary.get("report_dir", "<this directory>")
-            what = "failed and in-doubt rows" if rejected == 0 else "other failed and in-doubt rows"
-            lines.append(
-                f"- resend the {what} (transient errors: timeouts, rate limits, outages): "
-                f"`recordsync retry {where}`"
-            )
+    steps = next_steps(summary)
+    if steps:
+        lines += ["", "## Next steps", "", *(f"- {_md(step)}" for step in steps)]
     return "\n".join(lines) + "\n"

@@ -54,12 +54,11 @@ class PlainProgress:
     def step_finished(self, tally: StepTally) -> None:
         c = tally.counts()
         elapsed = max(time.monotonic() - self._start, 1e-9)
-        # rows reported `failed` with "not sent: ..." after a stop count as sent in the report's
-        # accounting; the line says what really went out
+        # rows reported `failed` with "not sent: ..." after a stop are not in rows_sent
         held = f" ({c['not_sent']} not sent)" if c["not_sent"] else ""
         self._say(
             f"step {tally.step} done: read {c['rows_read']}, unchanged {c['rows_unchanged']}, "
-            f"sent {c['rows_sent'] - c['not_sent']}, created {c['created']}, updated "
+            f"sent {c['rows_sent']}, created {c['created']}, updated "
             f"{c['updated']}, failed {c['failed']}{held}, in doubt {c['in_doubt']}, invalid "
             f"{c['rows_invalid']}, duplicate "
             f"{c['rows_duplicate']}, merged {c['rows_merged'] + c['merged']} "

@@ -1,20 +1,29 @@
 """Per-step counts, kept twice: counters bumped by the runner, and counts of the per-row
 outcomes bumped by the report writer. The accounting check compares the two.
 
-    read = invalid + duplicate + merged-held + unchanged + sent
-    sent = created + updated + merged + failed + in_doubt   (dry run: sent = valid + failed)
+    read = invalid + duplicate + merged-held + unchanged + to send
+    to send = created + updated + merged + failed + in_doubt   (dry run: valid + failed)
 
 A ``merged`` row is either held (predicted to fold into the record another row claims: not
 sent, ``rows_merged``) or sent and found on such a record (``merged``).
-``rows_read`` and ``rows_sent`` come from the runner's counters; every other number from the
-outcomes written to ``results.csv``. ``rows_not_ok`` counts the rows that keep a run from
-exiting 0 (failed, invalid, in doubt, merged, and duplicates unless declared expected).
+``rows_read`` and the rows to send (:attr:`StepTally.sent`) come from the runner's counters;
+every other number from the outcomes written to ``results.csv``. The rows to send include
+those reported ``failed`` with ``not sent: ...`` because the run stopped first
+(``not_sent``); ``rows_sent`` is what really went out (a dry run: what would have):
+
+    rows_sent = to send - not_sent
+    read = invalid + duplicate + merged-held + unchanged + not_sent + rows_sent
+
+``rows_not_ok`` counts the rows that keep a run from exiting 0 (failed, invalid, in doubt,
+merged, and duplicates unless declared expected). A run's totals are the sums of its steps'
+counts, every one (:func:`totals`; :func:`totals_errors` checks a summary for it).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +36,7 @@ COUNT_COLUMNS = (
     ("duplicate", "rows_duplicate"),
     ("merge held", "rows_merged"),
     ("unchanged", "rows_unchanged"),
+    ("not sent", "not_sent"),
     ("sent", "rows_sent"),
     ("created", "created"),
     ("updated", "updated"),
@@ -122,6 +132,8 @@ class StepTally:
     # counters (the runner's)
     read: int = 0
     sent: int = 0
+    """Rows to send: those sent and those reported failed ``not sent`` as the run stopped
+    first (``rows_sent`` is ``sent - not_sent``: see :meth:`counts`)."""
     chunks: int = 0
     unreconciled_chunks: int = 0
     settled_by_reading: int = 0
@@ -135,6 +147,7 @@ class StepTally:
     merge_held: int = 0
     """``merged`` rows that were not sent (predicted); the others were sent."""
     not_sent: int = 0
+    """``failed`` rows that were never sent (``not sent: ...``): the run stopped first."""
     deleted: int = 0
     """Records soft-deleted by mirror deletes (not source rows: outside the accounting)."""
     delete_failed: int = 0
@@ -211,7 +224,7 @@ class StepTally:
             "rows_duplicate": o[RowStatus.DUPLICATE],
             "rows_merged": self.merge_held,
             "rows_unchanged": o[RowStatus.UNCHANGED],
-            "rows_sent": self.sent,
+            "rows_sent": self.sent - self.not_sent,  # what went out, not what was to go
             "created": o[RowStatus.CREATED],
             "updated": o[RowStatus.UPDATED],
             "merged": o[RowStatus.MERGED] - self.merge_held,
@@ -267,8 +280,26 @@ class StepTally:
 
 
 def totals(tallies: list[StepTally]) -> dict[str, int]:
+    """The run's totals: for every count of :meth:`StepTally.counts`, the sum over the steps
+    (the one place they are computed)."""
     out = dict.fromkeys(COUNT_KEYS, 0)
     for t in tallies:
         for key, value in t.counts().items():
             out[key] += value
     return out
+
+
+def totals_errors(summary: Mapping[str, Any]) -> list[str]:
+    """Where summary.json's ``totals`` differ from the sums of its ``steps`` (every key of
+    :data:`COUNT_KEYS`, each missing one counted as 0), one message per count; [] when the
+    totals row of report.md and report.html is the sum of the rows above it."""
+    steps = summary.get("steps") or []
+    total = summary.get("totals") or {}
+    errors: list[str] = []
+    for key in COUNT_KEYS:
+        summed = sum(int(step.get(key) or 0) for step in steps)
+        if int(total.get(key) or 0) != summed:
+            errors.append(
+                f"totals: {key} is {int(total.get(key) or 0)} but the steps add up to {summed}"
+            )
+    return errors

@@ -35,7 +35,7 @@ from recordsync.report.file_guard import GuardedFile
 from recordsync.report.file_guard import report_write_error as report_write_error
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
-from recordsync.report.tally import StepTally, totals
+from recordsync.report.tally import StepTally, totals, totals_errors
 from recordsync.spill import SpillMap
 
 FAILURE_STATUSES = frozenset(
@@ -248,14 +248,15 @@ class ReportWriter:
                 f"{self.lines_written} lines in results.csv for {total_outcomes} outcomes"
             )
         errors += extra_errors or []
+        steps = [
+            {**t.as_json(self.dry_run), "attempts": meta.get("attempts", 1)} for t in self.tallies
+        ]
+        counted = {"steps": steps, "totals": totals(self.tallies)}
+        errors += totals_errors(counted)  # the totals row is the sum of the rows above it
         summary = {
             **meta,
             "dry_run": self.dry_run,
-            "steps": [
-                {**t.as_json(self.dry_run), "attempts": meta.get("attempts", 1)}
-                for t in self.tallies
-            ],
-            "totals": totals(self.tallies),
+            **counted,
             "accounting_ok": not errors,
             "accounting_errors": errors,
         }
