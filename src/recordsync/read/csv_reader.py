@@ -30,7 +30,7 @@ from recordsync.read.csv_blocks import (
 )
 from recordsync.read.csv_lines import Mark, Opened, open_at, stray_quote
 from recordsync.read.paths import locate
-from recordsync.read.swallow import Swallow, reason
+from recordsync.read.swallow import Swallow, reason, size_text
 from recordsync.read.utf8guard import guard, not_utf8_error
 
 MAX_BLOCK_SIZE = 64 << 20  # rows up to this size are read (the block grows to fit them)
@@ -94,6 +94,8 @@ def _parse_header(src: SourceConfig, path: Path | str, quick: bool) -> list[str]
                 break
             except pa.ArrowException as exc:
                 if not_utf8 or block_size == sizes[-1]:
+                    if not not_utf8 and _too_long(exc):
+                        raise _long_header(src, path, block_size) from None
                     raise _read_error(path, exc, src.encoding, bool(not_utf8)) from None
     assert names is not None
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -104,6 +106,24 @@ def _parse_header(src: SourceConfig, path: Path | str, quick: bool) -> list[str]
             hint="rename them in the file, or declare names with source.columns",
         )
     return names
+
+
+def _too_long(exc: Exception) -> bool:
+    """pyarrow's failure on a row longer than its block (or a header longer than the first)."""
+    text = str(exc)
+    return "straddl" in text or "Empty CSV file or block" in text
+
+
+def _long_header(src: SourceConfig, path: Path | str, limit: int) -> SourceError:
+    line = src.skip_rows + 1
+    return SourceError(
+        f"the header (line {line}) cannot be read: it is longer than {size_text(limit)}",
+        file=str(path),
+        line=line,
+        key="source.header",
+        hint="check source.delimiter and source.quotechar (a stray quote in the header runs"
+        " on to the next quote), or name the columns with source.columns and header: false",
+    )
 
 
 def _read_error(path: Path | str, exc: Exception, encoding: str, not_utf8: bool) -> SourceError:
@@ -128,7 +148,8 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
     does not fit is a malformed line too, and the file is parsed again from the next line."""
     path = locate(base_dir, src.path)
     names = read_header(src, base_dir, quick=True)
-    progress = Progress(src.skip_rows + 1 + (1 if src.header else 0))
+    first = src.skip_rows + 1 + (1 if src.header else 0)  # the first data line
+    progress = Progress(first)
     block = BLOCK_SIZE
     mark = Mark()
     stream: pa.NativeFile | None = None  # the file from progress.next_line on (a re-read)
@@ -148,8 +169,14 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
                     pending, pending_rows = [], 0
             swallow = progress.swallow
         except pa.ArrowException as exc:
-            if "straddl" not in str(exc):
+            top = given is None and progress.next_line == first
+            if not _too_long(exc):
                 failure = _read_error(path, exc, src.encoding, False)
+            elif top and "straddl" not in str(exc):  # the header does not fit in a block
+                if block >= MAX_BLOCK_SIZE:
+                    raise _long_header(src, path, block) from None
+                block *= 4
+                continue
             elif block < MAX_BLOCK_SIZE:  # again from the line that did not fit
                 block *= 4
                 stream = _reopen(src, path, progress.next_line, mark).stream

@@ -136,6 +136,11 @@ def first_swallow(
     return None
 
 
+def size_text(size: int) -> str:
+    """``64 MiB`` (whole MiB), else ``1,024 bytes``."""
+    return f"{size >> 20} MiB" if size >= 1 << 20 and not size % (1 << 20) else f"{size:,} bytes"
+
+
 def reason(
     sw: Swallow, quote: tuple[int, int] | None, size: int, src: SourceConfig, max_block: int
 ) -> str:
@@ -161,8 +166,7 @@ def reason(
             f" {src.max_quoted_bytes}; this line is not read, {after}: {fix}, or raise those"
             " limits if the field is meant to be that long"
         )
-    mib = max_block >> 20 if max_block >= 1 << 20 else 0
-    limit = f"{mib} MiB" if mib else f"{max_block} bytes"
+    limit = size_text(max_block)
     if size >= max_block:
         return (
             f"line too long: the line is {size:,} bytes, more than the {limit} a row of a CSV"
