@@ -22,6 +22,7 @@ import pyarrow.csv as pcsv
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read.batch import BadLine, SourceBatch, may_contain
+from recordsync.read.csv_lines import RawLines, raw_closing
 from recordsync.read.remote import open_stream
 from recordsync.read.swallow import Swallow, first_swallow
 from recordsync.read.utf8guard import guard
@@ -120,6 +121,7 @@ def iter_blocks(
         invalid.append((int(row.number or 0), row.text, msg))
         return "skip"
 
+    raw = RawLines(open_file, path, src.encoding, progress.next_line)
     if stream is not None:  # no header, no rows to skip, UTF-8
         src = src.model_copy(
             update={"skip_rows": 0, "header": False, "columns": names, "encoding": "utf-8"}
@@ -127,7 +129,9 @@ def iter_blocks(
     read, parse, convert = csv_options(src, path, names, handler, block_size)
     with guard(handler) as not_utf8:
         try:
-            yield from _parse_blocks(src, path, (read, parse, convert), invalid, progress, stream)
+            with raw_closing(raw):
+                options = (read, parse, convert)
+                yield from _parse_blocks(src, path, options, invalid, progress, stream, raw)
         except pa.ArrowException as exc:
             if not_utf8:  # a malformed line pyarrow could not decode never reached handler
                 raise NotUtf8(str(exc)) from None
@@ -145,6 +149,7 @@ def _parse_blocks(
     invalid: list[tuple[int, str, str]],
     progress: Progress,
     given: pa.NativeFile | None,
+    raw: RawLines,
 ) -> Iterator[SourceBatch]:
     read, parse, convert = options
     # pyarrow numbers records from the top of what it reads, skipped rows and header included
@@ -176,7 +181,7 @@ def _parse_blocks(
             starts[1:] += np.cumsum(extra)[:-1]
             lines = starts[~is_bad]
             bad = [BadLine(int(starts[num - next_rec]), text, msg) for num, text, msg in here]
-            swallow = first_swallow(batch, lines, valid_extra, bad, src)
+            swallow = first_swallow(batch, lines, valid_extra, bad, src, raw.text)
             if swallow is not None:
                 keep = lines < swallow.line
                 batch, lines = batch.filter(pa.array(keep)), lines[keep]
@@ -201,7 +206,7 @@ def _parse_blocks(
             for _, text, msg in invalid:
                 tail.append(BadLine(next_line, text, msg))
                 next_line += text.count("\n") + 1
-            swallow = first_swallow(empty, none, none, tail, src)
+            swallow = first_swallow(empty, none, none, tail, src, raw.text)
             if swallow is not None:
                 tail = [b for b in tail if b.line < swallow.line]
                 progress.swallow = swallow

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import codecs
 import io
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -210,3 +212,69 @@ def stray_quote(text: str, delimiter: str, quotechar: str | None) -> tuple[int, 
         at_start = False
         i += 1
     return (open_at_char, cell) if quoted else None
+
+
+class RawLines:
+    """The raw text of lines of a file, asked for in increasing line order (a second,
+    forward-only read alongside the parser: the text of the records whose cells hold line
+    breaks, which pyarrow does not keep). Opened at the first call."""
+
+    def __init__(self, opener: object, path: Path | str, encoding: str, first: int) -> None:
+        self._opener, self._path, self._encoding = opener, path, encoding
+        self._line = first  # the line self._buf starts with
+        self._stream: pa.NativeFile | None = None
+        self._buf = b""
+        self._eof = False
+
+    def _more(self) -> bool:
+        assert self._stream is not None
+        chunk = b"" if self._eof else bytes(self._stream.read(CHUNK))
+        self._eof = not chunk
+        self._buf += chunk
+        return bool(chunk)
+
+    def text(self, first: int, count: int) -> str:
+        """Lines ``first`` .. ``first + count - 1``, joined by ``\\n`` (without the last
+        line break); ``first`` is never before a line asked for earlier."""
+        if self._stream is None:
+            self._stream = open_at(
+                self._opener, self._path, self._encoding, self._line, Mark()
+            ).stream
+        while self._line < first:  # skip whole lines
+            k = self._buf.count(b"\n")
+            if k < first - self._line:
+                self._line += k
+                self._buf = b""
+                if not self._more():
+                    return ""
+                continue
+            pos = -1
+            for _ in range(first - self._line):
+                pos = self._buf.index(b"\n", pos + 1)
+            self._buf = self._buf[pos + 1 :]
+            self._line = first
+        while self._buf.count(b"\n") < count and self._more():
+            pass
+        pos = -1
+        for _ in range(count):
+            nxt = self._buf.find(b"\n", pos + 1)
+            if nxt < 0:
+                pos = len(self._buf)
+                break
+            pos = nxt
+        out, self._buf = self._buf[:pos], self._buf[pos + 1 :]
+        self._line = first + count
+        text = out.decode("utf-8", "replace")
+        return text.removeprefix("\ufeff") if first == 1 else text
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+
+
+@contextmanager
+def raw_closing(raw: RawLines) -> Iterator[RawLines]:
+    try:
+        yield raw
+    finally:
+        raw.close()

@@ -16,8 +16,7 @@ parses as (an address with line breaks).
 
 from __future__ import annotations
 
-import csv
-import io
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -38,7 +37,7 @@ class Swallow:
     largest block ("long")."""
 
     line: int
-    kind: Literal["rows", "limits", "long"]
+    kind: Literal["rows", "close", "limits", "long"]
     other: int = 0
     size: int = 0
 
@@ -47,55 +46,61 @@ def _over(lines: int, size: int, src: SourceConfig) -> bool:
     return lines > src.max_quoted_lines or (lines > 1 and size > src.max_quoted_bytes)
 
 
-def looks_like_rows(cells: list[str], start: int, ncols: int, delimiter: str) -> int | None:
-    """The first line (by number; the record starts at line ``start``) that follows a line
-    break inside one of ``cells`` and holds, up to the next line break or the end of that
-    cell, at least the header's number of delimiters (``ncols - 1``, at least one); None
-    when there is none."""
+SCAN_MAX = 1 << 20
+"""At most this much of a record's text is scanned for lines that look like rows."""
+
+
+def scan(text: str, start: int, ncols: int, src: SourceConfig) -> Swallow | None:
+    """Whether the raw ``text`` of a record starting at line ``start`` swallowed lines: a
+    quoted field in it holds a line break followed by at least the header's number of
+    delimiters (``ncols - 1``, at least one) before the next line break or its closing
+    quote ("rows", with that line), or a quote closes a field that spans lines and is
+    followed by something other than a delimiter or a line end ("close": not how a quoted
+    value ends, but how a stray quote meets the next quote)."""
+    q, d, esc = src.quotechar, src.delimiter, src.escapechar
+    if q is None:
+        return None
     need = max(1, ncols - 1)
-    line = start
-    for cell in cells:
-        if "\n" not in cell:
+    line, quoted, at_start, spans = start, False, True, False
+    count = -1  # delimiters since the last line break inside a quoted field (-1: none)
+    i, n = 0, min(len(text), SCAN_MAX)
+    while i < n:
+        ch = text[i]
+        if quoted:
+            if esc is not None and ch == esc:
+                i += 2
+                continue
+            if ch == q and esc is None and i + 1 < n and text[i + 1] == q:
+                i += 2
+                continue
+            if ch == q:
+                quoted = False
+                if count >= need:
+                    return Swallow(start, "rows", line)
+                after = text[i + 1] if i + 1 < len(text) else ""
+                if spans and after not in (d, "\r", "\n", ""):
+                    return Swallow(start, "close", line)
+                count = -1
+            elif ch == "\n":
+                if count >= need:
+                    return Swallow(start, "rows", line)
+                line, count, spans = line + 1, 0, True
+            elif ch == d and count >= 0:
+                count += 1
+        elif ch == d:
+            at_start = True
+            i += 1
             continue
-        parts = cell.split("\n")
-        for j, part in enumerate(parts[1:], 1):
-            if part.count(delimiter) >= need:
-                return line + j
-        line += len(parts) - 1
+        elif ch == "\n":
+            line += 1
+            spans = False
+        elif ch == q and at_start:
+            quoted, spans, count = True, False, -1
+        at_start = False
+        i += 1
+    if quoted and count >= need:  # the record ends inside the field (the end of the file)
+        return Swallow(start, "rows", line)
     return None
-
-
-def _text_cells(text: str, src: SourceConfig) -> list[str]:
-    """The cells of a malformed record's text (its physical lines when they cannot be
-    split: every line after the first then counts as the text after a line break)."""
-    try:
-        if src.quotechar is None:
-            reader = csv.reader(
-                io.StringIO(text, newline=""),
-                delimiter=src.delimiter,
-                quoting=csv.QUOTE_NONE,
-                escapechar=src.escapechar,
-            )
-        else:
-            reader = csv.reader(
-                io.StringIO(text, newline=""),
-                delimiter=src.delimiter,
-                quotechar=src.quotechar,
-                escapechar=src.escapechar,
-                doublequote=src.escapechar is None,
-            )
-        return next(reader, [])
-    except csv.Error:
-        return [text.replace("\r\n", "\n")]
-
-
-def _check(
-    start: int, cells: list[str], breaks: int, size: int, ncols: int, src: SourceConfig
-) -> Swallow | None:
-    if _over(breaks + 1, size, src):
-        return Swallow(start, "limits", breaks + 1, size)
-    hit = looks_like_rows([c.replace("\r\n", "\n") for c in cells], start, ncols, src.delimiter)
-    return Swallow(start, "rows", hit) if hit is not None else None
 
 
 def first_swallow(
@@ -104,35 +109,26 @@ def first_swallow(
     newlines: npt.NDArray[np.int64],
     bad: list[BadLine],
     src: SourceConfig,
+    raw: Callable[[int, int], str],
 ) -> Swallow | None:
     """The first record of a parsed block (by line) that must not be taken as it parses.
 
     ``lines[i]`` is the first line of row ``i`` of ``batch`` and ``newlines[i]`` the line
-    breaks its cells hold; ``bad`` are its malformed lines (their raw text)."""
+    breaks its cells hold; ``bad`` are its malformed lines (their raw text); ``raw(line,
+    count)`` is the raw text of ``count`` lines from ``line`` (asked in line order)."""
     ncols = batch.num_columns
     found: list[tuple[int, int, int]] = []  # (line, 0: bad line / 1: row, index)
-    found += [(b.line, 0, k) for k, b in enumerate(bad) if "\n" in b.text]
+    found += [(b.line, 0, k) for k, b in enumerate(bad) if "\n" in b.text.rstrip("\r\n")]
     found += [(int(lines[i]), 1, int(i)) for i in np.flatnonzero(newlines > 0).tolist()]
-    if not found:
-        return None
     found.sort()
     for line, what, k in found:
-        if what == 0:
-            text = bad[k].text.rstrip("\r\n")
-            if "\n" not in text:
-                continue
-            size = len(text.encode("utf-8", "surrogatepass"))
-            hit = _check(line, _text_cells(text, src), text.count("\n"), size, ncols, src)
-        else:
-            row = batch.slice(k, 1)
-            cells = ["" if c is None else str(c) for c in row.to_pylist()[0].values()]
-            size = 0
-            for col in row.columns:
-                if pa.types.is_string(col.type):
-                    size += int(pc.sum(pc.binary_length(col)).as_py() or 0)
-            hit = _check(line, cells, int(newlines[k]), size, ncols, src)
+        text = bad[k].text.rstrip("\r\n") if what == 0 else raw(line, int(newlines[k]) + 1)
+        hit = scan(text, line, ncols, src)
         if hit is not None:
             return hit
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if _over(text.count("\n") + 1, size, src):
+            return Swallow(line, "limits", text.count("\n") + 1, size)
     return None
 
 
@@ -158,6 +154,12 @@ def reason(
         return (
             f"unbalanced quote: {at} that runs on over the next lines, and line {sw.other}"
             f" in it looks like a row; this line is not read, {after}: {fix}"
+        )
+    if sw.kind == "close":
+        return (
+            f"unbalanced quote: {at} that runs on over the next lines, to a quote on line"
+            f" {sw.other} that is not followed by a delimiter; this line is not read, {after}:"
+            f" {fix}"
         )
     if sw.kind == "limits":
         return (
