@@ -170,6 +170,8 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
             swallow = progress.swallow
         except pa.ArrowException as exc:
             top = given is None and progress.next_line == first
+            if given is not None and str(exc).endswith("Empty CSV file"):
+                break  # nothing after the line re-read from
             if not _too_long(exc):
                 failure = _read_error(path, exc, src.encoding, False)
             elif top and "straddl" not in str(exc):  # the header does not fit in a block

@@ -37,7 +37,7 @@ class Swallow:
     largest block ("long")."""
 
     line: int
-    kind: Literal["rows", "close", "limits", "long"]
+    kind: Literal["rows", "close", "end", "limits", "long"]
     other: int = 0
     size: int = 0
 
@@ -55,8 +55,9 @@ def scan(text: str, start: int, ncols: int, src: SourceConfig) -> Swallow | None
     quoted field in it holds a line break followed by at least the header's number of
     delimiters (``ncols - 1``, at least one) before the next line break or its closing
     quote ("rows", with that line), or a quote closes a field that spans lines and is
-    followed by something other than a delimiter or a line end ("close": not how a quoted
-    value ends, but how a stray quote meets the next quote)."""
+    followed by something other than a delimiter or a line end, or a quote inside an unquoted
+    cell after such a field ("close": not how quoted values end, but how a stray quote meets
+    the next quote)."""
     q, d, esc = src.quotechar, src.delimiter, src.escapechar
     if q is None:
         return None
@@ -96,10 +97,14 @@ def scan(text: str, start: int, ncols: int, src: SourceConfig) -> Swallow | None
             spans = False
         elif ch == q and at_start:
             quoted, spans, count = True, False, -1
+        elif ch == q and line > start:  # a quote inside a cell, after a quoted line break
+            return Swallow(start, "close", line)
         at_start = False
         i += 1
     if quoted and count >= need:  # the record ends inside the field (the end of the file)
         return Swallow(start, "rows", line)
+    if quoted and n == len(text) and line > start:
+        return Swallow(start, "end", line)
     return None
 
 
@@ -161,6 +166,8 @@ def reason(
             f" {sw.other} that is not followed by a delimiter; this line is not read, {after}:"
             f" {fix}"
         )
+    if sw.kind == "end":
+        return f"unbalanced quote: {at} that is never closed; this line is not read, {after}: {fix}"
     if sw.kind == "limits":
         return (
             f"unbalanced quote: {at} that spans {sw.other} lines ({sw.size} bytes), more than"
