@@ -92,9 +92,11 @@ def test_a_missing_comma_skips_the_steps_mirror_deletes_and_says_why(
 
 
 @pytest.mark.parametrize(("at", "eol"), [(5, "\n"), (150, "\r\n"), (150, "\n")])
-def test_a_stray_quote_is_reported_line_by_line_and_deletes_nothing(
+def test_a_stray_quote_is_reported_every_other_line_read_and_deletes_nothing(
     tmp_path: Path, at: int, eol: str
 ) -> None:
+    """The line with the stray quote is invalid; every line after it is read as its own row.
+    The quote merged that line's cells (its key may be among them): nothing is deleted."""
     rows = 300
     second, live = run_with(tmp_path, rows, {at: f'"P{at},p{at}@m.example'}, gone=rows - 50)
     s = step(second)
@@ -103,10 +105,10 @@ def test_a_stray_quote_is_reported_line_by_line_and_deletes_nothing(
     assert s["rows_read"] == rows - 1 and second.summary["accounting_ok"]
     assert s["deleted"] == 0 and len(live) == rows
     start = at + 2  # the header is line 1
-    assert f"a quoted field that starts at line {start} swallowed" in s["mirror_deletes_skipped"]
-    swallowed = [r for r in out if r["status"] == "invalid"]
-    assert len(swallowed) == rows - 1 - at
-    assert f"inside a quoted field that started at line {start}" in swallowed[-1]["error"]
+    assert f"line {start}: it has 1 cells for 2 columns" in s["mirror_deletes_skipped"]
+    invalid = [r for r in out if r["status"] == "invalid"]
+    assert [r["source_row"] for r in invalid] == [str(start)]
+    assert "unbalanced quote: the quote at character 1 (cell 1)" in invalid[0]["error"]
     assert json.loads((second.report_dir / "summary.json").read_text())["steps"][0][
         "mirror_deletes_skipped"
     ]
@@ -125,7 +127,8 @@ def test_a_swallowed_field_over_128_kib_is_reported_not_a_traceback(
     tmp_path: Path, raised: bool
 ) -> None:
     """Python's csv module refuses a cell over 128 KiB: a malformed line holding one was a
-    raw _csv.Error on every run. Within raised limits it is one invalid row that says so."""
+    raw _csv.Error on every run. Now the line with the stray quote is invalid and the rows
+    after it are read, within raised limits too."""
     rows = 9000  # about 180 KiB after the stray quote
     limits = ", max_quoted_lines: 100000, max_quoted_bytes: 10000000" if raised else ""
     second, live = run_with(tmp_path, rows, {5: '"P5,p5@m.example'}, gone=3, limits=limits)
@@ -134,31 +137,24 @@ def test_a_swallowed_field_over_128_kib_is_reported_not_a_traceback(
     assert s["deleted"] == 0 and len(live) == rows and s["mirror_deletes_skipped"]
     out = results(second)
     assert out[4]["source_row"] == "6" and out[4]["status"] == "invalid"
-    if raised:
-        assert len(out) == 5
-        assert "its cells cannot be split" in out[4]["error"]
-        assert "fix the quoting of line 6 in the source" in out[4]["error"]
-    else:
-        assert len(out) == rows - 1
-        assert "a quoted field that starts at line 6 spans" in out[4]["error"]
+    assert len(out) == rows - 1 and s["rows_invalid"] == 1
+    assert "line 6: unbalanced quote" in out[4]["error"]
 
 
 def test_a_quote_closed_within_the_limits_that_holds_rows_stops_deletes_every_run(
     tmp_path: Path,
 ) -> None:
-    """Rows 5-7 vanish into row 8's name (a stray quote closed three lines on): under the
-    limits it is one valid row, but its cell holds lines that look like rows, so nothing is
-    deleted, also on the next run, where that row is found unchanged in the snapshot."""
+    """A stray quote closed three lines on: the rows between are read as rows of their own
+    (they were folded into one cell); the line with the quote is invalid and its merged
+    cells stop the deletes, also on the next run."""
     edit = {5: '"P5,p5@m.example', 8: 'P8",p8@m.example'}
     second, live = run_with(tmp_path, 10, edit, gone=2)
     s = step(second)
-    assert (s["rows_read"], s["rows_invalid"], s["deleted"], len(live)) == (6, 0, 0, 10)
-    assert second.exit_code == 1  # rows may have vanished into that cell
-    assert "line 6: a quoted field holds line 7, which looks like a row" in str(
-        s["mirror_deletes_skipped"]
-    )
+    assert (s["rows_read"], s["rows_invalid"], s["deleted"], len(live)) == (9, 1, 0, 10)
+    assert second.exit_code == 1
+    assert "line 6: it has 1 cells for 2 columns" in str(s["mirror_deletes_skipped"])
     with served(tmp_path / "s.db") as url:
         third = run_pipeline(request(tmp_path, tmp_path / "mirror.yaml"), target=target(url))
         assert len(all_records(url, "contacts")) == 10
     t = step(third)
-    assert (t["rows_unchanged"], t["deleted"]) == (6, 0) and t["mirror_deletes_skipped"]
+    assert (t["rows_unchanged"], t["deleted"]) == (8, 0) and t["mirror_deletes_skipped"]

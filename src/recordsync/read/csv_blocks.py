@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +22,9 @@ import pyarrow.csv as pcsv
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read.batch import BadLine, SourceBatch, may_contain
+from recordsync.read.csv_lines import RawLines, raw_closing
 from recordsync.read.remote import open_stream
-from recordsync.read.swallow import split_swallowed
+from recordsync.read.swallow import Swallow, first_swallow
 from recordsync.read.utf8guard import guard
 
 BLOCK_SIZE = 1 << 20
@@ -88,10 +90,30 @@ def csv_options(
     return read, parse, convert
 
 
+@dataclass(slots=True)
+class Progress:
+    """Where a parse of a CSV file got to: ``next_line`` is the first line not parsed yet;
+    ``swallow`` the record it stopped at (a quoted field that swallowed lines): every row and
+    malformed line before that record was delivered, nothing from it on."""
+
+    next_line: int
+    swallow: Swallow | None = None
+
+
 def iter_blocks(
-    src: SourceConfig, path: Path | str, names: list[str], block_size: int
+    src: SourceConfig,
+    path: Path | str,
+    names: list[str],
+    block_size: int,
+    progress: Progress,
+    stream: pa.NativeFile | None = None,
 ) -> Iterator[SourceBatch]:
-    """One SourceBatch per parsed block (ArrowException on a parse failure)."""
+    """One SourceBatch per parsed block (ArrowException on a parse failure).
+
+    Without ``stream``, the file is parsed from its top (``progress.next_line`` is then the
+    first data line); with it, ``stream`` holds the file from line ``progress.next_line`` on,
+    as UTF-8 (:func:`recordsync.read.csv_lines.open_at`). The parse stops at a quoted field
+    that swallowed lines (``progress.swallow``)."""
     invalid: list[tuple[int, str, str]] = []
 
     def handler(row: pcsv.InvalidRow) -> str:
@@ -99,10 +121,17 @@ def iter_blocks(
         invalid.append((int(row.number or 0), row.text, msg))
         return "skip"
 
+    raw = RawLines(open_file, path, src.encoding, progress.next_line)
+    if stream is not None:  # no header, no rows to skip, UTF-8
+        src = src.model_copy(
+            update={"skip_rows": 0, "header": False, "columns": names, "encoding": "utf-8"}
+        )
     read, parse, convert = csv_options(src, path, names, handler, block_size)
     with guard(handler) as not_utf8:
         try:
-            yield from _parse_blocks(src, path, (read, parse, convert), invalid)
+            with raw_closing(raw):
+                options = (read, parse, convert)
+                yield from _parse_blocks(src, path, options, invalid, progress, stream, raw)
         except pa.ArrowException as exc:
             if not_utf8:  # a malformed line pyarrow could not decode never reached handler
                 raise NotUtf8(str(exc)) from None
@@ -118,13 +147,16 @@ def _parse_blocks(
     path: Path | str,
     options: tuple[pcsv.ReadOptions, pcsv.ParseOptions, pcsv.ConvertOptions],
     invalid: list[tuple[int, str, str]],
+    progress: Progress,
+    given: pa.NativeFile | None,
+    raw: RawLines,
 ) -> Iterator[SourceBatch]:
     read, parse, convert = options
-    # pyarrow numbers records from the top of the file, skipped rows and header included
+    # pyarrow numbers records from the top of what it reads, skipped rows and header included
     next_rec = read.skip_rows + (1 if (src.header and not src.columns) else 0) + 1
-    next_line = src.skip_rows + 1 + (1 if src.header else 0)
+    next_line = progress.next_line
     label = str(path)
-    with open_file(path) as stream:
+    with given if given is not None else open_file(path) as stream:
         reader = pcsv.open_csv(stream, read, parse, convert)
         for batch in reader:
             n = batch.num_rows
@@ -149,9 +181,11 @@ def _parse_blocks(
             starts[1:] += np.cumsum(extra)[:-1]
             lines = starts[~is_bad]
             bad = [BadLine(int(starts[num - next_rec]), text, msg) for num, text, msg in here]
-            keep, bad = split_swallowed(batch, lines, valid_extra, bad, src)
-            if keep is not None:
+            swallow = first_swallow(batch, lines, valid_extra, bad, src, raw.text)
+            if swallow is not None:
+                keep = lines < swallow.line
                 batch, lines = batch.filter(pa.array(keep)), lines[keep]
+                bad = [b for b in bad if b.line < swallow.line]
             next_rec += span
             next_line = int(starts[-1] + extra[-1] + 1) if span else next_line
             blank = _blank_mask(batch)
@@ -159,15 +193,25 @@ def _parse_blocks(
                 keep = pa.array(~blank)
                 batch = batch.filter(keep)
                 lines = lines[~blank]
+            if swallow is not None:
+                progress.next_line, progress.swallow = swallow.line, swallow
+                yield SourceBatch(label, batch, lines, bad)
+                return
+            progress.next_line = next_line
             yield SourceBatch(label, batch, lines, bad)
-    if invalid:
-        empty = pa.RecordBatch.from_pylist([], schema=reader.schema)
-        none = np.zeros(0, dtype=np.int64)
-        tail: list[BadLine] = []
-        for _, text, msg in invalid:
-            tail.append(BadLine(next_line, text, msg))
-            next_line += text.count("\n") + 1
-        yield SourceBatch(label, empty, none, split_swallowed(empty, none, none, tail, src)[1])
+        if invalid:
+            empty = pa.RecordBatch.from_pylist([], schema=reader.schema)
+            none = np.zeros(0, dtype=np.int64)
+            tail: list[BadLine] = []
+            for _, text, msg in invalid:
+                tail.append(BadLine(next_line, text, msg))
+                next_line += text.count("\n") + 1
+            swallow = first_swallow(empty, none, none, tail, src, raw.text)
+            if swallow is not None:
+                tail = [b for b in tail if b.line < swallow.line]
+                progress.swallow = swallow
+            progress.next_line = swallow.line if swallow is not None else next_line
+            yield SourceBatch(label, empty, none, tail)
 
 
 def _blank_mask(batch: pa.RecordBatch) -> np.ndarray | None:

@@ -19,9 +19,18 @@ import pyarrow.csv as pcsv
 
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
-from recordsync.read.batch import SourceBatch
-from recordsync.read.csv_blocks import BLOCK_SIZE, NotUtf8, csv_options, iter_blocks, open_file
+from recordsync.read.batch import BadLine, SourceBatch
+from recordsync.read.csv_blocks import (
+    BLOCK_SIZE,
+    NotUtf8,
+    Progress,
+    csv_options,
+    iter_blocks,
+    open_file,
+)
+from recordsync.read.csv_lines import Mark, Opened, open_at, stray_quote
 from recordsync.read.paths import locate
+from recordsync.read.swallow import Swallow, reason, size_text
 from recordsync.read.utf8guard import guard, not_utf8_error
 
 MAX_BLOCK_SIZE = 64 << 20  # rows up to this size are read (the block grows to fit them)
@@ -85,6 +94,8 @@ def _parse_header(src: SourceConfig, path: Path | str, quick: bool) -> list[str]
                 break
             except pa.ArrowException as exc:
                 if not_utf8 or block_size == sizes[-1]:
+                    if not not_utf8 and _too_long(exc):
+                        raise _long_header(src, path, block_size) from None
                     raise _read_error(path, exc, src.encoding, bool(not_utf8)) from None
     assert names is not None
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -95,6 +106,24 @@ def _parse_header(src: SourceConfig, path: Path | str, quick: bool) -> list[str]
             hint="rename them in the file, or declare names with source.columns",
         )
     return names
+
+
+def _too_long(exc: Exception) -> bool:
+    """pyarrow's failure on a row longer than its block (or a header longer than the first)."""
+    text = str(exc)
+    return "straddl" in text or "Empty CSV file or block" in text
+
+
+def _long_header(src: SourceConfig, path: Path | str, limit: int) -> SourceError:
+    line = src.skip_rows + 1
+    return SourceError(
+        f"the header (line {line}) cannot be read: it is longer than {size_text(limit)}",
+        file=str(path),
+        line=line,
+        key="source.header",
+        hint="check source.delimiter and source.quotechar (a stray quote in the header runs"
+        " on to the next quote), or name the columns with source.columns and header: false",
+    )
 
 
 def _read_error(path: Path | str, exc: Exception, encoding: str, not_utf8: bool) -> SourceError:
@@ -111,67 +140,73 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
     """Yield :class:`SourceBatch` es of string columns, in file order, of about
     ``src.batch_size`` rows (parsed blocks merged).
 
-    A row longer than a block makes pyarrow fail ("straddling object"); the file is then
-    parsed again with blocks 4x larger, delivering only the rows not delivered yet."""
+    The parse stops at a record it must not take as it parses (a quoted field that swallowed
+    lines, :mod:`.swallow`): that record's first line is delivered as a malformed line and the
+    file is parsed again from the next line on (:func:`.csv_lines.open_at`). A row longer
+    than a block makes pyarrow fail ("straddling object"); the file is then parsed again from
+    that row's line with blocks 4x larger, up to :data:`MAX_BLOCK_SIZE`; a line that still
+    does not fit is a malformed line too, and the file is parsed again from the next line."""
     path = locate(base_dir, src.path)
     names = read_header(src, base_dir, quick=True)
+    first = src.skip_rows + 1 + (1 if src.header else 0)  # the first data line
+    progress = Progress(first)
     block = BLOCK_SIZE
-    delivered = 0  # last line number delivered (line numbers grow through rows and bad lines)
+    mark = Mark()
+    stream: pa.NativeFile | None = None  # the file from progress.next_line on (a re-read)
+    empty = pa.RecordBatch.from_pylist([], schema=pa.schema([(n, pa.string()) for n in names]))
+    pending: list[SourceBatch] = []
+    pending_rows = 0
     while True:
-        pending: list[SourceBatch] = []
-        pending_rows = 0
         failure: SourceError | None = None
+        swallow: Swallow | None = None
+        given, stream = stream, None
         try:
-            for part in iter_blocks(src, path, names, block):
-                part = _after(part, delivered)
+            for part in iter_blocks(src, path, names, block, progress, given):
                 pending.append(part)
                 pending_rows += part.batch.num_rows
                 if pending_rows >= src.batch_size:
-                    merged = _merge(pending)
+                    yield _merge(pending)
                     pending, pending_rows = [], 0
-                    delivered = max(delivered, _last_line(merged))
-                    yield merged
+            swallow = progress.swallow
         except pa.ArrowException as exc:
-            if "straddl" in str(exc) and block < MAX_BLOCK_SIZE:
+            top = given is None and progress.next_line == first
+            if given is not None and str(exc).endswith("Empty CSV file"):
+                break  # nothing after the line re-read from
+            if not _too_long(exc):
+                failure = _read_error(path, exc, src.encoding, False)
+            elif top and "straddl" not in str(exc):  # the header does not fit in a block
+                if block >= MAX_BLOCK_SIZE:
+                    raise _long_header(src, path, block) from None
                 block *= 4
                 continue
-            failure = _read_error(path, exc, src.encoding, False)
-            if "straddl" in str(exc):
-                failure = SourceError(
-                    f"a row after line {delivered} is longer than {MAX_BLOCK_SIZE >> 20} MiB:"
-                    " an unbalanced quote?",
-                    file=str(path),
-                    line=delivered + 1,
-                    key="source.quotechar",
-                    hint="fix the quoting after that line (a stray quote opens a field that"
-                    " runs on to the next quote), or set source.quotechar: null",
-                )
+            elif block < MAX_BLOCK_SIZE:  # again from the line that did not fit
+                block *= 4
+                stream = _reopen(src, path, progress.next_line, mark).stream
+                continue
+            else:
+                swallow = Swallow(progress.next_line, "long")
         except NotUtf8 as exc:
             failure = _read_error(path, exc, src.encoding, True)
-        if pending:  # rows read before a failure are still delivered, then the failure
-            yield _merge(pending)
         if failure is not None:
+            if pending:  # rows read before a failure are still delivered, then the failure
+                yield _merge(pending)
             raise failure
-        return
+        if swallow is None:
+            break
+        # the line where the record starts is malformed; parse again from the next line
+        opened = _reopen(src, path, swallow.line + 1, mark)
+        quote = stray_quote(opened.before, src.delimiter, src.quotechar)
+        why = reason(swallow, quote, opened.before_bytes, src, MAX_BLOCK_SIZE)
+        bad = BadLine(swallow.line, opened.before, why)
+        pending.append(SourceBatch(str(path), empty, np.zeros(0, dtype=np.int64), [bad]))
+        progress = Progress(swallow.line + 1)
+        stream, block = opened.stream, BLOCK_SIZE
+    if pending:
+        yield _merge(pending)
 
 
-def _after(part: SourceBatch, line: int) -> SourceBatch:
-    """The rows and bad lines of ``part`` after line ``line`` (all of them when 0)."""
-    rows_after = len(part.rows) == 0 or part.rows[0] > line
-    if line == 0 or (rows_after and all(b.line > line for b in part.bad)):
-        return part
-    keep = part.rows > line
-    return SourceBatch(
-        part.file,
-        part.batch.filter(pa.array(keep)),
-        part.rows[keep],
-        [b for b in part.bad if b.line > line],
-    )
-
-
-def _last_line(sb: SourceBatch) -> int:
-    last = int(sb.rows[-1]) if len(sb.rows) else 0
-    return max([last, *(b.line for b in sb.bad)])
+def _reopen(src: SourceConfig, path: Path | str, line: int, mark: Mark) -> Opened:
+    return open_at(open_file, path, src.encoding, line, mark)
 
 
 def _merge(parts: list[SourceBatch]) -> SourceBatch:
