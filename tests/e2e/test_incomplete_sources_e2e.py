@@ -17,7 +17,7 @@ import pytest
 
 import recordsync.read as read_package
 import recordsync.read.parquet_reader as parquet_reader
-from recordsync.errors import SourceError
+from recordsync.errors import SourceError, exit_code_for
 from recordsync.read import SourceBatch
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
@@ -188,25 +188,20 @@ def test_a_source_that_changes_while_it_is_read_deletes_nothing(
 
 
 def test_a_parquet_file_cut_short_is_named_and_deletes_nothing(tmp_path: Path) -> None:
-    """A directory of two Parquet files; the second is cut short (its footer missing: still
-    being written, or copied incompletely) while row 3 left the first."""
-    parts = tmp_path / "parts"
-    parts.mkdir()
-    pipeline = setup(tmp_path, "parts", ", format: parquet")
-    _parquet(parts / "a.parquet", range(15))
-    _parquet(parts / "b.parquet", range(15, ROWS))
+    """Row 3 left the export, which is cut short (its footer missing: still being written,
+    or copied incompletely): the run names the file and what to do; nothing is deleted."""
+    pipeline = setup(tmp_path, "m.parquet")
+    _parquet(tmp_path / "m.parquet", range(ROWS))
     with served(tmp_path / "s.db") as url:
         assert run_pipeline(request(tmp_path, pipeline), target=target(url)).exit_code == 0
-        _parquet(parts / "a.parquet", [i for i in range(15) if i != 3])
-        data = (parts / "b.parquet").read_bytes()
-        (parts / "b.parquet").write_bytes(data[: len(data) - 40])
-        second = run_pipeline(request(tmp_path, pipeline), target=target(url))
+        _parquet(tmp_path / "m.parquet", [i for i in range(ROWS) if i != 3])
+        data = (tmp_path / "m.parquet").read_bytes()
+        (tmp_path / "m.parquet").write_bytes(data[: len(data) - 40])
+        with pytest.raises(SourceError) as err:  # checked before the run starts
+            run_pipeline(request(tmp_path, pipeline), target=target(url))
         live = live_emails(url)
     assert "p3@m.example" in live and len(live) == ROWS
-    assert second.exit_code != 0
-    assert isinstance(second.error, SourceError)
-    message = str(second.error)
-    assert "b.parquet is cut short" in message
-    assert "no Parquet footer" in message
+    assert exit_code_for(err.value) == 2
+    message = str(err.value)
+    assert "m.parquet is cut short: it has no Parquet footer" in message
     assert "run again once the file is complete" in message
-    assert step(second)["deleted"] == 0
