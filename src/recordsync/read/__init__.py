@@ -14,6 +14,8 @@ from recordsync.config.models import SourceConfig
 from recordsync.native_memory import configure, give_back
 from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
+from recordsync.read.integrity import guard_last_line
+from recordsync.read.paths import locate
 from recordsync.read.prefetch import read_ahead
 
 
@@ -25,7 +27,9 @@ def iter_source(
     is read in a background thread while the current one is used (:mod:`.prefetch`); after
     each, that thread gives the memory freed so far back to the system
     (:func:`recordsync.native_memory.give_back`). The Parquet and SQL readers are imported
-    when used (a CSV run's start-up needs neither)."""
+    when used (a CSV run's start-up needs neither). A CSV file that ends mid-line has its
+    cut last record as a malformed line that stops mirror deletes
+    (:func:`recordsync.read.integrity.guard_last_line`)."""
     configure()
     if source.kind == "sql":
         from recordsync.read.sql import iter_sql
@@ -35,7 +39,8 @@ def iter_source(
         from recordsync.read.parquet_reader import iter_parquet
 
         return read_ahead(_giving_back(iter_parquet(source, base_dir, columns)))
-    return read_ahead(_giving_back(iter_csv(source, base_dir)))
+    path = locate(base_dir, source.path)  # its last line checked: cut short? (.integrity)
+    return read_ahead(_giving_back(guard_last_line(source, path, iter_csv(source, base_dir))))
 
 
 def _giving_back(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:

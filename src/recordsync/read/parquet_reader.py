@@ -4,6 +4,7 @@ storage) in record batches."""
 from __future__ import annotations
 
 import glob
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +16,10 @@ from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read.batch import SourceBatch
 from recordsync.read.paths import is_remote, source_path
-from recordsync.read.remote import list_files, open_file
+from recordsync.read.remote import list_files, open_file, read_range, stat_files
+
+MAGIC = b"PAR1"
+"""A Parquet file starts and ends with these bytes (the footer ends with them)."""
 
 
 def parquet_files(src: SourceConfig, base_dir: Path) -> list[Path | str]:
@@ -53,12 +57,42 @@ def parquet_files(src: SourceConfig, base_dir: Path) -> list[Path | str]:
     return list(files)
 
 
+def cut_short(path: Path | str) -> SourceError | None:
+    """The error for a file that starts as Parquet but lacks its footer (a file still being
+    written, or copied incompletely: the footer is written last), or None."""
+    try:
+        if isinstance(path, str):
+            (stamp,) = stat_files([path])
+            size = stamp[0] if stamp is not None else 0
+            head, tail = read_range(path, 0, 4), read_range(path, max(0, size - 4), 4)
+        else:
+            size = os.path.getsize(path)
+            with open(path, "rb") as f:
+                head = f.read(4)
+                f.seek(max(0, size - 4))
+                tail = f.read(4)
+    except (OSError, SourceError):
+        return None
+    if head != MAGIC or (tail == MAGIC and size >= 12):
+        return None
+    return SourceError(
+        f"{path} is cut short: it has no Parquet footer ({size:,} bytes that do not end with"
+        " the footer's 'PAR1'): it is still being written, or was copied incompletely",
+        key="source.path",
+        hint="run again once the file is complete (have the export write it under another"
+        " name and rename it when done); no record of this step was deleted",
+    )
+
+
 def _open(path: Path | str) -> pq.ParquetFile:
     try:
         if isinstance(path, str):
             return pq.ParquetFile(open_file(path))
         return pq.ParquetFile(str(path))
     except (OSError, pa.ArrowException) as exc:
+        cut = cut_short(path)
+        if cut is not None:
+            raise cut from None
         raise SourceError(
             f"cannot read {path} as Parquet: {exc}",
             key="source.format",
@@ -87,4 +121,7 @@ def iter_parquet(
                 start += n
                 yield SourceBatch(str(path), batch, rows)
         except (OSError, pa.ArrowException) as exc:
+            cut = cut_short(path)  # shortened since it was opened
+            if cut is not None:
+                raise cut from None
             raise SourceError(f"cannot read {path}: {exc}", key="source.path") from None

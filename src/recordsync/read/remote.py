@@ -161,3 +161,34 @@ def list_files(uri: str, suffix: str) -> list[str] | None:
         and (pattern.match(f.path) is not None if pattern else f.path.endswith(suffix))
     )
     return [prefix + f for f in files]
+
+
+def stat_files(uris: list[str]) -> list[tuple[int, int | None] | None]:
+    """``(size, modification time in ns or None)`` of each file URI, None for one that is
+    not there, as the storage reports them (S3: the object's size and Last-Modified; pyarrow
+    exposes no ETag). One filesystem, the first URI's, answers for all (a source's files
+    share it)."""
+    import pyarrow.fs as pafs
+
+    if not uris:
+        return []
+    fs, first = filesystem(uris[0])
+    cut = len(uris[0]) - len(first) if uris[0].endswith(first) else None
+    paths = [u[cut:] if cut is not None else filesystem(u)[1] for u in uris]
+    try:
+        infos = fs.get_file_info(paths)
+    except (OSError, pa.ArrowException) as exc:
+        raise _error(uris[0], exc) from None
+    return [
+        (int(i.size or 0), i.mtime_ns) if i.type == pafs.FileType.File else None for i in infos
+    ]
+
+
+def read_range(uri: str, start: int, size: int) -> bytes:
+    """``size`` bytes of the file ``uri`` from byte ``start`` (fewer at its end)."""
+    fs, path = filesystem(uri)
+    try:
+        with fs.open_input_file(path) as f:
+            return bytes(f.read_at(size, start))
+    except (OSError, pa.ArrowException) as exc:
+        raise _error(uri, exc) from None

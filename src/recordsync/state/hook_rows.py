@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, cast
 
 from recordsync.config.models import MappingConfig
@@ -68,6 +68,7 @@ class StepRows:
     object_types: set[str]
     notes: list[str]
     _adoptable: dict[str, Adoptable]
+    watch_source: Callable[[StepPlan], None]  # :class:`recordsync.state.hook_step_end.StepEnd`
 
     def source(self, plan: StepPlan) -> Iterable[Item]:
         """The step's rows. A complete, first-attempt run of a whole pipeline digests its
@@ -76,6 +77,7 @@ class StepRows:
         step's old snapshot is dropped here in any case, before anything is sent."""
         from recordsync.state.snapshots import SnapshotWriter, take
 
+        self.watch_source(plan)  # before any read: a file changing from here stops deletes
         self._discard_snapshot()
         fp = None
         offered = plan.digested is not None and plan.fingerprint is not None

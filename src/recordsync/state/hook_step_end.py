@@ -1,13 +1,21 @@
 """The state hook's end of a step (:class:`StateHook`): the ledger written while the last
 chunks are in flight, the step's reference outcomes, and once every row is acknowledged the
-step's snapshot committed and its mirror deletes run."""
+step's snapshot committed and its mirror deletes run — unless the source may not have been
+read whole: a malformed line that may hide rows (``StepPrep.mirror_skip``), or a source file
+that changed since the step began reading it (:meth:`StepEnd.watch_source`,
+:mod:`recordsync.read.integrity`)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from recordsync.config.models import MappingConfig
+from recordsync.errors import SourceError
 from recordsync.model import StepPlan
+from recordsync.read.integrity import ENDS_MID_LINE, Stamp, changes, stamp_source
 from recordsync.report.tally import StepTally
 from recordsync.state.ledger_prep import StepPrep
 from recordsync.state.store import DB_ERRORS
@@ -30,10 +38,39 @@ class StepEnd:
     pipeline: str
     deleter: Deleter | None
     allow_mass_deletes: bool
+    mirror_deletes: bool
+    configs: Mapping[str, MappingConfig]
     _prep: dict[str, StepPrep]
+    _stamps: dict[str, dict[str, Stamp]] | None = None
+    """Per step with mirror deletes: its source files' sizes and times as it began."""
     _journaled: dict[str, JournaledRows]
     _snap: SnapshotWriter | None
     _snap_fp: bytes
+
+    def watch_source(self, plan: StepPlan) -> None:
+        """The step begins (before any read of its source): with mirror deletes on, note the
+        size and modification time of its source files, compared before the deletes."""
+        config = self.configs.get(plan.name)
+        if config is None or not (self.mirror_deletes and config.mirror_deletes.enabled):
+            return
+        if self._stamps is None:
+            self._stamps = {}
+        self._stamps[plan.name] = stamp_source(config.source, _base_dir(config))
+
+    def _changed(self, plan: StepPlan, config: MappingConfig) -> str | None:
+        """Why the step's source may not have been read whole: its files changed since the
+        step began (:meth:`watch_source`), or cannot be checked now; None when unchanged."""
+        before = (self._stamps or {}).pop(plan.name, None)
+        if before is None:
+            return None
+        try:
+            now = stamp_source(config.source, _base_dir(config))
+        except SourceError as exc:
+            return f"the source could not be checked for changes since the step began: {exc}"
+        found = changes(before, now)
+        if not found:
+            return None
+        return f"the source changed while the step read it ({'; '.join(found)})"
 
     def source_read(self, plan: StepPlan) -> None:
         """The step's last chunks are in flight: write what was acknowledged so far to the
@@ -75,10 +112,18 @@ class StepEnd:
         prep = self._prep.get(plan.name)
         if prep is None or prep.seen_keys is None:
             return
-        if prep.mirror_skip is not None:  # unreadable is not absent: rows may hide in it
+        changed = self._changed(plan, prep.config)
+        why = changed or prep.mirror_skip
+        if why is not None:  # unreadable is not absent: rows may hide in it
+            cut = changed is not None or ENDS_MID_LINE in why
+            fix = (
+                "run again once the export is complete (write it under another name and"
+                " rename it when done)"
+                if cut
+                else "fix the line in the source"
+            )
             tally.mirror_skipped = (
-                f"{prep.mirror_skip}; rows may be missing from what was read, so no record was"
-                " deleted: fix the line in the source"
+                f"{why}; rows may be missing from what was read, so no record was deleted: {fix}"
             )
             log.warning("step %s: mirror deletes skipped: %s", plan.name, tally.mirror_skipped)
             prep.seen_keys = None
@@ -108,3 +153,8 @@ class StepEnd:
             log.error(
                 "mirror delete of %s record %d (key %r) failed: %s", plan.name, rid, key, message
             )
+
+
+def _base_dir(config: MappingConfig) -> Path:
+    """Where the mapping's source path is relative to (the mapping file's directory)."""
+    return config.path.parent if config.path is not None else Path.cwd()

@@ -1,0 +1,216 @@
+"""Whether a source was read whole (recordsync.read.integrity): a CSV file whose last record
+has no line ending is checked (cut inside a quoted field, or cells too few: a malformed line
+that stops mirror deletes; otherwise complete: read as it is); file stamps and what changed."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from recordsync.config.models import SourceConfig
+from recordsync.read import iter_source
+from recordsync.read.integrity import ENDS_MID_LINE, changes, stamp_source
+
+
+def read(path: Path, **kw: object) -> tuple[list[int], list[tuple[int, str, str | None]]]:
+    src = SourceConfig.model_validate({"path": path.name, **kw})
+    got = list(iter_source(src, path.parent))
+    rows = [r for sb in got for r in sb.rows.tolist()]
+    bad = [(b.line, b.text, b.hides) for sb in got for b in sb.bad]
+    return rows, bad
+
+
+@pytest.mark.parametrize(
+    ("data", "rows"),
+    [
+        (b"a,b,c\n1,x,y\n2,y,z", [2, 3]),  # no final line ending, complete
+        (b'a,b,c\n1,x,y\n2,y,"z ""q"""', [2, 3]),  # quotes closed (doubled ones inside)
+        (b'a,b,c\n1,x,"y\nq"', [2]),  # a multi-line last cell, closed
+        (b"a,b,c\r\n1,x,y\r\n2,y,z", [2, 3]),
+        (b'a,b,c\n1,x,y\n2,y,"z\n', [2, 3]),  # ends with a line ending: not checked
+        (b"a,b,c\n1,x,y\n,,", [2]),  # a blank row (empty cells) last
+    ],
+)
+def test_a_complete_last_line_is_read_as_it_is(
+    tmp_path: Path, data: bytes, rows: list[int]
+) -> None:
+    (tmp_path / "m.csv").write_bytes(data)
+    assert read(tmp_path / "m.csv") == (rows, [])
+
+
+@pytest.mark.parametrize(
+    ("data", "line", "text", "why"),
+    [
+        (b'a,b,c\n1,x,y\n2,y,"z ""q', 3, '2,y,"z ""q', "ends inside a quoted field"),
+        (b'a,b,c\n1,x,y\n2,y,"z\nmore', 3, '2,y,"z\nmore', "ends inside a quoted field"),
+        (b'a,b,c\r\n1,x,y\r\n2,y,"z', 3, '2,y,"z', "ends inside a quoted field"),
+        (b"a,b,c\n1,x,y\n2,y", 3, "2,y", "has 2 of 3 cells"),
+        (b'a,b,c\n1,x,y\n"2,y', 3, '"2,y', "ends inside a quoted field"),
+    ],
+)
+def test_a_last_record_cut_short_is_a_malformed_line_that_hides_rows(
+    tmp_path: Path, data: bytes, line: int, text: str, why: str
+) -> None:
+    (tmp_path / "m.csv").write_bytes(data)
+    rows, bad = read(tmp_path / "m.csv")
+    assert rows == [2]
+    assert [(b[0], b[1]) for b in bad] == [(line, text)]
+    hides = bad[0][2]
+    assert hides is not None
+    assert hides.endswith(
+        f"m.csv: its last record (line {line}) has no line ending and {why}: {ENDS_MID_LINE}"
+    )
+
+
+def test_a_last_line_with_cells_too_many_is_left_to_the_salvage(tmp_path: Path) -> None:
+    (tmp_path / "m.csv").write_bytes(b"a,b\n1,x\n2,y,z")
+    assert read(tmp_path / "m.csv")[1] == [(3, "2,y,z", None)]
+
+
+def test_the_escape_character_is_honoured(tmp_path: Path) -> None:
+    (tmp_path / "m.csv").write_bytes(b'a,b\n1,x\n2,"y\\"')  # \" is a quote: still open
+    assert read(tmp_path / "m.csv", escapechar="\\")[1][0][2] is not None
+    (tmp_path / "m.csv").write_bytes(b'a,b\n1,x\n2,"y\\""')
+    assert read(tmp_path / "m.csv", escapechar="\\")[1] == []
+
+
+def test_without_quoting_only_the_cells_count(tmp_path: Path) -> None:
+    (tmp_path / "m.csv").write_bytes(b'a,b\n1,x\n2,"y')
+    assert read(tmp_path / "m.csv", quotechar=None)[1] == []
+
+
+def test_a_compressed_file_is_not_checked_by_its_tail(tmp_path: Path) -> None:
+    (tmp_path / "m.csv.gz").write_bytes(gzip.compress(b'a,b\n1,x\n2,"y'))
+    rows, bad = read(tmp_path / "m.csv.gz")
+    assert rows == [2, 3] and bad == []
+
+
+def test_a_latin1_file_is_checked_too(tmp_path: Path) -> None:
+    (tmp_path / "m.csv").write_bytes('a,b\n1,Zoë\n2,"Zoë'.encode("latin-1"))
+    rows, bad = read(tmp_path / "m.csv", encoding="latin-1")
+    assert rows == [2] and bad[0][:2] == (3, '2,"Zoë')
+
+
+_cell = st.text(
+    st.characters(codec="utf-8", exclude_categories=["Cs"], exclude_characters="\r\x00"),
+    max_size=8,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.lists(st.tuples(_cell, _cell, _cell), min_size=1, max_size=6),
+    quoting=st.sampled_from([csv.QUOTE_MINIMAL, csv.QUOTE_ALL]),
+)
+def test_a_whole_file_without_a_final_line_ending_is_never_flagged(
+    rows: list[tuple[str, str, str]], quoting: Literal[0, 1]
+) -> None:
+    """Round trip: what csv.writer writes, without its last line ending, reads back with
+    every row (a blank last row, which is skipped, aside) and nothing flagged."""
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=quoting, lineterminator="\n")
+    writer.writerow(["a", "b", "c"])
+    writer.writerows(rows)
+    text = out.getvalue()[:-1]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.csv"
+        path.write_bytes(text.encode())
+        src = SourceConfig.model_validate({"path": "m.csv"})
+        got = list(iter_source(src, path.parent))
+    assert [b for sb in got for b in sb.bad] == []
+    values = [tuple(r.values()) for sb in got for r in sb.batch.to_pylist()]
+    assert values == [r for r in rows if any(r)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(head=_cell, cut=st.integers(min_value=0))
+def test_a_file_cut_inside_its_last_quoted_cell_is_always_flagged(head: str, cut: int) -> None:
+    """Cut anywhere inside the last row's quoted cell (before its closing quote, not right
+    after a line break in it), the file is flagged: the row does not reach the batch."""
+    cell = head.replace('"', '""') + "tail"
+    body = f'a,b\n1,x\n2,"{cell}"'
+    start = body.index('"') + 1  # the cell's first character
+    stop = start + cut % len(cell)  # before its closing quote
+    while body[start:stop].endswith("\n") or (
+        len(body[start:stop]) - len(body[start:stop].rstrip('"'))
+    ) % 2:  # a line ending last is not checked; an odd quote last closes the field
+        stop -= 1
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "m.csv"
+        path.write_bytes(body[:stop].encode())
+        src = SourceConfig.model_validate({"path": "m.csv"})
+        got = list(iter_source(src, path.parent))
+    bad = [b for sb in got for b in sb.bad]
+    assert [r for sb in got for r in sb.rows.tolist()] == [2]
+    assert len(bad) == 1 and bad[0].hides is not None and ENDS_MID_LINE in bad[0].hides
+
+
+def test_changes_name_the_file_and_what_changed(tmp_path: Path) -> None:
+    (tmp_path / "m.csv").write_bytes(b"a\n1\n")
+    src = SourceConfig.model_validate({"path": "m.csv"})
+    before = stamp_source(src, tmp_path)
+    assert changes(before, stamp_source(src, tmp_path)) == []
+    with open(tmp_path / "m.csv", "ab") as f:
+        f.write(b"2\n")
+    (found,) = changes(before, stamp_source(src, tmp_path))
+    assert found.endswith("m.csv: its size went from 4 to 6 bytes") or (
+        "m.csv: its size went from 4 to 6 bytes and it was modified at" in found
+    )
+    before = stamp_source(src, tmp_path)
+    st_ = os.stat(tmp_path / "m.csv")
+    os.utime(tmp_path / "m.csv", ns=(st_.st_atime_ns, 1_700_000_000_123_000_000))
+    (found,) = changes(before, stamp_source(src, tmp_path))
+    assert "m.csv: it was modified at 2023-11-14T22:13:20.123Z (before: " in found
+    assert "size" not in found
+    before = stamp_source(src, tmp_path)
+    os.remove(tmp_path / "m.csv")
+    (found,) = changes(before, stamp_source(src, tmp_path))
+    assert found.endswith("m.csv is gone")
+
+
+def test_a_parquet_directory_notices_a_file_that_appears(tmp_path: Path) -> None:
+    (tmp_path / "ds").mkdir()
+    pq.write_table(pa.table({"id": [1]}), tmp_path / "ds" / "a.parquet")
+    src = SourceConfig.model_validate({"path": "ds", "format": "parquet"})
+    before = stamp_source(src, tmp_path)
+    pq.write_table(pa.table({"id": [2]}), tmp_path / "ds" / "b.parquet")
+    (found,) = changes(before, stamp_source(src, tmp_path))
+    assert found.endswith(f"{Path('ds') / 'b.parquet'} appeared")
+    query = SourceConfig.model_validate({"query": "select 1", "key": "x"})
+    assert stamp_source(query, tmp_path) == {}
+
+
+def _put(fs: pafs.FileSystem, path: str, data: bytes) -> None:
+    with fs.open_output_stream(path, compression=None) as f:
+        f.write(data)
+
+
+def test_on_s3_the_tail_and_the_object_size_are_checked(
+    bucket: tuple[pafs.S3FileSystem, str], tmp_path: Path
+) -> None:
+    fs, name = bucket
+    uri = f"s3://{name}/in/m.csv"
+    _put(fs, f"{name}/in/m.csv", b'a,b\n1,x\n2,"y')
+    src = SourceConfig.model_validate({"path": uri})
+    got = list(iter_source(src, tmp_path))
+    assert [b.hides for sb in got for b in sb.bad] == [
+        f"{uri}: its last record (line 3) has no line ending and ends inside a quoted field: "
+        + ENDS_MID_LINE
+    ]
+    before = stamp_source(src, tmp_path)
+    _put(fs, f"{name}/in/m.csv", b'a,b\n1,x\n2,"y"\n')
+    (found,) = changes(before, stamp_source(src, tmp_path))
+    assert found.startswith(f"{uri}: its size went from 12 to 14 bytes")
+    assert [b for sb in iter_source(src, tmp_path) for b in sb.bad] == []
