@@ -10,7 +10,12 @@ from typing import Any
 
 import click
 
-from recordsync.cli.options import sandbox_db_for, sandbox_seed_option, state_db_option
+from recordsync.cli.options import (
+    sandbox_db_for,
+    sandbox_seed_option,
+    state_db_option,
+    wait_for_lock_option,
+)
 from recordsync.errors import EXIT_OK, ConfigError, RecordsyncError
 from recordsync.state.location import StateLocation
 
@@ -129,6 +134,7 @@ def _announce(quiet: bool) -> Any:
     help="Run even when a step keyed only by the state store's ledger finds its ledger empty"
     " while the target holds records of its type (creates every row again).",
 )
+@wait_for_lock_option
 @sandbox_seed_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def run_command(
@@ -147,6 +153,7 @@ def run_command(
     allow_mass_deletes: bool,
     durable_state: bool,
     allow_recreate: bool,
+    wait_for_lock: float,
     sandbox_seed: Path | None,
     quiet: bool,
 ) -> None:
@@ -155,7 +162,9 @@ def run_command(
     PIPELINE may also be a mapping file: it runs as a one-step pipeline named after the file.
 
     With the state store (default) only new, changed and previously failed rows are sent, a
-    killed run is resumed, and a second run of the same pipeline is refused.
+    killed run is resumed, and a second run of the same pipeline is refused, as is a run
+    of another pipeline writing the same records through the same key (--wait-for-lock
+    waits instead).
 
     Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error,
     nothing sent; 3 aborted (authentication, unknown object type, circuit breaker,
@@ -181,6 +190,7 @@ def run_command(
         allow_mass_deletes=allow_mass_deletes,
         durable_state=durable_state,
         allow_recreate=allow_recreate,
+        wait_for_lock=wait_for_lock,
         sandbox_db=sandbox_db_for(sandbox_seed),
         sandbox_seed=sandbox_seed,
     )
@@ -211,6 +221,7 @@ def run_command(
     is_flag=True,
     help="As for run: go on although a ledger-only step's ledger is empty.",
 )
+@wait_for_lock_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def retry_command(
     report_dir: Path,
@@ -220,6 +231,7 @@ def retry_command(
     resend_in_doubt: bool,
     state_db: StateLocation | None,
     allow_recreate: bool,
+    wait_for_lock: float,
     quiet: bool,
 ) -> None:
     """Resend the failed and in-doubt rows of the run in REPORT_DIR (from its failures.csv).
@@ -241,6 +253,7 @@ def retry_command(
         report_dir=out_dir or report_dir.parent,
         state_db=state_db,
         allow_recreate=allow_recreate,
+        wait_for_lock=wait_for_lock,
     )
     progress, ctx = _progress(quiet)
     with ctx:

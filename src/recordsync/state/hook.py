@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import repeat
 from operator import attrgetter
@@ -42,6 +42,7 @@ from recordsync.send.safety import resend_as_is_safe
 from recordsync.state.checkpoint import BackgroundCheckpoints
 from recordsync.state.hook_rows import StepRows, keep_row
 from recordsync.state.hook_step_end import StepEnd
+from recordsync.state.keyspace import KeySpace, hold_key_spaces
 from recordsync.state.ledger_prep import StepPrep
 
 if TYPE_CHECKING:
@@ -230,8 +231,12 @@ def open_state(
     full_refresh: bool = False,
     resend_in_doubt: bool = False,
     durable: bool = False,
+    key_spaces: Sequence[KeySpace] = (),
+    wait_for_lock: float = 0.0,
 ) -> Iterator[StateHook]:
-    """Lock the pipeline, settle a run that died, start ``run_id``; yield the hook.
+    """Lock the pipeline and its ``key_spaces`` (:mod:`recordsync.state.keyspace`), settle a
+    run that died, start ``run_id``; yield the hook. ``wait_for_lock``: seconds to wait for
+    a lock another run holds before refusing.
 
     ``durable=False`` (WAL, ``synchronous=NORMAL``): a committed chunk survives the process
     being killed; ``durable=True`` also fsyncs every commit, to survive a power cut."""
@@ -239,7 +244,9 @@ def open_state(
 
     store = StateStore(path, durable=durable)
     try:
-        with store.pipeline_lock(pipeline):
+        lock = store.pipeline_lock(pipeline)
+        lock.wait = wait_for_lock
+        with lock, hold_key_spaces(key_spaces, pipeline=pipeline, store=store, wait=wait_for_lock):
             journal = Journal(store, pipeline, defer_ledger=True)
             journal.slices = (FOLD_FROM, FOLD_SLICE)
             info, resumed = journal.resume_or_start(run_id)
