@@ -13,7 +13,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -345,11 +345,18 @@ def test_cli_run_is_refused_while_another_pipeline_writes_its_key_space(tmp_path
         assert all_records(url, "deals") == []
 
 
+def _end(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:  # the test failed while it ran
+        proc.kill()
+        proc.communicate()
+
+
 def test_cli_wait_for_lock_waits_until_the_first_releases(tmp_path: Path) -> None:
     root = write_project(tmp_path / "project")
-    with served(tmp_path / "sandbox.db") as url:
+    with ExitStack() as stack, served(tmp_path / "sandbox.db") as url:
         with held_by_first(root, url, root / "state.db"):
             proc = _cli(root, url, "--wait-for-lock", "600")
+            stack.callback(_end, proc)
             assert proc.stderr is not None
             lines = []
             for line in proc.stderr:  # until it says it waits (or ends)
