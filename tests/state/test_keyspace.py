@@ -27,7 +27,7 @@ from recordsync.errors import EXIT_ABORTED, RunAborted, exit_code_for
 from recordsync.runner import RunResult
 from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
-from recordsync.state import StateStore
+from recordsync.state import PipelineLock, StateStore
 from recordsync.state.keyspace import (
     LOCK_DIR_ENV,
     KeySpace,
@@ -269,7 +269,7 @@ def run_while_held(hold: Any, run: Any) -> tuple[RunResult | None, BaseException
     """Start ``run()`` in a thread while ``hold`` (a context manager) is held; release it
     once the run says it waits. (result, error, whether the run waited)."""
     handler = _Waiting()
-    logger = logging.getLogger("recordsync.state.keyspace")
+    logger = logging.getLogger("recordsync.state")  # the key-space and pipeline locks
     logger.addHandler(handler)
     out: list[Any] = [None, None]
 
@@ -303,6 +303,21 @@ def test_wait_for_lock_waits_until_the_first_releases(tmp_path: Path) -> None:
         assert waited and error is None, error
         assert result is not None and result.exit_code == 0
         assert len(all_records(url, "deals")) == ROWS
+
+
+def test_wait_for_lock_also_waits_for_a_run_of_the_same_pipeline(tmp_path: Path) -> None:
+    root = write_project(tmp_path / "project")
+    db = tmp_path / "state.db"
+    with served(tmp_path / "sandbox.db") as url:
+        StateStore(db).close()
+        result, error, waited = run_while_held(
+            PipelineLock(db.parent, "second", db),
+            lambda: run_pipeline(
+                request(root, "second", db, wait_for_lock=600), target=target(url)
+            ),
+        )
+        assert waited and error is None, error
+        assert result is not None and result.exit_code == 0
 
 
 # -- the command line, in another process ---------------------------------------------------

@@ -5,6 +5,8 @@ Runs are real, against the sandbox over HTTP; the first run's locks are held by 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,12 +34,6 @@ from .test_keyspace import (
 def pg_url(pg_server: str) -> str:
     """A fresh database, its URL with a password that must never show."""
     return new_database(pg_server).replace("postgres@", f"postgres:{PASSWORD}@")
-
-
-@pytest.fixture
-def another_machine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The runs of the test use lock files of their own: only the database is shared."""
-    monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "another-machine"))
 
 
 def test_second_pipeline_sharing_a_mapping_is_refused_naming_the_first(
@@ -78,19 +74,25 @@ def test_a_second_lock_on_the_same_session_is_refused(
 
 
 def test_wait_for_lock_waits_until_the_first_releases(
-    tmp_path: Path, pg_url: str, another_machine: None
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = write_project(tmp_path / "project")
     state = PgUrl(pg_url)
     with served(tmp_path / "sandbox.db") as url:
         spaces = spaces_of(root / "first.yaml", url)
-        with StateStore(state) as store:  # held in the database only
-            result, error, waited = run_while_held(
-                hold_key_spaces(spaces, pipeline="first", store=store),
-                lambda: run_pipeline(
-                    request(root, "second", state, wait_for_lock=600), target=target(url)
-                ),
-            )
+
+        @contextmanager
+        def held_in_the_database_only() -> Iterator[None]:
+            with StateStore(state) as store, hold_key_spaces(spaces, pipeline="first", store=store):
+                monkeypatch.setenv(LOCK_DIR_ENV, str(tmp_path / "another-machine"))
+                yield
+
+        result, error, waited = run_while_held(
+            held_in_the_database_only(),
+            lambda: run_pipeline(
+                request(root, "second", state, wait_for_lock=600), target=target(url)
+            ),
+        )
         assert waited and error is None, error
         assert result is not None and result.exit_code == 0
         assert len(all_records(url, "deals")) == ROWS
