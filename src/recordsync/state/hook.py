@@ -245,7 +245,7 @@ def open_state(
     store = StateStore(path, durable=durable)
     try:
         lock = store.pipeline_lock(pipeline)
-        lock.wait = 0.0
+        lock.wait = wait_for_lock
         with lock, hold_key_spaces(key_spaces, pipeline=pipeline, store=store, wait=wait_for_lock):
             journal = Journal(store, pipeline, defer_ledger=True)
             journal.slices = (FOLD_FROM, FOLD_SLICE)
