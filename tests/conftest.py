@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,20 @@ settings.register_profile("recordsync", deadline=None)
 settings.load_profile("recordsync")
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _key_space_lock_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The key-space lock files of this test session's runs (recordsync.state.keyspace) go
+    to a directory of its own, not ~/.cache: another session on this machine running the
+    same pipelines against the same target must not refuse them."""
+    old = os.environ.get("RECORDSYNC_LOCK_DIR")
+    os.environ["RECORDSYNC_LOCK_DIR"] = str(tmp_path_factory.mktemp("locks"))
+    yield
+    if old is None:
+        os.environ.pop("RECORDSYNC_LOCK_DIR", None)
+    else:
+        os.environ["RECORDSYNC_LOCK_DIR"] = old
 
 
 @pytest.fixture

@@ -47,3 +47,14 @@ sandbox_seed_option = click.option(
     help="Seed file (object types, fields, users) of the embedded sandbox; its records go to"
     " .recordsync/sandbox-<seed name>.db.",
 )
+
+
+wait_for_lock_option = click.option(
+    "--wait-for-lock",
+    type=click.FloatRange(0),
+    default=0,
+    metavar="SECONDS",
+    help="When another run holds this pipeline's lock, or writes the same records through the"
+    " same key (same target, object type and ledger key or match rule), wait up to SECONDS for"
+    " it to finish instead of refusing to start [default: 0, refuse].",
+)

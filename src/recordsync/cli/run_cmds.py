@@ -10,7 +10,12 @@ from typing import Any
 
 import click
 
-from recordsync.cli.options import sandbox_db_for, sandbox_seed_option, state_db_option
+from recordsync.cli.options import (
+    sandbox_db_for,
+    sandbox_seed_option,
+    state_db_option,
+    wait_for_lock_option,
+)
 from recordsync.errors import EXIT_OK, ConfigError, RecordsyncError
 from recordsync.state.location import StateLocation
 
@@ -135,6 +140,7 @@ def _announce(quiet: bool) -> Any:
     help="Bind state written by a recordsync that did not record targets to this run's target"
     " (only if that state was made by runs into this target).",
 )
+@wait_for_lock_option
 @sandbox_seed_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def run_command(
@@ -154,6 +160,7 @@ def run_command(
     durable_state: bool,
     allow_recreate: bool,
     adopt_state: bool,
+    wait_for_lock: float,
     sandbox_seed: Path | None,
     quiet: bool,
 ) -> None:
@@ -162,8 +169,10 @@ def run_command(
     PIPELINE may also be a mapping file: it runs as a one-step pipeline named after the file.
 
     With the state store (default) only new, changed and previously failed rows are sent, a
-    killed run is resumed, and a second run of the same pipeline at the same time is refused.
-    The state is kept per target: a target it has never seen gets a first run.
+    killed run is resumed, and a second run of the same pipeline at the same time is refused,
+    as is a run of another pipeline writing the same records through the same key
+    (--wait-for-lock waits instead). The state is kept per target: a target it has never
+    seen gets a first run.
 
     Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error,
     nothing sent; 3 aborted (authentication, unknown object type, circuit breaker,
@@ -190,6 +199,7 @@ def run_command(
         durable_state=durable_state,
         allow_recreate=allow_recreate,
         adopt_state=adopt_state,
+        wait_for_lock=wait_for_lock,
         sandbox_db=sandbox_db_for(sandbox_seed),
         sandbox_seed=sandbox_seed,
     )
@@ -220,6 +230,7 @@ def run_command(
     is_flag=True,
     help="As for run: go on although a ledger-only step's ledger is empty.",
 )
+@wait_for_lock_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
 def retry_command(
     report_dir: Path,
@@ -229,6 +240,7 @@ def retry_command(
     resend_in_doubt: bool,
     state_db: StateLocation | None,
     allow_recreate: bool,
+    wait_for_lock: float,
     quiet: bool,
 ) -> None:
     """Resend the failed and in-doubt rows of the run in REPORT_DIR (from its failures.csv).
@@ -250,6 +262,7 @@ def retry_command(
         report_dir=out_dir or report_dir.parent,
         state_db=state_db,
         allow_recreate=allow_recreate,
+        wait_for_lock=wait_for_lock,
     )
     progress, ctx = _progress(quiet)
     with ctx:

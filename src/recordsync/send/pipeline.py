@@ -35,6 +35,7 @@ from recordsync.settings import (
     open_target,
 )
 from recordsync.state.hook import open_state
+from recordsync.state.keyspace import hold_key_spaces, key_spaces
 from recordsync.state.location import StateLocation
 from recordsync.state.names import state_name
 from recordsync.state.store import DB_ERRORS
@@ -72,6 +73,8 @@ class RunRequest:
     allow_recreate: bool = False
     adopt_state: bool = False
     """Bind state written before targets were recorded to this run's target."""
+    wait_for_lock: float = 0.0
+    """Seconds to wait for a run holding this run's pipeline or key-space locks (0: refuse)."""
     overrides: dict[str, Any] = field(default_factory=dict)
 
 
@@ -263,8 +266,11 @@ def _run(
 
         if hook is not None:
             return go(hook)
+        # one writer per key space (state/keyspace.py): taken before anything is sent
+        spaces = key_spaces(target.state_identity, run_steps)
         if not request.state:  # ref fields were refused above
-            return go(None)
+            with hold_key_spaces(spaces, pipeline=name, wait=request.wait_for_lock):
+                return go(None)
         if options.dry_run:
             with dry_run_refs(request, key, configs, client.list_records) as refs:
                 return go(refs)
@@ -279,6 +285,8 @@ def _run(
                         resend_in_doubt=request.resend_in_doubt,
                         durable=request.durable_state,
                         lock_name=name,
+                        key_spaces=spaces,
+                        wait_for_lock=request.wait_for_lock,
                     )
                 )
             except _STATE_ERRORS as exc:  # nothing was sent yet

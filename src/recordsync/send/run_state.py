@@ -67,7 +67,9 @@ def bind_target(
     with StateStore(path, durable=False) as store:
         if dry_run:
             return bind(store.connection, pipeline, identity, write=False)
-        with store.pipeline_lock(pipeline), store.transaction() as conn:
+        lock = store.pipeline_lock(pipeline)
+        lock.wait = request.wait_for_lock
+        with lock, store.transaction() as conn:
             return bind(
                 conn,
                 pipeline,

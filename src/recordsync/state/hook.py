@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from itertools import repeat
 from operator import attrgetter
@@ -43,6 +43,7 @@ from recordsync.send.safety import resend_as_is_safe
 from recordsync.state.checkpoint import BackgroundCheckpoints
 from recordsync.state.hook_rows import StepRows, keep_row
 from recordsync.state.hook_step_end import StepEnd
+from recordsync.state.keyspace import KeySpace, hold_key_spaces
 from recordsync.state.ledger_prep import StepPrep
 from recordsync.state.target_check import Adoptable, PageReader, read_mark, save_mark
 
@@ -258,8 +259,12 @@ def open_state(
     resend_in_doubt: bool = False,
     durable: bool = False,
     lock_name: str | None = None,
+    key_spaces: Sequence[KeySpace] = (),
+    wait_for_lock: float = 0.0,
 ) -> Iterator[StateHook]:
-    """Lock the pipeline, settle a run that died, start ``run_id``; yield the hook.
+    """Lock the pipeline and its ``key_spaces`` (:mod:`recordsync.state.keyspace`), settle a
+    run that died, start ``run_id``; yield the hook. ``wait_for_lock``: seconds to wait for
+    a lock another run holds before refusing.
 
     ``pipeline`` is the state key (:func:`recordsync.state.targets.state_key`: the pipeline
     and its target); ``lock_name`` the pipeline's own name, which the lock is taken under
@@ -271,7 +276,11 @@ def open_state(
 
     store = StateStore(path, durable=durable)
     try:
-        with store.pipeline_lock(lock_name or pipeline):
+        lock_name = lock_name or pipeline
+        lock = store.pipeline_lock(lock_name)
+        lock.wait = wait_for_lock
+        held = hold_key_spaces(key_spaces, pipeline=lock_name, store=store, wait=wait_for_lock)
+        with lock, held:
             journal = Journal(store, pipeline, defer_ledger=True)
             journal.slices = (FOLD_FROM, FOLD_SLICE)
             info, resumed = journal.resume_or_start(run_id)

@@ -30,17 +30,22 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import logging
 import os
 import re
 import socket
 import struct
 import threading
+import time
 import zlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
 from recordsync.errors import RunAborted
 from recordsync.state.store import utc_now
+
+log = logging.getLogger(__name__)
 
 
 class LockHolder(NamedTuple):
@@ -77,6 +82,24 @@ def read_holder(path: Path) -> LockHolder | None:
         data.get("started_at"),
         data.get("pipeline"),
     )
+
+
+def poll(take: Callable[[], bool], wait: float, on_wait: Callable[[], None]) -> bool:
+    """``take()`` until it returns True, for up to ``wait`` seconds (0: once); ``on_wait()``
+    once before the first pause. Pauses grow from 50 ms to 1 s. False: never taken."""
+    if take():
+        return True
+    if wait <= 0:
+        return False
+    on_wait()
+    deadline = time.monotonic() + wait
+    pause = 0.05
+    while (left := deadline - time.monotonic()) > 0:
+        time.sleep(min(pause, left))
+        if take():
+            return True
+        pause = min(pause * 2, 1.0)
+    return False
 
 
 _OFD_SETLK: int | None = getattr(fcntl, "F_OFD_SETLK", None)
@@ -137,6 +160,8 @@ class PipelineLock:
         self.db = Path(db) if db is not None else Path(state_dir) / "state.db"
         self.taken_over: LockHolder | None = None
         """The previous holder, when its process died without releasing (a stale lock)."""
+        self.wait = 0.0
+        """Seconds to wait for a live holder before refusing (``--wait-for-lock``)."""
         self._fd: int | None = None
         self._db_fd: int | None = None
 
@@ -145,20 +170,22 @@ class PipelineLock:
         return self._fd is not None
 
     def acquire(self) -> None:
-        """Take the lock, or raise :class:`RunAborted` naming the live holder."""
+        """Take the lock, waiting up to :attr:`wait` seconds for a live holder, or raise
+        :class:`RunAborted` naming it."""
         if self._fd is not None:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        for _ in range(10):  # the file may be deleted or replaced between open and flock
-            fd = self._flock()
-            if _same_file(fd, self.path):
-                break
-            os.close(fd)
-        else:
-            raise RunAborted(
-                f"the lock file {self.path} keeps being deleted or replaced",
-                hint="stop whatever removes files under the state directory, then run again",
-            )
+        taken: list[int] = []
+
+        def take() -> bool:
+            fd = self._locked_file()
+            if fd is not None:
+                taken.append(fd)
+            return fd is not None
+
+        if not poll(take, self.wait, self._waiting):
+            raise self._busy()
+        fd = taken[0]
         db_fd = _db_fd(self.db)
         if db_fd is not None and not _db_lock(db_fd, self.pipeline, fcntl.F_WRLCK):
             os.close(fd)
@@ -182,27 +209,49 @@ class PipelineLock:
         os.fsync(fd)
         self._fd = fd
 
-    def _flock(self) -> int:
-        """The lock file, opened and flock'ed; RunAborted naming the live holder."""
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
+    def _locked_file(self) -> int | None:
+        """The lock file, opened and flock'ed (still named by its path); None: held."""
+        for _ in range(10):  # the file may be deleted or replaced between open and flock
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                    raise
+                return None
+            if _same_file(fd, self.path):
+                return fd
             os.close(fd)
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            holder = read_holder(self.path)
-            who = holder.describe() if holder else "another process"
-            raise RunAborted(
-                f"pipeline '{self.pipeline}' is already running ({who}); lock file {self.path}",
-                hint=(
-                    "wait for that run to finish, or stop it "
-                    f"(kill {holder.pid if holder and holder.pid else '<pid>'}); a lock left by"
-                    " a process that died is taken over automatically, so never delete the"
-                    " lock file by hand"
-                ),
-            ) from None
-        return fd
+        raise RunAborted(
+            f"the lock file {self.path} keeps being deleted or replaced",
+            hint="stop whatever removes files under the state directory, then run again",
+        )
+
+    def _waiting(self) -> None:
+        holder = read_holder(self.path)
+        log.warning(
+            "waiting up to %g s for pipeline '%s' to finish (%s); lock file %s",
+            self.wait,
+            self.pipeline,
+            holder.describe() if holder else "another process",
+            self.path,
+        )
+
+    def _busy(self) -> RunAborted:
+        """The refusal: the live holder named."""
+        holder = read_holder(self.path)
+        who = holder.describe() if holder else "another process"
+        waited = f", still after waiting {self.wait:g} s" if self.wait > 0 else ""
+        return RunAborted(
+            f"pipeline '{self.pipeline}' is already running ({who}{waited}); lock file {self.path}",
+            hint=(
+                "wait for that run to finish (--wait-for-lock SECONDS waits for it), or stop it"
+                f" (kill {holder.pid if holder and holder.pid else '<pid>'}); a lock left by"
+                " a process that died is taken over automatically, so never delete the"
+                " lock file by hand"
+            ),
+        )
 
     def release(self) -> None:
         """Empty the file (a clean exit leaves no holder behind) and drop the lock."""

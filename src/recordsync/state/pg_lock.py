@@ -22,15 +22,17 @@ pipeline names sharing it would wait for each other (one chance in 2**64).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 from hashlib import blake2b
 
 from recordsync.errors import RunAborted
-from recordsync.state.lock import LockHolder
+from recordsync.state.lock import LockHolder, poll
 from recordsync.state.pg import PgConnection, StateDbError
 from recordsync.state.store import utc_now
 
+log = logging.getLogger(__name__)
 _SESSION = (
     "SET tcp_keepalives_idle = 60",
     "SET tcp_keepalives_interval = 10",
@@ -56,6 +58,8 @@ class PgPipelineLock:
         self.pipeline = pipeline
         self.taken_over: LockHolder | None = None
         """The previous holder, when its process died without releasing (a stale lock)."""
+        self.wait = 0.0
+        """Seconds to wait for a live holder before refusing (``--wait-for-lock``)."""
         self._held = False
 
     @property
@@ -70,18 +74,32 @@ class PgPipelineLock:
         for setting in _SESSION:
             with contextlib.suppress(StateDbError):  # an older server lacks one
                 conn.execute(setting)
-        got = False
-        if self.pipeline not in conn.locks:  # held by this session: refused like another's
+
+        def take() -> bool:
+            if self.pipeline in conn.locks:  # held by this session: refused like another's
+                return False
             row = conn.execute("SELECT pg_try_advisory_lock(?)", (lock_key(self.pipeline),))
-            got = bool(row.fetchone()[0])
-        if not got:
+            return bool(row.fetchone()[0])
+
+        def waiting() -> None:
+            holder = self._holder()
+            log.warning(
+                "waiting up to %g s for pipeline '%s' to finish (%s)",
+                self.wait,
+                self.pipeline,
+                holder.describe() if holder else "another process",
+            )
+
+        if not poll(take, self.wait, waiting):
             holder = self._holder()
             who = holder.describe() if holder else "another process"
+            waited = f", still after waiting {self.wait:g} s" if self.wait > 0 else ""
             raise RunAborted(
-                f"pipeline '{self.pipeline}' is already running ({who}); its lock is held"
-                f" in the PostgreSQL state database {self.url}",
+                f"pipeline '{self.pipeline}' is already running ({who}{waited}); its lock is"
+                f" held in the PostgreSQL state database {self.url}",
                 hint=(
-                    "wait for that run to finish, or stop it (kill"
+                    "wait for that run to finish (--wait-for-lock SECONDS waits for it), or"
+                    " stop it (kill"
                     f" {holder.pid if holder and holder.pid else '<pid>'} on host"
                     f" {holder.hostname if holder and holder.hostname else '?'}); the"
                     " server frees the lock of a run that died when its connection ends"
