@@ -279,8 +279,8 @@ def open_state(
         lock_name = lock_name or pipeline
         lock = store.pipeline_lock(lock_name)
         lock.wait = wait_for_lock
-        held = hold_key_spaces(key_spaces, pipeline=lock_name, store=store, wait=wait_for_lock)
-        with lock, held:
+        spaces = hold_key_spaces(key_spaces, pipeline=lock_name, store=store, wait=wait_for_lock)
+        with lock, spaces:
             journal = Journal(store, pipeline, defer_ledger=True)
             journal.slices = (FOLD_FROM, FOLD_SLICE)
             info, resumed = journal.resume_or_start(run_id)
