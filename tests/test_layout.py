@@ -14,8 +14,10 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "recordsync"
 
-MAX_LINES = 300
-"""No module of the package is longer (README "Layout": modules of 100–300 lines)."""
+MAX_LINES = 600
+"""No module of the package is longer: sized by its concept, most modules land between 100
+and 400 lines and a central class may take 600 (the layout guide); past that, look for a
+second concept in it. Never split a class across files to meet this number."""
 
 NO_IMPORTS_FROM = {
     "recordsync.report": "recordsync.send",

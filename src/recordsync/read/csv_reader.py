@@ -197,7 +197,15 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
         opened = _reopen(src, path, swallow.line + 1, mark)
         quote = stray_quote(opened.before, src.delimiter, src.quotechar)
         why = reason(swallow, quote, opened.before_bytes, src, MAX_BLOCK_SIZE)
-        bad = BadLine(swallow.line, opened.before, why)
+        # a quoted field still open at the end of the file: the export may have been cut
+        # inside it, so rows may be missing (the step's mirror deletes are skipped)
+        hides = (
+            f"{path}: a quoted field opened on line {swallow.line} is still open at the end of"
+            " the file: the file may end mid-record (cut short, or still being written)"
+            if swallow.kind == "end"
+            else None
+        )
+        bad = BadLine(swallow.line, opened.before, why, hides)
         pending.append(SourceBatch(str(path), empty, np.zeros(0, dtype=np.int64), [bad]))
         progress = Progress(swallow.line + 1)
         stream, block = opened.stream, BLOCK_SIZE

@@ -168,10 +168,10 @@ def stat_files(uris: list[str]) -> list[tuple[int, int | None] | None]:
     not there, as the storage reports them (S3: the object's size and Last-Modified; pyarrow
     exposes no ETag). One filesystem, the first URI's, answers for all (a source's files
     share it)."""
+    if not uris:  # before the import: a local source never needs pyarrow's filesystems
+        return []
     import pyarrow.fs as pafs
 
-    if not uris:
-        return []
     fs, first = filesystem(uris[0])
     cut = len(uris[0]) - len(first) if uris[0].endswith(first) else None
     paths = [u[cut:] if cut is not None else filesystem(u)[1] for u in uris]

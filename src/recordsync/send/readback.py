@@ -17,10 +17,10 @@ client's retries, raises :class:`Unreadable` with the reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from recordsync.reconcile.batch import record_id_of
+from recordsync.reconcile.holds import instant
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.retry import RetryBudget
 
@@ -136,15 +136,8 @@ def record_id(record: dict[str, Any]) -> int | None:
     return record_id_of(record.get("id"))
 
 
-def when(value: Any) -> float | None:
-    """An ISO 8601 timestamp (``Z`` or an offset) as epoch seconds; None if unreadable."""
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
+when = instant
+"""An ISO 8601 timestamp as epoch seconds (:func:`recordsync.reconcile.holds.instant`)."""
 
 
 def _data(body: Any, path: str, shape: type) -> Any:

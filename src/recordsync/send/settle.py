@@ -41,6 +41,7 @@ from typing import Any, Literal
 
 from recordsync.model import BatchInput, RowStatus
 from recordsync.reconcile.batch import EntryResult
+from recordsync.reconcile.holds import holds as holds
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.readback import Mark, NameReader, Unreadable, record_id, when
 
@@ -196,30 +197,3 @@ def _renamed_from(entry: BatchInput) -> str | None:
     if entry.get("match_by") == "name" and isinstance(value, str) and value != entry.get("name"):
         return value
     return None
-
-
-def holds(record: dict[str, Any], entry: BatchInput) -> bool:
-    """True when ``record`` reads back with every value ``entry`` writes."""
-    fields = entry.get("fields")
-    wanted = dict(fields) if isinstance(fields, dict) else {}
-    for key in ("name", "profile_image_url"):
-        if key in entry:
-            wanted[key] = entry[key]
-    return all(_same(value, record.get(key)) for key, value in wanted.items())
-
-
-def _same(sent: Any, stored: Any) -> bool:
-    if sent == stored and type(sent) is type(stored):
-        return True
-    if isinstance(sent, bool) or isinstance(stored, bool):
-        return False
-    if isinstance(sent, int | float) and isinstance(stored, int | float):
-        return float(sent) == float(stored)
-    if isinstance(sent, str) and isinstance(stored, str):
-        if sent.strip().casefold() == stored.strip().casefold():
-            return True
-        a, b = when(sent), when(stored)
-        return a is not None and a == b
-    if isinstance(sent, list) and isinstance(stored, list):
-        return len(sent) == len(stored) and all(map(_same, sent, stored))
-    return False

@@ -70,7 +70,9 @@ def build_plans(
     schema = Schema.from_api(schema_json) if schema_json is not None else None
     for step in pipeline.steps:  # every step is checked against the schema before any send
         if check and (steps is None or step.step_name in steps):
-            problem = check_step(step, schema=schema, users=users, scan=False).error
+            problem = check_step(
+                step, schema=schema, users=users, scan=False, read_through=False
+            ).error
             if problem is not None:
                 raise problem
     plans: list[StepPlan] = []

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from recordsync.send.settle import holds
+from recordsync.reconcile.holds import holds
 from recordsync.state.ledger_rows import utc_now
 
 PAGE = 200

@@ -47,7 +47,11 @@ def check_step(
     users: list[dict[str, Any]] | None,
     scan: bool,
     show: int = 5,
+    read_through: bool = True,
 ) -> StepReport:
+    """``read_through=False`` (a run's check before its first send): a UTF-8 source is not read
+    to its end for its encoding (the run meets a bad byte where it reads it: exit 3 after a
+    send, with the report); ``validate`` reads it through, to find that byte offline."""
     from recordsync.map.engine import BatchMapper
     from recordsync.prepare import check_source, prepare_step
 
@@ -57,7 +61,7 @@ def check_step(
     rep = StepReport(step.step_name, m.label, m.object_type, source)
     try:
         rep.columns = len(check_source(m, step.base_dir))
-        if not scan:  # a scan reads every row, and so meets a byte that is not UTF-8 itself
+        if not scan and read_through:  # a scan reads every row: it meets such a byte itself
             check_encoding(step)
         BatchMapper(m, base_dir=step.base_dir, schema=schema, users=users)
         if scan:
