@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from recordsync.config.models import FieldSpec, MappingConfig, MatchRule
 from recordsync.map.columns import Column, MappedBatch, label_of, match_keys, nul_errors
-from recordsync.map.fields import extract
+from recordsync.map.fields import extract, separators_for
 from recordsync.map.rows import payload_dicts
 from recordsync.resolve.owners import OwnerResolver
 from recordsync.validate.config_check import check_mapping
@@ -81,6 +81,7 @@ class BatchMapper:
 
     def column(self, key: str, spec: FieldSpec, batch: pa.RecordBatch) -> Column:
         """One output value per row."""
+        spec = separators_for(spec, batch)
         fdef = self._fdef(key) if key not in ("name", "profile_image_url") else None
         kind = self._kind(key, spec, fdef)
         multi = bool(fdef and fdef.allow_multiple) or spec.split is not None
@@ -164,6 +165,7 @@ class BatchMapper:
 
     def _values(self, key: str, spec: FieldSpec, batch: pa.RecordBatch) -> list[Any]:
         """``column(key, spec, batch).values`` without the per-row error bookkeeping."""
+        spec = separators_for(spec, batch)
         fdef = self._fdef(key) if key not in ("name", "profile_image_url") else None
         if bool(fdef and fdef.allow_multiple) or spec.split is not None:
             return self.column(key, spec, batch).values

@@ -93,9 +93,11 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
                 else "is not an ISO 8601 datetime (or declare datetime_format)"
             )
             return None, reason, None
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=zone)
         try:
+            if dt.tzinfo is None:
+                dt, reason = in_zone(dt, zone, tz, spec)
+                if dt is None:
+                    return None, reason, None
             utc = dt.astimezone(UTC)
         except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
             return None, "is out of range (before year 1 or after 9999 in UTC)", None
@@ -118,8 +120,14 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
             mask = suspect.to_numpy(zero_copy_only=False).copy()
             mask[fine] = False
             suspect = pa.array(mask)
-    if ts.type.tz is None:
+    if ts.type.tz is None and tz != "UTC":
+        # a local time in a gap or fold has two readings: it goes the strict way, which
+        # applies nonexistent_time / ambiguous_time as for values without datetime_format
+        late = pc.assume_timezone(ts, tz, ambiguous="latest", nonexistent="latest")
         ts = pc.assume_timezone(ts, tz, ambiguous="earliest", nonexistent="earliest")
+        suspect = pc.or_(suspect, pc.fill_null(pc.not_equal(ts, late), False))
+    elif ts.type.tz is None:
+        ts = pc.assume_timezone(ts, tz)
     fast = iso_utc(ts)
     slow_in = pc.if_else(suspect, arr, pa.scalar(None, pa.string()))
     if slow_in.null_count == len(slow_in):
@@ -129,6 +137,33 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
     out = np.array(fast.to_pylist(), dtype=object)
     out[mask] = np.array(values, dtype=object)[mask]
     return Checked(out.tolist(), reasons)
+
+
+def in_zone(
+    local: datetime, zone: ZoneInfo, tz: str, spec: FieldSpec
+) -> tuple[datetime | None, str | None]:
+    """A local time of ``zone`` as an aware datetime, or None and why: a time the clocks
+    skipped (a daylight-saving gap) or passed twice (a fold) is invalid unless the spec says
+    how to read it (``nonexistent_time: shift_forward``: as if the clocks had not moved yet,
+    i.e. later by the gap, 02:30 → 03:30; ``ambiguous_time: earlier|later``: the first or the
+    second of the two). Raises OverflowError at the ends of the calendar."""
+    first, second = local.replace(tzinfo=zone, fold=0), local.replace(tzinfo=zone, fold=1)
+    if first.utcoffset() == second.utcoffset():
+        return first, None
+    if first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != local:  # a gap
+        if spec.nonexistent_time == "shift_forward":
+            return first, None
+        return None, (
+            f"does not exist in {tz} (skipped when the clocks went forward); declare "
+            f"nonexistent_time: shift_forward to read it as {utc_text(first.astimezone(UTC))}"
+        )
+    if spec.ambiguous_time != "invalid":
+        return (first if spec.ambiguous_time == "earlier" else second), None
+    readings = " or ".join(utc_text(d.astimezone(UTC)) for d in (first, second))
+    return None, (
+        f"is ambiguous in {tz} (passed twice when the clocks went back): {readings}; "
+        "declare ambiguous_time: earlier or later"
+    )
 
 
 def utc_text(dt: datetime) -> str:
