@@ -81,7 +81,6 @@ class BatchMapper:
 
     def column(self, key: str, spec: FieldSpec, batch: pa.RecordBatch) -> Column:
         """One output value per row."""
-        spec = separators_for(spec, batch)
         fdef = self._fdef(key) if key not in ("name", "profile_image_url") else None
         kind = self._kind(key, spec, fdef)
         multi = bool(fdef and fdef.allow_multiple) or spec.split is not None
@@ -91,7 +90,8 @@ class BatchMapper:
         if multi:
             col = self._multi_column(key, label, spec, fdef, kind, ex.values, ex.explicit_null)
         else:
-            chk = check_array(ex.values, kind, fdef, spec, self.user_ids, self._memo(key))
+            read = separators_for(spec, batch)
+            chk = check_array(ex.values, kind, fdef, read, self.user_ids, self._memo(key))
             present = pc.is_valid(ex.values).to_numpy(zero_copy_only=False) | ex.explicit_null
             col = Column(key, label, chk.values, present, chk.reasons, chk.hints)
             if chk.reasons is not None:
@@ -165,15 +165,13 @@ class BatchMapper:
 
     def _values(self, key: str, spec: FieldSpec, batch: pa.RecordBatch) -> list[Any]:
         """``column(key, spec, batch).values`` without the per-row error bookkeeping."""
-        spec = separators_for(spec, batch)
         fdef = self._fdef(key) if key not in ("name", "profile_image_url") else None
         if bool(fdef and fdef.allow_multiple) or spec.split is not None:
             return self.column(key, spec, batch).values
         kind = self._kind(key, spec, fdef)
         memo = self._memo(key)
-        return check_array(
-            extract(spec, batch).values, kind, fdef, spec, self.user_ids, memo
-        ).values
+        arr, read = extract(spec, batch).values, separators_for(spec, batch)
+        return check_array(arr, kind, fdef, read, self.user_ids, memo).values
 
     def keys_only(self, batch: pa.RecordBatch) -> list[str | None]:
         """The duplicate-detection key of each row (first pass), as in :meth:`map_batch`.

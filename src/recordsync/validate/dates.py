@@ -94,11 +94,10 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
             )
             return None, reason, None
         try:
-            if dt.tzinfo is None:
-                dt, reason = in_zone(dt, zone, tz, spec)
-                if dt is None:
-                    return None, reason, None
-            utc = dt.astimezone(UTC)
+            aware, why = (dt, None) if dt.tzinfo is not None else in_zone(dt, zone, tz, spec)
+            if aware is None:
+                return None, why, None
+            utc = aware.astimezone(UTC)
         except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
             return None, "is out of range (before year 1 or after 9999 in UTC)", None
         return utc_text(utc), None, None
@@ -171,8 +170,7 @@ def utc_text(dt: datetime) -> str:
     years before 1000 on every platform, and the service takes only 4 digits). Milliseconds
     are kept when the value has a fraction (the service stores milliseconds)."""
     text = (
-        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"
-        f"T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
     )
     return f"{text}.{dt.microsecond // 1000:03d}Z" if dt.microsecond else f"{text}Z"
 
