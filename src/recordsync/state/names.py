@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
+from recordsync.config.yamlmarks import load_yaml
+from recordsync.errors import ConfigError
 
 PIPELINE_SUFFIXES = (".yaml", ".yml")
 
@@ -28,8 +29,8 @@ def state_name_of(arg: str) -> str:
     name: str | None = None
     if path.is_file():
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            data = load_yaml(path)[0]
+        except ConfigError:
             data = None
         mapping = isinstance(data, dict) and "object_type" in data and "steps" not in data
         if mapping:  # a mapping run as a one-step pipeline: its `name:` is the record name
