@@ -27,6 +27,20 @@ from recordsync.config.refspec import RefBy as RefBy  # re-exported: the ``ref``
 from recordsync.config.refspec import RefSpec as RefSpec
 
 RUNTIME_KEYS = frozenset({"base_url", "api_key", "url", "key", "token"})
+MAX_PIPELINE_NAME = 200
+"""The longest pipeline name (``name:``, else the pipeline file's stem), in characters: it
+names the state's lock file (``locks/<name>.lock``), which a file system takes up to 255
+bytes long."""
+
+
+def name_too_long(name: str) -> str | None:
+    """Why ``name`` cannot name a pipeline's state, or None."""
+    if len(name) <= MAX_PIPELINE_NAME:
+        return None
+    return (
+        f"a pipeline name has at most {MAX_PIPELINE_NAME} characters (it names the state's "
+        f"lock file); this one has {len(name)}"
+    )
 
 
 class MappingConfig(Strict):
@@ -191,6 +205,14 @@ class PipelineConfig(Strict):
     send: SendSettings = Field(default_factory=SendSettings)
 
     _path: Path | None = PrivateAttr(default=None)
+
+    @field_validator("name")
+    @classmethod
+    def _short_name(cls, v: str | None) -> str | None:
+        reason = name_too_long(v) if v is not None else None
+        if reason is not None:
+            raise ValueError(reason)
+        return v
 
     @model_validator(mode="after")
     def _unique_names(self) -> PipelineConfig:
