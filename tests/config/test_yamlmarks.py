@@ -102,6 +102,6 @@ def test_owners_files_go_through_the_same_loader(tmp_path: Path) -> None:
 def test_a_key_twice_in_an_owners_file_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "owners.yaml"
     path.write_text("ada@x.example: u1\nben@x.example: u2\nada@x.example: u3\n")
-    with pytest.raises(ConfigError, match="duplicate key 'ada@x.example'") as exc:
+    with pytest.raises(ConfigError, match=r"duplicate key 'ada@x\.example'") as exc:
         load_owners_file(path)  # YAML alone would give Ada's rows to u3, silently
     assert (exc.value.file, exc.value.line) == (str(path), 3)

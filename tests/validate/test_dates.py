@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
@@ -117,7 +118,7 @@ GAP, FOLD = "2024-03-31 02:30:00", "2024-10-27 02:30:00"  # Europe/Berlin
 WITH_FORMAT = {"datetime_format": "%Y-%m-%d %H:%M:%S"}
 
 
-def berlin(values: list[str], **options: str) -> list[tuple[str | None, str | None]]:
+def berlin(values: list[str], **options: Any) -> list[tuple[str | None, str | None]]:
     spec = FieldSpec(column="c", timezone="Europe/Berlin", **options)
     chk = check_array(pa.array(values, pa.string()), "datetime", None, spec, None)
     return list(zip(chk.values, chk.reasons or [None] * len(values), strict=True))

@@ -229,7 +229,15 @@ GROUPING = "only between groups of three digits"
 
 def test_thousands_separators_only_in_grouping_positions() -> None:
     spec = FieldSpec(column="c", thousands_separator=",")
-    good = ["1,234,567.89", "1234567.89", "999", "-1,000", "$1,000.50", "12,345e2", "0.5"]
+    good: list[str | None] = [
+        "1,234,567.89",
+        "1234567.89",
+        "999",
+        "-1,000",
+        "$1,000.50",
+        "12,345e2",
+        "0.5",
+    ]
     assert [v for v, _ in check(good, "number", spec=spec)] == [
         1234567.89,
         1234567.89,
@@ -239,7 +247,16 @@ def test_thousands_separators_only_in_grouping_positions() -> None:
         1234500.0,
         0.5,
     ]
-    bad = ["12,34", "1.234,56", "1,2345", "1234,567", ",123", "1,234,", "1,234.5,6", "1,,234"]
+    bad: list[str | None] = [
+        "12,34",
+        "1.234,56",
+        "1,2345",
+        "1234,567",
+        ",123",
+        "1,234,",
+        "1,234.5,6",
+        "1,,234",
+    ]
     for cell, (value, reason) in zip(bad, check(bad, "number", spec=spec), strict=True):
         assert value is None, cell
         assert reason == (
@@ -263,7 +280,7 @@ def test_european_separators_refuse_the_other_spelling() -> None:
 
 def test_a_space_separator_also_matches_no_break_spaces() -> None:
     spec = FieldSpec(column="c", decimal_separator=",", thousands_separator=" ")
-    cells = ["1\u00a0234,5 €", "1\u202f234", "1 234 567", "12 34"]
+    cells: list[str | None] = ["1\u00a0234,5 €", "1\u202f234", "1 234 567", "12 34"]
     assert [v for v, _ in check(cells, "number", spec=spec)] == [1234.5, 1234.0, 1234567.0, None]
 
 
