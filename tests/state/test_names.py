@@ -33,8 +33,10 @@ def test_a_file_name_too_long_to_be_the_state_name(tmp_path: Path) -> None:
     path = tmp_path / f"{'m' * 240}.yaml"
     path.write_text(MAPPING)
     with pytest.raises(ConfigError, match=LIMIT) as exc:
-        state_name(load_pipeline(path).name, path)
+        load_pipeline(path)  # validate and run load it so: both refuse it
     assert exc.value.file == str(path)
+    with pytest.raises(ConfigError, match=LIMIT):
+        state_name(None, path)
     assert exc.value.hint is not None and "`name:`" in exc.value.hint
     assert state_name("short", path) == "short"  # a pipeline naming it may run it
 

@@ -25,12 +25,30 @@ from recordsync.config.mapping_parts import OwnerConfig as OwnerConfig
 from recordsync.config.mapping_parts import SourceConfig as SourceConfig
 from recordsync.config.refspec import RefBy as RefBy  # re-exported: the ``ref`` option
 from recordsync.config.refspec import RefSpec as RefSpec
+from recordsync.errors import ConfigError
 
 RUNTIME_KEYS = frozenset({"base_url", "api_key", "url", "key", "token"})
 MAX_PIPELINE_NAME = 200
 """The longest pipeline name (``name:``, else the pipeline file's stem), in characters: it
 names the state's lock file (``locks/<name>.lock``), which a file system takes up to 255
 bytes long."""
+
+
+def pipeline_name(config_name: str | None, path: str | Path) -> str:
+    """The pipeline's name: its ``name:``, else its file's stem; a ConfigError naming the
+    key and the limit when it is longer than :data:`MAX_PIPELINE_NAME`."""
+    name = config_name or Path(path).stem
+    reason = name_too_long(name)
+    if reason is None:
+        return name
+    if config_name:
+        raise ConfigError(reason, file=str(path), key="name")
+    raise ConfigError(
+        f"without a `name:` the file's name is the pipeline's name: {reason}",
+        file=str(path),
+        hint="rename the file, or give the pipeline (a pipeline file naming this one as a "
+        f"step) a `name:` of at most {MAX_PIPELINE_NAME} characters",
+    )
 
 
 def name_too_long(name: str) -> str | None:

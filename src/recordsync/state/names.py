@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recordsync.config.models import MAX_PIPELINE_NAME, name_too_long
+from recordsync.config.models import name_too_long, pipeline_name
 from recordsync.config.yamlmarks import load_yaml
 from recordsync.errors import ConfigError
 
@@ -19,19 +19,9 @@ PIPELINE_SUFFIXES = (".yaml", ".yml")
 def state_name(config_name: str | None, pipeline_path: str | Path) -> str:
     """``name:`` of the pipeline config, else the file's stem (``pipelines/nightly.yaml``).
 
-    A ConfigError when it is longer than :data:`MAX_PIPELINE_NAME` (it names a file)."""
-    name = config_name or Path(pipeline_path).stem
-    reason = name_too_long(name)
-    if reason is None:
-        return name
-    if config_name:
-        raise ConfigError(reason, file=str(pipeline_path), key="name")
-    raise ConfigError(
-        f"without a `name:` the file's name is the pipeline's name: {reason}",
-        file=str(pipeline_path),
-        hint="rename the file, or give the pipeline (a pipeline file naming this one as a "
-        f"step) a `name:` of at most {MAX_PIPELINE_NAME} characters",
-    )
+    A ConfigError when it is longer than
+    :data:`recordsync.config.models.MAX_PIPELINE_NAME` (it names a file)."""
+    return pipeline_name(config_name, pipeline_path)
 
 
 def state_name_of(arg: str) -> str:
