@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.config.support import BOMB
 
 from recordsync.errors import AuthError, ConfigError
 from recordsync.settings import choose_target, open_target, resolve_key
@@ -68,7 +69,8 @@ def test_profile_key_never_falls_back_to_the_default_variable(profiles: Path) ->
         ("x:\n  base_url: https://a\n  api_key: sk_live_oops\n", "API keys never go in files"),
         ("x:\n  base_url: https://a\n  colour: red\n", "unknown key"),
         ("x:\n  api_key_env: K\n", "base_url is required"),
-        ("x: [1\n", "not valid YAML"),
+        ("x: [1\n", "invalid YAML"),
+        (BOMB, "refused as an alias bomb"),
     ],
 )
 def test_bad_profile_files(tmp_path: Path, text: str, message: str) -> None:

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
 
+from recordsync.config.yamlmarks import load_yaml
 from recordsync.errors import AuthError, ConfigError
 from recordsync.secret import Secret
 
@@ -141,13 +141,7 @@ def load_profile(name: str, path: Path) -> tuple[str, str] | None:
         return None
     if not path.is_file():
         raise ConfigError(f"profile {name!r} asked for, but {path} does not exist", file=str(path))
-    try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise ConfigError(
-            f"not valid YAML: {exc}", file=str(path), line=line + 1 if line is not None else None
-        ) from None
+    data: Any = load_yaml(path)[0]
     profiles = data.get("profiles", data) if isinstance(data, dict) else None
     if not isinstance(profiles, dict) or name not in profiles:
         known = ", ".join(sorted(profiles)) if isinstance(profiles, dict) else "none"
@@ -186,8 +180,8 @@ def load_profile(name: str, path: Path) -> tuple[str, str] | None:
 
 def _defines(path: Path, name: str) -> bool:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) if path.is_file() else None
-    except yaml.YAMLError:
+        data = load_yaml(path)[0] if path.is_file() else None
+    except ConfigError:
         return True  # let load_profile report the broken file
     profiles = data.get("profiles", data) if isinstance(data, dict) else None
     return isinstance(profiles, dict) and name in profiles

@@ -232,3 +232,23 @@ def test_a_wrong_duplicates_block_or_merges_value_is_a_config_error(tmp_path: Pa
         assert exit_code_for(err.value) == 2
     m = load_mapping(write(tmp_path, "m.yaml", MAPPING + "merges: expected\n"))
     assert m.merges == "expected"
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("thousands_separator", "'..'", "thousands_separator must be one character"),
+        ("decimal_separator", "'5'", "decimal_separator must be one character, not a digit"),
+        ("thousands_separator", "e", "thousands_separator must be one character, not a digit"),
+        ("ambiguous_time", "earlier", "'ambiguous_time' resolves local times of a 'timezone'"),
+        ("nonexistent_time", "later", "Input should be 'invalid' or 'shift_forward'"),
+    ],
+)
+def test_number_and_local_time_options_are_checked(
+    tmp_path: Path, option: str, value: str, message: str
+) -> None:
+    text = MAPPING.replace('    decimal_separator: ","\n', f"    {option}: {value}\n")
+    with pytest.raises(ConfigError, match=message) as exc:
+        load_mapping(write(tmp_path, "m.yaml", text))
+    assert exc.value.file is not None and exc.value.key is not None
+    assert exc.value.key.startswith("fields.lead_score")

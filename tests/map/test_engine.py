@@ -83,3 +83,44 @@ def test_memo_keeps_outcomes_across_batches_without_changing_them(tmp_path: Path
     assert "31/02/2025" in m._memos["last_contacted"]
     again = m.map_batch(one).errors
     assert first == again and "does not match date_format" in (first[0] or "")
+
+
+NUMBERS = """\
+object_type: companies
+source: {path: x.csv}
+name: Name
+fields:
+  revenue: {column: Revenue, decimal_separator: ",", thousands_separator: "."}
+"""
+
+
+def number_mapper(tmp_path: Path) -> BatchMapper:
+    (tmp_path / "n.yaml").write_text(NUMBERS)
+    return BatchMapper(
+        load_mapping(tmp_path / "n.yaml"), base_dir=tmp_path, schema=None, users=None
+    )
+
+
+def test_a_misplaced_thousands_separator_fails_the_row_quoting_the_cell(tmp_path: Path) -> None:
+    batch = pa.RecordBatch.from_pydict(
+        {"Name": ["A", "B", "C"], "Revenue": ["1.234,56", "1,234.56", "12.34"]}
+    )
+    out = number_mapper(tmp_path).map_batch(batch)
+    assert out.payloads[0]["fields"]["revenue"] == 1234.56
+    reason = (
+        "is not a number (decimal separator ',', thousands separator '.' only between groups "
+        "of three digits: 1.234.567,89)"
+    )
+    assert out.errors == [
+        None,
+        f"column 'Revenue' → field 'revenue': '1,234.56' {reason}",
+        f"column 'Revenue' → field 'revenue': '12.34' {reason}",
+    ]
+
+
+def test_a_column_holding_numbers_ignores_the_text_separators(tmp_path: Path) -> None:
+    for revenue in (pa.array([1234.5, 0.25]), pa.array([1234, 7], pa.int64())):
+        batch = pa.RecordBatch.from_arrays([pa.array(["A", "B"]), revenue], ["Name", "Revenue"])
+        out = number_mapper(tmp_path).map_batch(batch)
+        assert out.errors == [None, None]
+        assert [p["fields"]["revenue"] for p in out.payloads] == revenue.to_pylist()

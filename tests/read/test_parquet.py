@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from recordsync.config import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.errors import EXIT_CONFIG, SourceError, exit_code_for
 from recordsync.read import iter_source, source_columns
 
 
@@ -76,3 +76,20 @@ def test_source_file_is_normalised_relative_to_the_current_directory(
     monkeypatch.chdir(inside)  # the source lies outside the current directory: absolute
     (sb,) = iter_source(SourceConfig(path="../data/x.csv"), Path("."))
     assert sb.file == str(tmp_path / "data" / "x.csv")
+
+
+def test_duplicate_column_names_are_a_source_error(tmp_path: Path) -> None:
+    table = pa.Table.from_arrays(
+        [pa.array(["Ann"]), pa.array(["a@x.io"]), pa.array(["b@x.io"])],
+        names=["Name", "Email", "Email"],
+    )
+    pq.write_table(table, tmp_path / "dup.parquet")
+    src = SourceConfig(path="dup.parquet")
+    for read in (
+        lambda: source_columns(src, tmp_path),
+        lambda: list(iter_source(src, tmp_path, ["Name", "Email"])),
+    ):
+        with pytest.raises(SourceError, match="duplicate column names: Email") as exc:
+            read()
+        assert str(tmp_path / "dup.parquet") in str(exc.value)
+        assert exit_code_for(exc.value) == EXIT_CONFIG

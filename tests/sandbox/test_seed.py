@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.config.support import BOMB
 
 from recordsync.errors import ConfigError
 from recordsync.sandbox.catalog import Catalog
@@ -94,7 +95,8 @@ def test_unknown_key_is_an_error_naming_key_and_line(tmp_path: Path) -> None:
     [
         ("object_types: []\n", "must include 'contacts'"),
         ("- a\n", "must be a YAML mapping"),
-        ("object_types: [\n", "not valid YAML"),
+        ("object_types: [\n", "invalid YAML"),
+        (BOMB, "refused as an alias bomb"),
     ],
 )
 def test_bad_seed_files(tmp_path: Path, text: str, fragment: str) -> None:

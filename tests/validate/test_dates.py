@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -110,3 +112,80 @@ def test_iso_datetimes_keep_their_milliseconds() -> None:
         "2026-01-01T10:00:00.500Z",
         "2026-01-01T10:00:00Z",
     ]
+
+
+GAP, FOLD = "2024-03-31 02:30:00", "2024-10-27 02:30:00"  # Europe/Berlin
+WITH_FORMAT = {"datetime_format": "%Y-%m-%d %H:%M:%S"}
+
+
+def berlin(values: list[str], **options: Any) -> list[tuple[str | None, str | None]]:
+    spec = FieldSpec(column="c", timezone="Europe/Berlin", **options)
+    chk = check_array(pa.array(values, pa.string()), "datetime", None, spec, None)
+    return list(zip(chk.values, chk.reasons or [None] * len(values), strict=True))
+
+
+@pytest.mark.parametrize("fmt", [WITH_FORMAT, {}], ids=["datetime_format", "iso"])
+def test_local_times_in_a_gap_or_fold_are_invalid(fmt: dict[str, str]) -> None:
+    assert berlin([GAP, FOLD, "2024-06-01 12:00:00"], **fmt) == [
+        (
+            None,
+            "does not exist in Europe/Berlin (skipped when the clocks went forward); declare "
+            "nonexistent_time: shift_forward to read it as 2024-03-31T01:30:00Z",
+        ),
+        (
+            None,
+            "is ambiguous in Europe/Berlin (passed twice when the clocks went back): "
+            "2024-10-27T00:30:00Z or 2024-10-27T01:30:00Z; declare ambiguous_time: earlier "
+            "or later",
+        ),
+        ("2024-06-01T10:00:00Z", None),
+    ]
+
+
+@pytest.mark.parametrize("fmt", [WITH_FORMAT, {}], ids=["datetime_format", "iso"])
+def test_the_mapping_says_how_to_read_gaps_and_folds(fmt: dict[str, str]) -> None:
+    early = berlin([GAP, FOLD], nonexistent_time="shift_forward", ambiguous_time="earlier", **fmt)
+    assert early == [("2024-03-31T01:30:00Z", None), ("2024-10-27T00:30:00Z", None)]
+    late = berlin(
+        [FOLD, "2024-10-27 01:59:59", "2024-10-27 03:00:00"], ambiguous_time="later", **fmt
+    )
+    assert late == [
+        ("2024-10-27T01:30:00Z", None),
+        ("2024-10-26T23:59:59Z", None),  # before the fold: one reading (summer time)
+        ("2024-10-27T02:00:00Z", None),
+    ]
+
+
+def test_gap_and_fold_options_need_a_timezone() -> None:
+    with pytest.raises(ValueError, match="'ambiguous_time' resolves local times of a 'timezone'"):
+        FieldSpec(column="c", ambiguous_time="earlier")
+
+
+ZONES = ["Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "America/Santiago"]
+TRANSITIONS = [datetime(2024, 3, 10, 2), datetime(2024, 3, 31, 2), datetime(2024, 4, 6, 23)]
+TRANSITIONS += [datetime(2024, 10, 27, 2), datetime(2024, 11, 3, 1), datetime(2024, 10, 6, 2)]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    zone=st.sampled_from(ZONES),
+    minutes=st.lists(
+        st.tuples(st.sampled_from(TRANSITIONS), st.integers(-150, 150)), min_size=1, max_size=30
+    ),
+    nonexistent=st.sampled_from(["invalid", "shift_forward"]),
+    ambiguous=st.sampled_from(["invalid", "earlier", "later"]),
+)
+def test_one_rule_with_or_without_datetime_format(
+    zone: str, minutes: list[tuple[datetime, int]], nonexistent: str, ambiguous: str
+) -> None:
+    """Local times around clock changes (half-hour ones at Lord Howe) read the same whether
+    the vectorised path (datetime_format) or the ISO path reads them."""
+    values = [(t + timedelta(minutes=m)).strftime("%Y-%m-%d %H:%M:%S") for t, m in minutes]
+    options = {"nonexistent_time": nonexistent, "ambiguous_time": ambiguous}
+    spec = FieldSpec(column="c", timezone=zone, **options, **WITH_FORMAT)  # type: ignore[arg-type]
+    iso = FieldSpec(column="c", timezone=zone, **options)  # type: ignore[arg-type]
+    arr = pa.array(values, pa.string())
+    fast = check_array(arr, "datetime", None, spec, None)
+    slow = check_array(arr, "datetime", None, iso, None)
+    assert fast.values == slow.values
+    assert fast.reasons == slow.reasons

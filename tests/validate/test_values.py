@@ -5,7 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 
 import pyarrow as pa
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from recordsync.config import FieldSpec
@@ -222,3 +222,102 @@ def test_a_column_repeating_its_values_is_checked_as_cell_by_cell(
     got = check_array(arr, ftype, fdef, spec, users)
     want = _check_array(arr, ftype, fdef, spec, users, None)
     assert (got.values, got.reasons, got.hints) == (want.values, want.reasons, want.hints)
+
+
+GROUPING = "only between groups of three digits"
+
+
+def test_thousands_separators_only_in_grouping_positions() -> None:
+    spec = FieldSpec(column="c", thousands_separator=",")
+    good: list[str | None] = [
+        "1,234,567.89",
+        "1234567.89",
+        "999",
+        "-1,000",
+        "$1,000.50",
+        "12,345e2",
+        "0.5",
+    ]
+    assert [v for v, _ in check(good, "number", spec=spec)] == [
+        1234567.89,
+        1234567.89,
+        999.0,
+        -1000.0,
+        1000.5,
+        1234500.0,
+        0.5,
+    ]
+    bad: list[str | None] = [
+        "12,34",
+        "1.234,56",
+        "1,2345",
+        "1234,567",
+        ",123",
+        "1,234,",
+        "1,234.5,6",
+        "1,,234",
+    ]
+    for cell, (value, reason) in zip(bad, check(bad, "number", spec=spec), strict=True):
+        assert value is None, cell
+        assert reason == (
+            "is not a number (decimal separator '.', thousands separator ',' "
+            f"{GROUPING}: 1,234,567.89)"
+        ), cell
+
+
+def test_european_separators_refuse_the_other_spelling() -> None:
+    spec = FieldSpec(column="c", decimal_separator=",", thousands_separator=".")
+    out = check(["1.234,56", "1,234.56", "1.5", "1234,5"], "number", spec=spec)
+    assert out[0] == (1234.56, None)
+    assert out[1][0] is None and out[2][0] is None  # never 1.23456 nor 1.5
+    assert out[3] == (1234.5, None)
+    only_comma = FieldSpec(column="c", decimal_separator=",")
+    assert check(["1.5"], "number", spec=only_comma)[0] == (
+        None,
+        "is not a number (decimal separator ',')",
+    )
+
+
+def test_a_space_separator_also_matches_no_break_spaces() -> None:
+    spec = FieldSpec(column="c", decimal_separator=",", thousands_separator=" ")
+    cells: list[str | None] = ["1\u00a0234,5 €", "1\u202f234", "1 234 567", "12 34"]
+    assert [v for v, _ in check(cells, "number", spec=spec)] == [1234.5, 1234.0, 1234567.0, None]
+
+
+SEPARATORS = [(".", ","), (",", "."), (".", "'"), (",", " "), (".", " "), (",", "'")]
+
+
+def _spelled(text: str, dec: str, thou: str) -> str:
+    """Python's ``format(n, ',')`` text with the given separators."""
+    return text.replace(",", "\0").replace(".", dec).replace("\0", thou)
+
+
+NUMBERS = st.one_of(
+    st.integers(min_value=-(10**18), max_value=10**18),
+    st.floats(allow_nan=False, allow_infinity=False, min_value=-1e20, max_value=1e20),
+)
+
+
+@given(NUMBERS, st.sampled_from(SEPARATORS))
+def test_grouped_numbers_parse_back(n: int | float, seps: tuple[str, str]) -> None:
+    dec, thou = seps
+    text = _spelled(format(n, ","), dec, thou)
+    spec = FieldSpec(column="c", decimal_separator=dec, thousands_separator=thou)
+    [(parsed, reason)] = check([text], "number", spec=spec)
+    assert reason is None, text
+    assert parsed == float(n), text
+
+
+@given(NUMBERS, st.sampled_from(SEPARATORS), st.data())
+def test_a_separator_out_of_place_is_invalid(
+    n: int | float, seps: tuple[str, str], data: st.DataObject
+) -> None:
+    dec, thou = seps
+    text = _spelled(format(n, ","), dec, thou)
+    at = data.draw(st.integers(min_value=0, max_value=len(text)), label="at")
+    assume(thou != " " or 0 < at < len(text))  # a space at either end is trimmed, as blanks are
+    moved = text[:at] + thou + text[at:]
+    spec = FieldSpec(column="c", decimal_separator=dec, thousands_separator=thou)
+    [(parsed, reason)] = check([moved], "number", spec=spec)
+    assert parsed is None, moved
+    assert reason is not None and GROUPING in reason

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ValidationError
 
 from recordsync.config.idempotency import check_require_key
 from recordsync.config.kind import file_kind, neither_error, one_step_pipeline, refuse_data_file
-from recordsync.config.models import RUNTIME_KEYS, MappingConfig, PipelineConfig
+from recordsync.config.models import RUNTIME_KEYS, MappingConfig, PipelineConfig, pipeline_name
 from recordsync.config.yamlmarks import line_of, load_yaml
 from recordsync.errors import ConfigError
 
@@ -132,11 +132,13 @@ def load_pipeline(path: str | Path) -> PipelineConfig:
     refuse_data_file(p)
     data, node = load_yaml(p)
     if file_kind(data) == "mapping":  # a mapping is a one-step pipeline
+        pipeline_name(None, p)
         return one_step_pipeline(p, load_mapping(p))
     if file_kind(data) is None:
         raise neither_error(p, data)
     pipeline = _validate(PipelineConfig, data, p, node, "pipeline")
     pipeline._path = p
+    pipeline_name(pipeline.name, p)  # the file's stem when there is no name
     for i, step in enumerate(pipeline.steps):
         mpath = Path(os.path.normpath(p.parent / step.mapping))
         if not mpath.is_file():

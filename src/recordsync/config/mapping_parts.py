@@ -117,6 +117,10 @@ class FieldSpec(Strict):
     date_format: str | None = None
     datetime_format: str | None = None
     timezone: str | None = None
+    nonexistent_time: Literal["invalid", "shift_forward"] = "invalid"
+    """A local time the clocks skipped (a daylight-saving gap) in ``timezone``."""
+    ambiguous_time: Literal["invalid", "earlier", "later"] = "invalid"
+    """A local time the clocks passed twice (the hour repeated when they go back)."""
     decimal_separator: str = "."
     thousands_separator: str | None = None
     ref: RefSpec | None = None
@@ -148,6 +152,14 @@ class FieldSpec(Strict):
                 raise ValueError(msg) from None
         if self.decimal_separator == self.thousands_separator:
             raise ValueError("decimal_separator and thousands_separator must differ")
+        for option in ("decimal_separator", "thousands_separator"):
+            sep = getattr(self, option)
+            if sep is not None and (len(sep) != 1 or sep.isdigit() or sep in "+-eE"):
+                raise ValueError(f"{option} must be one character, not a digit, sign or e/E")
+        resolving = {"nonexistent_time", "ambiguous_time"} & self.model_fields_set
+        if resolving and self.timezone is None:
+            option = sorted(resolving)[0]
+            raise ValueError(f"'{option}' resolves local times of a 'timezone'; give 'timezone'")
         if self.ref is not None and self.column is None:
             raise ValueError("'ref' resolves the value of a 'column'; give 'column'")
         return self

@@ -25,8 +25,40 @@ from recordsync.config.mapping_parts import OwnerConfig as OwnerConfig
 from recordsync.config.mapping_parts import SourceConfig as SourceConfig
 from recordsync.config.refspec import RefBy as RefBy  # re-exported: the ``ref`` option
 from recordsync.config.refspec import RefSpec as RefSpec
+from recordsync.errors import ConfigError
 
 RUNTIME_KEYS = frozenset({"base_url", "api_key", "url", "key", "token"})
+MAX_PIPELINE_NAME = 200
+"""The longest pipeline name (``name:``, else the pipeline file's stem), in characters: it
+names the state's lock file (``locks/<name>.lock``), which a file system takes up to 255
+bytes long."""
+
+
+def pipeline_name(config_name: str | None, path: str | Path) -> str:
+    """The pipeline's name: its ``name:``, else its file's stem; a ConfigError naming the
+    key and the limit when it is longer than :data:`MAX_PIPELINE_NAME`."""
+    name = config_name or Path(path).stem
+    reason = name_too_long(name)
+    if reason is None:
+        return name
+    if config_name:
+        raise ConfigError(reason, file=str(path), key="name")
+    raise ConfigError(
+        f"without a `name:` the file's name is the pipeline's name: {reason}",
+        file=str(path),
+        hint="rename the file, or give the pipeline (a pipeline file naming this one as a "
+        f"step) a `name:` of at most {MAX_PIPELINE_NAME} characters",
+    )
+
+
+def name_too_long(name: str) -> str | None:
+    """Why ``name`` cannot name a pipeline's state, or None."""
+    if len(name) <= MAX_PIPELINE_NAME:
+        return None
+    return (
+        f"a pipeline name has at most {MAX_PIPELINE_NAME} characters (it names the state's "
+        f"lock file); this one has {len(name)}"
+    )
 
 
 class MappingConfig(Strict):
@@ -191,6 +223,14 @@ class PipelineConfig(Strict):
     send: SendSettings = Field(default_factory=SendSettings)
 
     _path: Path | None = PrivateAttr(default=None)
+
+    @field_validator("name")
+    @classmethod
+    def _short_name(cls, v: str | None) -> str | None:
+        reason = name_too_long(v) if v is not None else None
+        if reason is not None:
+            raise ValueError(reason)
+        return v
 
     @model_validator(mode="after")
     def _unique_names(self) -> PipelineConfig:

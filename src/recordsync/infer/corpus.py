@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from recordsync.config.yamlmarks import load_yaml
 from recordsync.infer.engine import Proposal, infer
 from recordsync.infer.sample import read_sample
 from recordsync.validate.schema import Schema
@@ -87,7 +86,7 @@ def mapped_as(prop: Proposal, column: str) -> str | None:
 def score_corpus(
     corpus_dir: Path, schema_json: list[dict[str, Any]], users: list[dict[str, Any]]
 ) -> Score:
-    spec = yaml.safe_load((corpus_dir / "corpus.yaml").read_text(encoding="utf-8"))
+    spec = load_yaml(corpus_dir / "corpus.yaml")[0]
     schema = Schema.from_api(schema_json)
     score = Score()
     for entry in spec:

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 
 from recordsync.config.models import FieldSpec, MappingConfig, MatchRule
 from recordsync.map.columns import Column, MappedBatch, label_of, match_keys, nul_errors
-from recordsync.map.fields import extract
+from recordsync.map.fields import extract, separators_for
 from recordsync.map.rows import payload_dicts
 from recordsync.resolve.owners import OwnerResolver
 from recordsync.validate.config_check import check_mapping
@@ -90,7 +90,8 @@ class BatchMapper:
         if multi:
             col = self._multi_column(key, label, spec, fdef, kind, ex.values, ex.explicit_null)
         else:
-            chk = check_array(ex.values, kind, fdef, spec, self.user_ids, self._memo(key))
+            read = separators_for(spec, batch)
+            chk = check_array(ex.values, kind, fdef, read, self.user_ids, self._memo(key))
             present = pc.is_valid(ex.values).to_numpy(zero_copy_only=False) | ex.explicit_null
             col = Column(key, label, chk.values, present, chk.reasons, chk.hints)
             if chk.reasons is not None:
@@ -169,9 +170,8 @@ class BatchMapper:
             return self.column(key, spec, batch).values
         kind = self._kind(key, spec, fdef)
         memo = self._memo(key)
-        return check_array(
-            extract(spec, batch).values, kind, fdef, spec, self.user_ids, memo
-        ).values
+        arr, read = extract(spec, batch).values, separators_for(spec, batch)
+        return check_array(arr, kind, fdef, read, self.user_ids, memo).values
 
     def keys_only(self, batch: pa.RecordBatch) -> list[str | None]:
         """The duplicate-detection key of each row (first pass), as in :meth:`map_batch`.

@@ -108,6 +108,18 @@ def _may_have_space_runs(arr: pa.Array) -> bool:
     return bool((ws[1:] & ws[:-1]).any())
 
 
+def separators_for(spec: FieldSpec, batch: pa.RecordBatch) -> FieldSpec:
+    """``spec`` as it applies to its column in ``batch``: a column that already holds numbers
+    (Parquet, SQL) is read as its numbers, without the text options ``decimal_separator``
+    and ``thousands_separator`` (its cells are written ``1234.5``)."""
+    if spec.column is None or (spec.thousands_separator is None and spec.decimal_separator == "."):
+        return spec
+    kind = batch.schema.field(spec.column).type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_decimal(kind):
+        return spec.model_copy(update={"decimal_separator": ".", "thousands_separator": None})
+    return spec
+
+
 def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = None) -> Extracted:
     """Apply trim, transform, value_map, case and default to the spec's column(s)."""
     n = batch.num_rows

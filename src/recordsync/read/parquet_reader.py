@@ -100,9 +100,23 @@ def _open(path: Path | str) -> pq.ParquetFile:
         ) from None
 
 
+def unique_columns(path: Path | str, names: list[str]) -> list[str]:
+    """``names`` (a file's columns); SourceError naming the file and the columns when one
+    name is given to two columns (which of them a mapping means cannot be told)."""
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SourceError(
+            f"{path}: duplicate column names: {', '.join(dup)}",
+            key="source.path",
+            hint="give each column its own name in the file that writes this Parquet",
+        )
+    return names
+
+
 def parquet_columns(src: SourceConfig, base_dir: Path) -> list[str]:
     """Column names of the first file (all files must share the columns the mapping uses)."""
-    return list(_open(parquet_files(src, base_dir)[0]).schema_arrow.names)
+    path = parquet_files(src, base_dir)[0]
+    return unique_columns(path, list(_open(path).schema_arrow.names))
 
 
 def iter_parquet(
@@ -111,7 +125,7 @@ def iter_parquet(
     """Yield batches per file; row numbers are 1-based within each file."""
     for path in parquet_files(src, base_dir):
         pf = _open(path)
-        names = pf.schema_arrow.names
+        names = unique_columns(path, pf.schema_arrow.names)
         cols = None if columns is None else [c for c in names if c in set(columns)]
         start = 1
         try:

@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import yaml
 
 from recordsync.config.models import OwnerConfig
+from recordsync.config.yamlmarks import parse_yaml
 from recordsync.errors import ConfigError
 from recordsync.validate.distinct import Outcome, boxed, distinct_outcomes, map_distinct
 
@@ -39,7 +39,7 @@ def load_owners_file(path: Path) -> dict[str, str]:
             hint="the path is relative to the mapping file's directory",
         ) from None
     if path.suffix.lower() in (".yaml", ".yml"):
-        data = yaml.safe_load(text) or {}
+        data = parse_yaml(text, str(path))[0] or {}
         if not isinstance(data, dict):
             raise ConfigError(
                 "owners file must map e-mail → user id or full name", file=str(path), line=1

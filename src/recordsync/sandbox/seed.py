@@ -15,6 +15,7 @@ from uuid import UUID
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from recordsync.config.yamlmarks import parse_yaml
 from recordsync.errors import ConfigError
 
 FieldType = Literal[
@@ -259,16 +260,7 @@ def load_seed(path: str | Path | None = None) -> Seed:
             file=str(file),
             hint="pass --seed with an existing YAML file, or leave it out for the default seed",
         ) from exc
-    try:
-        data = yaml.safe_load(text)
-        root = yaml.compose(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(
-            f"not valid YAML: {exc}",
-            file=str(file),
-            line=mark.line + 1 if mark is not None else None,
-        ) from exc
+    data, root = parse_yaml(text, str(file))
     if not isinstance(data, dict):
         raise ConfigError("a seed file must be a YAML mapping", file=str(file))
     try:

@@ -93,10 +93,11 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
                 else "is not an ISO 8601 datetime (or declare datetime_format)"
             )
             return None, reason, None
-        if dt.tzinfo is None:
-            dt = dt.replace(tzinfo=zone)
         try:
-            utc = dt.astimezone(UTC)
+            aware, why = (dt, None) if dt.tzinfo is not None else in_zone(dt, zone, tz, spec)
+            if aware is None:
+                return None, why, None
+            utc = aware.astimezone(UTC)
         except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00 is before year 1 in UTC
             return None, "is out of range (before year 1 or after 9999 in UTC)", None
         return utc_text(utc), None, None
@@ -118,8 +119,14 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
             mask = suspect.to_numpy(zero_copy_only=False).copy()
             mask[fine] = False
             suspect = pa.array(mask)
-    if ts.type.tz is None:
+    if ts.type.tz is None and tz != "UTC":
+        # a local time in a gap or fold has two readings: it goes the strict way, which
+        # applies nonexistent_time / ambiguous_time as for values without datetime_format
+        late = pc.assume_timezone(ts, tz, ambiguous="latest", nonexistent="latest")
         ts = pc.assume_timezone(ts, tz, ambiguous="earliest", nonexistent="earliest")
+        suspect = pc.or_(suspect, pc.fill_null(pc.not_equal(ts, late), False))
+    elif ts.type.tz is None:
+        ts = pc.assume_timezone(ts, tz)
     fast = iso_utc(ts)
     slow_in = pc.if_else(suspect, arr, pa.scalar(None, pa.string()))
     if slow_in.null_count == len(slow_in):
@@ -131,13 +138,39 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
     return Checked(out.tolist(), reasons)
 
 
+def in_zone(
+    local: datetime, zone: ZoneInfo, tz: str, spec: FieldSpec
+) -> tuple[datetime | None, str | None]:
+    """A local time of ``zone`` as an aware datetime, or None and why: a time the clocks
+    skipped (a daylight-saving gap) or passed twice (a fold) is invalid unless the spec says
+    how to read it (``nonexistent_time: shift_forward``: as if the clocks had not moved yet,
+    i.e. later by the gap, 02:30 → 03:30; ``ambiguous_time: earlier|later``: the first or the
+    second of the two). Raises OverflowError at the ends of the calendar."""
+    first, second = local.replace(tzinfo=zone, fold=0), local.replace(tzinfo=zone, fold=1)
+    if first.utcoffset() == second.utcoffset():
+        return first, None
+    if first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) != local:  # a gap
+        if spec.nonexistent_time == "shift_forward":
+            return first, None
+        return None, (
+            f"does not exist in {tz} (skipped when the clocks went forward); declare "
+            f"nonexistent_time: shift_forward to read it as {utc_text(first.astimezone(UTC))}"
+        )
+    if spec.ambiguous_time != "invalid":
+        return (first if spec.ambiguous_time == "earlier" else second), None
+    readings = " or ".join(utc_text(d.astimezone(UTC)) for d in (first, second))
+    return None, (
+        f"is ambiguous in {tz} (passed twice when the clocks went back): {readings}; "
+        "declare ambiguous_time: earlier or later"
+    )
+
+
 def utc_text(dt: datetime) -> str:
     """``YYYY-MM-DDTHH:MM:SS[.mmm]Z`` with a 4-digit year (``strftime("%Y")`` does not pad
     years before 1000 on every platform, and the service takes only 4 digits). Milliseconds
     are kept when the value has a fraction (the service stores milliseconds)."""
     text = (
-        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}"
-        f"T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
+        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}"
     )
     return f"{text}.{dt.microsecond // 1000:03d}Z" if dt.microsecond else f"{text}Z"
 

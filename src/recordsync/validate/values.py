@@ -38,21 +38,54 @@ def check_text(arr: pa.Array) -> Checked:
     return Checked(pylist(arr))
 
 
-def check_number(arr: pa.Array, fdef: FieldDef | None, spec: FieldSpec) -> Checked:
-    s = arr
-    if spec.thousands_separator:
-        s = pc.replace_substring(s, spec.thousands_separator, "")
-        if spec.thousands_separator == " ":
-            s = pc.replace_substring(s, "\u00a0", "")
-    if spec.decimal_separator != ".":
-        s = pc.replace_substring(s, spec.decimal_separator, ".")
-    s = pc.utf8_trim(s, characters="$€£¥% ")
-    ok = pc.match_substring_regex(s, NUMBER_RE)
-    seps = f"decimal separator '{spec.decimal_separator}'" + (
-        f", thousands separator '{spec.thousands_separator}'" if spec.thousands_separator else ""
+def number_pattern(decimal: str, thousands: str | None) -> str:
+    """The one grammar of a number cell (RE2), after currency signs are trimmed: a sign,
+    digits, the ``decimal`` separator and more digits, an exponent. ``thousands`` may appear
+    only between groups: a first group of 1-3 digits, then groups of exactly three
+    (``1,234,567.89``), never in the fraction or the exponent."""
+    dec = _literal(decimal)
+    whole = r"\d+"
+    if thousands:
+        whole = rf"(?:\d{{1,3}}(?:{_literal(thousands)}\d{{3}})+|\d+)"
+    return rf"^[+-]?(?:{whole}(?:{dec}\d*)?|{dec}\d+)(?:[eE][+-]?\d+)?$"
+
+
+def _literal(text: str) -> str:
+    """``text`` as RE2 matches it literally (every character as a ``\\x{..}`` escape)."""
+    return "".join(f"\\x{{{ord(c):x}}}" for c in text)
+
+
+SPACES = ("\u00a0", "\u202f")
+"""What a space as ``thousands_separator`` also stands for: a no-break space and a narrow
+one (the grouping spaces of French and other locales)."""
+
+
+def number_reason(spec: FieldSpec) -> str:
+    """Why a cell is not a number, with the separators and an example in their spelling."""
+    dec, thou = spec.decimal_separator, spec.thousands_separator
+    if not thou:
+        return f"is not a number (decimal separator '{dec}')"
+    example = f"1{thou}234{thou}567{dec}89"
+    return (
+        f"is not a number (decimal separator '{dec}', thousands separator '{thou}' only "
+        f"between groups of three digits: {example})"
     )
+
+
+def check_number(arr: pa.Array, fdef: FieldDef | None, spec: FieldSpec) -> Checked:
+    dec, thou = spec.decimal_separator, spec.thousands_separator
+    s = arr
+    if thou == " ":
+        for space in SPACES:
+            s = pc.replace_substring(s, space, " ")
+    s = pc.utf8_trim(s, characters="$€£¥% ")
+    ok = pc.match_substring_regex(s, number_pattern(dec, thou))
+    if thou:
+        s = pc.replace_substring(s, thou, "")
+    if dec != ".":
+        s = pc.replace_substring(s, dec, ".")
     bad0 = bad_mask(arr, ok)
-    reasons = reasons_at(bad0, f"is not a number ({seps})")
+    reasons = reasons_at(bad0, number_reason(spec))
     vals = pc.cast(pc.if_else(ok, s, None), pa.float64()).to_numpy(zero_copy_only=False)
     places = fdef.decimal_places if fdef else None
     bad = bad0 if reasons is not None else None
