@@ -9,7 +9,9 @@ allows and keeps the match key of each: all of them count as present (keeping a 
 many is safe, deleting one is not). A line that may hide rows or a key (a quote that
 swallowed lines, cells too few: a missing delimiter merged two cells, more than twice as many
 cells as columns, more than :data:`MAX_SHIFT` cells too many, cells that cannot be split)
-carries the reason in ``salvage.hides``: the step's mirror deletes are skipped.
+carries the reason in ``salvage.hides``: the step's mirror deletes are skipped. So does a
+line whose key cells hold U+FFFD (a byte the source's encoding does not define): its key
+cannot be read as it was meant.
 """
 
 from __future__ import annotations
@@ -68,6 +70,19 @@ def _alignments(
     ]
 
 
+def _unread_key(aligned: list[dict[str, Any]], mapper: BatchMapper | None) -> str | None:
+    """Why a key cell of the line cannot be trusted (it holds U+FFFD), or None."""
+    if mapper is None:
+        return None
+    mapping = mapper.mapping
+    keys = mapping.key_columns() + ([mapping.ledger_key.column] if mapping.ledger_key else [])
+    for reading in aligned:
+        for column in keys:
+            if "\ufffd" in str(reading.get(column) or ""):
+                return f"its key column {column!r} holds a character that could not be read"
+    return None
+
+
 def bad_row(
     bl: BadLine, file: str, columns: list[str], mapper: BatchMapper | None = None
 ) -> PreparedRow:
@@ -95,6 +110,10 @@ def bad_row(
     aligned = _alignments(cells, columns, src.delimiter if src else ",")
     if isinstance(aligned, str):
         row.salvage = Salvage([], [], f"line {bl.line}: {aligned}")
+        return row
+    unread = _unread_key(aligned, mapper)
+    if unread is not None:
+        row.salvage = Salvage([], [], f"line {bl.line}: {unread}")
         return row
     keys: list[str | None] = [None] * len(aligned)
     if mapper is not None and mapper.mapping.match_by and columns:
