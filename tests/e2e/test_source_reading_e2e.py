@@ -5,6 +5,8 @@ holding a byte cp1252 leaves undefined is a named error (in the header) or an in
 
 from __future__ import annotations
 
+import csv
+from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
@@ -15,7 +17,7 @@ from recordsync.errors import RunAborted
 from recordsync.send.pipeline import run_pipeline
 from recordsync.state import Journal
 
-from .support import all_records, journal_full_at_the_third_chunk, served, target
+from .support import KEY, all_records, journal_full_at_the_third_chunk, served, target
 from .test_ledger_e2e import request, results, totals, write
 
 
@@ -68,3 +70,70 @@ def test_a_parquet_directory_run_stopped_part_way_resumes(
     assert resumed.error is None and resumed.exit_code == 0, resumed.summary
     assert resumed.summary["accounting_ok"]
     assert sorted(r["email"] for r in held) == sorted(f"p{i}@dir.example" for i in range(15))
+
+
+# -- a byte cp1252 leaves undefined -------------------------------------------------------
+def cp1252_pipeline(tmp: Path, monkeypatch: pytest.MonkeyPatch, data: bytes) -> list[str]:
+    (tmp / "people.csv").write_bytes(data)
+    write(
+        tmp / "people.yaml",
+        "object_type: contacts\nsource: {path: people.csv, encoding: cp1252}\nname: Name\n"
+        "match_by: [email]\nfields: {email: Email}\n",
+    )
+    write(tmp / "p.yaml", "name: people\nsteps: [people.yaml]\n")
+    monkeypatch.setenv("RECORDSYNC_API_KEY", KEY)
+    for var in ("RECORDSYNC_BASE_URL", "RECORDSYNC_PROFILE"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.chdir(tmp)
+    return ["-q", "--state-db", "st/state.db", "--report-dir", "reports"]
+
+
+def test_an_undefined_byte_in_the_header_is_exit_2_in_validate_and_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Callable[..., int],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = b"Name,E\x81mail\r\nAnn,ann@x.example\r\n"
+    args = cp1252_pipeline(tmp_path, monkeypatch, data)
+    with served(tmp_path / "s.db") as url:
+        checked = cli("validate", "p.yaml")
+        said = capsys.readouterr()
+        ran = cli("run", "p.yaml", *args, "--base-url", url)
+        run_said = capsys.readouterr()
+        held = all_records(url, "contacts")
+    assert (checked, ran, held) == (2, 2, [])
+    for text in (said.out + said.err, run_said.err):
+        assert "people.csv:1" in text and "[source.encoding]" in text
+        assert "byte 0x81 is not cp1252 text" in text
+        assert "recordsync bug" not in text and "Traceback" not in text
+
+
+def test_an_undefined_byte_in_a_row_is_that_row_invalid_in_validate_and_run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Callable[..., int],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = (
+        b"Name,Email\r\nRen\xe9e,renee@x.example\r\nB\x8den,ben@x.example\r\n"
+        b"Cy,cy@x.example\r\n"
+    )
+    args = cp1252_pipeline(tmp_path, monkeypatch, data)
+    with served(tmp_path / "s.db") as url:
+        checked = cli("validate", "--scan", "p.yaml")
+        said = capsys.readouterr().out
+        ran = cli("run", "p.yaml", *args, "--base-url", url)
+        run_said = capsys.readouterr()
+        held = all_records(url, "contacts")
+    assert checked == 0  # a row-level problem: the pipeline itself is valid
+    assert "3 (2 valid, 1 invalid)" in said
+    assert "row 3: byte 0x8d is not cp1252 text" in said
+    assert ran == 1, run_said.err
+    assert sorted(r["name"] for r in held) == ["Cy", "Renée"]
+    [report] = [p for p in (tmp_path / "reports").iterdir() if ".partial" not in p.name]
+    with open(report / "failures.csv", newline="", encoding="utf-8") as f:
+        [failed] = list(csv.DictReader(f))
+    assert (failed["_source_row"], failed["_status"]) == ("3", "invalid")
+    assert failed["_error"].startswith("line 3: byte 0x8d is not cp1252 text")
+    assert failed["Email"] == "ben@x.example"
