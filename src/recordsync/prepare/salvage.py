@@ -10,8 +10,8 @@ many is safe, deleting one is not). A line that may hide rows or a key (a quote 
 swallowed lines, cells too few: a missing delimiter merged two cells, more than twice as many
 cells as columns, more than :data:`MAX_SHIFT` cells too many, cells that cannot be split)
 carries the reason in ``salvage.hides``: the step's mirror deletes are skipped. So does a
-line whose key cells hold U+FFFD (a byte the source's encoding does not define): its key
-cannot be read as it was meant.
+line whose match key (or ledger key) holds U+FFFD (a byte the source's encoding does not
+define): its key cannot be read as it was meant.
 """
 
 from __future__ import annotations
@@ -70,16 +70,15 @@ def _alignments(
     ]
 
 
-def _unread_key(aligned: list[dict[str, Any]], mapper: BatchMapper | None) -> str | None:
-    """Why a key cell of the line cannot be trusted (it holds U+FFFD), or None."""
-    if mapper is None:
-        return None
-    mapping = mapper.mapping
-    keys = mapping.key_columns() + ([mapping.ledger_key.column] if mapping.ledger_key else [])
-    for reading in aligned:
-        for column in keys:
-            if "\ufffd" in str(reading.get(column) or ""):
-                return f"its key column {column!r} holds a character that could not be read"
+def _unread_key(
+    aligned: list[dict[str, Any]], keys: list[str | None], mapper: BatchMapper
+) -> str | None:
+    """Why the line's key cannot be trusted (it holds U+FFFD), or None."""
+    if any(k is not None and "\ufffd" in k for k in keys):
+        return "its match key holds a character that could not be read"
+    spec = mapper.mapping.ledger_key
+    if spec is not None and any("\ufffd" in str(a.get(spec.column) or "") for a in aligned):
+        return f"its ledger key column {spec.column!r} holds a character that could not be read"
     return None
 
 
@@ -111,15 +110,15 @@ def bad_row(
     if isinstance(aligned, str):
         row.salvage = Salvage([], [], f"line {bl.line}: {aligned}")
         return row
-    unread = _unread_key(aligned, mapper)
-    if unread is not None:
-        row.salvage = Salvage([], [], f"line {bl.line}: {unread}")
-        return row
     keys: list[str | None] = [None] * len(aligned)
     if mapper is not None and mapper.mapping.match_by and columns:
         batch = pa.RecordBatch.from_pydict(
             {c: pa.array([a[c] for a in aligned], pa.string()) for c in columns}
         )
         keys = mapper.keys_only(batch)
+    unread = _unread_key(aligned, keys, mapper) if mapper is not None else None
+    if unread is not None:
+        row.salvage = Salvage([], [], f"line {bl.line}: {unread}")
+        return row
     row.salvage = Salvage(aligned, keys)
     return row
