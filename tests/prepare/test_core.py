@@ -243,9 +243,9 @@ def test_parquet_directory_duplicates_across_files_and_typed_columns(
     ] == [
         ("part-0.parquet", 1, "duplicate"),
         ("part-0.parquet", 2, "valid"),
-        ("part-1.parquet", 1, "invalid"),
+        ("part-1.parquet", 3, "invalid"),  # row numbers run on across the files
     ]
-    assert rows[0].error is not None and "row 1 of part-1.parquet has the same key" in rows[0].error
+    assert rows[0].error is not None and "row 3 of part-1.parquet has the same key" in rows[0].error
     assert rows[1].payload is not None
     assert rows[1].payload["fields"] == {"stage": "lost", "amount": 3.0}
     assert (

@@ -77,3 +77,14 @@ def test_without_mirror_deletes_no_keys_are_worked_out() -> None:
     r = bad_row(BadLine(7, "P,3,p3@m.example", "malformed line"), "m.csv", ["Name", "Email"], plain)
     assert r.status is RowStatus.INVALID and r.salvage is None
     assert r.source.values == {"Name": "P", "Email": "3", "_extra_cells": ["p3@m.example"]}
+
+
+def test_a_key_with_an_unreadable_character_hides_the_key() -> None:
+    """A byte the source's encoding does not define reaches the cells as U+FFFD: a key
+    holding it is not the key the export meant (its record must not be deleted)."""
+    r = row("Ben,b\ufffden@m.example")
+    assert r.salvage is not None and r.salvage.keys == []
+    assert r.salvage.hides == "line 7: its match key holds a character that could not be read"
+    elsewhere = row("B\ufffden,ben@m.example")  # not in the key: the key is read as usual
+    assert elsewhere.salvage is not None and elsewhere.salvage.hides is None
+    assert elsewhere.salvage.keys == ["email:ben@m.example"]

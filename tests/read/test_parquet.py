@@ -1,4 +1,5 @@
-"""Parquet sources: a file, a directory, a glob; 1-based row numbers per file."""
+"""Parquet sources: a file, a directory, a glob; 1-based row numbers running on across the
+files, in sorted file order."""
 
 from __future__ import annotations
 
@@ -35,10 +36,25 @@ def test_file_directory_and_glob(tmp_path: Path) -> None:
         ("a.parquet", 1, 1),
         ("a.parquet", 2, 2),
     ]
-    both = [("a.parquet", 1, 1), ("a.parquet", 2, 2), ("b.parquet", 1, 3)]
+    both = [("a.parquet", 1, 1), ("a.parquet", 2, 2), ("b.parquet", 3, 3)]
     assert _rows(SourceConfig(path="x", format="parquet"), tmp_path) == both
     assert _rows(SourceConfig(path="x/*.parquet"), tmp_path) == both
     assert source_columns(SourceConfig(path="x/*.parquet"), tmp_path) == ["id", "name"]
+
+
+def test_row_numbers_run_on_across_files_in_sorted_name_order(tmp_path: Path) -> None:
+    for name, ids in (("c.parquet", [7, 8]), ("a.parquet", [1, 2, 3]), ("sub/b.parquet", [4])):
+        _write(tmp_path / "d" / name, ids)
+    _write(tmp_path / "d" / "empty.parquet", [])
+    rows = _rows(SourceConfig(path="d", format="parquet", batch_size=2), tmp_path)
+    assert rows == [
+        ("a.parquet", 1, 1),
+        ("a.parquet", 2, 2),
+        ("a.parquet", 3, 3),
+        ("c.parquet", 4, 7),
+        ("c.parquet", 5, 8),
+        ("b.parquet", 6, 4),  # d/sub/b.parquet sorts after d/empty.parquet and d/c.parquet
+    ]
 
 
 def test_small_batches_number_rows_continuously(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ allows and keeps the match key of each: all of them count as present (keeping a 
 many is safe, deleting one is not). A line that may hide rows or a key (a quote that
 swallowed lines, cells too few: a missing delimiter merged two cells, more than twice as many
 cells as columns, more than :data:`MAX_SHIFT` cells too many, cells that cannot be split)
-carries the reason in ``salvage.hides``: the step's mirror deletes are skipped.
+carries the reason in ``salvage.hides``: the step's mirror deletes are skipped. So does a
+line whose match key (or ledger key) holds U+FFFD (a byte the source's encoding does not
+define): its key cannot be read as it was meant.
 """
 
 from __future__ import annotations
@@ -68,6 +70,18 @@ def _alignments(
     ]
 
 
+def _unread_key(
+    aligned: list[dict[str, Any]], keys: list[str | None], mapper: BatchMapper
+) -> str | None:
+    """Why the line's key cannot be trusted (it holds U+FFFD), or None."""
+    if any(k is not None and "\ufffd" in k for k in keys):
+        return "its match key holds a character that could not be read"
+    spec = mapper.mapping.ledger_key
+    if spec is not None and any("\ufffd" in str(a.get(spec.column) or "") for a in aligned):
+        return f"its ledger key column {spec.column!r} holds a character that could not be read"
+    return None
+
+
 def bad_row(
     bl: BadLine, file: str, columns: list[str], mapper: BatchMapper | None = None
 ) -> PreparedRow:
@@ -102,5 +116,9 @@ def bad_row(
             {c: pa.array([a[c] for a in aligned], pa.string()) for c in columns}
         )
         keys = mapper.keys_only(batch)
+    unread = _unread_key(aligned, keys, mapper) if mapper is not None else None
+    if unread is not None:
+        row.salvage = Salvage([], [], f"line {bl.line}: {unread}")
+        return row
     row.salvage = Salvage(aligned, keys)
     return row

@@ -10,11 +10,14 @@ quoted cells (and malformed lines) contain. Blank lines are skipped but counted.
 from __future__ import annotations
 
 import codecs
+import csv
+import io
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
@@ -22,7 +25,15 @@ import pyarrow.csv as pcsv
 from recordsync.config.models import SourceConfig
 from recordsync.errors import SourceError
 from recordsync.read.batch import BadLine, SourceBatch, may_contain
-from recordsync.read.csv_lines import RawLines, raw_closing
+from recordsync.read.csv_lines import (
+    Mark,
+    Opened,
+    RawLines,
+    Undefined,
+    is_utf8,
+    open_at,
+    raw_closing,
+)
 from recordsync.read.remote import open_stream
 from recordsync.read.swallow import Swallow, first_swallow
 from recordsync.read.utf8guard import guard
@@ -106,14 +117,15 @@ def iter_blocks(
     names: list[str],
     block_size: int,
     progress: Progress,
-    stream: pa.NativeFile | None = None,
+    opened: Opened | None = None,
 ) -> Iterator[SourceBatch]:
     """One SourceBatch per parsed block (ArrowException on a parse failure).
 
-    Without ``stream``, the file is parsed from its top (``progress.next_line`` is then the
-    first data line); with it, ``stream`` holds the file from line ``progress.next_line`` on,
-    as UTF-8 (:func:`recordsync.read.csv_lines.open_at`). The parse stops at a quoted field
-    that swallowed lines (``progress.swallow``)."""
+    Without ``opened``, the file is parsed from its top (``progress.next_line`` is then the
+    first data line); with it, ``opened.stream`` holds the file from line
+    ``progress.next_line`` on, as UTF-8 (:func:`recordsync.read.csv_lines.open_at`). The parse
+    stops at a quoted field that swallowed lines (``progress.swallow``). A row holding a byte
+    the encoding does not define is a malformed line (:func:`_undefined_rows`)."""
     invalid: list[tuple[int, str, str]] = []
 
     def handler(row: pcsv.InvalidRow) -> str:
@@ -122,16 +134,25 @@ def iter_blocks(
         return "skip"
 
     raw = RawLines(open_file, path, src.encoding, progress.next_line)
-    if stream is not None:  # no header, no rows to skip, UTF-8
+    encoding = src.encoding
+    if opened is not None:  # no header, no rows to skip, UTF-8
         src = src.model_copy(
             update={"skip_rows": 0, "header": False, "columns": names, "encoding": "utf-8"}
         )
+    elif not is_utf8(encoding):  # decoded here, so that an undefined byte is one bad row
+        _encoding(encoding, path)
+        opened = open_at(open_file, path, encoding, 1, Mark())
+        src = src.model_copy(update={"encoding": "utf-8"})
     read, parse, convert = csv_options(src, path, names, handler, block_size)
+    undefined = _Undefined(opened.undefined if opened is not None else [], encoding)
+    stream = opened.stream if opened is not None else None
     with guard(handler) as not_utf8:
         try:
             with raw_closing(raw):
                 options = (read, parse, convert)
-                yield from _parse_blocks(src, path, options, invalid, progress, stream, raw)
+                yield from _parse_blocks(
+                    src, path, options, invalid, progress, stream, raw, undefined
+                )
         except pa.ArrowException as exc:
             if not_utf8:  # a malformed line pyarrow could not decode never reached handler
                 raise NotUtf8(str(exc)) from None
@@ -150,6 +171,7 @@ def _parse_blocks(
     progress: Progress,
     given: pa.NativeFile | None,
     raw: RawLines,
+    undefined: _Undefined,
 ) -> Iterator[SourceBatch]:
     read, parse, convert = options
     # pyarrow numbers records from the top of what it reads, skipped rows and header included
@@ -182,12 +204,16 @@ def _parse_blocks(
             lines = starts[~is_bad]
             bad = [BadLine(int(starts[num - next_rec]), text, msg) for num, text, msg in here]
             swallow = first_swallow(batch, lines, valid_extra, bad, src, raw.text)
+            ends = lines + valid_extra  # each row's last line
             if swallow is not None:
                 keep = lines < swallow.line
-                batch, lines = batch.filter(pa.array(keep)), lines[keep]
+                batch, lines, ends = batch.filter(pa.array(keep)), lines[keep], ends[keep]
                 bad = [b for b in bad if b.line < swallow.line]
             next_rec += span
             next_line = int(starts[-1] + extra[-1] + 1) if span else next_line
+            upto = swallow.line if swallow is not None else next_line
+            if undefined.before(upto):
+                batch, lines, bad = undefined.rows(batch, lines, ends, bad, upto, src)
             blank = _blank_mask(batch)
             if blank is not None:
                 keep = pa.array(~blank)
@@ -211,7 +237,75 @@ def _parse_blocks(
                 tail = [b for b in tail if b.line < swallow.line]
                 progress.swallow = swallow
             progress.next_line = swallow.line if swallow is not None else next_line
+            if undefined.before(progress.next_line):
+                undefined.rows(empty, none, none, tail, progress.next_line, src)
             yield SourceBatch(label, empty, none, tail)
+
+
+class _Undefined:
+    """The bytes a non-UTF-8 file's encoding does not define (noted by the stream as the
+    parser reads it: every one before the end of a parsed block is known), taken in order."""
+
+    def __init__(self, found: list[Undefined], encoding: str) -> None:
+        self._found, self._taken, self._encoding = found, 0, encoding
+
+    def before(self, line: int) -> bool:
+        """Whether bytes not taken yet lie before line ``line``."""
+        return self._taken < len(self._found) and self._found[self._taken].line < line
+
+    def rows(
+        self,
+        batch: pa.RecordBatch,
+        lines: npt.NDArray[np.int64],
+        ends: npt.NDArray[np.int64],
+        bad: list[BadLine],
+        upto: int,
+        src: SourceConfig,
+    ) -> tuple[pa.RecordBatch, npt.NDArray[np.int64], list[BadLine]]:
+        """``batch`` (its rows start on ``lines`` and end on ``ends``) without the rows that
+        hold a byte found before line ``upto``: those are malformed lines, added to ``bad``
+        (a malformed line that holds one says so too). Bytes on lines before the first row
+        (the header, rows skipped) are not this method's (:func:`read_header` checks them)."""
+        hit: dict[int, list[Undefined]] = {}
+        while self.before(upto):
+            u = self._found[self._taken]
+            self._taken += 1
+            i = int(np.searchsorted(lines, u.line, side="right")) - 1
+            if i >= 0 and ends[i] >= u.line:
+                hit.setdefault(i, []).append(u)
+                continue
+            for b in bad:
+                if b.line <= u.line <= b.line + b.text.count("\n"):
+                    b.message += f"; {u.describe(self._encoding, b.line)}"
+                    break
+        if not hit:
+            return batch, lines, bad
+        names = batch.schema.names
+        for i, found in hit.items():
+            cells = [batch.column(n)[i].as_py() for n in names]
+            why = "; ".join(u.describe(self._encoding, int(lines[i])) for u in found)
+            message = (
+                f"{why} (source.encoding: {self._encoding}; the row's text shows it as"
+                " U+FFFD): fix the byte in the source, or set source.encoding to the file's"
+                " encoding (utf-8 for a file exported as UTF-8)"
+            )
+            bad.append(BadLine(int(lines[i]), _as_line(cells, src), message))
+        bad.sort(key=lambda b: b.line)
+        keep = np.ones(len(lines), dtype=bool)
+        keep[list(hit)] = False
+        return batch.filter(pa.array(keep)), lines[keep], bad
+
+
+def _as_line(cells: list[str | None], src: SourceConfig) -> str:
+    """A row's cells as one CSV line in the source's dialect (read back by
+    :func:`recordsync.prepare.salvage.bad_row`)."""
+    out = io.StringIO()
+    if src.quotechar:
+        writer = csv.writer(out, delimiter=src.delimiter, quotechar=src.quotechar)
+    else:
+        writer = csv.writer(out, delimiter=src.delimiter, quoting=csv.QUOTE_NONE, escapechar="\\")
+    writer.writerow(["" if c is None else c for c in cells])
+    return out.getvalue().rstrip("\r\n")
 
 
 def _blank_mask(batch: pa.RecordBatch) -> np.ndarray | None:

@@ -7,15 +7,20 @@ the reader numbers lines, and returns the text of the line before it (the broken
 file in an encoding other than UTF-8 is decoded here and handed on as UTF-8 (its line breaks
 are then bytes ``\\n`` whatever the encoding). A local uncompressed file is not counted from
 its top again at every re-read: the last position found is remembered (:class:`Mark`).
+
+A byte the encoding leaves undefined (cp1252 has no character for 0x81, 0x8D, 0x8F, 0x90
+and 0x9D) does not stop the read: it is handed on as U+FFFD and noted, with its line, in
+:attr:`Opened.undefined`, so the reader can report the row that holds it (or the header).
 """
 
 from __future__ import annotations
 
 import codecs
 import io
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -26,6 +31,10 @@ from recordsync.read.utf8guard import NOT_UTF8_HINT
 CHUNK = 1 << 20
 LINE_TEXT_MAX = 1 << 20
 """At most this much of a broken line's text is kept (for the report)."""
+UNDEFINED_MAX = 16
+"""At most this many undefined bytes are noted per line."""
+_ESCAPED = re.compile("[\udc80-\udcff]+")
+"""Bytes a decoder could not decode, as ``surrogateescape`` hands them on."""
 
 
 def is_utf8(encoding: str) -> bool:
@@ -44,24 +53,46 @@ class Mark:
 
 
 @dataclass(slots=True)
+class Undefined:
+    """Bytes ``data`` on line ``line`` of a file that its encoding does not define."""
+
+    line: int
+    data: bytes
+
+    def describe(self, encoding: str, row_line: int | None = None) -> str:
+        """``byte 0x81 is not cp1252 text``, with ``on line N`` unless the line is
+        ``row_line`` (the line the message is about already)."""
+        shown = " ".join(f"0x{b:02x}" for b in self.data)
+        what = "byte" if len(self.data) == 1 else "bytes"
+        where = "" if self.line == row_line else f" on line {self.line}"
+        verb = "is" if len(self.data) == 1 else "are"
+        return f"{what} {shown}{where} {verb} not {encoding} text"
+
+
+@dataclass(slots=True)
 class Opened:
     """A stream at the first byte of a line; ``before`` is the previous line (at most
-    :data:`LINE_TEXT_MAX` of it, without its line break) and ``before_bytes`` its length."""
+    :data:`LINE_TEXT_MAX` of it, without its line break) and ``before_bytes`` its length.
+    ``undefined``: the bytes the encoding does not define, in file order, noted as the
+    stream is read (always empty for UTF-8, which the parser checks itself)."""
 
     stream: pa.NativeFile
     before: str
     before_bytes: int
+    undefined: list[Undefined] = field(default_factory=list)
 
 
 class _Utf8(io.RawIOBase):
-    """A file in another encoding, read as UTF-8 (``leftover`` bytes of it already read)."""
+    """A file in another encoding, read as UTF-8. Bytes the encoding does not define become
+    U+FFFD, each noted in ``undefined`` with its line (``line``: the file's first line)."""
 
     def __init__(self, raw: pa.NativeFile, encoding: str, path: Path | str, line: int) -> None:
         self._raw = raw
-        self._decoder = codecs.getincrementaldecoder(encoding)("strict")
+        self._decoder = codecs.getincrementaldecoder(encoding)("surrogateescape")
         self._encoding, self._path, self._line = encoding, path, line
-        self._buf = b""
+        self._buf, self._at = b"", 0  # decoded bytes; those before _at were read
         self._done = False
+        self.undefined: list[Undefined] = []
 
     def readable(self) -> bool:
         return True
@@ -70,22 +101,42 @@ class _Utf8(io.RawIOBase):
         chunk = self._raw.read(CHUNK)
         try:
             text = self._decoder.decode(chunk, final=not chunk)
-        except UnicodeDecodeError:
+        except UnicodeDecodeError:  # bytes surrogateescape cannot carry (below 0x80)
             raise SourceError(
                 f"not valid {self._encoding} text (after line {self._line})",
                 file=str(self._path),
                 key="source.encoding",
                 hint=NOT_UTF8_HINT,
             ) from None
+        try:  # an undefined byte is a lone surrogate here, which UTF-8 cannot encode
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:  # (a search for them costs 5x the encoding)
+            text = self._note(text)
+            data = text.encode("utf-8", "surrogatepass")
         self._line += text.count("\n")
-        self._buf += text.encode("utf-8", "surrogatepass")
+        self._buf = self._buf[self._at :] + data
+        self._at = 0
         self._done = not chunk
 
+    def _note(self, text: str) -> str:
+        """``text`` with its undefined bytes noted and replaced by U+FFFD."""
+        line, at = self._line, 0
+        for found in _ESCAPED.finditer(text):
+            line += text.count("\n", at, found.start())
+            at = found.start()
+            data = bytes(ord(c) - 0xDC00 for c in found.group())
+            last = self.undefined[-1] if self.undefined else None
+            if last is not None and last.line == line:
+                last.data = (last.data + data)[:UNDEFINED_MAX]
+            else:
+                self.undefined.append(Undefined(line, data[:UNDEFINED_MAX]))
+        return _ESCAPED.sub(lambda m: "\ufffd" * len(m.group()), text)
+
     def read(self, size: int = -1) -> bytes:
-        while not self._done and (size < 0 or len(self._buf) < size):
+        while not self._done and (size < 0 or len(self._buf) - self._at < size):
             self._fill()
-        n = len(self._buf) if size < 0 else size
-        out, self._buf = self._buf[:n], self._buf[n:]
+        end = len(self._buf) if size < 0 else min(len(self._buf), self._at + size)
+        out, self._at = self._buf[self._at : end], end
         return out
 
     def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
@@ -125,7 +176,7 @@ class _Prefixed(io.RawIOBase):
 
 
 def open_at(opener: object, path: Path | str, encoding: str, line: int, mark: Mark) -> Opened:
-    """``path`` opened at the first byte of line ``line`` (> 1), read as UTF-8 from there;
+    """``path`` opened at the first byte of line ``line`` (1: its top), read as UTF-8 from there;
     ``opener(path)`` opens the file as :func:`recordsync.read.csv_blocks.open_file` does.
     ``mark`` is where to start counting (moved to ``line``) when the file can seek."""
     assert callable(opener)
@@ -148,7 +199,8 @@ def open_at(opener: object, path: Path | str, encoding: str, line: int, mark: Ma
     if line - 1 == 1:
         text = text.removeprefix("\ufeff")
     stream = pa.PythonFile(_Prefixed(rest, source), mode="r")
-    return Opened(stream, text.rstrip("\r"), size)
+    undefined = source.undefined if isinstance(source, _Utf8) else []
+    return Opened(stream, text.rstrip("\r"), size, undefined)
 
 
 def _skip(stream: pa.NativeFile | _Utf8, breaks: int) -> tuple[bytes, bytes, int, int]:

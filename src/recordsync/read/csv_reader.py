@@ -28,7 +28,7 @@ from recordsync.read.csv_blocks import (
     iter_blocks,
     open_file,
 )
-from recordsync.read.csv_lines import Mark, Opened, open_at, stray_quote
+from recordsync.read.csv_lines import Mark, Opened, Undefined, is_utf8, open_at, stray_quote
 from recordsync.read.paths import locate
 from recordsync.read.swallow import Swallow, reason, size_text
 from recordsync.read.utf8guard import guard, not_utf8_error
@@ -87,10 +87,15 @@ def _parse_header(src: SourceConfig, path: Path | str, quick: bool) -> list[str]
         def skip(row: pcsv.InvalidRow) -> str:
             return "skip"
 
-        with open_file(path) as stream, guard(skip) as not_utf8:
-            read, parse, convert = csv_options(src, path, None, skip, block_size)
+        read, parse, convert = csv_options(src, path, None, skip, block_size)
+        opened = _decoded(src, path)
+        if opened is not None:
+            read.encoding = "utf8"
+        with opened.stream if opened else open_file(path) as stream, guard(skip) as not_utf8:
             try:
                 names = list(pcsv.open_csv(stream, read, parse, convert).schema.names)
+                if opened is not None:
+                    _check_header_bytes(src, path, opened.undefined)
                 break
             except pa.ArrowException as exc:
                 if not_utf8 or block_size == sizes[-1]:
@@ -106,6 +111,31 @@ def _parse_header(src: SourceConfig, path: Path | str, quick: bool) -> list[str]
             hint="rename them in the file, or declare names with source.columns",
         )
     return names
+
+
+def _decoded(src: SourceConfig, path: Path | str) -> Opened | None:
+    """A file in an encoding other than UTF-8, decoded here (:func:`.csv_lines.open_at`:
+    a byte the encoding does not define is noted, not fatal); None for UTF-8, which
+    pyarrow reads as it is."""
+    if is_utf8(src.encoding):
+        return None
+    return open_at(open_file, path, src.encoding, 1, Mark())
+
+
+def _check_header_bytes(src: SourceConfig, path: Path | str, found: list[Undefined]) -> None:
+    """A byte the encoding does not define in the header line: the columns cannot be named."""
+    line = src.skip_rows + 1
+    bad = next((u for u in found if u.line == line), None)
+    if not src.header or bad is None:
+        return
+    raise SourceError(
+        f"the header cannot be read: {bad.describe(src.encoding, line)}",
+        file=str(path),
+        line=line,
+        key="source.encoding",
+        hint="set source.encoding to the file's encoding (utf-8 for a file exported as UTF-8),"
+        " or fix the header line in the source",
+    )
 
 
 def _too_long(exc: Exception) -> bool:
@@ -152,14 +182,14 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
     progress = Progress(first)
     block = BLOCK_SIZE
     mark = Mark()
-    stream: pa.NativeFile | None = None  # the file from progress.next_line on (a re-read)
+    opened: Opened | None = None  # the file from progress.next_line on (a re-read)
     empty = pa.RecordBatch.from_pylist([], schema=pa.schema([(n, pa.string()) for n in names]))
     pending: list[SourceBatch] = []
     pending_rows = 0
     while True:
         failure: SourceError | None = None
         swallow: Swallow | None = None
-        given, stream = stream, None
+        given, opened = opened, None
         try:
             for part in iter_blocks(src, path, names, block, progress, given):
                 pending.append(part)
@@ -181,7 +211,7 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
                 continue
             elif block < MAX_BLOCK_SIZE:  # again from the line that did not fit
                 block *= 4
-                stream = _reopen(src, path, progress.next_line, mark).stream
+                opened = _reopen(src, path, progress.next_line, mark)
                 continue
             else:
                 swallow = Swallow(progress.next_line, "long")
@@ -208,7 +238,7 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
         bad = BadLine(swallow.line, opened.before, why, hides)
         pending.append(SourceBatch(str(path), empty, np.zeros(0, dtype=np.int64), [bad]))
         progress = Progress(swallow.line + 1)
-        stream, block = opened.stream, BLOCK_SIZE
+        block = BLOCK_SIZE
     if pending:
         yield _merge(pending)
 

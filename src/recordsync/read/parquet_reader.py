@@ -122,12 +122,15 @@ def parquet_columns(src: SourceConfig, base_dir: Path) -> list[str]:
 def iter_parquet(
     src: SourceConfig, base_dir: Path, columns: list[str] | None = None
 ) -> Iterator[SourceBatch]:
-    """Yield batches per file; row numbers are 1-based within each file."""
+    """Yield batches per file, the files in :func:`parquet_files`' sorted order. Row numbers
+    are 1-based and run on across the files (the second file's first row follows the first
+    file's last), so each row of the source has a number of its own (the journal and the
+    reports name rows by it)."""
+    start = 1
     for path in parquet_files(src, base_dir):
         pf = _open(path)
         names = unique_columns(path, pf.schema_arrow.names)
         cols = None if columns is None else [c for c in names if c in set(columns)]
-        start = 1
         try:
             for batch in pf.iter_batches(batch_size=src.batch_size, columns=cols):
                 n = batch.num_rows
