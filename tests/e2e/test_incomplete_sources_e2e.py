@@ -5,7 +5,6 @@ line ending still deletes. Over loopback against the sandbox."""
 
 from __future__ import annotations
 
-import csv
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +18,10 @@ import recordsync.read as read_package
 import recordsync.read.parquet_reader as parquet_reader
 from recordsync.errors import SourceError, exit_code_for
 from recordsync.read import SourceBatch
-from recordsync.send.pipeline import RunRequest, run_pipeline
-from recordsync.send.retry import RetryPolicy
+from recordsync.send.pipeline import run_pipeline
 
 from .support import all_records, served, target
+from .test_ledger_e2e import request, results
 
 ROWS = 30
 
@@ -43,20 +42,6 @@ def setup(tmp: Path, source: str = "m.csv", extra: str = "") -> Path:
 
 def write_csv(path: Path, lines: list[str], end: str = "\n") -> None:
     path.write_bytes(("Email,Name\n" + "\n".join(lines) + end).encode())
-
-
-def request(tmp: Path, pipeline: Path) -> RunRequest:
-    return RunRequest(
-        pipeline,
-        report_dir=tmp / "reports",
-        state_db=tmp / "state.db",
-        retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
-    )
-
-
-def results(result: Any) -> list[dict[str, str]]:
-    with open(result.report_dir / "results.csv", newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
 
 
 def live_emails(url: str) -> set[str]:

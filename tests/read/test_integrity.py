@@ -169,7 +169,11 @@ def test_a_file_cut_inside_its_last_quoted_cell_is_always_flagged(head: str, cut
         got = list(iter_source(src, path.parent))
     bad = [b for sb in got for b in sb.bad]
     assert [r for sb in got for r in sb.rows.tolist()] == [2]
-    assert len(bad) == 1 and bad[0].hides is not None and ENDS_MID_LINE in bad[0].hides
+    # the cut row is one bad line, or (a line break in the cell) its lines each are: the
+    # reader splits a quote that never closes; one of them says the file ends mid-record
+    assert bad and bad[0].line == 3
+    flagged = [b.hides for b in bad if b.hides is not None]
+    assert any(ENDS_MID_LINE in h or "still open at the end of the file" in h for h in flagged)
 
 
 def test_changes_name_the_file_and_what_changed(tmp_path: Path) -> None:

@@ -33,9 +33,9 @@ from recordsync.state.keyspace import (
     KeySpace,
     hold_key_spaces,
     key_spaces,
-    target_identity,
 )
 from recordsync.state.location import StateLocation
+from recordsync.state.targets import normalize_url
 
 DEALS = """object_type: deals
 source:
@@ -139,13 +139,13 @@ def test_each_kind_of_key_is_a_key_space_and_a_create_only_mapping_has_none(
     assert [s.key_kind for s in spaces] == ["ledger_key Web (domain)", "match_by name"]
 
 
-def test_target_identity() -> None:
-    assert target_identity("HTTPS://API.Example.COM:443/v1/") == "https://api.example.com/v1"
-    assert target_identity("http://Host:8080/Path") == "http://host:8080/Path"
-    assert target_identity("http://[::1]:80/") == "http://[::1]"
-    assert target_identity("https://h/x?api_key=s3cret#f") == "https://h/x"  # never a secret
+def test_normalize_url() -> None:
+    assert normalize_url("HTTPS://API.Example.COM:443/v1/") == "https://api.example.com/v1"
+    assert normalize_url("http://Host:8080/Path") == "http://host:8080/Path"
+    assert normalize_url("http://[::1]:80/") == "http://[::1]"
+    assert normalize_url("https://h/x?api_key=s3cret#f") == "https://h/x"  # never a secret
     here = Path.cwd()
-    assert target_identity("embedded-sandbox:.recordsync/sandbox.db") == (
+    assert normalize_url("embedded-sandbox:.recordsync/sandbox.db") == (
         f"embedded-sandbox:{here / '.recordsync' / 'sandbox.db'}"
     )
 
@@ -158,10 +158,10 @@ def test_target_identity() -> None:
 )
 def test_target_identity_is_stable(scheme: str, host: str, port: int | None, path: str) -> None:
     url = f"{scheme}://{host}{f':{port}' if port else ''}{path}"
-    once = target_identity(url)
-    assert target_identity(once) == once
+    once = normalize_url(url)
+    assert normalize_url(once) == once
     shouted = f"{scheme.upper()}://{host.upper()}{f':{port}' if port else ''}{path}/"
-    assert target_identity(shouted) == once
+    assert normalize_url(shouted) == once
     assert once.startswith(f"{scheme.lower()}://{host.lower()}") and not once.endswith("/")
 
 

@@ -28,7 +28,8 @@ column names hold) and says, while held, which key space it guards and who holds
 (pipeline, pid, host, start time); a refused run quotes that. Not covered: two machines that
 share no PostgreSQL state (SQLite files, or ``--no-state``): ``flock`` is local to a machine.
 
-:func:`target_identity` turns a target's name into the string the key space holds.
+:func:`recordsync.state.targets.normalize_url` turns a target's name into the string the key
+space holds.
 """
 
 from __future__ import annotations
@@ -47,13 +48,13 @@ from dataclasses import dataclass, field
 from hashlib import blake2b, sha256
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
-from urllib.parse import urlsplit
 
 from recordsync.config.models import MappingConfig
 from recordsync.errors import RunAborted
-from recordsync.state.lock import LockHolder, poll
+from recordsync.state.lock import LockHolder, poll, same_file
 from recordsync.state.pg import _MIGRATE_LOCK, PgConnection, StateDbError
 from recordsync.state.store import utc_now
+from recordsync.state.targets import normalize_url
 
 if TYPE_CHECKING:
     from recordsync.state.store import StateStore
@@ -62,28 +63,6 @@ log = logging.getLogger(__name__)
 
 LOCK_DIR_ENV = "RECORDSYNC_LOCK_DIR"
 """The machine-wide (per-user by default) directory of key-space lock files."""
-EMBEDDED = "embedded-sandbox:"
-_DEFAULT_PORTS = {"http": 80, "https": 443}
-
-
-def target_identity(name: str) -> str:
-    """The target as a key space names it: the base URL with its scheme and host in lower
-    case, no default port and no trailing slash (a user name, password, query or fragment
-    never kept); ``embedded-sandbox:<db>`` with the database path made absolute."""
-    name = name.strip()
-    if name.startswith(EMBEDDED):
-        return EMBEDDED + str(Path(name[len(EMBEDDED) :]).expanduser().resolve())
-    parts = urlsplit(name)
-    if not parts.scheme or not parts.hostname:
-        return name.rstrip("/")
-    scheme = parts.scheme.lower()
-    host = parts.hostname.lower()  # already lower case; without user:password@
-    if ":" in host:
-        host = f"[{host}]"
-    port = parts.port
-    if port is not None and port != _DEFAULT_PORTS.get(scheme):
-        host = f"{host}:{port}"
-    return f"{scheme}://{host}{parts.path.rstrip('/')}"
 
 
 def key_kinds(mapping: MappingConfig) -> list[str]:
@@ -125,8 +104,9 @@ class KeySpace:
 
 def key_spaces(target: str, steps: Iterable[tuple[str, MappingConfig]]) -> list[KeySpace]:
     """The key spaces the steps ``(name, mapping)`` write, sorted, each once (with the steps
-    that write it); ``target``: the target's name (:func:`target_identity` is applied)."""
-    where = target_identity(target)
+    that write it); ``target``: the target's name (normalised:
+    :func:`recordsync.state.targets.normalize_url`)."""
+    where = normalize_url(target)
     found: dict[tuple[str, str], list[str]] = {}
     for step, mapping in steps:
         for kind in key_kinds(mapping):
@@ -179,7 +159,7 @@ class _FileLock:
                 if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     return False
                 raise
-            if _same_file(fd, self.path):
+            if same_file(fd, self.path):
                 break
             os.close(fd)
         else:
@@ -208,15 +188,6 @@ class _FileLock:
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
-
-
-def _same_file(fd: int, path: Path) -> bool:
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return False
-    mine = os.fstat(fd)
-    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 _HOLDERS = """CREATE TABLE IF NOT EXISTS keyspace_holders (

@@ -138,7 +138,7 @@ def _db_lock(fd: int, pipeline: str, kind: int) -> bool:
     return True
 
 
-def _same_file(fd: int, path: Path) -> bool:
+def same_file(fd: int, path: Path) -> bool:
     """True when ``path`` still names the file open as ``fd``."""
     try:
         st = os.stat(path)
@@ -220,7 +220,7 @@ class PipelineLock:
                 if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                     raise
                 return None
-            if _same_file(fd, self.path):
+            if same_file(fd, self.path):
                 return fd
             os.close(fd)
         raise RunAborted(

@@ -42,12 +42,15 @@ _DEFAULT_PORTS = {"http": 80, "https": 443}
 
 def normalize_url(name: str) -> str:
     """A target's name as the state compares it: scheme and host in lower case, a default
-    port and a trailing slash dropped; the embedded sandbox by its database's absolute path."""
+    port and a trailing slash dropped (a user name, password, query or fragment never kept);
+    the embedded sandbox by its database's absolute path."""
     if name.startswith(EMBEDDED):
         return EMBEDDED + str(Path(name[len(EMBEDDED) :]).expanduser().resolve())
     parts = urlsplit(name.strip())
+    if not parts.scheme or not parts.hostname:
+        return name.strip().rstrip("/")
     scheme = parts.scheme.lower()
-    host = (parts.hostname or "").lower()
+    host = parts.hostname.lower()  # without user:password@ (never kept)
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
     port = parts.port
