@@ -1,4 +1,4 @@
-"""The package layout (README "Layout"): which stages may import which, and module sizes.
+"""The package layout (docs/architecture.md): which stages may import which, and module sizes.
 
 Imports are read from the source (every ``import`` statement, also inside functions and
 ``TYPE_CHECKING`` blocks), not from ``sys.modules``, so a lazy import counts too.

@@ -19,7 +19,7 @@ was sent.
 Messages name the culprit (file, line, key, row, column, status and path) and say what to
 do next. They never contain secrets: API keys are typed as :class:`recordsync.secret.Secret`.
 
-Exit codes (the one table, also in the README):
+Exit codes (the one table, also in docs/run.md, "Exit codes"):
 
     0  every row ok
     1  the run finished, with failed, invalid or in-doubt rows (or an accounting mismatch)

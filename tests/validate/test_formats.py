@@ -1,4 +1,4 @@
-"""Edges of the email, phone and URL rules (README, "Sandbox decisions": Validation)."""
+"""Edges of the email, phone and URL rules (docs/sandbox.md: Validation)."""
 
 from __future__ import annotations
 

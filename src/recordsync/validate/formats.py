@@ -1,4 +1,4 @@
-"""String formats the service checks: email, phone and URL, as the README's sandbox decisions
+"""String formats the service checks: email, phone and URL, as docs/sandbox.md's decisions
 state them (written from those rules, not from the sandbox's code).
 
 Each check validates the value the run sends, as the service reads it: trimmed of Unicode
