@@ -1,107 +1,570 @@
-"""The package layout (docs/architecture.md): which stages may import which, and module sizes.
+"""The package layout (docs/architecture.md): the import graph of ``src/recordsync``.
 
 Imports are read from the source (every ``import`` statement, also inside functions and
-``TYPE_CHECKING`` blocks), not from ``sys.modules``, so a lazy import counts too.
+``TYPE_CHECKING`` blocks), not from ``sys.modules``, so a lazy import counts too. The test
+fails on a circle between modules, a circle between top-level packages, an import a stage
+must never make, and a lazy import of a recordsync module that is neither an optional
+dependency's wrapper nor one of the command line's lazy commands. Sizes are not checked:
+a module is as long as its concept.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-
-import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "recordsync"
 
-MAX_LINES = 600
-"""No module of the package is longer: sized by its concept, most modules land between 100
-and 400 lines and a central class may take 600 (the layout guide); past that, look for a
-second concept in it. Never split a class across files to meet this number."""
+OPTIONAL = ("psycopg", "duckdb", "fsspec", "dagster", "airflow", "pyarrow.parquet", "pyarrow.fs")
+"""Dependencies a run may not have or should not pay for: a module importing one of them
+(anywhere in its body) may be imported lazily, so that only the sources that need it load it."""
 
-NO_IMPORTS_FROM = {
-    "recordsync.report": "recordsync.send",
-    "recordsync.state": "recordsync.send",
-    "recordsync.prepare": "recordsync.send",
+LAZY_IMPORTERS = ("recordsync.cli",)
+"""The command line resolves its commands lazily (start-up time of every run)."""
+
+NEVER: dict[str, tuple[str, ...]] = {
+    "recordsync.core": ("recordsync",),
+    "recordsync.state": (
+        "recordsync.send",
+        "recordsync.run",
+        "recordsync.nightly",
+        "recordsync.report",
+        "recordsync.map",
+        "recordsync.prepare",
+        "recordsync.read",
+    ),
+    "recordsync.send": ("recordsync.run", "recordsync.nightly", "recordsync.cli"),
+    "recordsync.integrations": ("recordsync.cli",),
 }
-"""Stage -> what none of its modules imports (the types both need live in model.py)."""
-ALLOWED = {
+"""Package -> what none of its modules imports (its own package excepted)."""
+
+ONLY: dict[str, tuple[str, ...]] = {
+    "recordsync.report": ("recordsync.core", "recordsync.config", "recordsync.tuning"),
+    "recordsync.reconcile": ("recordsync.core", "recordsync.config"),
+}
+"""Package -> the only packages its modules import (besides its own): the report and the
+answer checks take the shared types, the mapping they describe and the spill of per-row facts."""
+
+KNOWN: set[tuple[str, str]] = {
+    ("recordsync.chunk_report", "recordsync.reconcile.batch"),
+    ("recordsync.config.header_case", "recordsync.read"),
+    ("recordsync.config.kind", "recordsync.validate.suggest"),
+    ("recordsync.config.loader", "recordsync.config.header_case"),
+    ("recordsync.config.loader", "recordsync.validate.suggest"),
+    ("recordsync.config.mapping_parts", "recordsync.config.sqlsource"),
+    ("recordsync.config.models", "recordsync.config.mapping_parts"),
+    ("recordsync.config.sqlsource", "recordsync.config.models"),
+    ("recordsync.infer.corpus", "recordsync.config.yamlmarks"),
+    ("recordsync.infer.corpus", "recordsync.validate.schema"),
+    ("recordsync.infer.engine", "recordsync.validate.schema"),
+    ("recordsync.infer.fit", "recordsync.validate.schema"),
+    ("recordsync.infer.fit", "recordsync.validate.suggest"),
+    ("recordsync.integrations.outcome", "recordsync.cli.options"),
+    ("recordsync.integrations.outcome", "recordsync.cli.run_cmds"),
+    ("recordsync.integrations.outcome", "recordsync.send.pipeline"),
+    ("recordsync.integrations.outcome", "recordsync.state.location"),
+    ("recordsync.map.columns", "recordsync.config.models"),
+    ("recordsync.map.columns", "recordsync.read.batch"),
+    ("recordsync.map.domains", "recordsync.validate.distinct"),
+    ("recordsync.map.engine", "recordsync.config.models"),
+    ("recordsync.map.engine", "recordsync.resolve.owners"),
+    ("recordsync.map.engine", "recordsync.validate.config_check"),
+    ("recordsync.map.engine", "recordsync.validate.distinct"),
+    ("recordsync.map.engine", "recordsync.validate.schema"),
+    ("recordsync.map.engine", "recordsync.validate.values"),
+    ("recordsync.map.fields", "recordsync.config.models"),
+    ("recordsync.map.fields", "recordsync.validate.distinct"),
+    ("recordsync.prepare.core", "recordsync.config.models"),
+    ("recordsync.prepare.core", "recordsync.map.engine"),
+    ("recordsync.prepare.core", "recordsync.map.gcpause"),
+    ("recordsync.prepare.core", "recordsync.read"),
+    ("recordsync.prepare.core", "recordsync.read.batch"),
+    ("recordsync.prepare.core", "recordsync.read.sql"),
+    ("recordsync.prepare.core", "recordsync.read.swallow"),
+    ("recordsync.prepare.core", "recordsync.state.keys"),
+    ("recordsync.prepare.core", "recordsync.validate.entry_size"),
+    ("recordsync.prepare.core", "recordsync.validate.schema"),
+    ("recordsync.prepare.digest_scan", "recordsync.config.models"),
+    ("recordsync.prepare.digest_scan", "recordsync.map.engine"),
+    ("recordsync.prepare.digest_scan", "recordsync.map.gcpause"),
+    ("recordsync.prepare.digest_scan", "recordsync.read"),
+    ("recordsync.prepare.digest_scan", "recordsync.read.swallow"),
+    ("recordsync.prepare.digest_scan", "recordsync.state.digests"),
+    ("recordsync.prepare.digest_scan", "recordsync.state.snapshot_match"),
+    ("recordsync.prepare.digest_scan", "recordsync.state.snapshots"),
+    ("recordsync.prepare.digests", "recordsync.config.models"),
+    ("recordsync.prepare.digests", "recordsync.map.engine"),
+    ("recordsync.prepare.digests", "recordsync.map.gcpause"),
+    ("recordsync.prepare.digests", "recordsync.read"),
+    ("recordsync.prepare.digests", "recordsync.state.digests"),
+    ("recordsync.prepare.digests", "recordsync.state.snapshots"),
+    ("recordsync.prepare.digests", "recordsync.validate.entry_size"),
+    ("recordsync.prepare.digests", "recordsync.validate.schema"),
+    ("recordsync.prepare.dups", "recordsync.config.models"),
+    ("recordsync.prepare.dups", "recordsync.map.engine"),
+    ("recordsync.prepare.dups", "recordsync.map.gcpause"),
+    ("recordsync.prepare.dups", "recordsync.read"),
+    ("recordsync.prepare.dups", "recordsync.state.keys"),
+    ("recordsync.prepare.fingerprint", "recordsync"),
+    ("recordsync.prepare.fingerprint", "recordsync.state.digests"),
+    ("recordsync.prepare.merges", "recordsync.config.models"),
+    ("recordsync.prepare.merges", "recordsync.map.engine"),
+    ("recordsync.prepare.merges", "recordsync.map.gcpause"),
+    ("recordsync.prepare.merges", "recordsync.read"),
+    ("recordsync.prepare.merges", "recordsync.validate.schema"),
+    ("recordsync.prepare.salvage", "recordsync.map.engine"),
+    ("recordsync.prepare.salvage", "recordsync.read"),
+    ("recordsync.prepare.seen_log", "recordsync.read"),
+    ("recordsync.prepare.source_check", "recordsync.config.loader"),
+    ("recordsync.prepare.source_check", "recordsync.config.models"),
+    ("recordsync.prepare.source_check", "recordsync.map.engine"),
+    ("recordsync.prepare.source_check", "recordsync.read"),
+    ("recordsync.prepare.source_check", "recordsync.read.paths"),
+    ("recordsync.prepare.source_check", "recordsync.validate.column_hints"),
+    ("recordsync.read", "recordsync.config.models"),
+    ("recordsync.read.csv_blocks", "recordsync.config.models"),
+    ("recordsync.read.csv_reader", "recordsync.config.models"),
+    ("recordsync.read.integrity", "recordsync.config.models"),
+    ("recordsync.read.parquet_reader", "recordsync.config.models"),
+    ("recordsync.read.paths", "recordsync.errors"),
+    ("recordsync.read.sql", "recordsync.config.models"),
+    ("recordsync.read.sql", "recordsync.read.sql_pg"),
+    ("recordsync.read.sql_pg", "recordsync.config.models"),
+    ("recordsync.read.sql_pg", "recordsync.config.sqlsource"),
+    ("recordsync.read.sql_pg", "recordsync.read.sql"),
+    ("recordsync.read.swallow", "recordsync.config.models"),
+    ("recordsync.reconcile.batch", "recordsync.model"),
+    ("recordsync.reconcile.field_errors", "recordsync.config.models"),
+    ("recordsync.reconcile.field_errors", "recordsync.model"),
+    ("recordsync.reconcile.holds", "recordsync.model"),
+    ("recordsync.report.answered", "recordsync.model"),
+    ("recordsync.report.answered", "recordsync.report.writer"),
+    ("recordsync.report.blocks", "recordsync.model"),
+    ("recordsync.report.file_guard", "recordsync.errors"),
+    ("recordsync.report.next_steps", "recordsync.errors"),
+    ("recordsync.report.next_steps", "recordsync.settings"),
+    ("recordsync.report.progress", "recordsync.chunk_report"),
+    ("recordsync.report.progress", "recordsync.model"),
+    ("recordsync.report.tally", "recordsync.model"),
+    ("recordsync.report.writer", "recordsync.errors"),
+    ("recordsync.report.writer", "recordsync.model"),
+    ("recordsync.report.writer", "recordsync.reconcile.field_errors"),
+    ("recordsync.report.writer", "recordsync.spill"),
+    ("recordsync.resolve.owners", "recordsync.config.models"),
+    ("recordsync.resolve.owners", "recordsync.config.yamlmarks"),
+    ("recordsync.resolve.owners", "recordsync.validate.distinct"),
+    ("recordsync.run_guards", "recordsync.config.idempotency"),
+    ("recordsync.run_guards", "recordsync.state"),
+    ("recordsync.run_guards", "recordsync.state.location"),
+    ("recordsync.run_guards", "recordsync.state.targets"),
+    ("recordsync.run_retry", "recordsync.config"),
+    ("recordsync.runner", "recordsync.chunk_report"),
+    ("recordsync.runner", "recordsync.report.next_steps"),
+    ("recordsync.runner", "recordsync.report.tally"),
+    ("recordsync.runner", "recordsync.report.writer"),
+    ("recordsync.runner", "recordsync.send.breaker"),
+    ("recordsync.runner", "recordsync.send.client"),
+    ("recordsync.runner", "recordsync.send.sender"),
+    ("recordsync.runner", "recordsync.send.step"),
+    ("recordsync.runner", "recordsync.send.switching"),
+    ("recordsync.runner", "recordsync.settings"),
+    ("recordsync.sandbox", "recordsync.sandbox.app"),
+    ("recordsync.sandbox.app", "recordsync.sandbox.faults"),
+    ("recordsync.sandbox.app", "recordsync.sandbox.quirks"),
+    ("recordsync.sandbox.fault_replies", "recordsync.sandbox.faults"),
+    ("recordsync.sandbox.faults", "recordsync.sandbox.fault_replies"),
+    ("recordsync.sandbox.seed", "recordsync.config.yamlmarks"),
+    ("recordsync.send.breaker", "recordsync.reconcile.batch"),
+    ("recordsync.send.claims", "recordsync.reconcile.batch"),
+    ("recordsync.send.pipeline", "recordsync.config"),
+    ("recordsync.send.pipeline", "recordsync.config.idempotency"),
+    ("recordsync.send.pipeline", "recordsync.prepare"),
+    ("recordsync.send.pipeline", "recordsync.run_guards"),
+    ("recordsync.send.pipeline", "recordsync.runner"),
+    ("recordsync.send.pipeline", "recordsync.send.run_state"),
+    ("recordsync.send.pipeline", "recordsync.settings"),
+    ("recordsync.send.pipeline", "recordsync.state.dry_run_refs"),
+    ("recordsync.send.pipeline", "recordsync.state.hook"),
+    ("recordsync.send.pipeline", "recordsync.state.keyspace"),
+    ("recordsync.send.pipeline", "recordsync.state.location"),
+    ("recordsync.send.pipeline", "recordsync.state.names"),
+    ("recordsync.send.pipeline", "recordsync.state.store"),
+    ("recordsync.send.pipeline", "recordsync.state.targets"),
+    ("recordsync.send.plan", "recordsync.chunk_report"),
+    ("recordsync.send.plan", "recordsync.reconcile.batch"),
+    ("recordsync.send.plan", "recordsync.report.tally"),
+    ("recordsync.send.readback", "recordsync.reconcile.batch"),
+    ("recordsync.send.readback", "recordsync.reconcile.holds"),
+    ("recordsync.send.run_state", "recordsync.errors"),
+    ("recordsync.send.run_state", "recordsync.send.pipeline"),
+    ("recordsync.send.run_state", "recordsync.state"),
+    ("recordsync.send.run_state", "recordsync.state.dry_run_refs"),
+    ("recordsync.send.run_state", "recordsync.state.location"),
+    ("recordsync.send.run_state", "recordsync.state.refs"),
+    ("recordsync.send.run_state", "recordsync.state.targets"),
+    ("recordsync.send.sender", "recordsync.chunk_report"),
+    ("recordsync.send.sender", "recordsync.reconcile.batch"),
+    ("recordsync.send.settle", "recordsync.reconcile.batch"),
+    ("recordsync.send.settle", "recordsync.reconcile.holds"),
+    ("recordsync.send.step", "recordsync.reconcile.batch"),
+    ("recordsync.send.step", "recordsync.report.tally"),
+    ("recordsync.send.step", "recordsync.report.writer"),
+    ("recordsync.send.step_gate", "recordsync.reconcile.batch"),
+    ("recordsync.send.step_gate", "recordsync.state.store"),
+    ("recordsync.send.step_plans", "recordsync.config.loader"),
+    ("recordsync.send.step_plans", "recordsync.errors"),
+    ("recordsync.send.step_plans", "recordsync.prepare"),
+    ("recordsync.send.step_plans", "recordsync.prepare.digests"),
+    ("recordsync.send.step_plans", "recordsync.prepare.fingerprint"),
+    ("recordsync.send.step_plans", "recordsync.read.estimate"),
+    ("recordsync.send.step_plans", "recordsync.reconcile.field_errors"),
+    ("recordsync.send.step_plans", "recordsync.state.ref_index"),
+    ("recordsync.send.step_plans", "recordsync.validate.pipeline_check"),
+    ("recordsync.send.step_plans", "recordsync.validate.schema"),
+    ("recordsync.send.step_rows", "recordsync.reconcile.batch"),
+    ("recordsync.send.step_rows", "recordsync.report.answered"),
+    ("recordsync.send.step_rows", "recordsync.report.tally"),
+    ("recordsync.send.step_rows", "recordsync.report.writer"),
+    ("recordsync.settings", "recordsync.config.yamlmarks"),
+    ("recordsync.settings", "recordsync.sandbox"),
+    ("recordsync.settings", "recordsync.sandbox.server"),
+    ("recordsync.state.dry_run_refs", "recordsync.config.loader"),
+    ("recordsync.state.dry_run_refs", "recordsync.config.models"),
+    ("recordsync.state.dry_run_refs", "recordsync.reconcile.batch"),
+    ("recordsync.state.dry_run_refs", "recordsync.report.tally"),
+    ("recordsync.state.dry_run_refs", "recordsync.state.ref_lookup"),
+    ("recordsync.state.dry_run_refs", "recordsync.state.refs"),
+    ("recordsync.state.hook", "recordsync.config.models"),
+    ("recordsync.state.hook", "recordsync.reconcile.batch"),
     ("recordsync.state.hook", "recordsync.send.safety"),
+    ("recordsync.state.hook", "recordsync.state"),
+    ("recordsync.state.hook", "recordsync.state.hook_step_end"),
+    ("recordsync.state.hook", "recordsync.state.journal_columns"),
+    ("recordsync.state.hook", "recordsync.state.journal_content"),
+    ("recordsync.state.hook", "recordsync.state.location"),
+    ("recordsync.state.hook", "recordsync.state.ref_lookup"),
+    ("recordsync.state.hook", "recordsync.state.snapshots"),
+    ("recordsync.state.hook_rows", "recordsync.config.models"),
     ("recordsync.state.hook_rows", "recordsync.send.safety"),
+    ("recordsync.state.hook_rows", "recordsync.state"),
+    ("recordsync.state.hook_rows", "recordsync.state.journal_content"),
+    ("recordsync.state.hook_rows", "recordsync.state.ref_lookup"),
+    ("recordsync.state.hook_rows", "recordsync.state.snapshots"),
+    ("recordsync.state.hook_step_end", "recordsync.config.models"),
+    ("recordsync.state.hook_step_end", "recordsync.read.integrity"),
+    ("recordsync.state.hook_step_end", "recordsync.report.tally"),
+    ("recordsync.state.hook_step_end", "recordsync.state"),
+    ("recordsync.state.hook_step_end", "recordsync.state.hook"),
+    ("recordsync.state.hook_step_end", "recordsync.state.journal_content"),
+    ("recordsync.state.hook_step_end", "recordsync.state.snapshots"),
+    ("recordsync.state.journal_content", "recordsync.state.journal_read"),
+    ("recordsync.state.journal_read", "recordsync.state.journal_content"),
+    ("recordsync.state.keys", "recordsync.config.models"),
+    ("recordsync.state.keyspace", "recordsync.config.models"),
+    ("recordsync.state.ledger_prep", "recordsync.config.models"),
+    ("recordsync.state.ledger_prep", "recordsync.prepare.merges"),
+    ("recordsync.state.ledger_prep", "recordsync.state"),
+    ("recordsync.state.ledger_prep", "recordsync.state.ref_index"),
+    ("recordsync.state.ledger_prep", "recordsync.state.ref_lookup"),
+    ("recordsync.state.ledger_prep", "recordsync.state.refs"),
+    ("recordsync.state.location", "recordsync.state.pg"),
+    ("recordsync.state.lock", "recordsync.state.store"),
+    ("recordsync.state.names", "recordsync.config.models"),
+    ("recordsync.state.names", "recordsync.config.yamlmarks"),
+    ("recordsync.state.pg", "recordsync.state.location"),
+    ("recordsync.state.pg_lock", "recordsync.state.lock"),
+    ("recordsync.state.pg_lock", "recordsync.state.store"),
+    ("recordsync.state.ref_index", "recordsync.config.loader"),
+    ("recordsync.state.ref_index", "recordsync.config.models"),
+    ("recordsync.state.ref_index", "recordsync.map.engine"),
+    ("recordsync.state.ref_index", "recordsync.map.fields"),
+    ("recordsync.state.ref_index", "recordsync.read"),
+    ("recordsync.state.refs", "recordsync.state.ref_index"),
+    ("recordsync.state.refs", "recordsync.state.ref_lookup"),
+    ("recordsync.state.reset", "recordsync.state.snapshots"),
+    ("recordsync.state.reset", "recordsync.state.store"),
+    ("recordsync.state.snapshots", "recordsync.state.store"),
+    ("recordsync.state.store", "recordsync.state.lock"),
+    ("recordsync.state.store", "recordsync.state.pg_lock"),
+    ("recordsync.state.store", "recordsync.state.reset"),
+    ("recordsync.state.target_check", "recordsync.reconcile.holds"),
+    ("recordsync.validate.column_hints", "recordsync.config.loader"),
+    ("recordsync.validate.column_hints", "recordsync.config.models"),
+    ("recordsync.validate.column_hints", "recordsync.infer.names"),
+    ("recordsync.validate.config_check", "recordsync.config.loader"),
+    ("recordsync.validate.config_check", "recordsync.config.models"),
+    ("recordsync.validate.dates", "recordsync.config.models"),
+    ("recordsync.validate.pipeline_check", "recordsync.config.models"),
+    ("recordsync.validate.pipeline_check", "recordsync.map.engine"),
+    ("recordsync.validate.pipeline_check", "recordsync.prepare"),
+    ("recordsync.validate.pipeline_check", "recordsync.read.csv_blocks"),
+    ("recordsync.validate.pipeline_check", "recordsync.read.paths"),
+    ("recordsync.validate.pipeline_check", "recordsync.read.utf8guard"),
+    ("recordsync.validate.pipeline_check", "recordsync.send.step_plans"),
+    ("recordsync.validate.pipeline_check", "recordsync.validate.config_check"),
+    ("recordsync.validate.values", "recordsync.config.models"),
 }
-"""Known exceptions: the state store's hook holds in-doubt rows unless resending them is safe
-(the sender's resend rule), which it must apply exactly as the sender does."""
+"""Imports that break the rules above today, each (importer, imported); the layout work
+removes them, and the test fails when an entry is no longer a break."""
 
 
-def _modules() -> dict[str, Path]:
+@dataclass(frozen=True)
+class Import:
+    module: str
+    lazy: bool
+
+
+def modules_of(src: Path) -> dict[str, Path]:
     found: dict[str, Path] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        parts = path.relative_to(SRC).with_suffix("").parts
+    for path in sorted((src / "recordsync").rglob("*.py")):
+        parts = path.relative_to(src).with_suffix("").parts
         found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
 
-def imports_of(path: Path, module: str) -> set[str]:
-    """The recordsync modules ``path`` (the module ``module``) imports, relative ones resolved."""
+def _resolve(name: str, modules: Mapping[str, Path]) -> str:
+    while name not in modules and "." in name:
+        name = name.rpartition(".")[0]
+    return name
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    return "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def imports_of(path: Path, module: str, modules: Mapping[str, Path]) -> dict[str, Import]:
+    """The recordsync modules ``path`` (the module ``module``) imports, relative ones resolved
+    and ``from package import submodule`` read as the submodule; each marked lazy when the
+    statement sits in a function or a ``TYPE_CHECKING`` block (a top-level one wins)."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text("utf-8"), str(path))):
+    out: dict[str, Import] = {}
+
+    def add(name: str, lazy: bool) -> None:
+        if name != module and (name not in out or out[name].lazy):
+            out[name] = Import(name, lazy)
+
+    def visit(node: ast.AST, lazy: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            deeper = lazy or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef)
+            deeper = deeper or (isinstance(child, ast.If) and _is_type_checking(child))
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    if alias.name.split(".")[0] == "recordsync":
+                        add(_resolve(alias.name, modules), deeper)
+            elif isinstance(child, ast.ImportFrom):
+                base = package.split(".")
+                base = base[: len(base) - child.level + 1] if child.level else []
+                name = ".".join([*base, child.module] if child.module else base)
+                if name.split(".")[0] != "recordsync":
+                    continue
+                for alias in child.names:
+                    sub = f"{name}.{alias.name}"
+                    add(sub if sub in modules else _resolve(name, modules), deeper)
+            visit(child, deeper)
+
+    visit(ast.parse(path.read_text("utf-8"), str(path)), False)
+    return out
+
+
+def _uses_optional(path: Path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        names: list[str] = []
         if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")
-            base = base[: len(base) - node.level + 1] if node.level else []
-            name = ".".join([*base, node.module] if node.module else base)
-            out.add(name)
-            out.update(f"{name}.{alias.name}" for alias in node.names)  # a submodule import
-    return {name for name in out if name == "recordsync" or name.startswith("recordsync.")}
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [node.module]
+        if any(n == o or n.startswith(o + ".") for n in names for o in OPTIONAL):
+            return True
+    return False
 
 
 def _within(name: str, package: str) -> bool:
     return name == package or name.startswith(package + ".")
 
 
-def layering_breaks(modules: dict[str, Path]) -> list[str]:
-    breaks: list[str] = []
-    for module, path in modules.items():
-        for stage, forbidden in NO_IMPORTS_FROM.items():
-            if not _within(module, stage):
-                continue
-            for name in sorted(imports_of(path, module)):
-                allowed = any(module == m and _within(name, a) for m, a in ALLOWED)
-                if _within(name, forbidden) and not allowed:
-                    breaks.append(f"{module} imports {name}")
-    return breaks
+def top_of(module: str) -> str:
+    """The top-level package (or module) ``module`` belongs to."""
+    return ".".join(module.split(".")[:2])
 
 
-def size_breaks(package: Path) -> list[str]:
-    breaks: list[str] = []
-    for path in sorted(package.rglob("*.py")):
-        lines = len(path.read_text("utf-8").splitlines())
-        if lines > MAX_LINES:
-            rel = path.relative_to(package).as_posix()
-            breaks.append(f"{rel}: {lines} lines, over {MAX_LINES}: split it by stage")
-    return breaks
+def cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component: list[str] = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return sorted(found)
 
 
-def test_report_state_and_prepare_import_nothing_from_send() -> None:
-    assert layering_breaks(_modules()) == []
+def _layers(graph: Mapping[str, Iterable[str]]) -> int:
+    """The longest chain of imports between packages (1 = nothing imports anything)."""
+    depth: dict[str, int] = {}
+
+    def of(node: str, seen: frozenset[str]) -> int:
+        if node not in depth:
+            below = [of(n, seen | {node}) for n in graph.get(node, ()) if n not in seen | {node}]
+            depth[node] = 1 + max(below, default=0)
+        return depth[node]
+
+    return max((of(node, frozenset()) for node in graph), default=0)
 
 
-def test_allowed_exceptions_are_still_needed() -> None:
-    modules = _modules()
-    for module, name in ALLOWED:
-        assert name in imports_of(modules[module], module), f"drop ({module}, {name}) from ALLOWED"
+@dataclass
+class Graph:
+    modules: dict[str, Path]
+    edges: dict[str, dict[str, Import]]
+
+    @classmethod
+    def read(cls, src: Path = SRC) -> Graph:
+        modules = modules_of(src)
+        return cls(modules, {m: imports_of(p, m, modules) for m, p in modules.items()})
+
+    def without(self, known: set[tuple[str, str]]) -> Graph:
+        edges = {
+            m: {n: i for n, i in e.items() if (m, n) not in known} for m, e in self.edges.items()
+        }
+        return Graph(self.modules, edges)
+
+    def module_graph(self) -> dict[str, set[str]]:
+        return {m: set(e) for m, e in self.edges.items()}
+
+    def package_graph(self) -> dict[str, set[str]]:
+        graph: dict[str, set[str]] = {}
+        for module, edges in self.edges.items():
+            here = graph.setdefault(top_of(module), set())
+            here.update(top_of(n) for n in edges if top_of(n) != top_of(module))
+        return graph
+
+    def breaks(self) -> list[str]:
+        """Every import that breaks a rule (cycles are reported by ``measures``)."""
+        out: list[str] = []
+        optional = {m for m, p in self.modules.items() if _uses_optional(p)}
+        for module, edges in sorted(self.edges.items()):
+            for name, found in sorted(edges.items()):
+                out.extend(
+                    f"{module} imports {name}: {why}" for why in _why(module, found, optional)
+                )
+        return out
+
+    def measures(self) -> str:
+        modules, packages = cycles(self.module_graph()), cycles(self.package_graph())
+        largest = max(
+            self.modules, key=lambda m: len(self.modules[m].read_text("utf-8").splitlines())
+        )
+        lines = len(self.modules[largest].read_text("utf-8").splitlines())
+        acyclic = not packages
+        text = [
+            f"module cycles: {len(modules)}",
+            *(f"  {' <-> '.join(c)}" for c in modules),
+            f"package cycles: {len(packages)}",
+            *(f"  {' <-> '.join(c)}" for c in packages),
+            f"package layers: {_layers(self.package_graph()) if acyclic else 'n/a (cyclic)'}",
+            f"largest module: {largest} ({lines} lines)",
+        ]
+        return "\n".join(text)
 
 
-def test_no_module_is_over_the_limit() -> None:
-    assert size_breaks(PACKAGE) == []
+def _why(module: str, found: Import, optional: set[str]) -> list[str]:
+    name = found.module
+    reasons: list[str] = []
+    if found.lazy and name not in optional and not any(_within(module, p) for p in LAZY_IMPORTERS):
+        reasons.append("lazy import of a recordsync module (only optional dependencies and cli)")
+    for package, forbidden in NEVER.items():
+        inside = _within(module, package) and not _within(name, package)
+        if inside and any(_within(name, f) for f in forbidden):
+            reasons.append(f"{package} never imports {name}")
+    for package, allowed in ONLY.items():
+        inside = _within(module, package) and not _within(name, package)
+        if inside and not any(_within(name, a) for a in allowed):
+            reasons.append(f"{package} takes only from {', '.join(allowed)}")
+    return reasons
+
+
+def _cycle_edges(graph: Graph) -> set[tuple[str, str]]:
+    """Module imports that close a circle, between modules or between packages."""
+    out: set[tuple[str, str]] = set()
+    module_sccs = {m: i for i, c in enumerate(cycles(graph.module_graph())) for m in c}
+    package_sccs = {p: i for i, c in enumerate(cycles(graph.package_graph())) for p in c}
+    for module, edges in graph.edges.items():
+        for name in edges:
+            if module in module_sccs and module_sccs[module] == module_sccs.get(name):
+                out.add((module, name))
+            top, other = top_of(module), top_of(name)
+            if (
+                top != other
+                and top in package_sccs
+                and package_sccs[top] == package_sccs.get(other)
+            ):
+                out.add((module, name))
+    return out
+
+
+def test_the_import_graph_has_no_circles_and_keeps_the_rules() -> None:
+    graph = Graph.read().without(KNOWN)
+    problems = [
+        *(f"circle: {a} imports {b}" for a, b in sorted(_cycle_edges(graph))),
+        *graph.breaks(),
+    ]
+    assert not problems, "\n".join([graph.measures(), *problems])
+
+
+def still_breaking(graph: Graph) -> set[tuple[str, str]]:
+    """The imports that break a rule or close a circle, each (importer, imported)."""
+    optional = {m for m, p in graph.modules.items() if _uses_optional(p)}
+    rules = {(m, n) for m, e in graph.edges.items() for n, i in e.items() if _why(m, i, optional)}
+    return rules | _cycle_edges(graph)
+
+
+def test_every_known_break_is_still_one() -> None:
+    stale = sorted(KNOWN - still_breaking(Graph.read()))
+    assert not stale, "drop from KNOWN (no longer a break):\n" + "\n".join(map(str, stale))
 
 
 def test_imports_are_read_from_every_statement(tmp_path: Path) -> None:
     pkg = tmp_path / "recordsync" / "report"
     pkg.mkdir(parents=True)
+    (tmp_path / "recordsync" / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
+    send = tmp_path / "recordsync" / "send"
+    send.mkdir()
+    for name in ("__init__", "step", "plan", "sender"):
+        (send / f"{name}.py").write_text("")
     (pkg / "x.py").write_text(
         "from typing import TYPE_CHECKING\n"
         "from ..send import step\n"
@@ -110,31 +573,28 @@ def test_imports_are_read_from_every_statement(tmp_path: Path) -> None:
         "def f() -> None:\n"
         "    from recordsync.send.sender import ChunkSender\n"
     )
-    found = imports_of(pkg / "x.py", "recordsync.report.x")
-    assert {"recordsync.send.step", "recordsync.send.plan", "recordsync.send.sender"} <= found
-    assert layering_breaks({"recordsync.report.x": pkg / "x.py"}) == [
-        "recordsync.report.x imports recordsync.send",
-        "recordsync.report.x imports recordsync.send.plan",
-        "recordsync.report.x imports recordsync.send.sender",
-        "recordsync.report.x imports recordsync.send.sender.ChunkSender",
-        "recordsync.report.x imports recordsync.send.step",
+    graph = Graph.read(tmp_path)
+    found = graph.edges["recordsync.report.x"]
+    assert found == {
+        "recordsync.send.step": Import("recordsync.send.step", lazy=False),
+        "recordsync.send.plan": Import("recordsync.send.plan", lazy=True),
+        "recordsync.send.sender": Import("recordsync.send.sender", lazy=True),
+    }
+    assert graph.breaks() == [
+        "recordsync.report.x imports recordsync.send.plan: lazy import of a recordsync module"
+        " (only optional dependencies and cli)",
+        "recordsync.report.x imports recordsync.send.plan: recordsync.report takes only from"
+        " recordsync.core, recordsync.config, recordsync.tuning",
+        "recordsync.report.x imports recordsync.send.sender: lazy import of a recordsync module"
+        " (only optional dependencies and cli)",
+        "recordsync.report.x imports recordsync.send.sender: recordsync.report takes only from"
+        " recordsync.core, recordsync.config, recordsync.tuning",
+        "recordsync.report.x imports recordsync.send.step: recordsync.report takes only from"
+        " recordsync.core, recordsync.config, recordsync.tuning",
     ]
 
 
-@pytest.mark.parametrize(
-    ("rel", "lines", "expected"),
-    [
-        ("new.py", MAX_LINES, None),
-        ("new.py", MAX_LINES + 1, f"new.py: {MAX_LINES + 1} lines, over {MAX_LINES}: split"),
-        ("send/x.py", MAX_LINES + 5, f"send/x.py: {MAX_LINES + 5} lines, over {MAX_LINES}"),
-    ],
-)
-def test_size_limit(tmp_path: Path, rel: str, lines: int, expected: str | None) -> None:
-    (tmp_path / "ok.py").write_text("x = 1\n" * 10)
-    (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-    (tmp_path / rel).write_text("x = 1\n" * lines)
-    breaks = size_breaks(tmp_path)
-    if expected is None:
-        assert breaks == []
-    else:
-        assert len(breaks) == 1 and breaks[0].startswith(expected)
+def test_circles_are_found_between_modules_and_packages() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    assert _layers({"a": {"b"}, "b": {"c"}, "c": set()}) == 3
