@@ -6,7 +6,7 @@ sandbox over loopback, for a CSV and a Parquet source.
                                   [--decide-rows 10000000 [--decide-only]]
                                   [--server process|thread] [--state-db URL]
 
-Each run is ``recordsync.send.pipeline.run_pipeline`` with the state store on (read, map,
+Each run is ``recordsync.run.pipeline.run_pipeline`` with the state store on (read, map,
 validate, change detection, journal, HTTP, report), into one sandbox per format that lives
 for its runs (its own process by default). The source is bench_run.py's contacts CSV (or
 the same rows as a Parquet file of strings) with the sample contacts mapping. Between the
@@ -51,10 +51,10 @@ from project import KEY, make_project, sandbox, warm_imports
 
 from recordsync.config import load_pipeline
 from recordsync.model import UnchangedBlock
+from recordsync.run.pipeline import RunRequest, run_pipeline
+from recordsync.run.plans import build_plans
+from recordsync.run.target import Target
 from recordsync.secret import Secret
-from recordsync.send.pipeline import RunRequest, run_pipeline
-from recordsync.send.step_plans import build_plans
-from recordsync.settings import Target
 from recordsync.state.digests import SNAPSHOT_SCHEMA, row_digests
 from recordsync.state.snapshots import Snapshot
 

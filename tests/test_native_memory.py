@@ -16,7 +16,7 @@ from tests.e2e.support import REPO, served, target
 import recordsync.native_memory as native_memory
 from recordsync.config.models import SourceConfig
 from recordsync.read import iter_source
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
 
 
 class FakeLibc:

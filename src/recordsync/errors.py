@@ -13,7 +13,7 @@
     └── RunAborted                  a circuit breaker or lock stopped the run               (exit 3)
 
 A ConfigError found after something was sent (a source unreadable part-way through) is
-turned into a RunAborted by :func:`recordsync.runner.run_plans`: exit 2 promises that nothing
+turned into a RunAborted by :func:`recordsync.run.runner.run_plans`: exit 2 promises that nothing
 was sent.
 
 Messages name the culprit (file, line, key, row, column, status and path) and say what to

@@ -1,5 +1,5 @@
 """When a run began, read from its id: ``20261122T013000Z-nightly-ab12`` starts with the UTC
-second the run's first attempt started (:func:`recordsync.runner.new_run_id`). A resumed run
+second the run's first attempt started (:func:`recordsync.run.runner.new_run_id`). A resumed run
 keeps the id of the attempt that died, so its id dates the first attempt, while its
 ``started_at`` is the resumed attempt's own start."""
 

@@ -85,7 +85,7 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     with served(tmp_path / "sandbox.db") as url:
         code, modules = imported(tmp_path, "run", "d.yaml", "--base-url", url, env=env)
     assert code == 0
-    assert "recordsync.cli.run_cmds" in modules and "recordsync.send.pipeline" in modules
+    assert "recordsync.cli.run_cmds" in modules and "recordsync.run.pipeline" in modules
     # the nightly fast path's digests (state store on) and pyarrow's conversions: no pandas;
     # httpx without its command line (rich, pygments: a run without a terminal shows no bar)
     assert {"recordsync.state.digests", "pyarrow.compute", "httpx"} <= modules

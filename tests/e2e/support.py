@@ -9,12 +9,12 @@ from typing import Any
 
 import httpx
 
+from recordsync.run.target import Target
 from recordsync.sandbox import create_app
 from recordsync.sandbox.server import run_in_thread
 from recordsync.secret import Secret
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
-from recordsync.settings import Target
 from recordsync.state import StateStore
 from recordsync.state.targets import keys_of
 

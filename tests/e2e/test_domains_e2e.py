@@ -7,7 +7,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 
 from .support import all_records, served, target
 from .test_ledger_e2e import request, results, write, write_csv

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from recordsync.errors import EXIT_ABORTED, ApiError, AuthError
-from recordsync.send import pipeline as pipeline_module
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run import pipeline as pipeline_module
+from recordsync.run.pipeline import run_pipeline
 
 from .support import all_records, served, target
 from .test_ledger_e2e import request, results, write, write_csv

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
-from recordsync.runner import run_plans
+from recordsync.run.runner import run_plans
 from recordsync.send.step import SendOptions
 
 from .support import KEY, all_records, loopback_client, served, target

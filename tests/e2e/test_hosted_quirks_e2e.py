@@ -7,7 +7,7 @@ import csv
 from pathlib import Path
 
 from recordsync.errors import EXIT_ABORTED, AuthError, exit_code_for
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 
 from .support import all_records, served, target
 from .test_ledger_e2e import keep_rows, mirror_pipeline, request, totals

@@ -13,7 +13,7 @@ import pytest
 
 from recordsync.config import load_mapping
 from recordsync.errors import ConfigError
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 
 from .support import KEY, all_records, served, target
 from .test_ledger_e2e import request, write, write_csv

@@ -18,7 +18,7 @@ import recordsync.read as read_package
 import recordsync.read.parquet_reader as parquet_reader
 from recordsync.errors import SourceError, exit_code_for
 from recordsync.read import SourceBatch
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 
 from .support import all_records, served, target
 from .test_ledger_e2e import request, results

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from recordsync.run_retry import retry_report
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
+from recordsync.run.retry import retry_report
 
 from .support import KEY, REPO, all_records, served, target
 from .test_settle_e2e import SHAPES, check, check_retry, request, source_rows, write_project

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from recordsync import spill
 from recordsync.cli.state_cmds import state
 from recordsync.errors import ConfigError, RunAborted
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore
 
@@ -304,7 +304,7 @@ def test_state_show_uses_the_pipeline_name_not_the_file_name(tmp_path: Path) -> 
 
 
 def test_a_retry_of_failed_rows_never_mirror_deletes(tmp_path: Path) -> None:
-    from recordsync.run_retry import retry_report
+    from recordsync.run.retry import retry_report
 
     pipeline = mirror_pipeline(tmp_path, 10, max_share=0.5)
     with served(tmp_path / "s.db") as url:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from recordsync.config import load_pipeline
 from recordsync.prepare.merge_rules import name_key
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 from recordsync.state import StateStore
 from recordsync.validate.pipeline_check import check_step
 

@@ -8,8 +8,8 @@ from collections import Counter
 from pathlib import Path
 
 from recordsync.errors import RunAborted
-from recordsync.run_retry import retry_report
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
+from recordsync.run.retry import retry_report
 from recordsync.send.retry import RetryPolicy
 
 from .support import KEY, REPO, all_records, served, target

@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES
 
 from .support import all_records, served, target

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import yaml
 
+from recordsync.run.pipeline import run_pipeline
 from recordsync.sandbox import create_app
 from recordsync.sandbox.server import run_in_thread
-from recordsync.send.pipeline import run_pipeline
 
 from .support import KEY, REPO, all_records, target
 from .test_ledger_e2e import request, results, totals, write, write_csv

@@ -21,7 +21,7 @@ import pytest
 from tests.pg_support import PASSWORD, database_url, new_database
 
 import recordsync.prepare.digests as prepare_digests
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state.location import PgUrl
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from recordsync.errors import ConfigError
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 
 from .support import all_records, loopback_client, served, target
 from .test_ledger_e2e import request, results, totals, write, write_csv

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from recordsync.errors import ConfigError
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 from recordsync.state import StateStore
 
 from .support import all_records, served, target

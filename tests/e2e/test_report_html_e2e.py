@@ -13,9 +13,9 @@ from typing import Any
 
 import yaml
 
-from recordsync.run_retry import retry_report
-from recordsync.runner import RunResult
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
+from recordsync.run.retry import retry_report
+from recordsync.run.runner import RunResult
 
 from .support import served, target
 from .test_ledger_e2e import request, write, write_csv

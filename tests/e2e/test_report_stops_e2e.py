@@ -12,7 +12,7 @@ import pytest
 from tests.report.support import assert_totals_are_step_sums
 
 from recordsync.errors import RunAborted
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 from recordsync.state import Journal
 
 from .support import journal_full_at_the_third_chunk, served, target

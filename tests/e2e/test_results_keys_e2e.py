@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
+from recordsync.run.pipeline import run_pipeline
 from recordsync.send.client import make_http_client
-from recordsync.send.pipeline import run_pipeline
 
 from .support import all_records, served, target
 from .test_faults_e2e import run_with

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import Journal, StateStore
 from recordsync.state.hook import StateHook

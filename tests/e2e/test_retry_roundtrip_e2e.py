@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from recordsync.run_retry import retry_report
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
+from recordsync.run.retry import retry_report
 from recordsync.send.retry import RetryPolicy
 
 from .support import all_records, served, target

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from recordsync.run_retry import retry_report
-from recordsync.runner import RunResult
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
+from recordsync.run.retry import retry_report
+from recordsync.run.runner import RunResult
 from recordsync.send.retry import RetryPolicy
 
 from .support import REPO, all_records, served, target

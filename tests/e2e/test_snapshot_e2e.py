@@ -24,7 +24,7 @@ import pytest
 import recordsync.prepare.digests as prepare_digests
 import recordsync.prepare.seen_log as seen_log
 from recordsync.prepare.seen_log import SeenLog
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore, snapshot_match
 from recordsync.state.digest_runs import SortedDigests

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from recordsync.errors import RunAborted
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 from recordsync.state import Journal
 
 from .support import KEY, all_records, journal_full_at_the_third_chunk, served, target

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
-from recordsync.runner import new_run_id, run_plans
+from recordsync.run.runner import new_run_id, run_plans
 from recordsync.send.step import SendOptions
 from recordsync.state import Journal, StateStore
 from recordsync.state.hashing import encode_input
@@ -121,7 +121,7 @@ def test_every_chunk_is_journaled_and_acknowledged(tmp_path: Path) -> None:
 
 
 def test_a_breaker_stop_leaves_no_chunk_in_flight_in_the_journal(tmp_path: Path) -> None:
-    from recordsync.runner import RunLimits
+    from recordsync.run.runner import RunLimits
     from recordsync.send.step import AHEAD
 
     bad = deals(40)
@@ -197,7 +197,7 @@ def test_a_stop_raised_on_the_main_thread_still_accounts_for_the_queued_chunk(
     already sent by the worker (reported with its outcomes); nothing is left in flight. (The
     worker usually has the second chunk on the wire by then; rarely a third.)"""
     from recordsync.errors import RunAborted
-    from recordsync.runner import NullProgress
+    from recordsync.run.runner import NullProgress
 
     class Failing(NullProgress):
         def chunk_done(self, step: str, report: Any) -> None:

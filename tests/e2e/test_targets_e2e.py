@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from recordsync.cli import cli
 from recordsync.errors import ConfigError
-from recordsync.send.pipeline import run_pipeline
+from recordsync.run.pipeline import run_pipeline
 from recordsync.state import StateStore
 from recordsync.state.targets import keys_of
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 
 from .support import all_records, served, target

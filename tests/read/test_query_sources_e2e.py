@@ -14,7 +14,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from e2e.support import served, target  # tests/ is on sys.path (no __init__.py)
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 
 ROWS = [(i, f"Ann{i}", f"ann{i}@example.org", str(i * 3)) for i in range(1, 31)]

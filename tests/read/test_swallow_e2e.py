@@ -13,7 +13,7 @@ import pytest
 
 from e2e.support import all_records, served, target  # tests/ is on sys.path
 from recordsync.config import load_pipeline
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.validate.pipeline_check import check_pipeline
 

@@ -23,8 +23,8 @@ from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
 from recordsync.report.next_steps import describe_stop, next_steps
 from recordsync.report.tally import StepTally
+from recordsync.run.target import Target
 from recordsync.secret import Secret
-from recordsync.settings import Target
 
 from .support import summary_of
 

@@ -17,7 +17,7 @@ from recordsync.report import writer as writer_module
 from recordsync.report.progress import PlainProgress
 from recordsync.report.tally import COUNT_KEYS, StepTally, totals, totals_errors
 from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
-from recordsync.runner import RunResult
+from recordsync.run.runner import RunResult
 
 from .support import assert_totals_are_step_sums, md_steps_table
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recordsync.settings import choose_target, open_target
+from recordsync.run.target import choose_target, open_target
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,7 +17,7 @@ from tests.e2e.support import REPO, served, target
 
 import recordsync.prepare.digests as prepare_digests
 import recordsync.state.digests as digests
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore
 

@@ -24,8 +24,8 @@ from tests.e2e.support import KEY, all_records, served, target
 
 from recordsync.config import load_pipeline
 from recordsync.errors import EXIT_ABORTED, RunAborted, exit_code_for
-from recordsync.runner import RunResult
-from recordsync.send.pipeline import RunRequest, run_pipeline
+from recordsync.run.pipeline import RunRequest, run_pipeline
+from recordsync.run.runner import RunResult
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import PipelineLock, StateStore
 from recordsync.state.keyspace import (

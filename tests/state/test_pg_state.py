@@ -268,7 +268,7 @@ def test_a_second_client_is_refused_and_kill_9_frees_the_lock(pg_url: str) -> No
 
 
 def test_a_state_write_error_mid_run_names_the_server_not_the_password() -> None:
-    from recordsync.run_guards import state_write_error
+    from recordsync.run.guards import state_write_error
     from recordsync.state.pg import StateDbError
 
     url = PgUrl(f"postgresql://sync:{PASSWORD}@db.internal/recordsync")

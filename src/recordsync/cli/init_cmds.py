@@ -31,8 +31,8 @@ def _target(
     source: Path, base_url: str | None, profile: str | None, seed: Path | None
 ) -> Iterator[Any]:
     from recordsync.cli.run_cmds import _announce
-    from recordsync.send.pipeline import RunRequest, profiles_path
-    from recordsync.settings import choose_target, open_target
+    from recordsync.run.pipeline import RunRequest, profiles_path
+    from recordsync.run.target import choose_target, open_target
 
     request = RunRequest(source, base_url=base_url, profile=profile)
     choice = choose_target(base_url=base_url, profile=profile, profiles_path=profiles_path(request))
@@ -113,7 +113,7 @@ def _print_proposal(prop: Any, path: Path) -> None:
 
 def _dry_run(path: Path, target: Any, quiet: bool) -> Any:
     from recordsync.cli.run_cmds import _progress
-    from recordsync.send.pipeline import RunRequest, run_pipeline
+    from recordsync.run.pipeline import RunRequest, run_pipeline
 
     progress, ctx = _progress(quiet)
     with ctx:
@@ -217,7 +217,7 @@ def import_command(
     """
     from recordsync.cli.run_cmds import _finish, _progress
     from recordsync.infer.render import render_mapping
-    from recordsync.send.pipeline import RunRequest, run_pipeline
+    from recordsync.run.pipeline import RunRequest, run_pipeline
 
     stem = source.name.split(".")[0]
     work = IMPORTS_DIR / f"{stem}.yaml"

@@ -22,7 +22,7 @@ from recordsync.state.location import StateLocation
 
 def _progress(quiet: bool) -> tuple[Any, contextlib.AbstractContextManager[Any]]:
     from recordsync.report.progress import PlainProgress, RichProgress
-    from recordsync.runner import NullProgress
+    from recordsync.run.runner import NullProgress
 
     if quiet:
         return NullProgress(), contextlib.nullcontext()
@@ -81,7 +81,7 @@ def _why(summary: dict[str, Any], report_dir: Path) -> str | None:
 def _announce(quiet: bool) -> Any:
     def on_target(target: Any) -> None:
         if target.embedded:
-            from recordsync.settings import NO_TARGET
+            from recordsync.run.target import NO_TARGET
 
             chosen = target.chosen_by != NO_TARGET  # e.g. the pipeline's `target: sandbox`
             lead = "using" if chosen else f"{NO_TARGET}: using"
@@ -178,7 +178,7 @@ def run_command(
     nothing sent; 3 aborted (authentication, unknown object type, circuit breaker,
     mirror-delete limit, pipeline already running, an error found after a send).
     """
-    from recordsync.send.pipeline import RunRequest, run_pipeline
+    from recordsync.run.pipeline import RunRequest, run_pipeline
 
     if not pipeline.is_file():
         raise click.BadParameter(f"{pipeline} does not exist", param_hint="PIPELINE")
@@ -247,8 +247,8 @@ def retry_command(
 
     Exit 0 with a message when there is nothing to resend (invalid rows are not resent).
     """
-    from recordsync.run_retry import nothing_to_retry, read_summary, retry_report
-    from recordsync.send.pipeline import RunRequest
+    from recordsync.run.pipeline import RunRequest
+    from recordsync.run.retry import nothing_to_retry, read_summary, retry_report
 
     summary = read_summary(report_dir)
     nothing = nothing_to_retry(report_dir)
@@ -284,7 +284,7 @@ def retry_command(
 )
 def report_command(report_dir: Path, as_json: bool, open_html: bool) -> None:
     """Print the summary and grouped failures of the run in REPORT_DIR."""
-    from recordsync.run_retry import read_summary
+    from recordsync.run.retry import read_summary
 
     summary = read_summary(report_dir)
     if as_json:

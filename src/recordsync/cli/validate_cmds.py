@@ -63,8 +63,8 @@ def _known(
         what = f"schema from {schema_file}" + (f", users from {users_file}" if users_file else "")
         owners = [] if users_file else ["owners against its users (--users)"]
         return Known(Schema.from_api(_json_data(schema_file, "schema")), users, what, owners)
-    from recordsync.send.pipeline import RunRequest, profiles_path
-    from recordsync.settings import NO_TARGET, choose_target, redact_url
+    from recordsync.run.pipeline import RunRequest, profiles_path
+    from recordsync.run.target import NO_TARGET, choose_target, redact_url
 
     base_url, profile, seed = target
     choice = choose_target(

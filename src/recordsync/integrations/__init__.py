@@ -1,4 +1,4 @@
-"""Orchestrator integrations: thin wrappers over :func:`recordsync.send.pipeline.run_pipeline`.
+"""Orchestrator integrations: thin wrappers over :func:`recordsync.run.pipeline.run_pipeline`.
 
 - :mod:`recordsync.integrations.outcome`: what every wrapper shares (run a pipeline file as
   ``recordsync run`` does, the outcome as metadata, success or failure); no orchestrator needed.

@@ -27,7 +27,7 @@ from recordsync.errors import (
 from recordsync.report.tally import COUNT_COLUMNS
 
 if TYPE_CHECKING:
-    from recordsync.send.pipeline import RunRequest
+    from recordsync.run.pipeline import RunRequest
 
 STEP_COUNTS = (*(key for _, key in COUNT_COLUMNS), "deleted", "delete_failed", "rows_not_ok")
 """The per-step counts an orchestrator shows (summary.json has them all)."""
@@ -57,7 +57,7 @@ class SyncOptions:
     def request(self, pipeline: Path) -> RunRequest:
         """The run of ``pipeline`` with these options, as ``recordsync run -q`` makes it."""
         from recordsync.cli.options import sandbox_db_for
-        from recordsync.send.pipeline import RunRequest
+        from recordsync.run.pipeline import RunRequest
         from recordsync.state.location import state_location
 
         seed = Path(self.sandbox_seed) if self.sandbox_seed is not None else None
@@ -170,7 +170,7 @@ def run_sync(
 
     Errors recordsync names become the outcome (exit 2 or 3, as the CLI's); anything else (a
     bug) propagates with its traceback, which the orchestrator shows."""
-    from recordsync.send.pipeline import run_pipeline
+    from recordsync.run.pipeline import run_pipeline
 
     path = Path(pipeline)
     request = replace(options or SyncOptions(), **kwargs).request(path)

@@ -36,7 +36,7 @@ from recordsync.errors import (
 )
 
 if TYPE_CHECKING:
-    from recordsync.settings import Target
+    from recordsync.run.target import Target
 
 BREAKER = "circuit breaker:"
 """How the circuit breakers' RunAborted messages begin (recordsync.send.breaker)."""

@@ -30,6 +30,7 @@ import logging
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
@@ -70,6 +71,27 @@ chunk, from key-sorted batches of what was acknowledged, a batch once :data:`FOL
 wait (:attr:`Journal.slices`): at the step's end at most about that many are left to write."""
 
 
+@dataclass(frozen=True)
+class HookSettings:
+    """What a run gives its state hook besides the store: the run's side of the service and
+    of its mapping files (a hook built without them reads and writes the store only)."""
+
+    configs: Mapping[str, MappingConfig] = field(default_factory=dict)
+    """Mapping configs by step name (ledger keys, references, mirror deletes)."""
+    deleter: Deleter | None = None
+    lookup: Fetch | None = None
+    """Reads the service's records for ``lookup: service`` references."""
+    reader: PageReader | None = None
+    """Reads the target's list endpoint: the check of what changed there since the last
+    run (:mod:`recordsync.state.target_check`), and the marks :meth:`StateHook.finish` leaves."""
+    notes: list[str] = field(default_factory=list)
+    """What the check of the target finds, a line each: the run's report lists them with
+    its warnings (the runner reads the list when the run ends)."""
+    allow_mass_deletes: bool = False
+    mirror_deletes: bool = True
+    """False for a partial run (a retry of failed rows): no mirror deletes at all."""
+
+
 class StateHook(StepRows, StepEnd):
     """Implements :class:`recordsync.send.step.ChunkHook` on a StateStore and a Journal."""
 
@@ -83,7 +105,10 @@ class StateHook(StepRows, StepEnd):
         full_refresh: bool = False,
         resend_in_doubt: bool = False,
         resumed: bool = False,
+        settings: HookSettings | None = None,
+        background: BackgroundCheckpoints | None = None,
     ) -> None:
+        settings = settings or HookSettings()
         self.resumed = resumed
         self._offset: dict[str, int] = {}
         self.store = store
@@ -94,27 +119,20 @@ class StateHook(StepRows, StepEnd):
         self.resend_in_doubt = resend_in_doubt
         self._hash: dict[int, str] = {}
         self._known: dict[int, int | None] = {}
-        self.configs: Mapping[str, MappingConfig] = {}
-        """Mapping configs by step name (ledger keys, references, mirror deletes)."""
-        self.deleter: Deleter | None = None
-        self.lookup: Fetch | None = None
-        """Reads the service's records for ``lookup: service`` references."""
-        self.allow_mass_deletes = False
-        self.mirror_deletes = True
-        """False for a partial run (a retry of failed rows): no mirror deletes at all."""
+        self.configs: Mapping[str, MappingConfig] = settings.configs
+        self.deleter: Deleter | None = settings.deleter
+        self.lookup: Fetch | None = settings.lookup
+        self.allow_mass_deletes = settings.allow_mass_deletes
+        self.mirror_deletes = settings.mirror_deletes
         self._prep: dict[str, StepPrep] = {}
         self._journaled: dict[str, JournaledRows] = {}
         self._snap: SnapshotWriter | None = None
         self._snap_fp = b""
-        self.reader: PageReader | None = None
-        """Reads the target's list endpoint: the check of what changed there since the last
-        run (:mod:`recordsync.state.target_check`), and the marks :meth:`finish` leaves."""
+        self.reader: PageReader | None = settings.reader
         self.object_types: set[str] = set()
         self._adoptable: dict[str, Adoptable] = {}
-        self.notes: list[str] = []
-        """What the check of the target found, a line each: the run's report lists them with
-        its warnings (the runner reads the list when the run ends)."""
-        self.background: BackgroundCheckpoints | None = None
+        self.notes: list[str] = settings.notes
+        self.background = background
         """Checkpoints of the state database's log while the run writes (stopped before the
         run's final checkpoint, :meth:`finish`)."""
 
@@ -261,10 +279,11 @@ def open_state(
     lock_name: str | None = None,
     key_spaces: Sequence[KeySpace] = (),
     wait_for_lock: float = 0.0,
+    settings: HookSettings | None = None,
 ) -> Iterator[StateHook]:
     """Lock the pipeline and its ``key_spaces`` (:mod:`recordsync.state.keyspace`), settle a
     run that died, start ``run_id``; yield the hook. ``wait_for_lock``: seconds to wait for
-    a lock another run holds before refusing.
+    a lock another run holds before refusing; ``settings``: the run's side of the hook.
 
     ``pipeline`` is the state key (:func:`recordsync.state.targets.state_key`: the pipeline
     and its target); ``lock_name`` the pipeline's own name, which the lock is taken under
@@ -293,21 +312,22 @@ def open_state(
                     info.attempts,
                     len(held),
                 )
-            hook = StateHook(
-                store,
-                journal,
-                info.run_id,
-                pipeline,
-                full_refresh=full_refresh,
-                resend_in_doubt=resend_in_doubt,
-                resumed=resumed,
-            )
-            if not store.is_postgres:  # SQLite's write-ahead log (PostgreSQL: the server's)
-                hook.background = BackgroundCheckpoints(store.path)
+            # SQLite's write-ahead log checkpointed while the run writes (PostgreSQL: the server's)
+            background = None if store.is_postgres else BackgroundCheckpoints(store.path)
             try:
-                yield hook
+                yield StateHook(
+                    store,
+                    journal,
+                    info.run_id,
+                    pipeline,
+                    full_refresh=full_refresh,
+                    resend_in_doubt=resend_in_doubt,
+                    resumed=resumed,
+                    settings=settings,
+                    background=background,
+                )
             finally:
-                if hook.background is not None:
-                    hook.background.close()
+                if background is not None:
+                    background.close()
     finally:
         store.close()

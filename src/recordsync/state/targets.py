@@ -67,7 +67,7 @@ class TargetIdentity:
 
     @classmethod
     def read(cls, name: str, users: Iterable[Mapping[str, Any]]) -> TargetIdentity:
-        """From the target's name (:attr:`recordsync.settings.Target.name`) and the users
+        """From the target's name (:attr:`recordsync.run.target.Target.name`) and the users
         the service listed."""
         ids = frozenset(str(u["id"]) for u in users if isinstance(u, Mapping) and u.get("id"))
         return cls(normalize_url(name), ids)

@@ -19,6 +19,7 @@ from recordsync.errors import ConfigError
 from recordsync.read.csv_blocks import open_file
 from recordsync.read.paths import is_remote, locate
 from recordsync.read.utf8guard import first_bad_line, not_utf8_error
+from recordsync.validate.refs_check import check_refs
 from recordsync.validate.schema import Schema
 
 
@@ -135,8 +136,6 @@ def check_pipeline(
 ) -> list[StepReport]:
     """One report per step, in order; config errors are collected, not raised (a ``ref``
     that names no earlier step, or a ``ref.by`` that names nothing: on the referring step)."""
-    from recordsync.send.step_plans import check_refs
-
     reports = [check_step(s, schema=schema, users=users, scan=scan) for s in pipeline.steps]
     if all(r.ok for r in reports):
         try:

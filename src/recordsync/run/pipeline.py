@@ -2,8 +2,9 @@
 
 Everything that can be checked before the first request is checked first (pipeline and
 mapping files, every step's source and columns), so a configuration error sends nothing.
-The steps' checks and plans are made in :mod:`recordsync.send.step_plans`; the state store's
-side of the run (its location, the dry run's hook, the deleter) in :mod:`recordsync.send.run_state`.
+The steps' checks and plans are made in :mod:`recordsync.run.plans`; the state store's
+side of the run (the target's binding, the dry run's hook, the deleter) in
+:mod:`recordsync.run.state_access`.
 """
 
 from __future__ import annotations
@@ -18,32 +19,35 @@ from typing import Any
 
 import httpx
 
+from recordsync.config import load_pipeline
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.errors import ApiError, AuthError, ConfigError
-from recordsync.run_guards import RECREATE_HINT, recreate_refusal, state_write_error
-from recordsync.runner import RunResult, limits_from, new_run_id, run_plans
-from recordsync.send.client import RecordServiceClient, make_http_client
-from recordsync.send.retry import RetryPolicy
-from recordsync.send.run_state import bind_target, delete_record, dry_run_refs, state_path
-from recordsync.send.step import ChunkHook, Progress
-from recordsync.send.step_plans import PlanWrapper, build_plans, check_refs, check_sources
-from recordsync.settings import (
+from recordsync.prepare import SLICE_ROWS
+from recordsync.run.guards import RECREATE_HINT, recreate_refusal, state_write_error
+from recordsync.run.plans import PlanWrapper, build_plans, check_sources
+from recordsync.run.runner import RunLimits, RunResult, limits_from, new_run_id, run_plans
+from recordsync.run.state_access import bind_target, delete_record, dry_run_refs
+from recordsync.run.target import (
     DEFAULT_PROFILES,
     DEFAULT_SANDBOX_DB,
     Target,
     choose_target,
     open_target,
 )
-from recordsync.state.hook import open_state
+from recordsync.send.client import RecordServiceClient, make_http_client
+from recordsync.send.retry import RetryPolicy
+from recordsync.send.step import ChunkHook, Progress, SendOptions
+from recordsync.state.dry_run_refs import refuse_refs_without_state
+from recordsync.state.hook import HookSettings, open_state
 from recordsync.state.keyspace import hold_key_spaces, key_spaces
-from recordsync.state.location import StateLocation
+from recordsync.state.location import StateLocation, state_location
 from recordsync.state.names import state_name
 from recordsync.state.store import DB_ERRORS
 from recordsync.state.targets import TargetIdentity
+from recordsync.validate.refs_check import check_refs
 
 _STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
 """What opening or writing the state store raises (a file, or a PostgreSQL server)."""
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,10 +94,7 @@ def profiles_path(request: RunRequest) -> Path | None:
 
 
 def _load(path: Path) -> Any:
-    from recordsync.config import load_pipeline
-
     return load_pipeline(path)
-
 
 
 def run_pipeline(
@@ -116,8 +117,6 @@ def run_pipeline(
     whole = pipeline if pipeline_override is None else _load(request.pipeline_path)
     check_refs(whole)
     if not request.state and hook is None:  # before the target is even contacted
-        from recordsync.state.dry_run_refs import refuse_refs_without_state
-
         run = [s for s in pipeline.steps if steps is None or s.step_name in steps]
         refuse_refs_without_state((s.step_name, s.config) for s in run)
     configs = {s.step_name: s.config for s in whole.steps}
@@ -142,28 +141,23 @@ def run_pipeline(
         **request.overrides,
     }
     options, limits = limits_from(pipeline.send, overrides)
-    name = state_name(pipeline.name, request.pipeline_path)
-    report_root = request.report_dir or Path(pipeline.report.directory)
+
+    prepared = _Prepared(
+        pipeline=pipeline,
+        name=state_name(pipeline.name, request.pipeline_path),
+        report_root=request.report_dir or Path(pipeline.report.directory),
+        options=options,
+        limits=limits,
+        steps=steps,
+        retry_of=retry_of,
+        configs=configs,
+        partial=partial,
+        run_steps=run_steps,
+        warnings=warnings,
+    )
 
     def go(chosen: Target) -> RunResult:
-        return _run(
-            request,
-            pipeline,
-            name,
-            report_root,
-            options,
-            limits,
-            chosen,
-            http,
-            progress,
-            hook,
-            wrap,
-            steps,
-            retry_of,
-            configs,
-            partial,
-            (run_steps, warnings),
-        )
+        return _run(request, prepared, chosen, http=http, progress=progress, hook=hook, wrap=wrap)
 
     if target is not None:
         return go(target)
@@ -182,41 +176,62 @@ def run_pipeline(
         return go(opened)
 
 
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A run as read from its pipeline file, before its target is contacted."""
+
+    pipeline: Any
+    name: str
+    """The pipeline's state name (its lock; with the target, its state key)."""
+    report_root: Path
+    options: SendOptions
+    limits: RunLimits
+    steps: set[str] | None
+    """The steps to run (None: all of them)."""
+    retry_of: str | None
+    configs: dict[str, Any]
+    """Every step's mapping config by step name (a retry's too: references, ledgers)."""
+    partial: bool
+    """A retry of failed rows only: no mirror deletes."""
+    run_steps: list[tuple[str, Any]]
+    warnings: list[str]
+
 
 def _run(
     request: RunRequest,
-    pipeline: Any,
-    name: str,
-    report_root: Path,
-    options: Any,
-    limits: Any,
+    prepared: _Prepared,
     target: Target,
+    *,
     http: httpx.Client | None,
     progress: Progress | None,
     hook: ChunkHook | None,
     wrap: PlanWrapper | None,
-    steps: set[str] | None,
-    retry_of: str | None,
-    configs: dict[str, Any],
-    partial: bool,
-    idempotency: tuple[list[tuple[str, Any]], list[str]],
 ) -> RunResult:
+    pipeline, name, options, limits = (
+        prepared.pipeline,
+        prepared.name,
+        prepared.options,
+        prepared.limits,
+    )
+    steps, configs, partial = prepared.steps, prepared.configs, prepared.partial
+    # the run's state database: --state-db, else $RECORDSYNC_STATE_DB, else .recordsync/state.db
+    state_db = state_location(request.state_db)
     own = http is None
     http_client = http if http is not None else make_http_client(base_url=target.base_url)
     try:
         client = RecordServiceClient(
             http_client, target.base_url, target.api_key, retry=request.retry
         )
-        run_steps, warnings = idempotency
+        run_steps, warnings = prepared.run_steps, prepared.warnings
         report_to = functools.partial(  # what every run_plans call of this run shares
             run_plans,
             pipeline=name,
-            report_root=report_root,
+            report_root=prepared.report_root,
             options=options,
             client=None if options.dry_run else client,
             target=target,
             progress=progress,
-            retry_of=retry_of,
+            retry_of=prepared.retry_of,
             pipeline_file=str(request.pipeline_path.resolve()),
         )
         try:
@@ -229,7 +244,6 @@ def _run(
                 warnings=warnings,
                 stopped=stop,
             )
-        from recordsync.prepare import SLICE_ROWS
 
         def has_records(object_type: str) -> bool:
             return next(iter(client.list_records(object_type, page_size=1)), None) is not None
@@ -238,15 +252,22 @@ def _run(
         if request.state and hook is None:
             identity = TargetIdentity.read(target.state_identity, users)
             try:
-                bound = bind_target(request, name, identity, dry_run=options.dry_run)
+                bound = bind_target(
+                    state_db,
+                    name,
+                    identity,
+                    dry_run=options.dry_run,
+                    wait_for_lock=request.wait_for_lock,
+                    adopt=request.adopt_state,
+                )
             except _STATE_ERRORS as exc:  # nothing was sent yet
-                raise state_write_error(state_path(request), exc, sent=False) from None
+                raise state_write_error(state_db, exc, sent=False) from None
             key = bound.key
             first = bound.note(name)
             if first is not None:
                 warnings = [*warnings, first]
         if request.state and hook is None and not request.allow_recreate:
-            refused = recreate_refusal(state_path(request), key, run_steps, has_records)
+            refused = recreate_refusal(state_db, key, run_steps, has_records)
             if refused is not None and not options.dry_run:
                 raise ConfigError(refused, hint=RECREATE_HINT)
             if refused is not None:
@@ -272,8 +293,18 @@ def _run(
             with hold_key_spaces(spaces, pipeline=name, wait=request.wait_for_lock):
                 return go(None)
         if options.dry_run:
-            with dry_run_refs(request, key, configs, client.list_records) as refs:
+            with dry_run_refs(state_db, key, configs, client.list_records) as refs:
                 return go(refs)
+        warnings = [*warnings]  # what the check of the target finds joins the report's
+        settings = HookSettings(
+            configs=configs,
+            deleter=lambda object_type, rid: delete_record(client, object_type, rid),
+            lookup=client.list_records,  # ref: {lookup: service}
+            reader=client,  # the check of the target before a step decides
+            notes=warnings,
+            allow_mass_deletes=request.allow_mass_deletes,
+            mirror_deletes=not partial,  # a retry's source is only the failed rows
+        )
         with ExitStack() as stack:
             try:
                 state = stack.enter_context(
@@ -287,24 +318,17 @@ def _run(
                         lock_name=name,
                         key_spaces=spaces,
                         wait_for_lock=request.wait_for_lock,
+                        settings=settings,
                     )
                 )
             except _STATE_ERRORS as exc:  # nothing was sent yet
-                raise state_write_error(state_path(request), exc, sent=False) from None
+                raise state_write_error(state_db, exc, sent=False) from None
             try:
                 run_id = state.run_id  # a resumed run keeps the id of the attempt that died
-                state.configs = configs
-                state.mirror_deletes = not partial  # a retry's source is only the failed rows
-                state.deleter = lambda object_type, rid: delete_record(client, object_type, rid)
-                state.lookup = client.list_records  # ref: {lookup: service}
-                state.reader = client  # the check of the target before a step decides
-                warnings = [*warnings]
-                state.notes = warnings  # what the check finds joins the report's warnings
-                state.allow_mass_deletes = request.allow_mass_deletes
                 result = go(state)
                 state.finish("aborted" if result.error is not None else "finished")
             except _STATE_ERRORS as exc:  # the report's own are RunAborted already
-                raise state_write_error(state_path(request), exc, sent=True) from None
+                raise state_write_error(state_db, exc, sent=True) from None
         return result
     finally:
         if own:

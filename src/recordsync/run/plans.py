@@ -8,45 +8,20 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from recordsync.model import PreparedRow, StepPlan
+from recordsync.prepare import check_source, prepare_step
+from recordsync.prepare.digests import prepare_digested
 from recordsync.prepare.fingerprint import step_fingerprint
 from recordsync.read.estimate import estimate_rows
+from recordsync.reconcile.field_errors import FieldSources
+from recordsync.validate.pipeline_check import check_step
+from recordsync.validate.schema import Schema
 
 PlanWrapper = Callable[[StepPlan], StepPlan]
 
 
 def check_sources(pipeline: Any) -> None:
-    from recordsync.prepare import check_source
-
     for step in pipeline.steps:
         check_source(step.config, step.base_dir)
-
-
-def check_refs(pipeline: Any) -> None:
-    """Every ``ref`` names a step that runs earlier in the pipeline (its ledger is filled
-    first); a configuration error otherwise, before anything is sent."""
-    from recordsync.config.loader import mapping_line
-    from recordsync.errors import ConfigError
-
-    earlier: list[str] = []
-    for step in pipeline.steps:
-        cfg = step.config
-        for fname, spec in cfg.fields.items():
-            if spec.ref is not None and spec.ref.mapping not in earlier:
-                later = spec.ref.mapping in {s.step_name for s in pipeline.steps}
-                raise ConfigError(
-                    f"fields.{fname}.ref: step '{spec.ref.mapping}' "
-                    + ("runs after this step" if later else "is not a step of this pipeline"),
-                    file=cfg.label,
-                    line=mapping_line(cfg, "fields", fname),
-                    key=f"fields.{fname}.ref.mapping",
-                    hint="a reference is resolved from the ledger of an earlier step; steps "
-                    f"before '{step.step_name}': {', '.join(earlier) or 'none'}",
-                )
-            if spec.ref is not None and spec.ref.by is not None:
-                from recordsync.state.ref_index import check_ref_by
-
-                check_ref_by(pipeline, cfg, fname, spec.ref)
-        earlier.append(step.step_name)
 
 
 def build_plans(
@@ -62,11 +37,6 @@ def build_plans(
     batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``).
     ``check=False``: the steps are not checked against the schema first (a run that stopped
     before it had one only reports its rows as not sent)."""
-    from recordsync.prepare import prepare_step
-    from recordsync.reconcile.field_errors import FieldSources
-    from recordsync.validate.pipeline_check import check_step
-    from recordsync.validate.schema import Schema
-
     schema = Schema.from_api(schema_json) if schema_json is not None else None
     for step in pipeline.steps:  # every step is checked against the schema before any send
         if check and (steps is None or step.step_name in steps):
@@ -91,8 +61,6 @@ def build_plans(
         def digested(
             snapshot: Any, fp: bytes, owned: Any = None, step: Any = step
         ) -> Iterator[Any]:
-            from recordsync.prepare.digests import prepare_digested
-
             return prepare_digested(
                 step.config,
                 base_dir=step.base_dir,

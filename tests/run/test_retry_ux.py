@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from recordsync.cli import main
-from recordsync.run_retry import nothing_to_retry
+from recordsync.run.retry import nothing_to_retry
 
 COLUMNS = ["email", "_error", "_step", "_source_row", "_status", "_source_file"]
 
@@ -66,7 +66,7 @@ def test_a_resumed_runs_doubt_starts_at_its_first_attempt(tmp_path: Path) -> Non
     earlier of the two."""
     from datetime import UTC, datetime
 
-    from recordsync.run_retry import _earlier_run
+    from recordsync.run.retry import _earlier_run
 
     summary = {"run_id": "20261125T100000Z-nightly-ab12", "started_at": "2026-11-25T11:30:00Z"}
     since, _ = _earlier_run(tmp_path, summary)

@@ -41,12 +41,12 @@ from recordsync.model import StepPlan
 from recordsync.report.next_steps import describe_stop
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter, report_write_error
+from recordsync.run.target import Target
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.sender import ChunkSender
 from recordsync.send.step import ChunkHook, Progress, SendOptions, StepRunner
 from recordsync.send.switching import prompt_switching
-from recordsync.settings import Target
 
 log = logging.getLogger(__name__)
 
@@ -211,9 +211,7 @@ def run_plans(
     return RunResult(summary, report_dir, error, writer.tallies)
 
 
-def _after_sends(
-    exc: RecordsyncError, tallies: list[StepTally], dry_run: bool
-) -> RecordsyncError:
+def _after_sends(exc: RecordsyncError, tallies: list[StepTally], dry_run: bool) -> RecordsyncError:
     """A configuration or source error that stops a run after requests went out (chunks or
     mirror deletes) is returned as :class:`RunAborted`: exit 2 means nothing was sent."""
     if not isinstance(exc, ConfigError) or dry_run:

@@ -1,4 +1,4 @@
-"""Guards of a whole run that belong to no single stage (beside :mod:`recordsync.runner`).
+"""Guards of a whole run that belong to no single stage (beside :mod:`recordsync.run.runner`).
 
 - :func:`recreate_refusal`: a step keyed only by the state store's ledger whose ledger is
   empty while the target already holds records of its type would create every row again
@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from recordsync.config.idempotency import ledger_keyed, refuse_recreate, service_key
 from recordsync.errors import ConfigError, RecordsyncError, RunAborted
+from recordsync.state import Journal, StateStore
 from recordsync.state.location import PgUrl, StateLocation, state_exists
 from recordsync.state.targets import pipeline_of
 
@@ -32,9 +34,6 @@ def recreate_refusal(
 ) -> str | None:
     """Why the run must not go on (see the module docstring), or None. Not for a run that
     resumes an incomplete one: its journal holds what it created."""
-    from recordsync.config.idempotency import ledger_keyed, refuse_recreate, service_key
-    from recordsync.state import Journal, StateStore
-
     if not any(service_key(m) is None and ledger_keyed(m) for _, m in run_steps):
         return None  # no ledger-only step: nothing to refuse (and no ledger to count)
     counts: dict[str, dict[str, int]] = {}

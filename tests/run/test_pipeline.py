@@ -7,10 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.send.support import people_project
 
 from recordsync.state import StateStore
-
-from .support import people_project
 
 
 @pytest.mark.parametrize(("flags", "synchronous"), [(["--durable-state"], 2), ([], 1)])
@@ -31,7 +30,8 @@ def test_durable_state_reaches_the_state_store(
             super().__init__(*args, **kwargs)
             seen.append(self.connection.execute("PRAGMA synchronous").fetchone()[0])
 
-    monkeypatch.setattr("recordsync.state.StateStore", Observed)
+    monkeypatch.setattr("recordsync.state.StateStore", Observed)  # the run's store (open_state)
+    monkeypatch.setattr("recordsync.run.state_access.StateStore", Observed)  # its target's
     assert cli("run", "run.yaml", "--quiet", *flags) == 0
     # the last store opened is the run's (the one before it only records the run's target)
     assert seen[-1] == synchronous and len(seen) == 2

@@ -29,13 +29,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from recordsync.config import load_pipeline
 from recordsync.errors import ConfigError
 from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
 from recordsync.report.csvsafe import unneutralise
 from recordsync.report.writer import FAILURE_EXTRA
+from recordsync.run.pipeline import RunRequest, run_pipeline
+from recordsync.run.runner import RunResult
 from recordsync.run_ids import first_attempt_started
-from recordsync.runner import RunResult
-from recordsync.send.pipeline import RunRequest, run_pipeline
 from recordsync.send.safety import resend_as_is_safe
 
 RETRY_STATUSES = frozenset({"failed", "in_doubt"})
@@ -230,8 +231,6 @@ def retry_report(
     **kwargs: Any,
 ) -> RunResult:
     """Resend the failed and in-doubt rows of the run in ``report_dir``."""
-    from recordsync.config import load_pipeline
-
     summary = read_summary(report_dir)
     pipeline_file = summary.get("pipeline_file")
     if not pipeline_file or not Path(pipeline_file).is_file():

@@ -9,7 +9,7 @@ import pytest
 from tests.config.support import BOMB
 
 from recordsync.errors import AuthError, ConfigError
-from recordsync.settings import choose_target, open_target, resolve_key
+from recordsync.run.target import choose_target, open_target, resolve_key
 
 
 @pytest.fixture
@@ -119,7 +119,7 @@ def test_bad_urls_never_echo_a_query_or_credentials(profiles: Path, url: str) ->
 
 
 def test_redact_url() -> None:
-    from recordsync.settings import redact_url
+    from recordsync.run.target import redact_url
 
     assert redact_url("https://u:p@h:8/x?api_key=k#f") == "https://***@h:8/x?***"
     assert redact_url("https://h/x") == "https://h/x"

@@ -256,7 +256,7 @@ def open_target(
         key = resolve_key(choice, env)
         yield Target(choice.base_url, key, choice.origin, f"env {choice.key_env}")
         return
-    from recordsync.sandbox import create_app
+    from recordsync.sandbox.app import create_app
     from recordsync.sandbox.server import run_in_thread
 
     key = Secret("sk_live_" + secrets.token_urlsafe(24))

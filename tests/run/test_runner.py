@@ -13,7 +13,7 @@ import pytest
 
 from recordsync.errors import AuthError, ObjectTypeNotFound, RunAborted
 from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
-from recordsync.runner import RunLimits, run_plans
+from recordsync.run.runner import RunLimits, run_plans
 from recordsync.sandbox import create_app
 from recordsync.secret import Secret
 from recordsync.send.client import RecordServiceClient
@@ -447,7 +447,7 @@ def test_a_source_error_before_any_send_stays_a_config_error(tmp_path: Path) -> 
 
 def test_an_accounting_mismatch_alone_exits_1(tmp_path: Path) -> None:
     """Every row ok, no error: a report that does not add up still makes the exit code 1."""
-    from recordsync.runner import RunResult
+    from recordsync.run.runner import RunResult
 
     with sandbox(tmp_path) as (client, _):
         result = run(tmp_path, [plan("contacts", "contacts", contacts(3))], client)
@@ -460,7 +460,7 @@ def test_mirror_deletes_alone_count_as_sent() -> None:
     """Every row unchanged, but records were soft-deleted: a later source error is an abort."""
     from recordsync.errors import SourceError
     from recordsync.report.tally import StepTally
-    from recordsync.runner import _after_sends
+    from recordsync.run.runner import _after_sends
 
     broken = SourceError("not valid UTF-8 text", file="deals.csv", line=9)
     deleted = StepTally("contacts", "m", "contacts", deleted=2, delete_failed=1)

@@ -16,7 +16,7 @@ from recordsync.model import PreparedRow, RowStatus, SourceRow
 from recordsync.read import iter_source
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter
-from recordsync.run_retry import nothing_to_retry, split_failures
+from recordsync.run.retry import nothing_to_retry, split_failures
 
 TRICKY = [
     "a\rb",

@@ -1,0 +1,1 @@
+"""Whole runs: run_pipeline, the runner, plans and checks, retry, guards, the target."""
