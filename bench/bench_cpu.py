@@ -33,11 +33,11 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from project import KEY, make_project, precompute, warm_imports
 
+from recordsync.core.secret import Secret
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.target import Target
 from recordsync.sandbox import create_app
 from recordsync.sandbox.server import run_in_thread
-from recordsync.secret import Secret
 
 BASE = "http://service.invalid"
 

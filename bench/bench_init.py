@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT / "src"))
 def main() -> int:
     import httpx
 
+    from recordsync.core.secret import Secret
     from recordsync.infer.corpus import score_corpus
     from recordsync.sandbox import create_app
     from recordsync.sandbox.server import run_in_thread
-    from recordsync.secret import Secret
     from recordsync.send.client import RecordServiceClient, make_http_client
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -57,9 +57,9 @@ def child(root: Path, mode: str, url: str) -> None:
     sys.path.insert(0, str(HERE))
     from project import KEY, warm_imports
 
+    from recordsync.core.secret import Secret
     from recordsync.run.pipeline import RunRequest, run_pipeline
     from recordsync.run.target import Target
-    from recordsync.secret import Secret
 
     warm_imports()
     start = vm_hwm_mb()

@@ -50,11 +50,11 @@ from arrivals import check_sandbox, source_emails
 from project import KEY, make_project, sandbox, warm_imports
 
 from recordsync.config import load_pipeline
-from recordsync.model import UnchangedBlock
+from recordsync.core.model import UnchangedBlock
+from recordsync.core.secret import Secret
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.plans import build_plans
 from recordsync.run.target import Target
-from recordsync.secret import Secret
 from recordsync.state.digests import SNAPSHOT_SCHEMA, row_digests
 from recordsync.state.snapshots import Snapshot
 

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from measure import vm_hwm_mb
 
-from recordsync.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
+from recordsync.core.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.hashing import input_hash
 from recordsync.state.hook import FOLD_FROM, FOLD_SLICE

@@ -36,18 +36,18 @@ class Group:
 
 GROUPS: dict[str, Group] = {
     "accounting": Group(
-        ("src/recordsync/report/tally.py", "src/recordsync/errors.py"),
-        ("tests/report/", "tests/test_errors.py", "tests/test_runner.py", "tests/cli/"),
+        ("src/recordsync/report/tally.py", "src/recordsync/core/errors.py"),
+        ("tests/report/", "tests/core/test_errors.py", "tests/run/test_runner.py", "tests/cli/"),
     ),
     "resend": Group(
         (
-            "src/recordsync/send/safety.py",
+            "src/recordsync/core/safety.py",
             "src/recordsync/send/settle.py",
             "src/recordsync/send/readback.py",
         ),
         (
-            "tests/send/test_safety.py",
-            "tests/send/test_safety_interference.py",
+            "tests/core/test_safety.py",
+            "tests/core/test_safety_interference.py",
             "tests/send/test_settle.py",
             "tests/send/test_settle_holds.py",
             "tests/send/test_readback.py",

@@ -19,7 +19,7 @@ from pathlib import Path
 import httpx
 
 from recordsync.config import load_pipeline
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
 from recordsync.prepare import prepare_step
 from recordsync.sandbox import create_app
 from recordsync.sandbox.server import run_in_thread

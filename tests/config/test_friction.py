@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from recordsync.config import load_mapping
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.prepare import check_source
 from recordsync.validate.config_check import check_mapping
 from recordsync.validate.schema import Schema

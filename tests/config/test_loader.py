@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from recordsync.config import load_mapping, load_pipeline
-from recordsync.errors import ConfigError, exit_code_for
+from recordsync.core.errors import ConfigError, exit_code_for
 
 ROOT = Path(__file__).resolve().parents[2]
 

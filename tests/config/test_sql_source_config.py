@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from recordsync.config import load_mapping
 from recordsync.config.sqlsource import has_password, redact
-from recordsync.errors import ConfigError, exit_code_for
+from recordsync.core.errors import ConfigError, exit_code_for
 
 HEAD = "object_type: contacts\nname: {column: name}\n"
 

@@ -11,7 +11,7 @@ from tests.config.support import BOMB, alias_bomb
 from recordsync.cli import main
 from recordsync.config import load_mapping, load_pipeline
 from recordsync.config.yamlmarks import MAX_ALIAS_EXPANSION, parse_yaml
-from recordsync.errors import EXIT_CONFIG, ConfigError, exit_code_for
+from recordsync.core.errors import EXIT_CONFIG, ConfigError, exit_code_for
 from recordsync.resolve import load_owners_file
 
 MAPPING = """\

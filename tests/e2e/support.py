@@ -9,10 +9,10 @@ from typing import Any
 
 import httpx
 
+from recordsync.core.secret import Secret
 from recordsync.run.target import Target
 from recordsync.sandbox import create_app
 from recordsync.sandbox.server import run_in_thread
-from recordsync.secret import Secret
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore

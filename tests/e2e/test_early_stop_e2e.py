@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.errors import EXIT_ABORTED, ApiError, AuthError
+from recordsync.core.errors import EXIT_ABORTED, ApiError, AuthError
 from recordsync.run import pipeline as pipeline_module
 from recordsync.run.pipeline import run_pipeline
 

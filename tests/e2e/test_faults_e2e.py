@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
 from recordsync.run.runner import run_plans
 from recordsync.send.step import SendOptions
 

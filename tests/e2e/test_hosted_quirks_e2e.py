@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from recordsync.errors import EXIT_ABORTED, AuthError, exit_code_for
+from recordsync.core.errors import EXIT_ABORTED, AuthError, exit_code_for
 from recordsync.run.pipeline import run_pipeline
 
 from .support import all_records, served, target

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from recordsync.config import load_mapping
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.run.pipeline import run_pipeline
 
 from .support import KEY, all_records, served, target

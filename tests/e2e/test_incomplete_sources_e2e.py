@@ -16,7 +16,7 @@ import pytest
 
 import recordsync.read as read_package
 import recordsync.read.parquet_reader as parquet_reader
-from recordsync.errors import SourceError, exit_code_for
+from recordsync.core.errors import SourceError, exit_code_for
 from recordsync.read import SourceBatch
 from recordsync.run.pipeline import run_pipeline
 

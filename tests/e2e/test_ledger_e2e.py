@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from recordsync import spill
 from recordsync.cli.state_cmds import state
-from recordsync.errors import ConfigError, RunAborted
+from recordsync.core.errors import ConfigError, RunAborted
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore

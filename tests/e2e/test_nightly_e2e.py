@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from recordsync.errors import RunAborted
+from recordsync.core.errors import RunAborted
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.retry import retry_report
 from recordsync.send.retry import RetryPolicy

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.run.pipeline import run_pipeline
 
 from .support import all_records, loopback_client, served, target

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.run.pipeline import run_pipeline
 from recordsync.state import StateStore
 

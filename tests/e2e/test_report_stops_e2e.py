@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from tests.report.support import assert_totals_are_step_sums
 
-from recordsync.errors import RunAborted
+from recordsync.core.errors import RunAborted
 from recordsync.run.pipeline import run_pipeline
 from recordsync.state import Journal
 

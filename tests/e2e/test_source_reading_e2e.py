@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from recordsync.errors import RunAborted
+from recordsync.core.errors import RunAborted
 from recordsync.run.pipeline import run_pipeline
 from recordsync.state import Journal
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
 from recordsync.run.runner import new_run_id, run_plans
 from recordsync.send.step import SendOptions
 from recordsync.state import Journal, StateStore
@@ -196,7 +196,7 @@ def test_a_stop_raised_on_the_main_thread_still_accounts_for_the_queued_chunk(
     answer): each chunk queued behind it was either never sent (reported as not sent) or
     already sent by the worker (reported with its outcomes); nothing is left in flight. (The
     worker usually has the second chunk on the wire by then; rarely a third.)"""
-    from recordsync.errors import RunAborted
+    from recordsync.core.errors import RunAborted
     from recordsync.run.runner import NullProgress
 
     class Failing(NullProgress):

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from recordsync.cli import cli
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.run.pipeline import run_pipeline
 from recordsync.state import StateStore
 from recordsync.state.targets import keys_of

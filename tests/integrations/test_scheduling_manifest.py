@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from recordsync.cli import cli as recordsync_cli
-from recordsync.errors import EXIT_CONFIG, EXIT_ROWS_FAILED
+from recordsync.core.errors import EXIT_CONFIG, EXIT_ROWS_FAILED
 
 REPO = Path(__file__).resolve().parents[2]
 MANIFEST = REPO / "deploy" / "kubernetes" / "recordsync-nightly.yaml"

@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recordsync.config import load_mapping, load_pipeline
-from recordsync.errors import ConfigError
-from recordsync.model import PreparedRow, RowStatus
+from recordsync.core.errors import ConfigError
+from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.prepare import prepare_step
 from recordsync.sandbox import create_app
 from recordsync.validate import Schema
@@ -274,7 +274,7 @@ def test_a_parquet_file_lacking_a_mapped_column_is_a_source_error(tmp_path: Path
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from recordsync.errors import SourceError
+    from recordsync.core.errors import SourceError
 
     (tmp_path / "p").mkdir()
     pq.write_table(pa.table({"n": ["A"], "s": ["won"]}), tmp_path / "p" / "a.parquet")

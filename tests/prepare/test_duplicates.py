@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from recordsync.config import load_mapping
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
 from recordsync.prepare import ROW_BITS, Duplicates, prepare_step
 from recordsync.prepare import dups as prepare_dups
 from recordsync.prepare.dups import HashRuns, shared_hashes

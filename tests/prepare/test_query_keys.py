@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from recordsync.config import load_mapping
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
 from recordsync.prepare import prepare_step
 
 QUERY = """SELECT * FROM (VALUES

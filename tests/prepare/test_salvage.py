@@ -9,8 +9,8 @@ from typing import Any
 import yaml
 
 from recordsync.config.models import MappingConfig
+from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.map.engine import BatchMapper
-from recordsync.model import PreparedRow, RowStatus
 from recordsync.prepare.salvage import bad_row
 from recordsync.read import BadLine
 

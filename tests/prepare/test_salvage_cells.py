@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from recordsync.config.models import MappingConfig
+from recordsync.core.model import Salvage
 from recordsync.map.engine import BatchMapper
-from recordsync.model import Salvage
 from recordsync.prepare.salvage import MAX_SHIFT, _alignments, _cells, bad_row
 from recordsync.read import BadLine
 

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from recordsync.config import load_mapping
-from recordsync.model import SourceRow
+from recordsync.core.model import SourceRow
 from recordsync.prepare import prepare_step
 
 

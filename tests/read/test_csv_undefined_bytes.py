@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 import recordsync.read.csv_reader as csv_reader
 from recordsync.config import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read import iter_source, source_columns
 
 UNDEFINED = [0x81, 0x8D, 0x8F, 0x90, 0x9D]

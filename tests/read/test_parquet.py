@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from recordsync.config import SourceConfig
-from recordsync.errors import EXIT_CONFIG, SourceError, exit_code_for
+from recordsync.core.errors import EXIT_CONFIG, SourceError, exit_code_for
 from recordsync.read import iter_source, source_columns
 
 

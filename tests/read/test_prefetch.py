@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from recordsync.config import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read import iter_source
 from recordsync.read.prefetch import read_ahead
 

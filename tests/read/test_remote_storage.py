@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from recordsync.config.models import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read import iter_source, source_columns
 from recordsync.read.remote import glob_regex
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from recordsync.config import load_mapping
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.prepare import check_source
 
 MAPPING = """\

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recordsync.config.models import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read import iter_source, source_columns
 
 

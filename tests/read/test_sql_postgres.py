@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 from recordsync.config.models import SourceConfig
-from recordsync.errors import ConfigError, SourceError
+from recordsync.core.errors import ConfigError, SourceError
 from recordsync.read import iter_source, source_columns
 from recordsync.read.sql_pg import pg_batches
 

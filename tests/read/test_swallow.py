@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from recordsync.config import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read import csv_reader, iter_source
 from recordsync.read.swallow import hiding_rows
 

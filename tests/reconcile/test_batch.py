@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
 from recordsync.reconcile import batch
 from recordsync.reconcile.batch import Unreconciled, reconcile_batch
 

@@ -12,7 +12,7 @@ import yaml
 from tests.report.support import summary_of
 
 from recordsync.config.models import MappingConfig
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.reconcile.field_errors import FIX, FieldSources, is_rejected_value
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally

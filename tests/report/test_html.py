@@ -10,7 +10,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from recordsync.model import SourceRow
+from recordsync.core.model import SourceRow
 from recordsync.report.examples import PER_REASON, named_column
 from recordsync.report.html import render_html
 from recordsync.report.tally import StepTally, message_value, reason_group

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.errors import (
+from recordsync.core.errors import (
     ApiError,
     AuthError,
     ConfigError,
@@ -18,13 +18,13 @@ from recordsync.errors import (
     RunAborted,
     SourceError,
 )
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
+from recordsync.core.secret import Secret
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
 from recordsync.report.next_steps import describe_stop, next_steps
 from recordsync.report.tally import StepTally
 from recordsync.run.target import Target
-from recordsync.secret import Secret
 
 from .support import summary_of
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
 from recordsync.report.tally import MAX_REASONS, StepTally
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter
 

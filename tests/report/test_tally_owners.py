@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recordsync.model import SourceRow
+from recordsync.core.model import SourceRow
 from recordsync.report.tally import StepTally, reason_group
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.report import writer as writer_module
 from recordsync.report.progress import PlainProgress
 from recordsync.report.tally import COUNT_KEYS, StepTally, totals, totals_errors

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
 from recordsync.report.progress import PlainProgress
 from recordsync.report.tally import StepTally
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, SourceRow, UnchangedBlock
+from recordsync.core.model import RESULTS_COLUMNS, PreparedRow, RowStatus, SourceRow, UnchangedBlock
 from recordsync.report.tally import StepTally, reason_group
 from recordsync.report.writer import ReportWriter
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from recordsync import spill
-from recordsync.errors import RunAborted
-from recordsync.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
+from recordsync.core.errors import RunAborted
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
 from recordsync.report.tally import StepTally, reason_group
 from recordsync.report.writer import MAX_EXAMPLES, ReportWriter, report_write_error
 

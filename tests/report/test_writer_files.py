@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from recordsync.errors import RunAborted
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.core.errors import RunAborted
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter, failure_extra
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from recordsync.config import OwnerConfig
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.resolve import OwnerResolver, load_owners_file
 
 ADA, BEN = "6f1c2a3b-0001-4000-8000-000000000001", "6f1c2a3b-0002-4000-8000-000000000002"

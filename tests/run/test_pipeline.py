@@ -1,4 +1,4 @@
-"""send/pipeline.py's wiring: flags of ``recordsync run`` reach the parts they configure."""
+"""run/pipeline.py's wiring: flags of ``recordsync run`` reach the parts they configure."""
 
 from __future__ import annotations
 

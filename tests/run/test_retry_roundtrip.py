@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recordsync.config.models import SourceConfig
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.read import iter_source
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter

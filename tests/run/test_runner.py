@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from recordsync.errors import AuthError, ObjectTypeNotFound, RunAborted
-from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
+from recordsync.core.errors import AuthError, ObjectTypeNotFound, RunAborted
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
+from recordsync.core.secret import Secret
 from recordsync.run.runner import RunLimits, run_plans
 from recordsync.sandbox import create_app
-from recordsync.secret import Secret
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.retry import RetryPolicy
 from recordsync.send.step import SendOptions
@@ -397,7 +397,7 @@ def failing_source(rows: list[PreparedRow], error: Exception) -> StepPlan:
 def test_a_source_error_after_a_send_is_an_abort_and_every_row_read_is_reported(
     tmp_path: Path,
 ) -> None:
-    from recordsync.errors import EXIT_ABORTED, SourceError
+    from recordsync.core.errors import EXIT_ABORTED, SourceError
 
     broken = SourceError("not valid UTF-8 text", file="late.csv", line=39001, key="source")
     with sandbox(tmp_path) as (client, _):
@@ -423,7 +423,7 @@ def test_a_source_error_after_a_send_is_an_abort_and_every_row_read_is_reported(
 
 
 def test_a_source_error_before_any_send_stays_a_config_error(tmp_path: Path) -> None:
-    from recordsync.errors import EXIT_CONFIG, SourceError
+    from recordsync.core.errors import EXIT_CONFIG, SourceError
 
     broken = SourceError("not valid UTF-8 text", file="late.csv", line=7, key="source")
     invalid = contacts(4, invalid=(0, 1, 2, 3))
@@ -458,7 +458,7 @@ def test_an_accounting_mismatch_alone_exits_1(tmp_path: Path) -> None:
 
 def test_mirror_deletes_alone_count_as_sent() -> None:
     """Every row unchanged, but records were soft-deleted: a later source error is an abort."""
-    from recordsync.errors import SourceError
+    from recordsync.core.errors import SourceError
     from recordsync.report.tally import StepTally
     from recordsync.run.runner import _after_sends
 

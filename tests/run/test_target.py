@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tests.config.support import BOMB
 
-from recordsync.errors import AuthError, ConfigError
+from recordsync.core.errors import AuthError, ConfigError
 from recordsync.run.target import choose_target, open_target, resolve_key
 
 

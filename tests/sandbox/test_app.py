@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from recordsync.core.secret import Secret
 from recordsync.sandbox import create_app
 from recordsync.sandbox.app import SandboxApp
-from recordsync.secret import Secret
 
 from .support import KEY, TestClient
 

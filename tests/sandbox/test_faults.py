@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.sandbox import create_app
 from recordsync.sandbox.faults import FaultSpec, parse_fault_spec, wrap_with_faults
 from recordsync.sandbox.server import run_in_thread

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.sandbox import create_app
 from recordsync.sandbox.faults import FaultSpec, parse_fault_spec
 from recordsync.sandbox.server import run_in_thread

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from tests.config.support import BOMB
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.sandbox.catalog import Catalog
 from recordsync.sandbox.seed import FIELD_KEYS, default_seed_path, load_seed
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
+from recordsync.core.secret import Secret
 from recordsync.sandbox import create_app
-from recordsync.secret import Secret
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.retry import RetryPolicy
 

@@ -2,9 +2,9 @@
 
 import pytest
 
-from recordsync.errors import RunAborted
-from recordsync.model import RowStatus
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.errors import RunAborted
+from recordsync.core.model import RowStatus
 from recordsync.send.breaker import CircuitBreaker
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import orjson
 
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.send.chunk_body import doubtful, request_body
 from recordsync.send.client import encode_batch
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.model import PreparedRow, RowStatus, SourceRow
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.send.claims import RecordClaims
 
 CREATED, UPDATED, MERGED = RowStatus.CREATED, RowStatus.UPDATED, RowStatus.MERGED

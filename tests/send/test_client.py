@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from recordsync.errors import AuthError, ObjectTypeNotFound, RetriableApiError
+from recordsync.core.errors import AuthError, ObjectTypeNotFound, RetriableApiError
 
 from .support import KEY, Sleeps, fake_client, sandbox_client
 
@@ -162,7 +162,7 @@ def test_each_path_s_url_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None
 def test_a_batch_request_that_cannot_be_built_ahead_fails_when_sent() -> None:
     """build_batch gives None (the runner then leaves building to the sender, which meets
     the same error). Such a base URL never gets this far: settings refuse it (test_settings)."""
-    from recordsync.secret import Secret
+    from recordsync.core.secret import Secret
     from recordsync.send.client import RecordServiceClient
 
     client = RecordServiceClient(httpx.Client(), "http://[::1", Secret(KEY))
@@ -175,9 +175,9 @@ def test_on_sent_is_called_when_the_request_is_written_over_a_socket(tmp_path: P
     """httpx's own transport reports (trace events) when the request is on the wire and the
     answer is awaited; the runner waits for that before its own work competes with the
     sender thread. Transports without trace events never call it."""
+    from recordsync.core.secret import Secret
     from recordsync.sandbox import create_app
     from recordsync.sandbox.server import run_in_thread
-    from recordsync.secret import Secret
     from recordsync.send.client import RecordServiceClient
 
     app = create_app(tmp_path / "s.db", api_key=KEY)
@@ -198,9 +198,9 @@ def test_on_sent_is_called_when_the_request_is_written_over_a_socket(tmp_path: P
 def test_a_client_for_a_plain_http_target_has_no_tls_and_refuses_https(tmp_path: Path) -> None:
     """``make_http_client(base_url=http://…)`` skips loading the CA bundle; it then must never
     talk TLS (it could not check a certificate): an https URL fails before connecting."""
+    from recordsync.core.secret import Secret
     from recordsync.sandbox import create_app
     from recordsync.sandbox.server import run_in_thread
-    from recordsync.secret import Secret
     from recordsync.send.client import RecordServiceClient, make_http_client
 
     app = create_app(tmp_path / "s.db", api_key=KEY)
@@ -257,7 +257,7 @@ def test_the_client_keeps_no_cookies() -> None:
 def test_an_answer_that_echoes_the_key_never_carries_it_further() -> None:
     """A proxy or service quoting the request's key back (fake: the sandbox never does):
     the error text and the parsed answer hold stars instead."""
-    from recordsync.secret import Secret
+    from recordsync.core.secret import Secret
     from recordsync.send.client import RecordServiceClient
 
     key = "sk_live_echoed_back_0123456789"

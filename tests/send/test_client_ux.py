@@ -7,8 +7,8 @@ import socket
 import httpx
 import pytest
 
-from recordsync.errors import RetriableApiError, exit_code_for
-from recordsync.secret import Secret
+from recordsync.core.errors import RetriableApiError, exit_code_for
+from recordsync.core.secret import Secret
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.retry import RetryPolicy
 

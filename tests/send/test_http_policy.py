@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from recordsync.errors import AuthError, FatalApiError, ObjectTypeNotFound, RetriableApiError
+from recordsync.core.errors import AuthError, FatalApiError, ObjectTypeNotFound, RetriableApiError
 from recordsync.send.http_policy import (
     classify_exception,
     classify_response,

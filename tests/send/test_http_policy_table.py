@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from recordsync.errors import (
+from recordsync.core.errors import (
     ApiError,
     AuthError,
     FatalApiError,

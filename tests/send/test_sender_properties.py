@@ -14,7 +14,7 @@ import httpx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
 from recordsync.send.sender import ChunkSender
 
 from .support import fake_client

@@ -8,8 +8,8 @@ from typing import Any
 import httpx
 import pytest
 
-from recordsync.model import RowStatus
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import RowStatus
 from recordsync.send.readback import EMPTY, Mark, when
 from recordsync.send.settle import (
     EARLIER_RUN_MARGIN_S,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.state import StateStore
 
 

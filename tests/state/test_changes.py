@@ -7,7 +7,7 @@ from unittest.mock import patch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
 from recordsync.state import ChangeDetector, SendReason, StateStore, input_hash, ledger_match
 from recordsync.state.journal_content import JournaledRows
 

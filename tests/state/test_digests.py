@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordsync.model import UnchangedBlock
+from recordsync.core.model import UnchangedBlock
 from recordsync.state import StateStore
 from recordsync.state.digests import fingerprint, row_digests, supported
 from recordsync.state.snapshot_match import DigestIndex

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
 from recordsync.report.tally import StepTally
 from recordsync.state import StateStore, hook_rows
 from recordsync.state import hook as state_hook

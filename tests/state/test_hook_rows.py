@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from recordsync.model import Blocks, Item, RowStatus, StepPlan, UnchangedBlock
+from recordsync.core.model import Blocks, Item, RowStatus, StepPlan, UnchangedBlock
 from recordsync.state import hook_rows
 from recordsync.state.hook import open_state
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recordsync.errors import AccountingError, RecordsyncError
+from recordsync.core.errors import AccountingError, RecordsyncError
 from recordsync.state import ChunkResult, Journal, JournalRow, StateStore
 
 from .conftest import start_child, wait_ready

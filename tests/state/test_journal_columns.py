@@ -7,8 +7,8 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recordsync.model import PreparedRow, RowStatus, SourceRow
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.state import StateStore
 from recordsync.state.journal_columns import (
     RowMarks,

@@ -11,7 +11,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from recordsync.config.models import MappingConfig
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.state import StateStore
 from recordsync.state.keys import cell_text, domain_key, ledger_key_of, reference_normalizer
 from recordsync.state.ledger_prep import StepPrep

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from tests.e2e.support import KEY, all_records, served, target
 
 from recordsync.config import load_pipeline
-from recordsync.errors import EXIT_ABORTED, RunAborted, exit_code_for
+from recordsync.core.errors import EXIT_ABORTED, RunAborted, exit_code_for
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.runner import RunResult
 from recordsync.send.retry import RetryPolicy

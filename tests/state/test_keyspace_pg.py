@@ -13,7 +13,7 @@ import pytest
 from tests.e2e.support import all_records, served, target
 from tests.pg_support import PASSWORD, new_database
 
-from recordsync.errors import RunAborted
+from recordsync.core.errors import RunAborted
 from recordsync.run.pipeline import run_pipeline
 from recordsync.state import StateStore
 from recordsync.state.keyspace import LOCK_DIR_ENV, hold_key_spaces

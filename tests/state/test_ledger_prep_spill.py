@@ -10,7 +10,7 @@ import pytest
 
 from recordsync import spill
 from recordsync.config import load_mapping
-from recordsync.model import PreparedRow, RowStatus, SourceRow
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.state.ledger_prep import StepPrep
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from recordsync.errors import EXIT_ABORTED, RunAborted, exit_code_for
+from recordsync.core.errors import EXIT_ABORTED, RunAborted, exit_code_for
 from recordsync.state import PipelineLock, lock_path
 
 from .conftest import start_child, wait_ready

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recordsync.errors import AuthError, RetriableApiError, RunAborted
+from recordsync.core.errors import AuthError, RetriableApiError, RunAborted
 from recordsync.state import ChangeDetector, StateStore, apply_deletes, plan_deletes
 from recordsync.state.mirror import DeletePlan
 

@@ -10,7 +10,7 @@ import pytest
 
 from recordsync.config import load_pipeline
 from recordsync.config.models import MAX_PIPELINE_NAME
-from recordsync.errors import EXIT_CONFIG, ConfigError, exit_code_for
+from recordsync.core.errors import EXIT_CONFIG, ConfigError, exit_code_for
 from recordsync.state.names import state_name, state_name_of
 
 MAPPING = "object_type: contacts\nsource: {path: people.csv}\nname: Name\n"

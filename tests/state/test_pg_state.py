@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from tests.pg_support import PASSWORD, database_url
 
-from recordsync.errors import (
+from recordsync.core.errors import (
     EXIT_ABORTED,
     EXIT_CONFIG,
     AccountingError,

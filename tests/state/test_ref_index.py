@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from recordsync.config.models import FieldSpec, MappingConfig, RefSpec
-from recordsync.errors import ConfigError, RowError
+from recordsync.core.errors import ConfigError, RowError
 from recordsync.state import ReferenceResolver, StateStore
 from recordsync.state.ref_index import RefIndex, by_spec
 from recordsync.state.refs import RunLedger

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from recordsync.config.models import RefSpec
-from recordsync.errors import AuthError, RetriableApiError, RowError
+from recordsync.core.errors import AuthError, RetriableApiError, RowError
 from recordsync.state import ReferenceResolver, StateStore
 from recordsync.state.ref_index import MATCHERS, RefIndex
 from recordsync.state.ref_lookup import PAGE_SIZE, ServiceLookup

@@ -6,7 +6,7 @@ from unittest.mock import patch
 
 import pytest
 
-from recordsync.errors import RowError
+from recordsync.core.errors import RowError
 from recordsync.state import ReferenceResolver, StateStore
 
 

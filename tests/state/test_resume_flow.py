@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.model import MAX_BATCH, PreparedRow, RowStatus
+from recordsync.core.model import MAX_BATCH, PreparedRow, RowStatus
 from recordsync.state import (
     ChangeDetector,
     ChunkResult,

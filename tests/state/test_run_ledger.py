@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from recordsync.errors import RowError
+from recordsync.core.errors import RowError
 from recordsync.state import ReferenceResolver, StateStore
 from recordsync.state.refs import PLANNED, RunLedger
 

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from recordsync.model import PreparedRow, RowStatus, SourceRow
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.state import StateStore
 from recordsync.state.digests import SNAPSHOT_SCHEMA
 from recordsync.state.hook import _keep_rows

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.state import StateStore
 from recordsync.state.schema import SCHEMA_VERSION
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.state import StateStore
 from recordsync.state.targets import (
     TargetIdentity,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from recordsync.config import load_mapping
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.validate import Schema, check_mapping
 
 

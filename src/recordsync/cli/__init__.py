@@ -1,7 +1,7 @@
 """The ``recordsync`` command line: a thin layer over the library.
 
 Each sub-module defines its commands and is registered here. Errors become exit codes in
-exactly one place, :func:`main` (see :func:`recordsync.errors.exit_code_for`).
+exactly one place, :func:`main` (see :func:`recordsync.core.errors.exit_code_for`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import traceback
 import click
 
 from recordsync import __version__
-from recordsync.errors import RecordsyncError, exit_code_for
+from recordsync.core.errors import RecordsyncError, exit_code_for
 
 
 class _LazyGroup(click.Group):

@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from recordsync.cli.options import sandbox_db_for, sandbox_seed_option
-from recordsync.errors import ConfigError, RunAborted
+from recordsync.core.errors import ConfigError, RunAborted
 
 IMPORTS_DIR = Path(".recordsync/imports")
 """Where ``import`` keeps the mapping it infers while it runs (a copy goes into the report)."""

@@ -16,7 +16,7 @@ from recordsync.cli.options import (
     state_db_option,
     wait_for_lock_option,
 )
-from recordsync.errors import EXIT_OK, ConfigError, RecordsyncError
+from recordsync.core.errors import EXIT_OK, ConfigError, RecordsyncError
 from recordsync.state.location import StateLocation
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from recordsync.secret import Secret
+from recordsync.core.secret import Secret
 
 
 @click.command("sandbox")

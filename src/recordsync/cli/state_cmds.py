@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from recordsync.cli.options import state_db_option
-from recordsync.errors import RunAborted
+from recordsync.core.errors import RunAborted
 from recordsync.state import Journal, StateStore
 from recordsync.state.location import StateLocation, state_exists, state_location
 from recordsync.state.names import state_name_of

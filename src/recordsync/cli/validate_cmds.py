@@ -19,7 +19,7 @@ from recordsync.cli.options import sandbox_seed_option
 from recordsync.config import load_pipeline
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.config.models import PipelineConfig
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.validate.pipeline_check import check_pipeline
 from recordsync.validate.schema import Schema
 

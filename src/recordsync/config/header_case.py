@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from recordsync.config.models import MappingConfig
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 
 def fold_header(mapping: MappingConfig, line: int | None) -> MappingConfig:

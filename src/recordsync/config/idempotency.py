@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from recordsync.config.models import MappingConfig
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 _DEDUP = {"contacts": "email", "contact": "email", "companies": "domain", "company": "domain"}
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from recordsync.config.models import MappingConfig, PipelineConfig, StepConfig
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 DATA_SUFFIXES = (".csv", ".tsv", ".txt", ".gz", ".bz2", ".zst", ".parquet", ".pq", ".xlsx")
 

@@ -15,7 +15,7 @@ from recordsync.config.idempotency import check_require_key
 from recordsync.config.kind import file_kind, neither_error, one_step_pipeline, refuse_data_file
 from recordsync.config.models import RUNTIME_KEYS, MappingConfig, PipelineConfig, pipeline_name
 from recordsync.config.yamlmarks import line_of, load_yaml
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 M = TypeVar("M", bound=BaseModel)
 

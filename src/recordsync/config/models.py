@@ -25,7 +25,7 @@ from recordsync.config.mapping_parts import OwnerConfig as OwnerConfig
 from recordsync.config.mapping_parts import SourceConfig as SourceConfig
 from recordsync.config.refspec import RefBy as RefBy  # re-exported: the ``ref`` option
 from recordsync.config.refspec import RefSpec as RefSpec
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 RUNTIME_KEYS = frozenset({"base_url", "api_key", "url", "key", "token"})
 MAX_PIPELINE_NAME = 200

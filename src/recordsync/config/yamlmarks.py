@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """PyYAML's safe loader, with libyaml's parser when PyYAML was built with it (the wheels

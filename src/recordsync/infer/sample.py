@@ -12,7 +12,7 @@ import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.infer.values import Shape
 
 SAMPLE_ROWS = 500

@@ -16,7 +16,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
-from recordsync.errors import (
+from recordsync.core.errors import (
     EXIT_ABORTED,
     EXIT_OK,
     EXIT_ROWS_FAILED,

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from recordsync.config.models import MappingConfig
+from recordsync.core.model import Blocks, PreparedRow, RowStatus, Salvage, SourceRow
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC
-from recordsync.model import Blocks, PreparedRow, RowStatus, Salvage, SourceRow
 from recordsync.prepare.dups import (
     ROW_BITS,
     Duplicates,

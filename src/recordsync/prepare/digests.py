@@ -25,10 +25,10 @@ import numpy as np
 import numpy.typing as npt
 
 from recordsync.config.models import MappingConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
+from recordsync.core.model import Blocks, PreparedRow, UnchangedBlock
 from recordsync.map.engine import BatchMapper
 from recordsync.map.gcpause import BatchGC
-from recordsync.model import Blocks, PreparedRow, UnchangedBlock
 from recordsync.prepare.core import ROW_BITS, _blocks_of, check_batch_columns, check_source
 from recordsync.prepare.digest_scan import Scan, take
 from recordsync.prepare.merges import MergeScan, Owned, needed, scan_merges

@@ -21,8 +21,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from recordsync.core.model import PreparedRow, RowStatus, Salvage, SourceRow
 from recordsync.map.engine import BatchMapper
-from recordsync.model import PreparedRow, RowStatus, Salvage, SourceRow
 from recordsync.read import BadLine
 
 MAX_SHIFT = 8

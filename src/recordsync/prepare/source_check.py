@@ -9,7 +9,7 @@ from pathlib import Path
 
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import MappingConfig
-from recordsync.errors import ConfigError, SourceError
+from recordsync.core.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.read import SourceBatch, source_columns
 from recordsync.read.paths import check_source_file, is_remote, source_path

@@ -35,7 +35,7 @@ class SourceBatch:
 
 class BatchValues:
     """The original values of a batch's rows, made into dicts only for the rows asked for
-    (the ``origin`` of lazily made :class:`recordsync.model.SourceRow` s).
+    (the ``origin`` of lazily made :class:`recordsync.core.model.SourceRow` s).
 
     The first rows asked for are read one at a time; once more than ``num_rows // 16 + 16``
     have been, the whole batch is turned into Python lists at once (cheaper per row) and the

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from recordsync.config.models import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read.batch import BadLine, SourceBatch, may_contain
 from recordsync.read.csv_lines import (
     Mark,

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read.utf8guard import NOT_UTF8_HINT
 
 CHUNK = 1 << 20

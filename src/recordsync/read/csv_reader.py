@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from recordsync.config.models import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_blocks import (
     BLOCK_SIZE,

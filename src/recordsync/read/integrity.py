@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.config.models import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read.batch import BadLine, SourceBatch, may_contain
 from recordsync.read.paths import locate
 from recordsync.read.remote import read_range, stat_files

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from recordsync.config.models import SourceConfig
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 from recordsync.read.batch import SourceBatch
 from recordsync.read.paths import is_remote, source_path
 from recordsync.read.remote import list_files, open_file, read_range, stat_files

@@ -54,7 +54,7 @@ def check_source_file(path: Path, encoding: str) -> None:
     import codecs
     import stat
 
-    from recordsync.errors import SourceError
+    from recordsync.core.errors import SourceError
 
     try:
         mode = os.stat(path).st_mode

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 
 if TYPE_CHECKING:  # imported where used: a local source never needs pyarrow's filesystems
     import pyarrow.fs as pafs

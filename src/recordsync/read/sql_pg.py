@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from recordsync.config.models import SourceConfig
 from recordsync.config.sqlsource import redact
-from recordsync.errors import ConfigError, SourceError
+from recordsync.core.errors import ConfigError, SourceError
 from recordsync.read.sql import quote_ident, wrapped_query
 
 _TYPES: dict[int, pa.DataType] = {

@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from recordsync.errors import SourceError
+from recordsync.core.errors import SourceError
 
 NOT_UTF8_HINT = "the file is not UTF-8: set source.encoding (e.g. cp1252 or latin-1)"
 _CHUNK = 1 << 20

@@ -8,24 +8,16 @@ accepted. Unknown extra keys (in the body, the results or the summary) are ignor
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
-from recordsync.model import RowStatus
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import RowStatus
 
 _STATUSES = {"created": RowStatus.CREATED, "updated": RowStatus.UPDATED, "failed": RowStatus.FAILED}
 
 
 class Unreconciled(Exception):
     """The batch answer does not match what was sent."""
-
-
-class EntryResult(NamedTuple):
-    """The outcome of one entry of a batch (a named tuple: a hundred are made per answer,
-    on the sender's side of every chunk)."""
-
-    status: RowStatus
-    record_id: int | None = None
-    error: str | None = None
 
 
 def record_id_of(value: Any) -> int | None:

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from recordsync.config.models import FieldSpec, MappingConfig
-from recordsync.model import PreparedRow
+from recordsync.core.model import PreparedRow
 
 VALIDATION = re.compile(r"Validation failed: (?P<field>[^:\s]+): (?P<reason>.+)", re.DOTALL)
 FIX = (

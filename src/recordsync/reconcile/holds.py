@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from recordsync.model import BatchInput
+from recordsync.core.model import BatchInput
 
 
 def holds(record: dict[str, Any], entry: BatchInput) -> bool:

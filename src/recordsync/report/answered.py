@@ -15,7 +15,7 @@ from itertools import chain, repeat
 from operator import attrgetter, itemgetter
 from typing import TYPE_CHECKING, Any
 
-from recordsync.model import PreparedRow, RowStatus
+from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.report.blocks import plain
 from recordsync.report.csvsafe import TRIGGERS, neutralise
 from recordsync.report.tally import OWNER_OUTCOMES, StepTally

@@ -18,7 +18,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recordsync.model import RowStatus, UnchangedBlock, arrow_of, values_of
+from recordsync.core.model import RowStatus, UnchangedBlock, arrow_of, values_of
 from recordsync.report.csvsafe import needs_neutralising, neutralise
 
 QUOTED_CHARS = (",", '"', "\r", "\n")

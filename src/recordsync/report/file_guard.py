@@ -1,5 +1,5 @@
 """Report files whose failed writes stop the run: a full disk or a lost mount while the
-report is written is :class:`recordsync.errors.RunAborted` (exit 3), naming the directory
+report is written is :class:`recordsync.core.errors.RunAborted` (exit 3), naming the directory
 and the next step (:func:`report_write_error`). Used by :mod:`recordsync.report.writer`."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO
 
-from recordsync.errors import RunAborted
+from recordsync.core.errors import RunAborted
 
 
 def report_write_error(directory: Path, exc: OSError) -> RunAborted:

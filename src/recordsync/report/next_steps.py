@@ -3,7 +3,7 @@
 Two parts, each made in one place:
 
 - :func:`describe_stop`: the error that stopped the run (or a step) → its ``kind`` and its
-  next step. The kinds follow the branches of the error tree (:mod:`recordsync.errors`), the
+  next step. The kinds follow the branches of the error tree (:mod:`recordsync.core.errors`), the
   most specific first (:data:`STOP_KINDS`). The runner writes the result into summary.json as
   ``stop``, so the report can be rendered from summary.json alone.
 - :func:`next_steps`: the list report.md and report.html both show (``code`` in backticks;
@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from recordsync.errors import (
+from recordsync.core.errors import (
     ApiError,
     AuthError,
     ConfigError,

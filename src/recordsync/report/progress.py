@@ -10,8 +10,8 @@ import sys
 import time
 from typing import IO, Any
 
-from recordsync.chunk_report import ChunkReport
-from recordsync.model import StepPlan
+from recordsync.core.chunk_report import ChunkReport
+from recordsync.core.model import StepPlan
 from recordsync.report.tally import StepTally
 
 

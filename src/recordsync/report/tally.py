@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from recordsync.model import RowStatus, SourceRow
+from recordsync.core.model import RowStatus, SourceRow
 from recordsync.report.examples import PER_REASON, ReasonExample, make_example
 
 COUNT_COLUMNS = (

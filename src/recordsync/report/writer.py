@@ -25,8 +25,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
-from recordsync.errors import RunAborted
-from recordsync.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
+from recordsync.core.errors import RunAborted
+from recordsync.core.model import RESULTS_COLUMNS, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.reconcile.field_errors import is_rejected_value
 from recordsync.report.blocks import block_rows, block_text
 from recordsync.report.csvsafe import neutralise

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from recordsync.config.models import OwnerConfig
 from recordsync.config.yamlmarks import parse_yaml
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.validate.distinct import Outcome, boxed, distinct_outcomes, map_distinct
 
 _ID = re.compile(r"^\s*([0-9a-fA-F]{8}-[0-9a-fA-F-]{27}|\d+)\s*$")

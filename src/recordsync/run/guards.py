@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from recordsync.config.idempotency import ledger_keyed, refuse_recreate, service_key
-from recordsync.errors import ConfigError, RecordsyncError, RunAborted
+from recordsync.core.errors import ConfigError, RecordsyncError, RunAborted
 from recordsync.state import Journal, StateStore
 from recordsync.state.location import PgUrl, StateLocation, state_exists
 from recordsync.state.targets import pipeline_of

@@ -21,7 +21,7 @@ import httpx
 
 from recordsync.config import load_pipeline
 from recordsync.config.idempotency import idempotency_warnings
-from recordsync.errors import ApiError, AuthError, ConfigError
+from recordsync.core.errors import ApiError, AuthError, ConfigError
 from recordsync.prepare import SLICE_ROWS
 from recordsync.run.guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.run.plans import PlanWrapper, build_plans, check_sources

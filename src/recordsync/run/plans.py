@@ -1,4 +1,4 @@
-"""A pipeline file's steps made into :class:`recordsync.model.StepPlan` objects, and the
+"""A pipeline file's steps made into :class:`recordsync.core.model.StepPlan` objects, and the
 checks of its steps that come before the first request (sources readable, references to
 earlier steps only, every step against the service's schema)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from recordsync.model import PreparedRow, StepPlan
+from recordsync.core.model import PreparedRow, StepPlan
 from recordsync.prepare import check_source, prepare_step
 from recordsync.prepare.digests import prepare_digested
 from recordsync.prepare.fingerprint import step_fingerprint

@@ -7,7 +7,7 @@ file that replaces the mapping's source; results are reported against the origin
 row (``_source_file``, ``_source_row``). The new report has ``retry_of`` = the old run id.
 
 In-doubt rows may already be in the target. One that is safe to resend
-(:func:`recordsync.send.safety.resend_as_is_safe`) goes as is. Each other one is marked
+(:func:`recordsync.core.safety.resend_as_is_safe`) goes as is. Each other one is marked
 ``maybe_applied_since`` the earlier run's start, and the sender reads it back before sending
 it (:mod:`recordsync.send.settle`; the records that run's results.csv gives to its rows are
 never taken): absent, it is sent as it was; found, it takes that record and is not sent;
@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from recordsync.config import load_pipeline
-from recordsync.errors import ConfigError
-from recordsync.model import PreparedRow, RowStatus, SourceRow, StepPlan
+from recordsync.core.errors import ConfigError
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
+from recordsync.core.run_ids import first_attempt_started
+from recordsync.core.safety import resend_as_is_safe
 from recordsync.report.csvsafe import unneutralise
 from recordsync.report.writer import FAILURE_EXTRA
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.runner import RunResult
-from recordsync.run_ids import first_attempt_started
-from recordsync.send.safety import resend_as_is_safe
 
 RETRY_STATUSES = frozenset({"failed", "in_doubt"})
 

@@ -25,8 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from recordsync.chunk_report import ChunkReport
-from recordsync.errors import (
+from recordsync.core.chunk_report import ChunkReport
+from recordsync.core.errors import (
     EXIT_OK,
     EXIT_ROWS_FAILED,
     AccountingError,
@@ -37,7 +37,7 @@ from recordsync.errors import (
     RunAborted,
     exit_code_for,
 )
-from recordsync.model import StepPlan
+from recordsync.core.model import StepPlan
 from recordsync.report.next_steps import describe_stop
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter, report_write_error

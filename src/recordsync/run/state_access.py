@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from recordsync.errors import ObjectTypeNotFound
+from recordsync.core.errors import ObjectTypeNotFound
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.plan import ChunkHook
 from recordsync.state import StateStore

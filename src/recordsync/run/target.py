@@ -30,8 +30,8 @@ from typing import Any
 import httpx
 
 from recordsync.config.yamlmarks import load_yaml
-from recordsync.errors import AuthError, ConfigError
-from recordsync.secret import Secret
+from recordsync.core.errors import AuthError, ConfigError
+from recordsync.core.secret import Secret
 
 ENV_BASE_URL = "RECORDSYNC_BASE_URL"
 ENV_API_KEY = "RECORDSYNC_API_KEY"

@@ -22,6 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from recordsync.core.secret import Secret
 from recordsync.sandbox import routes_meta, routes_records
 from recordsync.sandbox.catalog import Catalog
 from recordsync.sandbox.http import MAX_BODY, error_response, json_response
@@ -30,7 +31,6 @@ from recordsync.sandbox.seed import load_seed
 from recordsync.sandbox.service import RecordService
 from recordsync.sandbox.store import Store
 from recordsync.sandbox.validation import Invalid
-from recordsync.secret import Secret
 
 log = logging.getLogger("recordsync.sandbox")
 ENV_KEY = "RECORDSYNC_API_KEY"

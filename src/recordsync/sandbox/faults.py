@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.sandbox.fault_replies import (
     apply,
     apply_then_drop,

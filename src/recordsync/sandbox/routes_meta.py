@@ -12,12 +12,12 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from recordsync.core.secret import Secret
 from recordsync.sandbox import query
 from recordsync.sandbox.http import HttpError, endpoint, json_response, parse_json_object
 from recordsync.sandbox.routes_records import list_answer, object_type, service_of
 from recordsync.sandbox.seed import View
 from recordsync.sandbox.service import NotFound, utc_now
-from recordsync.secret import Secret
 
 WEBHOOK_MESSAGE = "Webhook received and skill triggered successfully"
 

@@ -9,7 +9,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from recordsync.model import MAX_BATCH
+from recordsync.core.model import MAX_BATCH
 from recordsync.sandbox import normalize, query
 from recordsync.sandbox.catalog import ObjectType
 from recordsync.sandbox.http import HttpError, endpoint, json_body, json_response

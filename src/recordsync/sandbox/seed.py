@@ -1,7 +1,7 @@
 """The seed file: object types, field definitions, users, views and skills (strict YAML).
 
 The file is parsed into pydantic models that reject unknown keys; every error becomes a
-:class:`~recordsync.errors.ConfigError` naming the file, the line and the key path.
+:class:`~recordsync.core.errors.ConfigError` naming the file, the line and the key path.
 Object type ids are derived: contacts 1, companies 2, custom types from 3 in file order.
 """
 
@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from recordsync.config.yamlmarks import parse_yaml
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 FieldType = Literal[
     "text",

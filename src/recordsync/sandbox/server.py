@@ -12,7 +12,7 @@ from contextlib import contextmanager
 import uvicorn
 from starlette.types import ASGIApp
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 
 class _ThreadServer(uvicorn.Server):

@@ -6,16 +6,16 @@
 - creates: more than ``max_creates`` records created in the run stops it (a mapping that
   creates where it should update, e.g. a lost match key, shows up here first).
 
-Both are checked after every chunk; a trip raises :class:`recordsync.errors.RunAborted`.
+Both are checked after every chunk; a trip raises :class:`recordsync.core.errors.RunAborted`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from recordsync.errors import RunAborted
-from recordsync.model import RowStatus
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.errors import RunAborted
+from recordsync.core.model import RowStatus
 
 
 @dataclass(slots=True)

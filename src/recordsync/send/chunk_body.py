@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from operator import attrgetter
 
-from recordsync.model import PreparedRow
+from recordsync.core.model import PreparedRow
 from recordsync.send.client import encode_batch
 
 _encoded, _since = attrgetter("encoded"), attrgetter("maybe_applied_since")

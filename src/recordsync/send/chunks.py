@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-from recordsync.errors import ConfigError
-from recordsync.model import MAX_BATCH
+from recordsync.core.errors import ConfigError
+from recordsync.core.model import MAX_BATCH
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from operator import attrgetter
 
-from recordsync.model import PreparedRow, RowStatus
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.spill import SpillMap
 
 OtherOwners = Callable[[list[tuple[str | None, int]]], dict[int, list[str]]]

@@ -23,9 +23,9 @@ from urllib.parse import quote, urlsplit
 import httpx
 import orjson
 
-from recordsync.errors import ApiError, RetriableApiError
-from recordsync.model import BatchInput
-from recordsync.secret import Secret, redact
+from recordsync.core.errors import ApiError, RetriableApiError
+from recordsync.core.model import BatchInput
+from recordsync.core.secret import Secret, redact
 from recordsync.send.http_client import make_http_client as make_http_client
 from recordsync.send.http_client import unbind
 from recordsync.send.http_policy import (

@@ -29,7 +29,7 @@ from typing import Literal
 
 import httpx
 
-from recordsync.errors import (
+from recordsync.core.errors import (
     ApiError,
     AuthError,
     FatalApiError,

@@ -1,5 +1,5 @@
 """What a step is made of, and the seams the step runner calls: the plan of a step
-(:class:`recordsync.model.StepPlan`), the send options, the progress display and the state
+(:class:`recordsync.core.model.StepPlan`), the send options, the progress display and the state
 store's hook."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from recordsync.chunk_report import ChunkReport
-from recordsync.model import Item, PreparedRow, RowStatus, StepPlan
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import ChunkReport, EntryResult
+from recordsync.core.model import Item, PreparedRow, RowStatus, StepPlan
 from recordsync.report.tally import StepTally
 from recordsync.send.chunks import check_chunk_size
 

@@ -10,7 +10,7 @@ The outcome is one :class:`EntryResult` per entry, in order, always: a chunk nev
 - 429: wait Retry-After and resend (own budget). 5xx, timeouts, dropped connections: back off
   with jitter and resend, up to ``RetryPolicy.max_attempts`` tries.
 - When a failed try may have been applied (``Verdict.maybe_applied``), entries safe to resend
-  as is (:mod:`recordsync.send.safety`) go again; each other entry is read back
+  as is (:mod:`recordsync.core.safety`) go again; each other entry is read back
   (:mod:`recordsync.send.settle`): applied (its record is taken), absent (resent as it was),
   or unknown (``in_doubt``, with what reading found). Nothing is resent by another key.
   Reading back looks for what was written after the chunk's mark, a time on the service's
@@ -32,15 +32,15 @@ from itertools import chain
 
 import httpx
 
-from recordsync.chunk_report import ChunkAborted, ChunkReport
-from recordsync.errors import FatalApiError
-from recordsync.model import BatchInput, RowStatus
-from recordsync.reconcile.batch import EntryResult, Unreconciled, reconcile_batch
+from recordsync.core.chunk_report import ChunkAborted, ChunkReport, EntryResult
+from recordsync.core.errors import FatalApiError
+from recordsync.core.model import BatchInput, RowStatus
+from recordsync.core.safety import chunk_interferes, resend_as_is_safe
+from recordsync.reconcile.batch import Unreconciled, reconcile_batch
 from recordsync.send.client import Attempt, RecordServiceClient
 from recordsync.send.http_policy import Verdict, is_fatal
 from recordsync.send.readback import Mark, Unreadable
 from recordsync.send.retry import RetryBudget
-from recordsync.send.safety import chunk_interferes, resend_as_is_safe
 from recordsync.send.settle import (
     Decision,
     Settler,

@@ -2,7 +2,7 @@
 
 After a timeout, a dropped connection, a 5xx or an HTML error page *after* the request was
 written, the batch may or may not have been applied. An entry that is safe to resend as is
-(:func:`recordsync.send.safety.resend_as_is_safe`) simply goes again. Any other entry (a
+(:func:`recordsync.core.safety.resend_as_is_safe`) simply goes again. Any other entry (a
 create with no key the service deduplicates by, a ``match_by: name`` that renames) is settled
 by reading, with only the reads of the seed and the contract: the list endpoint,
 ``filter[name]=<name>`` (a case-insensitive substring match: names are compared exactly
@@ -39,8 +39,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from recordsync.model import BatchInput, RowStatus
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import BatchInput, RowStatus
 from recordsync.reconcile.holds import holds as holds
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.readback import Mark, NameReader, Unreadable, record_id, when

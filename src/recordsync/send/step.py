@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 
-from recordsync.errors import RecordsyncError
-from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.errors import RecordsyncError
+from recordsync.core.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter
 from recordsync.send.breaker import CircuitBreaker

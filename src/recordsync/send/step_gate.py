@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from recordsync.errors import RecordsyncError
-from recordsync.model import BatchInput, Item, PreparedRow, StepPlan
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.errors import RecordsyncError
+from recordsync.core.model import BatchInput, Item, PreparedRow, StepPlan
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.chunk_body import doubtful
 from recordsync.send.plan import ChunkHook

@@ -7,9 +7,9 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable
 
-from recordsync.errors import RecordsyncError
-from recordsync.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.errors import RecordsyncError
+from recordsync.core.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
 from recordsync.report.answered import record_answered
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from operator import attrgetter
 
-from recordsync.model import BatchInput, PreparedRow, RowStatus
+from recordsync.core.model import BatchInput, PreparedRow, RowStatus
 from recordsync.state.hashing import encode_input, encode_inputs
 from recordsync.state.journal_content import JournaledRows
 from recordsync.state.journal_read import Outcome

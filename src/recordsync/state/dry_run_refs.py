@@ -14,13 +14,13 @@ from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
-from recordsync.errors import ConfigError
-from recordsync.model import PreparedRow, RowStatus
+from recordsync.core.errors import ConfigError
+from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.state.ledger_prep import PREP_ROWS, StepPrep
 
 if TYPE_CHECKING:
-    from recordsync.model import StepPlan
-    from recordsync.reconcile.batch import EntryResult
+    from recordsync.core.chunk_report import EntryResult
+    from recordsync.core.model import StepPlan
     from recordsync.report.tally import StepTally
     from recordsync.state.ref_lookup import Fetch
     from recordsync.state.refs import RunLedger

@@ -6,7 +6,7 @@
 
 - rows are classified in groups of :data:`CLASSIFY_ROWS` as they stream: unchanged rows are
   reported ``unchanged`` and not sent; rows whose last send was in doubt are held as
-  ``in_doubt`` again unless resending them is safe (:mod:`recordsync.send.safety`);
+  ``in_doubt`` again unless resending them is safe (:mod:`recordsync.core.safety`);
 - before that, per mapping (``configs``, :mod:`recordsync.state.ledger_prep`): declared
   ledger keys, ``ref`` fields resolved from earlier steps' ledgers, and with
   ``match_by_ledger_id`` rows the ledger knows are sent with ``match_by: id``;
@@ -37,10 +37,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from recordsync.config.models import MappingConfig
-from recordsync.errors import ApiError
-from recordsync.model import PreparedRow, RowStatus, StepPlan
-from recordsync.reconcile.batch import EntryResult
-from recordsync.send.safety import resend_as_is_safe
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.errors import ApiError
+from recordsync.core.model import PreparedRow, RowStatus, StepPlan
+from recordsync.core.safety import resend_as_is_safe
 from recordsync.state.checkpoint import BackgroundCheckpoints
 from recordsync.state.hook_rows import StepRows, keep_row
 from recordsync.state.hook_step_end import StepEnd

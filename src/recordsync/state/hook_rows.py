@@ -4,7 +4,7 @@
   digests coming as UnchangedBlocks (a new snapshot is written as the step goes);
 - :meth:`classify`: rows classified in groups of :data:`CLASSIFY_ROWS`: unchanged rows are
   reported ``unchanged`` and not sent; rows whose last send was in doubt are held as
-  ``in_doubt`` again unless resending them is safe (:mod:`recordsync.send.safety`).
+  ``in_doubt`` again unless resending them is safe (:mod:`recordsync.core.safety`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, cast
 
 from recordsync.config.models import MappingConfig
-from recordsync.errors import ApiError, AuthError
-from recordsync.model import (
+from recordsync.core.errors import ApiError, AuthError
+from recordsync.core.model import (
     Blocks,
     Item,
     PreparedRow,
@@ -24,8 +24,8 @@ from recordsync.model import (
     UnchangedBlock,
     values_of,
 )
-from recordsync.run_ids import first_attempt_started
-from recordsync.send.safety import resend_as_is_safe
+from recordsync.core.run_ids import first_attempt_started
+from recordsync.core.safety import resend_as_is_safe
 from recordsync.state.ledger_prep import StepPrep
 from recordsync.state.target_check import Adoptable, PageReader, apply, check, load_mark
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
-from recordsync.errors import SourceError
-from recordsync.model import StepPlan
+from recordsync.core.errors import SourceError
+from recordsync.core.model import StepPlan
 from recordsync.read.integrity import ENDS_MID_LINE, Stamp, changes, stamp_source
 from recordsync.report.tally import StepTally
 from recordsync.state.ledger_prep import StepPrep

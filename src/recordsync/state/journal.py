@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
-from recordsync.errors import AccountingError, RecordsyncError
+from recordsync.core.errors import AccountingError, RecordsyncError
 from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash
 from recordsync.state.journal_outcomes import Journaled, JournalOutcomes, json_text
 from recordsync.state.journal_read import (

@@ -10,7 +10,7 @@ from itertools import repeat
 from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
 
-from recordsync.model import RowStatus
+from recordsync.core.model import RowStatus
 from recordsync.state.journal_read import ChunkResult, JournalRow
 
 T = TypeVar("T", JournalRow, ChunkResult)

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import orjson
 
-from recordsync.errors import AccountingError
+from recordsync.core.errors import AccountingError
 from recordsync.state.journal_columns import RowMarks, as_list, first, outcome_rows
 from recordsync.state.journal_fold import LedgerFold
 from recordsync.state.journal_read import (

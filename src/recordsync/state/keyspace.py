@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from recordsync.config.models import MappingConfig
-from recordsync.errors import RunAborted
+from recordsync.core.errors import RunAborted
 from recordsync.state.lock import LockHolder, poll, same_file
 from recordsync.state.pg import _MIGRATE_LOCK, PgConnection, StateDbError
 from recordsync.state.store import utc_now

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from recordsync.config.models import MappingConfig
-from recordsync.errors import ConfigError, RowError
-from recordsync.model import PreparedRow, RowStatus
+from recordsync.core.errors import ConfigError, RowError
+from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.prepare.merges import needed
 from recordsync.spill import KeySpool, SpillMap
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer

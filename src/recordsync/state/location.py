@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-from recordsync.secret import Secret, redact
+from recordsync.core.secret import Secret, redact
 
 SCHEMES = ("postgresql://", "postgres://")
 STARS = "**********"

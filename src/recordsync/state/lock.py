@@ -42,7 +42,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from recordsync.errors import RunAborted
+from recordsync.core.errors import RunAborted
 from recordsync.state.store import utc_now
 
 log = logging.getLogger(__name__)

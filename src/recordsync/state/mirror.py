@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 
-from recordsync.errors import ApiError, AuthError, ObjectTypeNotFound, RunAborted
+from recordsync.core.errors import ApiError, AuthError, ObjectTypeNotFound, RunAborted
 from recordsync.state.store import DELETED, StateStore, utc_now
 from recordsync.state.targets import pipeline_of
 

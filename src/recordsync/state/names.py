@@ -11,7 +11,7 @@ from pathlib import Path
 
 from recordsync.config.models import name_too_long, pipeline_name
 from recordsync.config.yamlmarks import load_yaml
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 PIPELINE_SUFFIXES = (".yaml", ".yml")
 

@@ -24,7 +24,7 @@ import socket
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.state.location import STATE_PATH_ENV, PgUrl
 
 if TYPE_CHECKING:

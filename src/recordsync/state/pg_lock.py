@@ -12,7 +12,7 @@ to probe an idle client (TCP keepalives: 60 s, then 6 probes 10 s apart) so that
 that vanished from the network frees the lock within about two minutes.
 
 Who holds the lock (pid, host, start time) is written to ``lock_holders`` and emptied by a
-clean release; a second run refuses with :class:`~recordsync.errors.RunAborted` quoting it,
+clean release; a second run refuses with :class:`~recordsync.core.errors.RunAborted` quoting it,
 as with the lock file. Session locks stack within a session, so the connection also keeps
 the pipelines it holds: a second lock object on the same store refuses as another session
 would. The lock id is 64 bits of BLAKE2b over ``recordsync:`` and the pipeline name; two
@@ -27,7 +27,7 @@ import os
 import socket
 from hashlib import blake2b
 
-from recordsync.errors import RunAborted
+from recordsync.core.errors import RunAborted
 from recordsync.state.lock import LockHolder, poll
 from recordsync.state.pg import PgConnection, StateDbError
 from recordsync.state.store import utc_now

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
-from recordsync.errors import ApiError, FatalApiError
+from recordsync.core.errors import ApiError, FatalApiError
 
 Fetch = Callable[..., Iterator[dict[str, Any]]]
 """``fetch(object_type, page_size=..., **{"filter[field]": value})``: the records of a type

@@ -35,7 +35,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Literal, Protocol
 
-from recordsync.errors import RowError
+from recordsync.core.errors import RowError
 from recordsync.state.store import DELETED, Entry
 from recordsync.state.targets import pipeline_of
 

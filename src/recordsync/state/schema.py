@@ -29,7 +29,7 @@ import json
 import sqlite3
 from collections.abc import Callable
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 
 SCHEMA_VERSION = 4
 

@@ -33,7 +33,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from recordsync.model import UnchangedBlock
+from recordsync.core.model import UnchangedBlock
 from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
 from recordsync.state.pg_snapshots import load_snapshot_blocks, store_snapshot_blocks
 from recordsync.state.snapshot_match import DigestIndex, key_hashes, take_rows

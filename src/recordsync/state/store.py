@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.state.ledger_rows import ACKED_FAILED as ACKED_FAILED
 from recordsync.state.ledger_rows import ACKED_SENT as ACKED_SENT
 from recordsync.state.ledger_rows import DELETED as DELETED

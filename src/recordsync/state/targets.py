@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.state.ledger_rows import utc_now
 
 SEP = "\x1f"

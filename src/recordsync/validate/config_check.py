@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import FieldSpec, MappingConfig
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.validate.schema import ObjectType, Schema
 from recordsync.validate.suggest import did_you_mean
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from recordsync.config.models import PipelineConfig, StepConfig
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.read.csv_blocks import open_file
 from recordsync.read.paths import is_remote, locate
 from recordsync.read.utf8guard import first_bad_line, not_utf8_error

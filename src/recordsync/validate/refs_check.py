@@ -8,7 +8,7 @@ from typing import Any
 
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import FieldSpec, MappingConfig, RefSpec
-from recordsync.errors import ConfigError
+from recordsync.core.errors import ConfigError
 from recordsync.read import source_columns
 
 

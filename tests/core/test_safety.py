@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.send.safety import chunk_interferes, resend_as_is_safe, rewrites_dedup_key
+from recordsync.core.safety import chunk_interferes, resend_as_is_safe, rewrites_dedup_key
 
 CASES: list[tuple[str, str, dict[str, Any], bool]] = [
     ("id", "deals", {"name": "D", "match_by": "id", "match_value": 7}, True),

@@ -1,4 +1,4 @@
-from recordsync.errors import (
+from recordsync.core.errors import (
     EXIT_ABORTED,
     EXIT_CONFIG,
     EXIT_ROWS_FAILED,

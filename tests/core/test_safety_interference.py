@@ -1,6 +1,6 @@
 """A maybe-applied chunk whose entries can touch each other's records is not resent by dedup."""
 
-from recordsync.send.safety import chunk_interferes, rewrites_dedup_key
+from recordsync.core.safety import chunk_interferes, rewrites_dedup_key
 
 
 def _c(name: str, email: str | None = None, **extra: object) -> dict[str, object]:

@@ -1,11 +1,22 @@
-"""What happened to one chunk: the sender's report, and the stop that carries it."""
+"""What happened to one chunk: each entry's outcome, the sender's report, and the stop that
+carries it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from recordsync.errors import FatalApiError
-from recordsync.reconcile.batch import EntryResult
+from recordsync.core.errors import FatalApiError
+from recordsync.core.model import RowStatus
+
+
+class EntryResult(NamedTuple):
+    """The outcome of one entry of a batch (a named tuple: a hundred are made per answer,
+    on the sender's side of every chunk)."""
+
+    status: RowStatus
+    record_id: int | None = None
+    error: str | None = None
 
 
 @dataclass(slots=True)

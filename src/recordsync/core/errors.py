@@ -17,7 +17,7 @@ turned into a RunAborted by :func:`recordsync.run.runner.run_plans`: exit 2 prom
 was sent.
 
 Messages name the culprit (file, line, key, row, column, status and path) and say what to
-do next. They never contain secrets: API keys are typed as :class:`recordsync.secret.Secret`.
+do next. They never contain secrets: API keys are typed as :class:`recordsync.core.secret.Secret`.
 
 Exit codes (the one table, also in docs/run.md, "Exit codes"):
 

@@ -2,7 +2,7 @@ import pickle
 
 import pytest
 
-from recordsync.secret import Secret, redact
+from recordsync.core.secret import Secret, redact
 
 KEY = "sk_live_0123456789abcdef"
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from recordsync.model import BatchInput
+from recordsync.core.model import BatchInput
 
 _CONTACTS = frozenset({"contacts", "contact"})
 _COMPANIES = frozenset({"companies", "company"})
