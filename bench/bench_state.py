@@ -36,10 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import vm_hwm_mb
 
 from recordsync.core.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
+from recordsync.nightly.hook import FOLD_FROM, FOLD_ROWS, FOLD_SLICE
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.hashing import input_hash
-from recordsync.state.hook import FOLD_FROM, FOLD_SLICE
-from recordsync.state.hook_rows import FOLD_ROWS
 
 STAGES = ("lead", "qualified", "customer", "churned")
 
@@ -120,7 +119,7 @@ def send(
                 [ChunkResult(r.source_row, "created", r.source_row) for r in jrows],
             )
             sent += len(part)
-            if journal.unfolded_rows >= FOLD_ROWS:  # as the runner does (state.hook_rows)
+            if journal.unfolded_rows >= FOLD_ROWS:  # as the runner does (nightly.hook)
                 journal.fold()
     return sent
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
+from recordsync.nightly.hook import StateHook
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import Journal, StateStore
-from recordsync.state.hook import StateHook
 
 from .support import all_records, served, target
 

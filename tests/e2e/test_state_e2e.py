@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
+from recordsync.nightly.hook import open_state
 from recordsync.run.runner import new_run_id, run_plans
 from recordsync.send.step import SendOptions
 from recordsync.state import Journal, StateStore
 from recordsync.state.hashing import encode_input
-from recordsync.state.hook import open_state
 
 from .support import all_records, loopback_client, served, target
 

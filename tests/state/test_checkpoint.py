@@ -9,9 +9,9 @@ import sqlite3
 import time
 from pathlib import Path
 
+from recordsync.nightly.hook import open_state
 from recordsync.state import StateStore
 from recordsync.state.checkpoint import BackgroundCheckpoints, checkpoint_once
-from recordsync.state.hook import open_state
 
 ROUND_ROWS = 1000
 

@@ -1,5 +1,5 @@
 """Ledger keys and reference keys (recordsync.state.keys) and the per-step ledger work
-(recordsync.state.ledger_prep): declared keys, duplicate keys, references."""
+(recordsync.nightly.ledger_prep): declared keys, duplicate keys, references."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from recordsync.config.models import MappingConfig
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
+from recordsync.nightly.ledger_prep import StepPrep
 from recordsync.state import StateStore
 from recordsync.state.keys import cell_text, domain_key, ledger_key_of, reference_normalizer
-from recordsync.state.ledger_prep import StepPrep
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,7 @@ def test_references_resolve_fail_or_unset(tmp_path: Path) -> None:
 def test_runs_commit_without_fsync_unless_durable(
     tmp_path: Path, durable: bool, level: int
 ) -> None:
-    from recordsync.state.hook import open_state
+    from recordsync.nightly.hook import open_state
 
     with open_state("p", tmp_path / "s.db", "r1", durable=durable) as hook:
         sync = hook.store.connection.execute("PRAGMA synchronous").fetchone()[0]

@@ -14,10 +14,9 @@ from hypothesis import strategies as st
 
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
+from recordsync.nightly.hook import _keep_rows, keep_row
 from recordsync.state import StateStore
 from recordsync.state.digests import SNAPSHOT_SCHEMA
-from recordsync.state.hook import _keep_rows
-from recordsync.state.hook_rows import keep_row
 from recordsync.state.snapshots import SnapshotWriter
 
 Row = tuple[tuple[int, int], str, str | None, Any, int]

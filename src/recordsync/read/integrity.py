@@ -4,7 +4,7 @@ was read is taken for a row that left the source, and its record is deleted.
 - A file that changes while a step reads it (an export still being written, or replaced):
   :func:`stamp_source` notes the size and modification time of each file of the source as
   the step begins, :func:`changes` says what differs before the step's deletes
-  (:mod:`recordsync.state.hook_step_end` skips them then). Local files: ``os.stat`` (size,
+  (:mod:`recordsync.nightly.hook` skips them then). Local files: ``os.stat`` (size,
   modification time in ns); object storage: the size and last-modified time the storage
   reports (pyarrow exposes no ETag or version: an object replaced by one of the same size
   within the storage's time resolution goes unnoticed). A Parquet directory or glob also

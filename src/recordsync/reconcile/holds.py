@@ -2,7 +2,7 @@
 
 Used where a row's outcome is decided by reading the service instead of by its answer:
 settling a lost answer (:mod:`recordsync.send.settle`), and matching new rows to records
-a state does not remember (:mod:`recordsync.state.target_check`). The service may store a
+a state does not remember (:mod:`recordsync.nightly.target_check`). The service may store a
 value in another form than it was sent, so values compare as the service normalises them:
 
     numbers         equal as floats (``1`` holds ``1.0``); a boolean is never a number

@@ -172,7 +172,7 @@ class StepTally:
     """Rows by how their owner was found (``OWNER_OUTCOMES`` values)."""
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per ``ref`` field: step, by, on_missing and the counts set, no_value, not_found,
-    ambiguous, from_service (:meth:`recordsync.state.ledger_prep.StepPrep.ref_counts`)."""
+    ambiguous, from_service (:meth:`recordsync.nightly.ledger_prep.StepPrep.ref_counts`)."""
 
     def add_owner(self, resolution: str | None) -> None:
         if resolution is not None:

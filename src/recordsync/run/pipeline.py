@@ -22,6 +22,8 @@ import httpx
 from recordsync.config import load_pipeline
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.core.errors import ApiError, AuthError, ConfigError
+from recordsync.nightly.dry_run_refs import refuse_refs_without_state
+from recordsync.nightly.hook import HookSettings, open_state
 from recordsync.prepare import SLICE_ROWS
 from recordsync.run.guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.run.plans import PlanWrapper, build_plans, check_sources
@@ -37,8 +39,6 @@ from recordsync.run.target import (
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
 from recordsync.send.step import ChunkHook, Progress, SendOptions
-from recordsync.state.dry_run_refs import refuse_refs_without_state
-from recordsync.state.hook import HookSettings, open_state
 from recordsync.state.keyspace import hold_key_spaces, key_spaces
 from recordsync.state.location import StateLocation, state_location
 from recordsync.state.names import state_name

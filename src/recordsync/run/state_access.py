@@ -8,12 +8,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from recordsync.core.errors import ObjectTypeNotFound
+from recordsync.nightly.dry_run_refs import DryRunRefsHook, referenced_steps
+from recordsync.nightly.refs import RunLedger
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.plan import ChunkHook
 from recordsync.state import StateStore
-from recordsync.state.dry_run_refs import DryRunRefsHook, referenced_steps
 from recordsync.state.location import StateLocation, state_exists
-from recordsync.state.refs import RunLedger
 from recordsync.state.targets import BoundTarget, TargetIdentity, bind, state_key
 
 

@@ -19,7 +19,7 @@ from recordsync.spill import SpillMap
 
 OtherOwners = Callable[[list[tuple[str | None, int]]], dict[int, list[str]]]
 """``(key, record id)`` pairs → for each record id that a ledger key other than the pair's
-key holds, the keys holding it (:meth:`recordsync.state.hook.StateHook.other_owners`)."""
+key holds, the keys holding it (:meth:`recordsync.nightly.hook.StateHook.other_owners`)."""
 
 _LANDED = (RowStatus.CREATED, RowStatus.UPDATED)
 _status, _record_id = attrgetter("status"), attrgetter("record_id")

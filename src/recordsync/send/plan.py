@@ -39,7 +39,7 @@ class Progress(Protocol):
 
 
 class ChunkHook(Protocol):
-    """Seam for the state store (:mod:`recordsync.state.hook`): classify rows as they
+    """Seam for the state store (:mod:`recordsync.nightly.hook`): classify rows as they
     stream (unchanged / held), journal each chunk before it is sent and acknowledge it after."""
 
     def source(self, plan: StepPlan) -> Iterable[Item]:

@@ -6,8 +6,8 @@ default); the lock is a ``flock``'d file beside it (:class:`PipelineLock`). Or a
 snapshots and lock included, lives in a PostgreSQL database (``postgresql://`` URL:
 :mod:`.pg`, :mod:`.pg_lock`, :mod:`.location`). The pipeline's
 state name (``name:`` of its file, else the file's stem) comes from :mod:`.names`; declared
-ledger keys and the keys that references look up from :mod:`.keys`. The runner's use of all
-this is :mod:`recordsync.state.hook`.
+ledger keys and the keys that references look up from :mod:`.keys`. The run's use of all this
+is :mod:`recordsync.nightly` (the store knows no mapping, HTTP or report).
 
 How a run uses it (the order matters; ``tests/state/test_resume_flow.py`` follows it)::
 
@@ -59,7 +59,6 @@ from recordsync.state.journal import (
 )
 from recordsync.state.lock import LockHolder, PipelineLock, lock_path
 from recordsync.state.mirror import DeletePlan, DeleteResult, apply_deletes, plan_deletes
-from recordsync.state.refs import ReferenceResolver
 from recordsync.state.store import (
     DEFAULT_STATE_PATH,
     AckRow,
@@ -83,7 +82,6 @@ __all__ = [
     "Outcome",
     "PendingChunk",
     "PipelineLock",
-    "ReferenceResolver",
     "RunInfo",
     "SendReason",
     "SourceRowSet",

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.nightly.test_ref_index import companies
 
 from recordsync.config.models import RefSpec
 from recordsync.core.errors import AuthError, RetriableApiError, RowError
-from recordsync.state import ReferenceResolver, StateStore
-from recordsync.state.ref_index import MATCHERS, RefIndex
-from recordsync.state.ref_lookup import PAGE_SIZE, ServiceLookup
-
-from .test_ref_index import companies
+from recordsync.nightly.ref_index import MATCHERS, RefIndex
+from recordsync.nightly.ref_lookup import PAGE_SIZE, ServiceLookup
+from recordsync.nightly.refs import ReferenceResolver
+from recordsync.state import StateStore
 
 
 class FakeService:

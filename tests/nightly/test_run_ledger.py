@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from recordsync.core.errors import RowError
-from recordsync.state import ReferenceResolver, StateStore
-from recordsync.state.refs import PLANNED, RunLedger
+from recordsync.nightly.refs import PLANNED, ReferenceResolver, RunLedger
+from recordsync.state import StateStore
 
 
 @pytest.fixture

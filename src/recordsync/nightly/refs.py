@@ -15,7 +15,7 @@ the referenced mapping and key (``on_missing="fail"``), or resolves to ``None`` 
 so the field is left out. Blank values (``None``, ``""``) are no reference: ``None``.
 Results are cached for the run; the referenced step must run first in the pipeline.
 
-With an ``index`` (:class:`recordsync.state.ref_index.RefIndex`, ``ref.by``), the value is
+With an ``index`` (:class:`recordsync.nightly.ref_index.RefIndex`, ``ref.by``), the value is
 compared with a field or column of the referenced step's rows instead of its ledger key: the
 rows that have it give ledger keys, and those whose ledger entry is usable (or planned) are
 the candidates. One candidate: its record id. None: missing, as above. Several distinct keys:
@@ -33,15 +33,13 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from recordsync.core.errors import RowError
+from recordsync.nightly.ref_index import RefIndex
+from recordsync.nightly.ref_lookup import ServiceLookup
 from recordsync.state.store import DELETED, Entry
 from recordsync.state.targets import pipeline_of
-
-if TYPE_CHECKING:
-    from recordsync.state.ref_index import RefIndex
-    from recordsync.state.ref_lookup import ServiceLookup
 
 OnMissing = Literal["fail", "unset"]
 Normalizer = Callable[[str], str | None]
@@ -205,7 +203,7 @@ class ReferenceResolver:
 
     def _from_service(self, value: object, norm: str, run: str) -> int | None:
         """``lookup: service``: the value fits no usable row of this run; the service's
-        records (:mod:`recordsync.state.ref_lookup`) decide."""
+        records (:mod:`recordsync.nightly.ref_lookup`) decide."""
         assert self.service is not None
         text = " ".join(str(value).split())
         probe = norm if self.index is not None and self.index.ref.match == "domain" else text

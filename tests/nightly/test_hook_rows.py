@@ -1,4 +1,4 @@
-"""The hook's row side takes a prepared stream a list at a time (state/hook_rows.py)."""
+"""The hook's row side takes a prepared stream a list at a time (nightly/hook.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.state.conftest import prepared
 
 from recordsync.core.model import Blocks, Item, RowStatus, StepPlan, UnchangedBlock
-from recordsync.state import hook_rows
-from recordsync.state.hook import open_state
-
-from .conftest import prepared
+from recordsync.nightly import hook as hook_rows
+from recordsync.nightly.hook import open_state
 
 
 def _items() -> list[list[Item]]:

@@ -1,4 +1,4 @@
-"""Ledger keys already seen in the step (recordsync.state.ledger_prep.StepPrep) are found the
+"""Ledger keys already seen in the step (recordsync.nightly.ledger_prep.StepPrep) are found the
 same way once they went to disk (the spill block lowered to 2 keys)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from recordsync import spill
 from recordsync.config import load_mapping
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
-from recordsync.state.ledger_prep import StepPrep
+from recordsync.nightly.ledger_prep import StepPrep
 
 
 def outcomes(tmp_path: Path) -> list[tuple[str | None, str, str | None]]:

@@ -14,9 +14,9 @@ from pydantic import ValidationError
 
 from recordsync.config.models import FieldSpec, MappingConfig, RefSpec
 from recordsync.core.errors import ConfigError, RowError
-from recordsync.state import ReferenceResolver, StateStore
-from recordsync.state.ref_index import RefIndex, by_spec
-from recordsync.state.refs import RunLedger
+from recordsync.nightly.ref_index import RefIndex, by_spec
+from recordsync.nightly.refs import ReferenceResolver, RunLedger
+from recordsync.state import StateStore
 
 
 def companies(tmp: Path, rows: list[list[str]], **extra: object) -> MappingConfig:

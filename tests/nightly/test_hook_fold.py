@@ -9,15 +9,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.state.conftest import prepared
 
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
+from recordsync.nightly import hook as hook_rows
+from recordsync.nightly import hook as state_hook
+from recordsync.nightly.hook import StateHook, open_state
 from recordsync.report.tally import StepTally
-from recordsync.state import StateStore, hook_rows
-from recordsync.state import hook as state_hook
-from recordsync.state.hook import StateHook, open_state
-
-from .conftest import prepared
+from recordsync.state import StateStore
 
 
 def _plan(name: str) -> StepPlan:

@@ -7,7 +7,8 @@ from unittest.mock import patch
 import pytest
 
 from recordsync.core.errors import RowError
-from recordsync.state import ReferenceResolver, StateStore
+from recordsync.nightly.refs import ReferenceResolver
+from recordsync.state import StateStore
 
 
 def domain_key(value: str) -> str | None:

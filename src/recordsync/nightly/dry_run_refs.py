@@ -1,6 +1,6 @@
 """A dry run's references: :class:`DryRunRefsHook` does what
-:class:`recordsync.state.ledger_prep.StepPrep` does in a run, against a
-:class:`recordsync.state.refs.RunLedger` (the state store's ledger if there is one, plus the
+:class:`recordsync.nightly.ledger_prep.StepPrep` does in a run, against a
+:class:`recordsync.nightly.refs.RunLedger` (the state store's ledger if there is one, plus the
 rows earlier steps of the dry run found valid), so that it predicts which rows the real run
 fails for a missing reference. Without the state store (``--no-state``) a ``ref`` field is
 refused up front (:func:`refuse_refs_without_state`).
@@ -11,26 +11,22 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from recordsync.config.loader import mapping_line
 from recordsync.config.models import MappingConfig
+from recordsync.core.chunk_report import EntryResult
 from recordsync.core.errors import ConfigError
-from recordsync.core.model import PreparedRow, RowStatus
-from recordsync.state.ledger_prep import PREP_ROWS, StepPrep
-
-if TYPE_CHECKING:
-    from recordsync.core.chunk_report import EntryResult
-    from recordsync.core.model import StepPlan
-    from recordsync.report.tally import StepTally
-    from recordsync.state.ref_lookup import Fetch
-    from recordsync.state.refs import RunLedger
+from recordsync.core.model import PreparedRow, RowStatus, StepPlan
+from recordsync.nightly.ledger_prep import PREP_ROWS, StepPrep
+from recordsync.nightly.ref_lookup import Fetch
+from recordsync.nightly.refs import RunLedger
+from recordsync.report.tally import StepTally
 
 
 def refuse_refs_without_state(steps: Iterable[tuple[str, MappingConfig]]) -> None:
     """``--no-state`` and a ``ref`` field: a configuration error before anything is sent
     (without the ledger the reference could not be resolved: the field would be dropped)."""
-    from recordsync.config.loader import mapping_line
-
     for name, cfg in steps:
         for fname, spec in cfg.fields.items():
             if spec.ref is not None:

@@ -5,7 +5,7 @@
 ``by: "column:Company Name"``) with a source column of those rows. The index is built from
 the referenced step's source when the referring step starts (so it holds every row of this
 run's export, changed or not), and maps each normalised value to the ledger keys of the rows
-that have it; the record ids then come from the ledger (:mod:`recordsync.state.refs`).
+that have it; the record ids then come from the ledger (:mod:`recordsync.nightly.refs`).
 
 Values are compared after a normalisation (``ref.normalize``):
 
@@ -25,6 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from recordsync.config.models import MappingConfig, RefSpec
+from recordsync.map.engine import BatchMapper
+from recordsync.map.fields import extract
+from recordsync.read import iter_source
 from recordsync.state.keys import NORMALIZERS, cell_text, domain_key
 from recordsync.validate.refs_check import by_spec
 
@@ -68,10 +71,6 @@ class RefIndex:
         return [got] if isinstance(got, str) else got
 
     def _build(self) -> dict[str, str | list[str]]:
-        from recordsync.map.engine import BatchMapper
-        from recordsync.map.fields import extract
-        from recordsync.read import iter_source
-
         t = self.target
         mapper = (
             BatchMapper(t, base_dir=self.base_dir, schema=None, users=None) if t.match_by else None

@@ -6,7 +6,7 @@ detection, so that a resolved reference is part of the hashed input):
   row ``duplicate`` (the first row wins: the stream cannot look ahead);
 - ``ref`` fields get the referenced mapping's record id from its ledger (found by its
   ledger key, or with ``ref.by`` through a field or column of its rows,
-  :mod:`recordsync.state.ref_index`), or fail the row (``invalid``, with the mapping and the
+  :mod:`recordsync.nightly.ref_index`), or fail the row (``invalid``, with the mapping and the
   key in the reason), or are left out (``unset``); each field's outcomes are counted
   (:meth:`StepPrep.ref_counts`, the step's ``references`` in summary.json);
 - the source keys of every row (any status) are collected for mirror deletes, with every key
@@ -15,26 +15,24 @@ detection, so that a resolved reference is part of the hashed input):
 - a row predicted to merge into another row's record whose own key already has a record
   in the ledger is sent after all (it updates its own record, by id or its match key).
 
-A dry run does the same through :mod:`recordsync.state.dry_run_refs`.
+A dry run does the same through :mod:`recordsync.nightly.dry_run_refs`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import ConfigError, RowError
 from recordsync.core.model import PreparedRow, RowStatus
+from recordsync.nightly.ref_index import RefIndex
+from recordsync.nightly.ref_lookup import Fetch, ServiceLookup
+from recordsync.nightly.refs import Ledger, ReferenceResolver
 from recordsync.prepare.merges import needed
 from recordsync.spill import KeySpool, SpillMap
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
-
-if TYPE_CHECKING:
-    from recordsync.state import ReferenceResolver
-    from recordsync.state.ref_lookup import Fetch
-    from recordsync.state.refs import Ledger
 
 PREP_ROWS = 500
 
@@ -53,8 +51,6 @@ class StepPrep:
         mirror: bool = True,
         lookup: Fetch | None = None,
     ) -> None:
-        from recordsync.state import ReferenceResolver
-
         self.config = config
         self._seen = SpillMap()
         """Hash of each ledger key sent so far → (its first row, or -1 past the first 100,000
@@ -80,13 +76,9 @@ class StepPrep:
             assert spec.column is not None
             index = service = None
             if spec.ref.by is not None:
-                from recordsync.state.ref_index import RefIndex
-
                 base = target.path.parent if target.path is not None else Path.cwd()
                 index = RefIndex(spec.ref, target, base)
                 if spec.ref.lookup == "service" and lookup is not None:
-                    from recordsync.state.ref_lookup import ServiceLookup
-
                     field = spec.ref.by.field
                     assert field is not None  # the model requires a field for lookup: service
                     service = ServiceLookup(lookup, target.object_type, field, index.normalize)
