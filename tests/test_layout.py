@@ -184,8 +184,6 @@ KNOWN: set[tuple[str, str]] = {
     ("recordsync.send.step_rows", "recordsync.report.answered"),
     ("recordsync.send.step_rows", "recordsync.report.tally"),
     ("recordsync.send.step_rows", "recordsync.report.writer"),
-    ("recordsync.state.journal_content", "recordsync.state.journal_read"),
-    ("recordsync.state.journal_read", "recordsync.state.journal_content"),
     ("recordsync.state.keys", "recordsync.config.models"),
     ("recordsync.state.keyspace", "recordsync.config.models"),
     ("recordsync.state.location", "recordsync.state.pg"),

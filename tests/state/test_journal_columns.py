@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.state import StateStore
+from recordsync.state.journal import Journal
 from recordsync.state.journal_columns import (
     RowMarks,
     as_list,
@@ -17,8 +18,7 @@ from recordsync.state.journal_columns import (
     journal_rows,
     outcome_rows,
 )
-from recordsync.state.journal_fold import LedgerFold
-from recordsync.state.journal_read import ChunkResult, JournalRow
+from recordsync.state.journal_records import ChunkResult, JournalRow
 from recordsync.state.store import ACKED_FAILED, ACKED_SENT
 
 Journaled = dict[int, tuple[str | None, str | None]]
@@ -77,7 +77,7 @@ def test_kept_ledger_rows_match_the_row_by_row_rules(
     """Chunks whose rows are all keyed and sent take the column-wise path, the others the
     loop; both keep the same rows as the rules applied one row at a time, in source order."""
     with StateStore(tmp_path / "state.db") as store:
-        fold = LedgerFold(store, "p")
+        fold = Journal(store, "p")
         scope = store.scope_id("p", "m")
         assert scope is not None
         outcomes = [
@@ -98,7 +98,7 @@ def test_kept_ledger_rows_match_the_row_by_row_rules(
 @given(st.lists(st.sampled_from(["created", "updated"]), min_size=1, max_size=30))
 def test_a_chunk_all_keyed_and_sent_keeps_every_row(tmp_path: Path, statuses: list[str]) -> None:
     with StateStore(tmp_path / "state.db") as store:
-        fold = LedgerFold(store, "p")
+        fold = Journal(store, "p")
         scope = store.scope_id("p", "m")
         outcomes = [ChunkResult(i, s, 100 + i) for i, s in enumerate(statuses)]
         journaled: Journaled = {i: (f"k{i}", f"h{i}") for i in range(len(statuses))}

@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.state import ChunkResult, Journal, JournalRow, StateStore, journal_fold
+from recordsync.state import ChunkResult, Journal, JournalRow, StateStore
+from recordsync.state import journal as journal_fold
 
 _STATUSES = ("created", "updated", "failed", "in_doubt")
 

@@ -617,8 +617,7 @@ def open_state(
         lock.wait = wait_for_lock
         spaces = hold_key_spaces(key_spaces, pipeline=lock_name, store=store, wait=wait_for_lock)
         with lock, spaces:
-            journal = Journal(store, pipeline, defer_ledger=True)
-            journal.slices = (FOLD_FROM, FOLD_SLICE)
+            journal = Journal(store, pipeline, defer_ledger=True, slices=(FOLD_FROM, FOLD_SLICE))
             info, resumed = journal.resume_or_start(run_id)
             if resumed:
                 held = journal.settle_in_flight(info.run_id)

@@ -48,9 +48,9 @@ from recordsync.state.changes import (
     ledger_match,
 )
 from recordsync.state.hashing import input_hash
-from recordsync.state.journal import (
+from recordsync.state.journal import Journal
+from recordsync.state.journal_records import (
     ChunkResult,
-    Journal,
     JournalRow,
     Outcome,
     PendingChunk,

@@ -34,7 +34,7 @@ from operator import attrgetter
 from recordsync.core.model import BatchInput, PreparedRow, RowStatus
 from recordsync.state.hashing import encode_input, encode_inputs
 from recordsync.state.journal_content import JournaledRows
-from recordsync.state.journal_read import Outcome
+from recordsync.state.journal_records import Outcome
 from recordsync.state.store import ACKED_FAILED, DELETED, Entry, StateStore
 
 _REASON = attrgetter("reason.value")

@@ -29,15 +29,24 @@ of the resumed run carries its final outcome).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+import sqlite3
+from array import array
+from bisect import bisect_left
+from collections import deque
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import repeat
+from operator import itemgetter
+
+import orjson
 
 from recordsync.core.errors import AccountingError, RecordsyncError
-from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash
-from recordsync.state.journal_outcomes import Journaled, JournalOutcomes, json_text
-from recordsync.state.journal_read import (
+from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash, outcome_rows
+from recordsync.state.journal_content import JournaledRows
+from recordsync.state.journal_records import (
     BEGUN,
     FINAL_STATUSES,
-    PENDING,
     QUEUED,
     RETRY,
     ChunkResult,
@@ -47,36 +56,137 @@ from recordsync.state.journal_read import (
     RunInfo,
     SourceRowSet,
 )
-from recordsync.state.ledger_rows import utc_now
+from recordsync.state.ledger_rows import (
+    ACKED_FAILED,
+    ACKED_SENT,
+    LEDGER_ON_CONFLICT,
+    LEDGER_UPSERT,
+    utc_now,
+    write_acknowledged,
+)
 from recordsync.state.store import INTEGRITY_ERRORS, StateStore
 from recordsync.state.targets import pipeline_of
 
-__all__ = [
-    "BEGUN",
-    "FINAL_STATUSES",
-    "PENDING",
-    "QUEUED",
-    "RETRY",
-    "ChunkResult",
-    "Journal",
-    "JournalRow",
-    "Outcome",
-    "PendingChunk",
-    "RunInfo",
-    "SourceRowSet",
-]
+_FOLD = (
+    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
+    " last_run_id, updated_at)"
+    " SELECT ?1, key, CASE WHEN status IN ('created', 'updated') THEN record_id END,"
+    " CASE WHEN status IN ('created', 'updated') THEN input_hash END, status, ?3, ?2"
+    " FROM (SELECT l.chunk_no, json_extract(j.value, '$[0]') AS source_row,"
+    " json_extract(j.value, '$[1]') AS key, json_extract(j.value, '$[2]') AS input_hash,"
+    " json_extract(j.value, '$[3]') AS status, json_extract(j.value, '$[4]') AS record_id"
+    " FROM chunk_log l, json_each(l.outcomes) j WHERE l.run_id = ?3 AND l.step = ?4"
+    " AND l.chunk_no BETWEEN ?5 AND ?6 AND l.outcomes IS NOT NULL)"
+    " WHERE key IS NOT NULL AND status IN ('created', 'updated', 'failed', 'in_doubt')"
+    " ORDER BY key, chunk_no, source_row" + LEDGER_ON_CONFLICT
+)
 
 
-class Journal(JournalOutcomes):
-    """The run journal of one pipeline, stored in the state database: reading (inherited)
-    and writing.
+"""The ledger update rules of :func:`write_acknowledged`, from the journal in bulk: in key
+order (neighbouring keys share pages) and, for a key journaled twice, in journal order. Read
+with SQLite's JSON functions; a range with a chunk that is not ``plain`` (a key or hash with
+a NUL character, where SQLite's JSON strings end) and an SQLite built without them take
+:meth:`Journal._fold_in_python`, with the same rules and order."""
+
+
+_fold_order = itemgetter(0, 1, 2)
+
+
+"""Ledger rows read back from the journal, (key, chunk, source row, ...), in journal order:
+by key, then chunk, then source row (a key journaled twice ends with its last outcome)."""
+
+
+_by_key = itemgetter(1)
+
+
+_by_row = itemgetter(0)
+
+
+_status, _record_id = itemgetter(1), itemgetter(2)
+
+
+"""A :class:`ChunkResult`'s status and record id."""
+
+
+ToFold = list[tuple[int, str, int | None, str | None, str, str, str]]
+
+
+"""Ledger upserts (:data:`recordsync.state.ledger_rows.LEDGER_UPSERT` parameters) kept from the
+acknowledgements, in journal order."""
+
+
+_Key = tuple[str, str, str]
+
+
+"""(run, step, mapping)"""
+
+
+@dataclass(slots=True)
+class _Sorted:
+    """Kept ledger rows of chunks acknowledged in order, sorted by key, being written a slice
+    at a time (:meth:`Journal._slice`)."""
+
+    key: _Key
+    rows: ToFold
+    done: int = 0
+
+
+def json_text(rows: list[tuple[object, ...]]) -> str:
+    """A chunk's rows or outcomes as compact JSON text (never bytes: SQLite would store a
+    BLOB): orjson, or ``json.dumps`` for what orjson refuses (a lone surrogate, an integer
+    beyond 64 bits). Both read back alike, with ``json.loads`` and SQLite's JSON functions."""
+    try:
+        return orjson.dumps(rows).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(rows, separators=(",", ":"))
+
+
+Journaled = dict[int, tuple[str | None, str | None]]
+
+
+"""source row → (source key, input hash) of a begun chunk."""
+
+
+class Journal:
+    """The run journal of one pipeline, stored in the state database: reading it back (runs,
+    chunks in flight, journaled outcomes), writing it (runs, chunks begun and acknowledged,
+    chunks settled after a kill) and folding it into the ledger.
 
     The chunks this object began are remembered (mapping, keys, hashes) until they are
     acknowledged, so that an acknowledgement does not read back what it just wrote: the
     pipeline lock makes this process the journal's only writer."""
 
-    def __init__(self, store: StateStore, pipeline: str, *, defer_ledger: bool = False) -> None:
-        super().__init__(store, pipeline)
+    def __init__(
+        self,
+        store: StateStore,
+        pipeline: str,
+        *,
+        defer_ledger: bool = False,
+        slices: tuple[int, int] | None = None,
+    ) -> None:
+        self.store = store
+        self.pipeline = pipeline
+        self._indexes: dict[tuple[str, str], tuple[array[int], array[int]]] = {}
+        """(run, step) → :meth:`_done_index`, for :meth:`outcomes_for` (one step's)."""
+        self._unfolded: dict[_Key, tuple[int, int]] = {}
+        """(run, step, mapping) → (first, last): the chunks to fold, acknowledged and not
+        folded (after an acknowledgement out of chunk order, the later chunks again too)."""
+        self._to_fold: dict[_Key, tuple[ToFold, bool]] = {}
+        """(run, step, mapping) → the ledger rows of those chunks, kept from the
+        acknowledgements (so a fold does not read back what was just written), and whether
+        they were acknowledged in chunk order."""
+        self._high: dict[_Key, int] = {}
+        """(run, step, mapping) → the highest chunk number acknowledged, folded or not."""
+        self._sorted: deque[_Sorted] = deque()
+        """Earlier acknowledgements' rows, sorted, partly written: written before the rest."""
+        self.slices = slices
+        """``(start_at, rows)``: write the ledger a slice of ``rows`` rows with each
+        acknowledgement, from key-sorted batches of everything kept once ``start_at`` rows
+        wait (:meth:`_slice`); None: only :meth:`fold` writes the ledger."""
+        self.unfolded_rows = 0
+        """Ledger rows acknowledged and not yet written (kept, or sorted and not written)."""
+        self._guarded = False
+        """In a :meth:`transaction` of this object (a failure restores what was kept)."""
         self._running: set[str] = set()
         self._marks: dict[tuple[str, str], RowMarks] = {}
         self._begun: dict[tuple[str, str, int], tuple[str, Journaled]] = {}
@@ -87,7 +197,498 @@ class Journal(JournalOutcomes):
         what the dead attempt acknowledged). One sorted bulk upsert instead of one random
         ledger write per row per chunk: far fewer pages written per commit."""
 
-    # -- runs ------------------------------------------------------------------------
+    @property
+    def _conn(self) -> sqlite3.Connection:
+        return self.store.connection
+
+    def run(self, run_id: str) -> RunInfo | None:
+        row = self._conn.execute(
+            "SELECT run_id, pipeline, state, started_at, finished_at, attempts FROM runs"
+            " WHERE run_id = ?",
+            (run_id,),
+        ).fetchone()
+        return None if row is None else RunInfo._make(row)
+
+    def last_incomplete_run(self) -> RunInfo | None:
+        """The newest run of this pipeline still marked ``running`` (its process died)."""
+        row = self._conn.execute(
+            "SELECT run_id, pipeline, state, started_at, finished_at, attempts FROM runs"
+            " WHERE pipeline = ? AND state = 'running' ORDER BY started_at DESC LIMIT 1",
+            (self.pipeline,),
+        ).fetchone()
+        return None if row is None else RunInfo._make(row)
+
+    def last_run(self) -> RunInfo | None:
+        row = self._conn.execute(
+            "SELECT run_id, pipeline, state, started_at, finished_at, attempts FROM runs"
+            " WHERE pipeline = ? ORDER BY started_at DESC LIMIT 1",
+            (self.pipeline,),
+        ).fetchone()
+        return None if row is None else RunInfo._make(row)
+
+    def pending_chunks(self, run_id: str | None = None) -> list[PendingChunk]:
+        """Chunks begun and never acknowledged, of ``run_id`` or of every run of the
+        pipeline still marked running."""
+        sql = (
+            "SELECT c.run_id, c.step, c.chunk_no, c.mapping, c.first_source_row, l.rows, c.state"
+            " FROM chunks c JOIN runs r ON r.run_id = c.run_id"
+            " JOIN chunk_log l ON l.run_id = c.run_id AND l.step = c.step"
+            " AND l.chunk_no = c.chunk_no WHERE r.pipeline = ? AND c.state IN ('begun', 'queued')"
+        )
+        params: tuple[object, ...] = (self.pipeline,)
+        if run_id is not None:
+            sql += " AND c.run_id = ?"
+            params += (run_id,)
+        else:
+            sql += " AND r.state = 'running'"
+        chunks = self._conn.execute(sql + " ORDER BY c.run_id, c.step, c.chunk_no", params)
+        out: list[PendingChunk] = []
+        for run, step, chunk_no, mapping, first_row, text, state in chunks.fetchall():
+            rows = sorted(JournalRow(r[0], r[1], r[2], bool(r[3])) for r in json.loads(text))
+            out.append(PendingChunk(run, step, chunk_no, mapping, first_row, rows, state != QUEUED))
+        return out
+
+    def _journaled(
+        self, run_id: str, step: str | None = None, chunks: Iterable[int] | None = None
+    ) -> Iterator[Outcome]:
+        """Every row of the acknowledged and settled chunks of ``run_id`` (of ``step``; of
+        the chunks numbered ``chunks`` only), ``retry`` rows included, in no set order."""
+        sql = "SELECT step, chunk_no, outcomes FROM chunk_log WHERE run_id = ?"
+        params: tuple[object, ...] = (run_id,)
+        if step is not None:
+            sql += " AND step = ?"
+            params += (step,)
+        if chunks is not None:
+            numbers = sorted(set(chunks))
+            sql += f" AND chunk_no IN ({','.join('?' * len(numbers))})"
+            params += tuple(numbers)
+        cur = self._conn.execute(sql + " AND outcomes IS NOT NULL", params)
+        while batch := cur.fetchmany(200):
+            for step_name, chunk_no, text in batch:
+                for sr, key, _hash, status, rid, error in json.loads(text):
+                    yield Outcome(step_name, chunk_no, sr, key, status, rid, error)
+
+    def journaled_rows(self, run_id: str, step: str) -> JournaledRows:
+        """The final outcomes of ``step`` in this run, by key and input hash (resume)."""
+        sql = (
+            "SELECT chunk_no, outcomes FROM chunk_log WHERE run_id = ? AND step = ?"
+            " AND outcomes IS NOT NULL"
+        )
+        found = JournaledRows(step)
+        for chunk_no, text in self._conn.execute(sql, (run_id, step)):
+            for sr, key, input_hash, status, rid, error in json.loads(text):
+                if status in FINAL_STATUSES:
+                    found.add(chunk_no, sr, key, input_hash, status, rid, error)
+        return found
+
+    def done_rows(self, run_id: str, step: str) -> SourceRowSet:
+        """Source rows of ``step`` with a final outcome in this run: skip them on resume."""
+        index = self._done_index(run_id, step)
+        return SourceRowSet.of_sorted(index[0])
+
+    def _done_index(self, run_id: str, step: str) -> tuple[array[int], array[int]]:
+        """(sorted source rows, their chunk numbers) of the rows of ``step`` with a final
+        outcome: 16 bytes a row, where to find the outcome of a row without a dict of them."""
+        pairs = sorted(
+            (o.source_row, o.chunk_no)
+            for o in self._journaled(run_id, step)
+            if o.status in FINAL_STATUSES
+        )
+        return array("q", (p[0] for p in pairs)), array("q", (p[1] for p in pairs))
+
+    def outcomes(self, run_id: str, step: str | None = None) -> Iterator[Outcome]:
+        """Final outcomes of sent rows, in step and source-row order (for the report)."""
+        final = [o for o in self._journaled(run_id, step) if o.status in FINAL_STATUSES]
+        final.sort(key=lambda o: (o.step, o.source_row))
+        yield from final
+
+    def outcomes_for(
+        self, run_id: str, step: str, source_rows: Iterable[int]
+    ) -> dict[int, Outcome]:
+        """Final outcomes of the given source rows (rows without one are absent): the
+        chunks that hold them are found in an index of the step's final rows, made on first
+        use and again when a row is not in it."""
+        wanted = set(source_rows)
+        key = (run_id, step)
+        for fresh in (False, True):
+            if fresh or key not in self._indexes:
+                self._indexes = {key: self._done_index(run_id, step)}
+            rows, chunk_nos = self._indexes[key]
+            chunks: set[int] = set()
+            missing = False
+            for s in wanted:
+                i = bisect_left(rows, s)
+                if i < len(rows) and rows[i] == s:
+                    chunks.add(chunk_nos[i])
+                else:
+                    missing = True
+            if not missing or fresh:
+                break
+        if not chunks:
+            return {}
+        return {
+            o.source_row: o
+            for o in self._journaled(run_id, step, chunks)
+            if o.source_row in wanted and o.status in FINAL_STATUSES
+        }
+
+    def next_chunk_no(self, run_id: str, step: str) -> int:
+        """1 + the highest chunk number journaled for ``step`` (1 for a fresh step)."""
+        row = self._conn.execute(
+            "SELECT max(chunk_no) FROM chunks WHERE run_id = ? AND step = ?", (run_id, step)
+        ).fetchone()
+        return 1 if row[0] is None else int(row[0]) + 1
+
+    def chunk_counts(self, run_id: str) -> dict[str, int]:
+        """``{chunk state: n}`` for a run (``begun``, ``acked``, ``settled``)."""
+        rows = self._conn.execute(
+            "SELECT state, count(*) FROM chunks WHERE run_id = ? GROUP BY state", (run_id,)
+        )
+        return {state: n for state, n in rows}
+
+    def _keep_to_fold(
+        self,
+        run_id: str,
+        step: str,
+        mapping: str,
+        chunk_no: int,
+        outcomes: Sequence[ChunkResult],
+        journaled: dict[int, tuple[str | None, str | None]],
+    ) -> None:
+        """Keep an acknowledged chunk's ledger rows, ready to fold."""
+        key = (run_id, step, mapping)
+        high = self._high.get(key, 0)
+        first, last = self._unfolded.get(key, (chunk_no, chunk_no - 1))
+        # acknowledged after a later chunk (folded or not): from the journal, in journal
+        # order, this chunk and every later one (folding them again is idempotent)
+        self._unfolded[key] = (min(first, chunk_no), max(last, high, chunk_no))
+        self._high[key] = max(high, chunk_no)
+        rows, in_order = self._to_fold.get(key, ([], True))
+        before = len(rows)
+        scope = self.store.scope_id(self.pipeline, mapping)
+        assert scope is not None
+        now = utc_now()  # the ledger's updated_at: when the outcome was acknowledged
+        ordered = sorted(outcomes, key=_by_row)  # source-row order within the chunk
+        pairs = list(map(journaled.__getitem__, map(_by_row, ordered)))  # (key, input hash)
+        statuses = list(map(str, map(_status, ordered)))
+        if None not in map(_by_row, pairs) and set(statuses) <= ACKED_SENT:
+            # every row keyed and sent (the common chunk): the same tuples, built in C
+            rows.extend(
+                zip(
+                    repeat(scope),
+                    map(_by_row, pairs),
+                    map(_record_id, ordered),
+                    map(_by_key, pairs),
+                    statuses,
+                    repeat(run_id),
+                    repeat(now),
+                )
+            )
+        else:
+            for o, (k, h), status in zip(ordered, pairs, statuses, strict=True):
+                if k is None:
+                    continue
+                if status in ACKED_SENT:
+                    rows.append((scope, k, o.record_id, h, status, run_id, now))
+                elif status in ACKED_FAILED:
+                    rows.append((scope, k, None, None, status, run_id, now))
+        self.unfolded_rows += len(rows) - before
+        self._to_fold[key] = (rows, in_order and chunk_no > high)
+
+    def _slice(self, conn: sqlite3.Connection) -> int:
+        """With :attr:`slices` set, in an acknowledgement's transaction: write the next slice
+        of the oldest sorted batch; first sort everything kept (acknowledged in order) into
+        new batches if none is left and enough rows wait. Key-sorted batches written in
+        slices dirty the same ledger pages as one bulk write of the batch: each slice is a
+        key range. Returns the number of rows written."""
+        if self.slices is None:
+            return 0
+        start_at, size = self.slices
+        if not self._sorted and self.unfolded_rows >= start_at:
+            for key, (rows, in_order) in list(self._to_fold.items()):
+                if in_order:  # else folded from the journal by fold()
+                    # stable: journal order within a key; a copy, so that a rollback of this
+                    # transaction can take the acknowledgement's rows off the kept list
+                    self._sorted.append(_Sorted(key, sorted(rows, key=_by_key)))
+                    del self._to_fold[key], self._unfolded[key]
+        if not self._sorted:
+            return 0
+        batch = self._sorted[0]
+        part = batch.rows[batch.done : batch.done + size]
+        conn.executemany(LEDGER_UPSERT, part)
+        batch.done += len(part)
+        self.unfolded_rows -= len(part)
+        if batch.done >= len(batch.rows):
+            self._sorted.popleft()
+        return len(part)
+
+    def fold(self) -> int:
+        """Write the outcomes that :meth:`ack_chunk` deferred (``defer_ledger``) to the
+        ledger, in one transaction (or the caller's). Returns the number of rows folded."""
+        if not self._unfolded and not self._sorted:
+            return 0
+        with self._restored_on_failure(), self.store.transaction() as conn:
+            return self._fold(conn)
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction (nested use joins the outer one) after which, if it does not
+        commit, what was kept to fold is as before it (:meth:`_restored_on_failure`): the
+        acknowledgements made in it write their slice of the ledger (:meth:`_slice`)."""
+        if self._conn.in_transaction:
+            yield self._conn
+            return
+        with self._restored_on_failure(), self.store.transaction() as conn:
+            self._guarded = True
+            try:
+                yield conn
+            finally:
+                self._guarded = False
+
+    @contextmanager
+    def _restored_on_failure(self) -> Iterator[None]:
+        """If a transaction that acknowledges or folds does not commit, what was kept to fold
+        is as before it: rows kept since are dropped again, rows written are kept again."""
+        unfolded, count, high = dict(self._unfolded), self.unfolded_rows, dict(self._high)
+        held = {k: (rows, in_order, len(rows)) for k, (rows, in_order) in self._to_fold.items()}
+        batches = [(b, b.done) for b in self._sorted]
+        try:
+            yield
+        except BaseException:
+            self._unfolded, self.unfolded_rows, self._high = unfolded, count, high
+            for rows, _, n in held.values():
+                del rows[n:]  # appended to in place; a fold sorts them in place (harmless)
+            self._to_fold = {k: (rows, in_order) for k, (rows, in_order, _) in held.items()}
+            self._sorted = deque(b for b, _ in batches)
+            for b, done in batches:
+                b.done = done
+            raise
+
+    def _fold(self, conn: sqlite3.Connection, run_id: str | None = None) -> int:
+        """Fold what this object acknowledged and deferred, from the rows it kept (the same
+        rows, order and rules as :meth:`_fold_range` reading the journal back)."""
+        folded = 0
+        later: deque[_Sorted] = deque()
+        for batch in self._sorted:  # acknowledged before what is kept below: first
+            if run_id is None or batch.key[0] == run_id:
+                conn.executemany(LEDGER_UPSERT, batch.rows[batch.done :])
+                folded += len(batch.rows) - batch.done
+                batch.done = len(batch.rows)
+            else:
+                later.append(batch)
+        self._sorted = later
+        pending = [k for k in self._unfolded if run_id is None or k[0] == run_id]
+        for key in pending:
+            rows, in_order = self._to_fold.get(key, ([], False))
+            if not in_order:  # acknowledged out of chunk order (or not kept): as on resume
+                first, last = self._unfolded[key]
+                folded += self._fold_range(conn, *key, first, last)
+                continue
+            # chunks acknowledged in order, rows in order within each: a stable sort on the
+            # key alone gives the journal's (key, chunk, source row) order
+            rows.sort(key=_by_key)
+            conn.executemany(LEDGER_UPSERT, rows)
+            folded += len(rows)
+        for key in pending:
+            del self._unfolded[key]
+            self._to_fold.pop(key, None)
+        self.unfolded_rows = sum(len(r) for r, _ in self._to_fold.values()) + sum(
+            len(b.rows) - b.done for b in self._sorted
+        )
+        return folded
+
+    def _fold_range(
+        self, conn: sqlite3.Connection, run_id: str, step: str, mapping: str, first: int, last: int
+    ) -> int:
+        scope = self.store.scope_id(self.pipeline, mapping)
+        assert scope is not None
+        odd = conn.execute(
+            "SELECT 1 FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no BETWEEN ? AND ?"
+            " AND plain = 0 LIMIT 1",
+            (run_id, step, first, last),
+        ).fetchone()
+        if odd is None and self.store.json_functions:
+            return int(conn.execute(_FOLD, (scope, utc_now(), run_id, step, first, last)).rowcount)
+        return self._fold_in_python(conn, scope, run_id, step, first, last)
+
+    def _fold_in_python(
+        self, conn: sqlite3.Connection, scope: int, run_id: str, step: str, first: int, last: int
+    ) -> int:
+        """:data:`_FOLD` without SQLite's JSON functions: the same rows in the same order."""
+        rows: list[tuple[str, int, int, int | None, str | None, str]] = []
+        cur = conn.execute(
+            "SELECT chunk_no, outcomes FROM chunk_log WHERE run_id = ? AND step = ?"
+            " AND chunk_no BETWEEN ? AND ? AND outcomes IS NOT NULL",
+            (run_id, step, first, last),
+        )
+        for chunk_no, text in cur.fetchall():
+            for sr, key, input_hash, status, rid, _error in json.loads(text):
+                if key is not None and status in FINAL_STATUSES:
+                    rows.append((key, chunk_no, sr, rid, input_hash, status))
+        rows.sort(key=_fold_order)
+        return write_acknowledged(conn, scope, run_id, ((r[0], r[3], r[4], r[5]) for r in rows))
+
+    def fold_run(self, run_id: str) -> int:
+        """Fold every acknowledged outcome of ``run_id`` into the ledger again (idempotent:
+        the same values, in chunk order). A resumed run calls it for what the attempt that
+        died acknowledged but may not have folded."""
+        with self.store.transaction() as conn:
+            ranges = conn.execute(
+                "SELECT step, mapping, min(chunk_no), max(chunk_no) FROM chunks"
+                " WHERE run_id = ? AND state = 'acked' GROUP BY step, mapping",
+                (run_id,),
+            ).fetchall()
+            return sum(self._fold_range(conn, run_id, *r) for r in ranges)
+
+    def ack_chunk(
+        self,
+        run_id: str,
+        step: str,
+        chunk_no: int,
+        results: Iterable[ChunkResult | tuple[int, str, int | None, str | None]],
+    ) -> None:
+        """Store the outcome of every row of a begun chunk and update the ledger, in one
+        transaction. Every row of the chunk needs exactly one result."""
+        outcomes = as_list(results, ChunkResult)
+        # a slice of the ledger fold rides along, only in a transaction of this object: the
+        # store's, opened by a caller, may still roll back once this returns, and the slice
+        # with it, while what was kept to fold would not be restored
+        slice_here = self._guarded or not self._conn.in_transaction
+        with self.transaction() as conn:
+            begun = self._begun.get((run_id, step, chunk_no))
+            if begun is not None:  # begun by this process: state, mapping and rows known
+                mapping, journaled = begun
+            else:
+                mapping = self._chunk_mapping(run_id, step, chunk_no)
+                row = conn.execute(
+                    "SELECT rows FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no = ?",
+                    (run_id, step, chunk_no),
+                ).fetchone()
+                journaled = {r[0]: (r[1], r[2]) for r in json.loads(row[0])}
+            given = list(map(first, outcomes))
+            if len(given) != len(journaled) or set(given) != journaled.keys():
+                missing = sorted(set(journaled) - set(given))[:5]
+                extra = sorted(set(given) - set(journaled))[:5]
+                raise AccountingError(
+                    f"run {run_id}, step '{step}', chunk {chunk_no}: results do not match the"
+                    f" journaled rows (missing source rows {missing}, unexpected {extra},"
+                    f" {len(given)} results for {len(journaled)} rows)",
+                    hint="acknowledge every row of the chunk exactly once",
+                )
+            bad = [o for o in outcomes if str(o.status) not in FINAL_STATUSES]
+            if bad:
+                raise ValueError(
+                    f"not a final status for source row {bad[0].source_row}: "
+                    f"{bad[0].status!r} (expected one of {sorted(FINAL_STATUSES)})"
+                )
+            self._store_outcomes(
+                conn, run_id, step, chunk_no, mapping, outcomes, journaled, defer=self.defer_ledger
+            )
+            if slice_here and self.defer_ledger:
+                self._slice(conn)
+        self._begun.pop((run_id, step, chunk_no), None)
+
+    def _store_outcomes(
+        self,
+        conn: sqlite3.Connection,
+        run_id: str,
+        step: str,
+        chunk_no: int,
+        mapping: str,
+        outcomes: Sequence[ChunkResult],
+        journaled: dict[int, tuple[str | None, str | None]],
+        chunk_state: str = "acked",
+        *,
+        defer: bool = False,
+    ) -> None:
+        """The chunk's outcomes, every row of it: final ones and (settling) ``retry``."""
+        text = json_text(outcome_rows(outcomes, journaled))
+        conn.execute(
+            "UPDATE chunk_log SET rows = NULL, outcomes = ? WHERE run_id = ? AND step = ?"
+            " AND chunk_no = ?",
+            (text, run_id, step, chunk_no),
+        )
+        conn.execute(
+            "UPDATE chunks SET state = ?, acked_at = ? WHERE run_id = ? AND step = ?"
+            " AND chunk_no = ?",
+            (chunk_state, utc_now(), run_id, step, chunk_no),
+        )
+        if defer:
+            self._keep_to_fold(run_id, step, mapping, chunk_no, outcomes, journaled)
+            return
+        scope = self.store.scope_id(self.pipeline, mapping)
+        assert scope is not None
+        write_acknowledged(
+            conn,
+            scope,
+            run_id,
+            (
+                (journaled[o.source_row][0], o.record_id, journaled[o.source_row][1], str(o.status))
+                for o in outcomes
+            ),
+        )
+
+    def settle_in_flight(self, run_id: str) -> list[Outcome]:
+        """Settle the chunks of ``run_id`` that were journaled but never acknowledged: the
+        rows of a chunk never cleared to be sent (``queued``: its request was never written)
+        and the resend-safe rows of the others become ``retry`` (send them again in a new
+        chunk), the rest ``in_doubt`` (held for review; the ledger records in_doubt).
+        Returns the held rows."""
+        held: list[Outcome] = []
+        with self.store.transaction() as conn:
+            for chunk in self.pending_chunks(run_id):
+                journaled = {r.source_row: (r.key, r.input_hash) for r in chunk.rows}
+                reason = (
+                    f"in flight when run {run_id} stopped (step '{chunk.step}', chunk"
+                    f" {chunk.chunk_no}); not resent because it could create a second record:"
+                    " check the record service, then send it again"
+                )
+                settled = [
+                    ChunkResult(r.source_row, RETRY)
+                    if r.resend_safe or not chunk.maybe_written
+                    else ChunkResult(r.source_row, "in_doubt", None, reason)
+                    for r in chunk.rows
+                ]
+                doubt = [o for o in settled if o.status != RETRY]
+                self._store_outcomes(
+                    conn,
+                    run_id,
+                    chunk.step,
+                    chunk.chunk_no,
+                    chunk.mapping,
+                    settled,
+                    journaled,
+                    chunk_state="settled",
+                )
+                self._marks.pop((run_id, chunk.step), None)  # the retry rows may go again
+                held.extend(
+                    Outcome(
+                        chunk.step,
+                        chunk.chunk_no,
+                        d.source_row,
+                        journaled[d.source_row][0],
+                        d.status,
+                        None,
+                        d.error,
+                    )
+                    for d in doubt
+                )
+        return held
+
+    def _chunk_mapping(self, run_id: str, step: str, chunk_no: int) -> str:
+        row = self._conn.execute(
+            "SELECT mapping, state FROM chunks WHERE run_id = ? AND step = ? AND chunk_no = ?",
+            (run_id, step, chunk_no),
+        ).fetchone()
+        if row is None or row[1] not in (BEGUN, QUEUED):
+            state = "not journaled" if row is None else f"already {row[1]}"
+            raise AccountingError(
+                f"run {run_id}, step '{step}', chunk {chunk_no} is {state}; only a begun chunk"
+                " can be acknowledged",
+                hint="call begin_chunk() before sending, and ack_chunk() once per chunk",
+            )
+        return str(row[0])
+
     def start_run(self, run_id: str) -> RunInfo:
         """Record a new run (``running``); starting an existing ``running`` run again counts
         one more attempt (that is how a resume reuses the run id)."""
@@ -141,7 +742,6 @@ class Journal(JournalOutcomes):
         # pay for it on its first commit; and keep the -wal file small between runs.
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    # -- chunks ----------------------------------------------------------------------
     def begin_chunk(
         self,
         run_id: str,
@@ -248,7 +848,6 @@ class Journal(JournalOutcomes):
             self._marks[(run_id, step)] = marks
         return marks
 
-    # -- helpers ---------------------------------------------------------------------
     def _require_running(self, run_id: str) -> None:
         info = self.run(run_id)
         if info is None or info.state != "running" or info.pipeline != self.pipeline:

@@ -11,7 +11,7 @@ from operator import attrgetter, itemgetter
 from typing import Any, TypeVar
 
 from recordsync.core.model import RowStatus
-from recordsync.state.journal_read import ChunkResult, JournalRow
+from recordsync.state.journal_records import ChunkResult, JournalRow
 
 T = TypeVar("T", JournalRow, ChunkResult)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 
-from recordsync.state.journal_read import Outcome
+from recordsync.state.journal_records import Outcome
 
 _STATUSES = ("created", "updated", "failed", "in_doubt")
 _CODE = {s: i for i, s in enumerate(_STATUSES)}

@@ -1,6 +1,6 @@
 """The identity ledger's rows and update rules, shared by the store
 (:mod:`recordsync.state.store`) and the journal's bulk fold
-(:mod:`recordsync.state.journal_fold`): what an acknowledged result writes.
+(:mod:`recordsync.state.journal`): what an acknowledged result writes.
 
     created / updated   record_id (kept when the service gave none), input_hash, status, run
     failed / in_doubt   only last_status and last_run_id: the row is sent again next run
@@ -53,7 +53,7 @@ LEDGER_ON_CONFLICT = (
     " updated_at = excluded.updated_at"
 )
 """The ledger update rules, for an insert of ledger rows (one at a time here, or in bulk from
-the journal: ``recordsync.state.journal_fold``)."""
+the journal: ``recordsync.state.journal``)."""
 
 LEDGER_UPSERT = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
