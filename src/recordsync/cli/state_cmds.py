@@ -10,8 +10,9 @@ import click
 from recordsync.cli.options import state_db_option
 from recordsync.core.errors import RunAborted
 from recordsync.state import Journal, StateStore
-from recordsync.state.location import StateLocation, state_exists, state_location
+from recordsync.state.location import StateLocation, state_location
 from recordsync.state.names import state_name_of
+from recordsync.state.store import state_exists
 from recordsync.state.targets import keys_of, known_targets, normalize_url
 
 

@@ -16,7 +16,8 @@ from typing import Any
 from recordsync.config.idempotency import ledger_keyed, refuse_recreate, service_key
 from recordsync.core.errors import ConfigError, RecordsyncError, RunAborted
 from recordsync.state import Journal, StateStore
-from recordsync.state.location import PgUrl, StateLocation, state_exists
+from recordsync.state.location import PgUrl, StateLocation
+from recordsync.state.store import state_exists
 from recordsync.state.targets import pipeline_of
 
 RECREATE_HINT = (

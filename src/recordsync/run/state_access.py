@@ -13,7 +13,8 @@ from recordsync.nightly.refs import RunLedger
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.plan import ChunkHook
 from recordsync.state import StateStore
-from recordsync.state.location import StateLocation, state_exists
+from recordsync.state.location import StateLocation
+from recordsync.state.store import state_exists
 from recordsync.state.targets import BoundTarget, TargetIdentity, bind, state_key
 
 

@@ -93,13 +93,3 @@ def state_location(value: str | Path | PgUrl | None) -> StateLocation:
     if isinstance(value, PgUrl | Path):
         return value
     return PgUrl(value.strip()) if is_pg_url(value) else Path(value)
-
-
-def state_exists(location: StateLocation) -> bool:
-    """Whether there is state to read: an existing file, or a PostgreSQL database holding
-    recordsync's tables (looked at without creating them)."""
-    if isinstance(location, PgUrl):
-        from recordsync.state.pg import has_state
-
-        return has_state(location)
-    return location.is_file()

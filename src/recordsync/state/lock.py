@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from recordsync.core.errors import RunAborted
-from recordsync.state.store import utc_now
+from recordsync.state.ledger_rows import utc_now
 
 log = logging.getLogger(__name__)
 

@@ -28,9 +28,9 @@ import socket
 from hashlib import blake2b
 
 from recordsync.core.errors import RunAborted
+from recordsync.state.ledger_rows import utc_now
 from recordsync.state.lock import LockHolder, poll
 from recordsync.state.pg import PgConnection, StateDbError
-from recordsync.state.store import utc_now
 
 log = logging.getLogger(__name__)
 _SESSION = (

@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import mmap
 import os
-import sqlite3
 import tempfile
 from collections.abc import Sequence
 from hashlib import blake2b
@@ -38,19 +37,14 @@ from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
 from recordsync.state.pg_snapshots import load_snapshot_blocks, store_snapshot_blocks
 from recordsync.state.snapshot_match import DigestIndex, key_hashes, take_rows
 from recordsync.state.snapshot_rows import Pending
-from recordsync.state.store import StateStore, utc_now
+from recordsync.state.store import StateStore, drop_snapshots, utc_now
 
 FLUSH_ROWS = 65_536
 
 
-def snapshot_dir(store: StateStore) -> Path | None:
-    """The snapshot files' directory; None: they are kept in the (PostgreSQL) database."""
-    return None if store.is_postgres else store.path.parent / "snapshots"
-
-
 def snapshot_path(store: StateStore, scope: int, run_id: str) -> Path:
     tag = blake2b(run_id.encode("utf-8"), digest_size=6).hexdigest()
-    directory = snapshot_dir(store)
+    directory = store.snapshot_dir
     if directory is None:  # written to a temporary file of this process, then stored
         directory = Path(tempfile.gettempdir())  # in the database
         return directory / f"recordsync-{os.getpid()}-scope{scope}-{tag}.arrow"
@@ -130,7 +124,7 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
     ``fp`` (None: just drop it). Its file is removed once loaded."""
     scope = store.scope_id(pipeline, mapping)
     assert scope is not None
-    directory = snapshot_dir(store)
+    directory = store.snapshot_dir
     with store.transaction() as conn:
         row = conn.execute(
             "SELECT fingerprint, file FROM snapshots WHERE scope_id = ?", (scope,)
@@ -161,19 +155,6 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
         if path is not None:
             with contextlib.suppress(OSError):
                 path.unlink()
-
-
-def drop_all(conn: sqlite3.Connection, directory: Path | None, scopes: list[int]) -> None:
-    """Remove the snapshots of ``scopes``, inside the caller's transaction (``directory``
-    None: kept in the database)."""
-    for scope in scopes:
-        row = conn.execute("SELECT file FROM snapshots WHERE scope_id = ?", (scope,)).fetchone()
-        conn.execute("DELETE FROM snapshots WHERE scope_id = ?", (scope,))
-        if directory is None:
-            conn.execute("DELETE FROM snapshot_blocks WHERE scope_id = ?", (scope,))
-        elif row is not None:
-            with contextlib.suppress(OSError):
-                (directory / str(row[0])).unlink()
 
 
 class SnapshotWriter:
@@ -265,9 +246,9 @@ class SnapshotWriter:
         self._flush_carried()
         self._writer.close()
         self._sink.close()
-        directory = snapshot_dir(self.store)
+        directory = self.store.snapshot_dir
         with self.store.transaction() as conn:
-            drop_all(conn, directory, [self.scope])
+            drop_snapshots(conn, directory, [self.scope])
             if directory is None:  # the file's bytes into the database; no file is kept
                 try:
                     file = f"blocks:{store_snapshot_blocks(conn, self.scope, self._tmp)}"

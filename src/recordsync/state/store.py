@@ -17,15 +17,17 @@ Only acknowledged results change the ledger (:meth:`StateStore.record_acknowledg
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from recordsync.core.errors import ConfigError
+from recordsync.state import pg
 from recordsync.state.ledger_rows import ACKED_FAILED as ACKED_FAILED
 from recordsync.state.ledger_rows import ACKED_SENT as ACKED_SENT
 from recordsync.state.ledger_rows import DELETED as DELETED
@@ -36,12 +38,10 @@ from recordsync.state.ledger_rows import write_acknowledged
 from recordsync.state.location import DEFAULT_STATE_PATH as DEFAULT_STATE_PATH
 from recordsync.state.location import STATE_PATH_ENV as STATE_PATH_ENV
 from recordsync.state.location import PgUrl, StateLocation, state_location
-from recordsync.state.pg import StateDbError, StateDbIntegrityError
+from recordsync.state.lock import PipelineLock
+from recordsync.state.pg import PgConnection, StateDbError, StateDbIntegrityError
+from recordsync.state.pg_lock import PgPipelineLock
 from recordsync.state.schema import SCHEMA_VERSION, migrate
-
-if TYPE_CHECKING:
-    from recordsync.state.lock import PipelineLock
-    from recordsync.state.pg_lock import PgPipelineLock
 
 DB_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, StateDbError)
 """What a state database raises, whichever it is (SQLite or PostgreSQL)."""
@@ -69,8 +69,6 @@ class StateStore:
         self.location: StateLocation = state_location(path)
         self._scopes: dict[tuple[str, str], int] = {}
         if isinstance(self.location, PgUrl):
-            from recordsync.state import pg
-
             conn = pg.PgConnection(self.location, durable=durable)
             try:
                 pg.migrate(conn)
@@ -109,6 +107,11 @@ class StateStore:
         return isinstance(self.location, PgUrl)
 
     @property
+    def snapshot_dir(self) -> Path | None:
+        """The snapshot files' directory; None: they are kept in the (PostgreSQL) database."""
+        return None if self.is_postgres else self.path.parent / "snapshots"
+
+    @property
     def path(self) -> Path:
         """The SQLite file (a PostgreSQL store has none: ValueError)."""
         if isinstance(self.location, PgUrl):
@@ -120,12 +123,7 @@ class StateStore:
         the SQLite file, or an advisory lock of this store's PostgreSQL session (released
         with the session: no write without the lock)."""
         if isinstance(self.location, PgUrl):
-            from recordsync.state.pg import PgConnection
-            from recordsync.state.pg_lock import PgPipelineLock
-
             return PgPipelineLock(cast(PgConnection, self._conn), pipeline)
-        from recordsync.state.lock import PipelineLock
-
         return PipelineLock(self.location.parent, pipeline, self.location)
 
     # -- plumbing --------------------------------------------------------------------
@@ -291,10 +289,57 @@ class StateStore:
             return write_acknowledged(conn, scope, run_id, rows)
 
     def forget(self, pipeline: str, mapping: str | None = None) -> int:
-        """Drop the ledger of one mapping, or of every mapping of the pipeline and its run
-        journal (:mod:`recordsync.state.reset`); the number of ledger rows removed."""
-        from recordsync.state.reset import forget
-
-        removed = forget(self, pipeline, mapping)
+        """``recordsync state reset``: drop what the store knows of one mapping (its ledger
+        and its snapshots) or of a whole pipeline (every mapping's ledger and snapshots, and
+        the journal of its runs); the number of ledger rows removed. The database's rows go
+        in one transaction (the snapshot files beside an SQLite store are deleted inside it)."""
+        with self.transaction() as conn:
+            if mapping is None:
+                scopes = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT scope_id FROM scopes WHERE pipeline = ?", (pipeline,)
+                    )
+                ]
+                runs = [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT run_id FROM runs WHERE pipeline = ?", (pipeline,)
+                    )
+                ]
+                for run_id in runs:
+                    conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
+                    conn.execute("DELETE FROM chunks WHERE run_id = ?", (run_id,))
+                conn.execute("DELETE FROM runs WHERE pipeline = ?", (pipeline,))
+            else:
+                scope = self.scope_id(pipeline, mapping, create=False)
+                scopes = [] if scope is None else [scope]
+            drop_snapshots(conn, self.snapshot_dir, scopes)
+            removed = 0
+            for scope in scopes:
+                cur = conn.execute("DELETE FROM ledger WHERE scope_id = ?", (scope,))
+                removed += cur.rowcount
+                conn.execute("DELETE FROM scopes WHERE scope_id = ?", (scope,))
         self._scopes.clear()
         return removed
+
+
+def drop_snapshots(conn: sqlite3.Connection, directory: Path | None, scopes: list[int]) -> None:
+    """Remove the snapshots of ``scopes``, inside the caller's transaction (``directory``
+    None: kept in the database)."""
+    for scope in scopes:
+        row = conn.execute("SELECT file FROM snapshots WHERE scope_id = ?", (scope,)).fetchone()
+        conn.execute("DELETE FROM snapshots WHERE scope_id = ?", (scope,))
+        if directory is None:
+            conn.execute("DELETE FROM snapshot_blocks WHERE scope_id = ?", (scope,))
+        elif row is not None:
+            with contextlib.suppress(OSError):
+                (directory / str(row[0])).unlink()
+
+
+def state_exists(location: StateLocation) -> bool:
+    """Whether there is state to read: an existing file, or a PostgreSQL database holding
+    recordsync's tables (looked at without creating them)."""
+    if isinstance(location, PgUrl):
+        return pg.has_state(location)
+    return location.is_file()
