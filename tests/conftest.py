@@ -11,6 +11,7 @@ import pytest
 from hypothesis import settings
 from tests.pg_support import pg_server, pg_url  # noqa: F401  (fixtures: the session's PostgreSQL)
 
+from recordsync import tuning
 from recordsync.cli import main
 
 # Hypothesis fails an example that takes over 200 ms by default: a wall-clock bound that a
@@ -19,6 +20,14 @@ settings.register_profile("recordsync", deadline=None)
 settings.load_profile("recordsync")
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _tuned() -> Iterator[None]:
+    """Tests run tuned, as the command line runs (recordsync.tuning); a library's default,
+    every tweak off, is tests/tuning/test_switches.py's."""
+    with tuning.using(tuning.Tuning.all()):
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)

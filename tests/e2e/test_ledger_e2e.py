@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from recordsync import spill
 from recordsync.cli.state_cmds import state
 from recordsync.core.errors import ConfigError, RunAborted
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore
+from recordsync.tuning import spill
 
 from .support import REPO, all_records, loopback_client, only_key, served, target
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from recordsync import spill
 from recordsync.config import load_mapping
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.nightly.ledger_prep import StepPrep
+from recordsync.tuning import spill
 
 
 def outcomes(tmp_path: Path) -> list[tuple[str | None, str, str | None]]:

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from recordsync import spill
 from recordsync.core.errors import RunAborted
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
 from recordsync.report.tally import StepTally, reason_group
 from recordsync.report.writer import MAX_EXAMPLES, ReportWriter, report_write_error
+from recordsync.tuning import spill
 
 ODD = 'f,"\r\nx'  # every character csv.writer quotes
 

@@ -30,7 +30,7 @@ def test_durable_state_reaches_the_state_store(
             super().__init__(*args, **kwargs)
             seen.append(self.connection.execute("PRAGMA synchronous").fetchone()[0])
 
-    monkeypatch.setattr("recordsync.state.StateStore", Observed)  # the run's store (open_state)
+    monkeypatch.setattr("recordsync.nightly.hook.StateStore", Observed)  # the run's (open_state)
     monkeypatch.setattr("recordsync.run.state_access.StateStore", Observed)  # its target's
     assert cli("run", "run.yaml", "--quiet", *flags) == 0
     # the last store opened is the run's (the one before it only records the run's target)

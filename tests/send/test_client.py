@@ -281,7 +281,7 @@ def test_an_answer_that_echoes_the_key_never_carries_it_further() -> None:
 def test_an_answered_request_and_its_body_are_freed_without_the_cyclic_gc(tmp_path: Path) -> None:
     """httpx binds a response's stream to the response (a reference cycle holding the request
     and its body); the client breaks it, so nothing waits for a full collection (which a run's
-    frozen batches defer: recordsync.map.gcpause). Over a real loopback socket."""
+    frozen batches defer: recordsync.tuning.gcpause). Over a real loopback socket."""
     import gc
     import weakref
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from recordsync.map.gcpause import gc_paused
 from recordsync.send import step
 from recordsync.send.step import AHEAD
+from recordsync.tuning.gcpause import gc_paused
 
 from .support import people_project
 

@@ -15,7 +15,7 @@ import traceback
 
 import click
 
-from recordsync import __version__
+from recordsync import __version__, tuning
 from recordsync.core.errors import RecordsyncError, exit_code_for
 
 
@@ -92,7 +92,11 @@ def entry() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run one command and exit with its code (``SystemExit``); tests call it in-process."""
+    """Run one command and exit with its code (``SystemExit``); tests call it in-process.
+
+    The command line's process is recordsync's own: every tweak of :mod:`recordsync.tuning`
+    is turned on (a library user gets none unless it asks)."""
+    tuning.enable()
     try:
         cli.main(args=argv, prog_name="recordsync", standalone_mode=False)
     except click.exceptions.Abort:

@@ -31,8 +31,8 @@ from recordsync.nightly.ref_index import RefIndex
 from recordsync.nightly.ref_lookup import Fetch, ServiceLookup
 from recordsync.nightly.refs import Ledger, ReferenceResolver
 from recordsync.prepare.merges import needed
-from recordsync.spill import KeySpool, SpillMap
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
+from recordsync.tuning.spill import KeySpool, SpillMap
 
 PREP_ROWS = 500
 
@@ -54,7 +54,7 @@ class StepPrep:
         self.config = config
         self._seen = SpillMap()
         """Hash of each ledger key sent so far → (its first row, or -1 past the first 100,000
-        keys; None); on disk past a block (:mod:`recordsync.spill`)."""
+        keys; None); on disk past a block (:mod:`recordsync.tuning.spill`)."""
         self._kept = 0
         collect = mirror and config.mirror_deletes.enabled
         self.seen_keys: KeySpool | None = KeySpool() if collect else None

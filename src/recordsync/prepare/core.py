@@ -21,7 +21,6 @@ import numpy as np
 from recordsync.config.models import MappingConfig
 from recordsync.core.model import Blocks, PreparedRow, RowStatus, Salvage, SourceRow
 from recordsync.map.engine import BatchMapper
-from recordsync.map.gcpause import BatchGC
 from recordsync.prepare.dups import (
     ROW_BITS,
     Duplicates,
@@ -39,6 +38,7 @@ from recordsync.read.batch import BatchValues
 from recordsync.read.sql import null_keys
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.keys import NORMALIZERS, cell_text
+from recordsync.tuning.gcpause import BatchGC
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
 from recordsync.validate.schema import Schema
 

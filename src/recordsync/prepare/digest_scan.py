@@ -20,7 +20,6 @@ import pyarrow as pa
 
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
-from recordsync.map.gcpause import gc_paused
 from recordsync.prepare.core import ROW_BITS, Duplicates, ledger_keys, shared_hashes
 from recordsync.prepare.dups import HashRuns
 from recordsync.prepare.seen_log import Seen, SeenLog
@@ -29,6 +28,7 @@ from recordsync.read.swallow import hiding_rows
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshot_match import key_hashes
 from recordsync.state.snapshots import Snapshot
+from recordsync.tuning.gcpause import gc_paused
 
 KEEP_ROWS = 100_000
 """Rows not found in the snapshot that the first pass keeps (as Arrow sub-batches) so that

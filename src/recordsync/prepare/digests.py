@@ -28,7 +28,6 @@ from recordsync.config.models import MappingConfig
 from recordsync.core.errors import SourceError
 from recordsync.core.model import Blocks, PreparedRow, UnchangedBlock
 from recordsync.map.engine import BatchMapper
-from recordsync.map.gcpause import BatchGC
 from recordsync.prepare.core import ROW_BITS, _blocks_of, check_batch_columns, check_source
 from recordsync.prepare.digest_scan import Scan, take
 from recordsync.prepare.merges import MergeScan, Owned, needed, scan_merges
@@ -37,6 +36,7 @@ from recordsync.prepare.seen_log import Seen
 from recordsync.read import SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshots import Snapshot
+from recordsync.tuning.gcpause import BatchGC
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES
 from recordsync.validate.schema import Schema
 

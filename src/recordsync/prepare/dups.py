@@ -15,9 +15,9 @@ import pyarrow as pa
 
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
-from recordsync.map.gcpause import gc_paused
 from recordsync.read import iter_source
 from recordsync.state.keys import NORMALIZERS, cell_text
+from recordsync.tuning.gcpause import gc_paused
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
 

@@ -19,7 +19,6 @@ import numpy.typing as npt
 
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
-from recordsync.map.gcpause import gc_paused
 from recordsync.prepare.dups import ROW_BITS, Duplicates, HashRuns, ledger_keys, where
 from recordsync.prepare.merge_rules import (
     RULES,
@@ -31,6 +30,7 @@ from recordsync.prepare.merge_rules import (
     predict,
 )
 from recordsync.read import iter_source
+from recordsync.tuning.gcpause import gc_paused
 from recordsync.validate.schema import Schema
 
 DEDUP_FIELDS = ("email", "domain", "linkedin_url")

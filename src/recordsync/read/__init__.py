@@ -11,12 +11,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from recordsync.config.models import SourceConfig
-from recordsync.native_memory import configure, give_back
 from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
 from recordsync.read.integrity import guard_last_line
 from recordsync.read.paths import locate
 from recordsync.read.prefetch import read_ahead
+from recordsync.tuning.native_memory import configure, give_back
 
 
 def iter_source(
@@ -26,7 +26,7 @@ def iter_source(
     read; CSV always parses every column (line numbering needs every cell). The next batch
     is read in a background thread while the current one is used (:mod:`.prefetch`); after
     each, that thread gives the memory freed so far back to the system
-    (:func:`recordsync.native_memory.give_back`). The Parquet and SQL readers are imported
+    (:func:`recordsync.tuning.native_memory.give_back`). The Parquet and SQL readers are imported
     when used (a CSV run's start-up needs neither). A CSV file that ends mid-line has its
     cut last record as a malformed line that stops mirror deletes
     (:func:`recordsync.read.integrity.guard_last_line`)."""
@@ -57,7 +57,8 @@ def _giving_back(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:
 
 def source_columns(source: SourceConfig, base_dir: Path) -> list[str]:
     """The column names of a source, without reading its rows (a run's first read of it:
-    Arrow's pool and glibc's arenas are set first, :func:`recordsync.native_memory.configure`)."""
+    Arrow's pool and glibc's arenas are set first,
+    :func:`recordsync.tuning.native_memory.configure`)."""
     configure()
     if source.kind == "sql":
         from recordsync.read.sql import sql_columns

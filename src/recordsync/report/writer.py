@@ -36,7 +36,7 @@ from recordsync.report.file_guard import report_write_error as report_write_erro
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
 from recordsync.report.tally import StepTally, totals, totals_errors
-from recordsync.spill import SpillMap
+from recordsync.tuning.spill import SpillMap
 
 FAILURE_STATUSES = frozenset(
     {
@@ -121,7 +121,7 @@ class ReportWriter:
         self.tallies: list[StepTally] = []
         self._record_rows = SpillMap()
         """record id → (the first source row of the step that landed on it, None); on disk
-        past a block of records (:mod:`recordsync.spill`)."""
+        past a block of records (:mod:`recordsync.tuning.spill`)."""
         self.lines_written = 0
 
     def start_step(self, tally: StepTally) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 
+from recordsync import tuning
 from recordsync.config import load_pipeline
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.core.errors import ApiError, AuthError, ConfigError
@@ -44,6 +45,7 @@ from recordsync.state.location import StateLocation, state_location
 from recordsync.state.names import state_name
 from recordsync.state.store import DB_ERRORS
 from recordsync.state.targets import TargetIdentity
+from recordsync.tuning import Tuning
 from recordsync.validate.refs_check import check_refs
 
 _STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
@@ -80,6 +82,10 @@ class RunRequest:
     wait_for_lock: float = 0.0
     """Seconds to wait for a run holding this run's pipeline or key-space locks (0: refuse)."""
     overrides: dict[str, Any] = field(default_factory=dict)
+    tuning: Tuning | None = None
+    """The process-wide tweaks for this run (:mod:`recordsync.tuning`); None: the process's
+    setting (off in a library, unless :func:`recordsync.tuning.enable` was called; on from
+    the command line)."""
 
 
 def profiles_path(request: RunRequest) -> Path | None:
@@ -111,6 +117,34 @@ def run_pipeline(
     retry_of: str | None = None,
 ) -> RunResult:
     """Run a pipeline file. ``http``/``target`` let tests inject an in-process sandbox."""
+    with tuning.using(request.tuning):
+        return _run_pipeline(
+            request,
+            progress=progress,
+            on_target=on_target,
+            http=http,
+            target=target,
+            hook=hook,
+            wrap=wrap,
+            steps=steps,
+            pipeline_override=pipeline_override,
+            retry_of=retry_of,
+        )
+
+
+def _run_pipeline(
+    request: RunRequest,
+    *,
+    progress: Progress | None,
+    on_target: Callable[[Target], None] | None,
+    http: httpx.Client | None,
+    target: Target | None,
+    hook: ChunkHook | None,
+    wrap: PlanWrapper | None,
+    steps: set[str] | None,
+    pipeline_override: Any,
+    retry_of: str | None,
+) -> RunResult:
     pipeline = pipeline_override if pipeline_override is not None else _load(request.pipeline_path)
     check_sources(pipeline)
     # a retry runs only some steps: references and ledgers are those of the whole pipeline

@@ -46,7 +46,7 @@ from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.sender import ChunkSender
 from recordsync.send.step import ChunkHook, Progress, SendOptions, StepRunner
-from recordsync.send.switching import prompt_switching
+from recordsync.tuning.switching import prompt_switching
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from operator import attrgetter
 
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import PreparedRow, RowStatus
-from recordsync.spill import SpillMap
+from recordsync.tuning.spill import SpillMap
 
 OtherOwners = Callable[[list[tuple[str | None, int]]], dict[int, list[str]]]
 """``(key, record id)`` pairs → for each record id that a ledger key other than the pair's
@@ -40,7 +40,7 @@ class RecordClaims:
         self.other_owners = other_owners
         self._rows = SpillMap(block)
         """record id → (source row, key) of the first row of the step that landed on it
-        (on disk past ``block`` records: :mod:`recordsync.spill`)."""
+        (on disk past ``block`` records: :mod:`recordsync.tuning.spill`)."""
 
     def close(self) -> None:
         self._rows.close()

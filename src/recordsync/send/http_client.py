@@ -76,7 +76,7 @@ def unbind(response: httpx.Response) -> None:
     (``response.stream`` is bound to ``response``), so that reference counting frees the
     response, its request and the request's body at once. Left to the cyclic garbage
     collector, they wait for a full collection, which a run's frozen batches defer
-    (:mod:`recordsync.map.gcpause`): a chunk's 38 KB body each, about 75,000 objects and
+    (:mod:`recordsync.tuning.gcpause`): a chunk's 38 KB body each, about 75,000 objects and
     40 MB of peak memory by the end of a 1M-row first run. Called once the body is read and
     the stream closed (``send`` without ``stream=True``)."""
     response.stream = _DONE

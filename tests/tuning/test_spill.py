@@ -1,4 +1,4 @@
-"""SpillMap (recordsync.spill): the same answers as a dict, whether its entries are still in
+"""SpillMap (recordsync.tuning.spill): the same answers as a dict, whether its entries are still in
 memory or were written to its temporary database (a block lowered to a few entries)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.spill import KeySpool, SpillMap
+from recordsync.tuning.spill import KeySpool, SpillMap
 
 OPS = st.lists(
     st.tuples(st.integers(-5, 40), st.integers(0, 9), st.sampled_from([None, "a", "b"])),

@@ -25,6 +25,8 @@ import os
 import threading
 from typing import Any
 
+from recordsync import tuning
+
 ARENAS = 2
 """glibc arenas at most (its default: eight per core)."""
 
@@ -53,8 +55,11 @@ _libc: Any | None = _glibc()
 
 
 def configure() -> None:
-    """Arrow's pool and glibc's arena cap, once per process (later calls do nothing)."""
+    """Arrow's pool and glibc's arena cap, once per process (later calls do nothing); with
+    the ``native_memory`` switch off (:mod:`recordsync.tuning`): nothing, not even once."""
     global _configured
+    if not tuning.current().native_memory:
+        return
     with _lock:
         if _configured:
             return
@@ -68,6 +73,7 @@ def configure() -> None:
 
 
 def give_back() -> None:
-    """Return the pages freed so far to the system (glibc only)."""
-    if _libc is not None:
+    """Return the pages freed so far to the system (glibc only; with the ``native_memory``
+    switch off, :mod:`recordsync.tuning`: nothing)."""
+    if _libc is not None and tuning.current().native_memory:
         _libc.malloc_trim(0)

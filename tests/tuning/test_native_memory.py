@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from tests.e2e.support import REPO, served, target
 
-import recordsync.native_memory as native_memory
+import recordsync.tuning.native_memory as native_memory
 from recordsync.config.models import SourceConfig
 from recordsync.read import iter_source
 from recordsync.run.pipeline import RunRequest, run_pipeline

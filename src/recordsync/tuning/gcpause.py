@@ -31,10 +31,16 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from recordsync import tuning
+
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC for the block; restore its previous state, even on error."""
+    """Pause the cyclic GC for the block; restore its previous state, even on error (with
+    the ``gc_pause`` switch off, :mod:`recordsync.tuning`: nothing)."""
+    if not tuning.current().gc_pause:
+        yield
+        return
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -69,8 +75,12 @@ class BatchGC:
 
     @contextmanager
     def building(self) -> Iterator[None]:
-        """Around the building of one batch's rows."""
+        """Around the building of one batch's rows (with the ``gc_pause`` switch off,
+        :mod:`recordsync.tuning`: nothing)."""
         self.release()
+        if not tuning.current().gc_pause:
+            yield
+            return
         enabled = gc.isenabled()
         gc.disable()
         try:

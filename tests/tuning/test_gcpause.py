@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from recordsync.map.gcpause import BatchGC
+from recordsync.tuning.gcpause import BatchGC
 
 
 @pytest.fixture(autouse=True)
@@ -117,7 +117,7 @@ def test_garbage_parked_by_freezes_is_collected_by_release_alone() -> None:
     """Cycles alive at a freeze that die later go to the oldest generation when unfrozen,
     where CPython's own count never triggers a full collection: once they grow past GROWTH,
     release collects them (no gc.collect() by the caller)."""
-    from recordsync.map.gcpause import GROWTH
+    from recordsync.tuning.gcpause import GROWTH
 
     gcb, ref = _garbage_parked_after_the_baseline(1, GROWTH - 1)
     assert ref() is not None and gcb.collections == 0

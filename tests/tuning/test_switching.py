@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recordsync.send.switching import SEND_SWITCH_INTERVAL, prompt_switching
+from recordsync.tuning.switching import SEND_SWITCH_INTERVAL, prompt_switching
 
 
 def near(seconds: float) -> object:
@@ -71,12 +71,12 @@ def test_overlapping_runs_restore_only_when_the_last_ends(default_interval: floa
 def test_a_run_sends_with_the_short_interval_and_a_dry_run_does_not(
     tmp_path: Path, default_interval: float
 ) -> None:
+    from tests.send.support import sandbox_client
+
     from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
     from recordsync.run.runner import run_plans
     from recordsync.send import step as step_module
     from recordsync.send.plan import SendOptions
-
-    from .support import sandbox_client
 
     rows = [
         PreparedRow(

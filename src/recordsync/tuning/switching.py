@@ -22,6 +22,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from recordsync import tuning
+
 SEND_SWITCH_INTERVAL = 0.001
 """Seconds (``sys.setswitchinterval``) while a step sends."""
 
@@ -33,8 +35,12 @@ _saved: float | None = None
 @contextmanager
 def prompt_switching(interval: float = SEND_SWITCH_INTERVAL) -> Iterator[None]:
     """Run the block with a switch interval of at most ``interval``; restore the previous
-    one when the last block of this process that uses it ends (even on error)."""
+    one when the last block of this process that uses it ends (even on error). With the
+    ``switch_interval`` switch off (:mod:`recordsync.tuning`): nothing."""
     global _users, _saved
+    if not tuning.current().switch_interval:
+        yield
+        return
     with _lock:
         if _users == 0:
             _saved = sys.getswitchinterval()
