@@ -36,6 +36,9 @@ runs that need it load it."""
 
 LAZY_IMPORTERS = ("recordsync.cli",)
 """The command line resolves its commands lazily (start-up time of every run)."""
+LAZY_MODULES = ("recordsync",)
+"""The public surface (``recordsync/__init__.py``) resolves its names when first used, so
+that importing any module of the package does not load the whole run."""
 
 NEVER: dict[str, tuple[str, ...]] = {
     "recordsync.core": ("recordsync",),
@@ -73,10 +76,6 @@ KNOWN: set[tuple[str, str]] = {
     ("recordsync.infer.engine", "recordsync.validate.schema"),
     ("recordsync.infer.fit", "recordsync.validate.schema"),
     ("recordsync.infer.fit", "recordsync.validate.suggest"),
-    ("recordsync.integrations.outcome", "recordsync.cli.options"),
-    ("recordsync.integrations.outcome", "recordsync.cli.run_cmds"),
-    ("recordsync.integrations.outcome", "recordsync.run.pipeline"),
-    ("recordsync.integrations.outcome", "recordsync.state.location"),
     ("recordsync.map.columns", "recordsync.config.models"),
     ("recordsync.map.columns", "recordsync.read.batch"),
     ("recordsync.map.domains", "recordsync.validate.distinct"),
@@ -117,7 +116,6 @@ KNOWN: set[tuple[str, str]] = {
     ("recordsync.prepare.dups", "recordsync.map.engine"),
     ("recordsync.prepare.dups", "recordsync.read"),
     ("recordsync.prepare.dups", "recordsync.state.keys"),
-    ("recordsync.prepare.fingerprint", "recordsync"),
     ("recordsync.prepare.fingerprint", "recordsync.state.digests"),
     ("recordsync.prepare.merges", "recordsync.config.models"),
     ("recordsync.prepare.merges", "recordsync.map.engine"),
@@ -395,7 +393,8 @@ class Graph:
 def _why(module: str, found: Import, optional: set[str]) -> list[str]:
     name = found.module
     reasons: list[str] = []
-    if found.lazy and name not in optional and not any(_within(module, p) for p in LAZY_IMPORTERS):
+    allowed_lazy = module in LAZY_MODULES or any(_within(module, p) for p in LAZY_IMPORTERS)
+    if found.lazy and name not in optional and not allowed_lazy:
         reasons.append("lazy import of a recordsync module (only optional dependencies and cli)")
     for package, forbidden in NEVER.items():
         inside = _within(module, package) and not _within(name, package)

@@ -15,8 +15,9 @@ import traceback
 
 import click
 
-from recordsync import __version__, tuning
+from recordsync import tuning
 from recordsync.core.errors import RecordsyncError, exit_code_for
+from recordsync.core.version import __version__
 
 
 class _LazyGroup(click.Group):

@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from recordsync.cli.options import sandbox_db_for, sandbox_seed_option
+from recordsync.cli.options import sandbox_seed_option
 from recordsync.core.errors import ConfigError, RunAborted
 
 IMPORTS_DIR = Path(".recordsync/imports")
@@ -32,7 +32,7 @@ def _target(
 ) -> Iterator[Any]:
     from recordsync.cli.run_cmds import _announce
     from recordsync.run.pipeline import RunRequest, profiles_path
-    from recordsync.run.target import choose_target, open_target
+    from recordsync.run.target import choose_target, open_target, sandbox_db_for
 
     request = RunRequest(source, base_url=base_url, profile=profile)
     choice = choose_target(base_url=base_url, profile=profile, profiles_path=profiles_path(request))

@@ -31,16 +31,6 @@ state_db_option = click.option(
 )
 
 
-def sandbox_db_for(seed: Path | None) -> Path:
-    """The embedded sandbox's database: the default one, or one per custom seed file (so the
-    records of one seed's object types never appear under another seed's types)."""
-    from recordsync.run.target import DEFAULT_SANDBOX_DB
-
-    if seed is None:
-        return DEFAULT_SANDBOX_DB
-    return DEFAULT_SANDBOX_DB.with_name(f"sandbox-{seed.stem}.db")
-
-
 sandbox_seed_option = click.option(
     "--sandbox-seed",
     type=click.Path(dir_okay=False, exists=True, path_type=Path),

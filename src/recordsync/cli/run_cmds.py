@@ -11,12 +11,12 @@ from typing import Any
 import click
 
 from recordsync.cli.options import (
-    sandbox_db_for,
     sandbox_seed_option,
     state_db_option,
     wait_for_lock_option,
 )
 from recordsync.core.errors import EXIT_OK, ConfigError, RecordsyncError
+from recordsync.report.reason import why_rows_not_ok
 from recordsync.state.location import StateLocation
 
 
@@ -45,37 +45,9 @@ def _finish(result: Any, quiet: bool) -> None:
     if code != EXIT_OK:
         if not result.summary["accounting_ok"]:
             click.echo("error: the report does not add up (accounting mismatch)", err=True)
-        elif quiet and (why := _why(result.summary, result.report_dir)):
+        elif quiet and (why := why_rows_not_ok(result.summary, result.report_dir)):
             click.echo(why, err=True)
         sys.exit(code)
-
-
-def _why(summary: dict[str, Any], report_dir: Path) -> str | None:
-    """``16 invalid, 2 failed rows: see <dir>/failures.csv`` (the reason for exit 1)."""
-    t = summary["totals"]
-    names = (
-        ("rows_invalid", "invalid"),
-        ("failed", "failed"),
-        ("in_doubt", "in doubt"),
-        ("rows_merged", "merge held"),
-        ("merged", "merged"),
-    )
-    rows = [f"{t[key]} {name}" for key, name in names if t.get(key)]
-    dups = sum(
-        s.get("rows_duplicate", 0) for s in summary["steps"] if not s.get("duplicates_expected")
-    )
-    if dups:
-        rows.append(f"{dups} duplicate")
-    parts = [f"{', '.join(rows)} rows: see {report_dir / 'failures.csv'}"] if rows else []
-    if t.get("delete_failed"):
-        parts.append(f"{t['delete_failed']} mirror deletes failed: see {report_dir / 'report.md'}")
-    skipped = [s["step"] for s in summary["steps"] if s.get("mirror_deletes_skipped")]
-    if skipped:
-        parts.append(
-            f"mirror deletes of {', '.join(skipped)} skipped (a line may hide rows): see"
-            f" {report_dir / 'report.md'}"
-        )
-    return "; ".join(parts) or None
 
 
 def _announce(quiet: bool) -> Any:
@@ -179,6 +151,7 @@ def run_command(
     mirror-delete limit, pipeline already running, an error found after a send).
     """
     from recordsync.run.pipeline import RunRequest, run_pipeline
+    from recordsync.run.target import sandbox_db_for
 
     if not pipeline.is_file():
         raise click.BadParameter(f"{pipeline} does not exist", param_hint="PIPELINE")

@@ -14,20 +14,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict, Unpack
+from typing import Any, TypedDict, Unpack
 
-from recordsync.core.errors import (
+from recordsync import (
     EXIT_ABORTED,
     EXIT_OK,
     EXIT_ROWS_FAILED,
     ConfigError,
     RecordsyncError,
+    RunRequest,
     exit_code_for,
+    run_pipeline,
+    state_location,
 )
+from recordsync.report.reason import why_rows_not_ok
 from recordsync.report.tally import COUNT_COLUMNS
-
-if TYPE_CHECKING:
-    from recordsync.run.pipeline import RunRequest
+from recordsync.run.target import sandbox_db_for
 
 STEP_COUNTS = (*(key for _, key in COUNT_COLUMNS), "deleted", "delete_failed", "rows_not_ok")
 """The per-step counts an orchestrator shows (summary.json has them all)."""
@@ -56,10 +58,6 @@ class SyncOptions:
 
     def request(self, pipeline: Path) -> RunRequest:
         """The run of ``pipeline`` with these options, as ``recordsync run -q`` makes it."""
-        from recordsync.cli.options import sandbox_db_for
-        from recordsync.run.pipeline import RunRequest
-        from recordsync.state.location import state_location
-
         seed = Path(self.sandbox_seed) if self.sandbox_seed is not None else None
         return RunRequest(
             pipeline,
@@ -125,8 +123,6 @@ class SyncOutcome:
 
     def reason(self) -> str:
         """One line: what went wrong and where to look (empty for exit 0)."""
-        from recordsync.cli.run_cmds import _why  # the CLI's own line for exit 1
-
         if self.error is not None:
             where = f" (report: {self.report_dir})" if self.report_dir is not None else ""
             return f"{self.error}{where}"
@@ -134,7 +130,8 @@ class SyncOutcome:
             return ""
         if not self.summary["accounting_ok"]:
             return f"the report does not add up (accounting mismatch): see {self.report_dir}"
-        return _why(dict(self.summary), self.report_dir) or f"see {self.report_dir}"
+        # the command line's own line for exit 1
+        return why_rows_not_ok(dict(self.summary), self.report_dir) or f"see {self.report_dir}"
 
     def metadata(self) -> dict[str, Any]:
         """Flat, JSON-able metadata: the exit code, totals, accounting_ok, warnings, the report
@@ -170,8 +167,6 @@ def run_sync(
 
     Errors recordsync names become the outcome (exit 2 or 3, as the CLI's); anything else (a
     bug) propagates with its traceback, which the orchestrator shows."""
-    from recordsync.run.pipeline import run_pipeline
-
     path = Path(pipeline)
     request = replace(options or SyncOptions(), **kwargs).request(path)
     try:

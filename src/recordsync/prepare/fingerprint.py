@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from recordsync.core.version import __version__
+
 
 def step_fingerprint(
     config: Any,
@@ -17,7 +19,6 @@ def step_fingerprint(
     """What a step's batch inputs depend on besides the source cells
     (:func:`recordsync.state.digests.fingerprint`); None when rows cannot be recognised
     from their cells alone: ``ref`` fields take record ids from another step's ledger."""
-    from recordsync import __version__
     from recordsync.state.digests import fingerprint
 
     if schema_json is None or any(spec.ref is not None for spec in config.fields.values()):

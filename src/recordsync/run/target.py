@@ -276,3 +276,11 @@ def open_target(
         store = getattr(app.state, "store", None)
         if store is not None:
             store.close()
+
+
+def sandbox_db_for(seed: Path | None) -> Path:
+    """The embedded sandbox's database: the default one, or one per custom seed file (so the
+    records of one seed's object types never appear under another seed's types)."""
+    if seed is None:
+        return DEFAULT_SANDBOX_DB
+    return DEFAULT_SANDBOX_DB.with_name(f"sandbox-{seed.stem}.db")

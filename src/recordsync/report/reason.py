@@ -1,0 +1,35 @@
+"""The one line that says why a run's rows are not all ok (exit 1), from its summary.json:
+what ``recordsync run -q`` prints and what an orchestrator shows as the task's failure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def why_rows_not_ok(summary: dict[str, Any], report_dir: Path) -> str | None:
+    """``16 invalid, 2 failed rows: see <dir>/failures.csv`` (the reason for exit 1)."""
+    t = summary["totals"]
+    names = (
+        ("rows_invalid", "invalid"),
+        ("failed", "failed"),
+        ("in_doubt", "in doubt"),
+        ("rows_merged", "merge held"),
+        ("merged", "merged"),
+    )
+    rows = [f"{t[key]} {name}" for key, name in names if t.get(key)]
+    dups = sum(
+        s.get("rows_duplicate", 0) for s in summary["steps"] if not s.get("duplicates_expected")
+    )
+    if dups:
+        rows.append(f"{dups} duplicate")
+    parts = [f"{', '.join(rows)} rows: see {report_dir / 'failures.csv'}"] if rows else []
+    if t.get("delete_failed"):
+        parts.append(f"{t['delete_failed']} mirror deletes failed: see {report_dir / 'report.md'}")
+    skipped = [s["step"] for s in summary["steps"] if s.get("mirror_deletes_skipped")]
+    if skipped:
+        parts.append(
+            f"mirror deletes of {', '.join(skipped)} skipped (a line may hide rows): see"
+            f" {report_dir / 'report.md'}"
+        )
+    return "; ".join(parts) or None
