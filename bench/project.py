@@ -134,9 +134,6 @@ def sandbox(db: Path, mode: str) -> Iterator[str]:
 
 def warm_imports() -> None:
     """Import what a run imports lazily (see the module docstring)."""
-    import recordsync.prepare.digests
-    import recordsync.state.snapshots
-    import recordsync.validate.pipeline_check  # noqa: F401
 
 
 def precompute(pipeline: Path) -> list[list[dict[str, object]]]:

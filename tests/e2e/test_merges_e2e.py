@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 
 from recordsync.config import load_pipeline
 from recordsync.prepare.merge_rules import name_key
+from recordsync.run.checks import check_step
 from recordsync.run.pipeline import run_pipeline
 from recordsync.state import StateStore
-from recordsync.validate.pipeline_check import check_step
 
 from .support import KEY, all_records, only_key, served, target
 from .test_ledger_e2e import request, results, totals, write, write_csv

@@ -13,9 +13,9 @@ import pytest
 
 from e2e.support import all_records, served, target  # tests/ is on sys.path
 from recordsync.config import load_pipeline
+from recordsync.run.checks import check_pipeline
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
-from recordsync.validate.pipeline_check import check_pipeline
 
 MALFORMED = Path(__file__).resolve().parents[1] / "data" / "malformed"
 

@@ -51,11 +51,11 @@ def _schema_and_users(target: Any) -> tuple[list[dict[str, Any]], list[dict[str,
 
 def infer_file(source: Path, object_type: str, target: Any, mapping_path: Path) -> tuple[str, Any]:
     """(mapping text, proposal) for ``source`` as ``object_type`` of the target's schema."""
+    from recordsync.core.suggest import did_you_mean
     from recordsync.infer.engine import infer
     from recordsync.infer.render import render_mapping
     from recordsync.infer.sample import read_sample
     from recordsync.validate.schema import Schema
-    from recordsync.validate.suggest import did_you_mean
 
     schema_json, users = _schema_and_users(target)
     schema = Schema.from_api(schema_json)

@@ -20,7 +20,7 @@ from recordsync.config import load_pipeline
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.config.models import PipelineConfig
 from recordsync.core.errors import ConfigError
-from recordsync.validate.pipeline_check import check_pipeline
+from recordsync.run.checks import check_pipeline
 from recordsync.validate.schema import Schema
 
 

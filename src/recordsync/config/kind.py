@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from recordsync.config.models import MappingConfig, PipelineConfig, StepConfig
 from recordsync.core.errors import ConfigError
+from recordsync.core.suggest import did_you_mean
 
 DATA_SUFFIXES = (".csv", ".tsv", ".txt", ".gz", ".bz2", ".zst", ".parquet", ".pq", ".xlsx")
 
@@ -56,8 +57,6 @@ def refuse_data_file(path: Path) -> None:
 
 def neither_error(path: Path, data: Any) -> ConfigError:
     """The one error for a YAML file that is neither a pipeline nor a mapping."""
-    from recordsync.validate.suggest import did_you_mean  # validate imports config
-
     what = "expected a pipeline (a `steps:` list of mapping files) or a mapping (`object_type:`"
     what += " and `source:`)"
     if not isinstance(data, dict):

@@ -16,6 +16,7 @@ from recordsync.config.kind import file_kind, neither_error, one_step_pipeline, 
 from recordsync.config.models import RUNTIME_KEYS, MappingConfig, PipelineConfig, pipeline_name
 from recordsync.config.yamlmarks import line_of, load_yaml
 from recordsync.core.errors import ConfigError
+from recordsync.core.suggest import did_you_mean
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -59,8 +60,6 @@ def _unknown_key(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
     msg = "unknown key"
     key = loc[-1] if loc else None
     if isinstance(key, str):
-        from recordsync.validate.suggest import did_you_mean  # validate imports config
-
         close = did_you_mean(key, _allowed_keys(model, loc[:-1]))
         if close is not None:
             msg += f": did you mean '{close}'?"

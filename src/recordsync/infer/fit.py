@@ -80,7 +80,7 @@ def _fit_select(fdef: FieldDef, values: list[str]) -> tuple[bool, dict[str, Any]
     sep = split_char(values) if fdef.allow_multiple else None
     opts: dict[str, Any] = {"split": sep} if sep and sep != "," else {}
     if share >= 0.5:  # other spellings of an option, by the report's own rules
-        from recordsync.validate.suggest import confident
+        from recordsync.core.suggest import confident
 
         spellings = {o.value: o.value for o in fdef.options}
         spellings.update({o.label: o.value for o in fdef.options})

@@ -23,7 +23,7 @@ environment variable, a profile), never the key.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from recordsync.core.errors import (
     ApiError,
@@ -35,8 +35,20 @@ from recordsync.core.errors import (
     RunAborted,
 )
 
-if TYPE_CHECKING:
-    from recordsync.run.target import Target
+
+class Target(Protocol):
+    """What the report says of a run's target (:class:`recordsync.run.target.Target`)."""
+
+    @property
+    def base_url(self) -> str: ...
+    @property
+    def origin(self) -> str: ...
+    @property
+    def key_origin(self) -> str: ...
+    @property
+    def embedded(self) -> bool: ...
+    def auth_hint(self) -> str: ...
+
 
 BREAKER = "circuit breaker:"
 """How the circuit breakers' RunAborted messages begin (recordsync.send.breaker)."""
@@ -141,7 +153,7 @@ def _is(cls: type[RecordsyncError]) -> Callable[[RecordsyncError], bool]:
     return lambda exc: isinstance(exc, cls)
 
 
-Describe = Callable[[RecordsyncError, "Target | None"], str]
+Describe = Callable[[RecordsyncError, Target | None], str]
 
 STOP_KINDS: tuple[tuple[str, Callable[[RecordsyncError], bool], Describe], ...] = (
     ("auth", _is(AuthError), _auth),

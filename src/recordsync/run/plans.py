@@ -13,7 +13,7 @@ from recordsync.prepare.digests import prepare_digested
 from recordsync.prepare.fingerprint import step_fingerprint
 from recordsync.read.estimate import estimate_rows
 from recordsync.reconcile.field_errors import FieldSources
-from recordsync.validate.pipeline_check import check_step
+from recordsync.run.checks import check_step
 from recordsync.validate.schema import Schema
 
 PlanWrapper = Callable[[StepPlan], StepPlan]

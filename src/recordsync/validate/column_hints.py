@@ -13,7 +13,7 @@ import difflib
 
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import FieldSpec, MappingConfig
-from recordsync.validate.suggest import normalise
+from recordsync.core.suggest import normalise
 
 
 def column_keys(mapping: MappingConfig) -> dict[str, tuple[int | str, ...]]:

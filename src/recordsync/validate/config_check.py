@@ -5,8 +5,8 @@ from __future__ import annotations
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import FieldSpec, MappingConfig
 from recordsync.core.errors import ConfigError
+from recordsync.core.suggest import did_you_mean
 from recordsync.validate.schema import ObjectType, Schema
-from recordsync.validate.suggest import did_you_mean
 
 
 def _close(word: str, choices: list[str]) -> str:

@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.config.models import FieldSpec
+from recordsync.core.suggest import confident
 from recordsync.validate.checked import Checked, bad_mask, bad_where, reasons_at
 from recordsync.validate.dates import check_date, check_datetime
 from recordsync.validate.distinct import Memo, Outcome, map_distinct, pylist, repetitive, spread
 from recordsync.validate.formats import check_email, check_phone, check_url
 from recordsync.validate.schema import FieldDef
-from recordsync.validate.suggest import confident
 
 NUMBER_RE = r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$"
 INT_RE = r"^\d+$"

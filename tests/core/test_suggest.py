@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from recordsync.config import FieldSpec
+from recordsync.core.suggest import confident, did_you_mean
 from recordsync.validate import FieldDef, SelectOption, check_array
-from recordsync.validate.suggest import confident, did_you_mean
 
 STAGES = ["lead", "qualified", "customer", "churned", "prospecting", "proposal", "negotiation"]
 STAGES += ["closed_won", "closed_lost", "opportunity", "subscriber", "evangelist"]

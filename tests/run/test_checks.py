@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from recordsync.config import load_pipeline
-from recordsync.validate.pipeline_check import check_pipeline
+from recordsync.run.checks import check_pipeline
 
 
 def test_scan_counts_every_problem_and_says_a_malformed_line_once(tmp_path: Path) -> None:

@@ -16,9 +16,12 @@ from typing import Any
 
 from recordsync.config.models import PipelineConfig, StepConfig
 from recordsync.core.errors import ConfigError
+from recordsync.map.engine import BatchMapper
+from recordsync.prepare import check_source, prepare_step
 from recordsync.read.csv_blocks import open_file
 from recordsync.read.paths import is_remote, locate
 from recordsync.read.utf8guard import first_bad_line, not_utf8_error
+from recordsync.validate.config_check import check_mapping
 from recordsync.validate.refs_check import check_refs
 from recordsync.validate.schema import Schema
 
@@ -53,9 +56,6 @@ def check_step(
     """``read_through=False`` (a run's check before its first send): a UTF-8 source is not read
     to its end for its encoding (the run meets a bad byte where it reads it: exit 3 after a
     send, with the report); ``validate`` reads it through, to find that byte offline."""
-    from recordsync.map.engine import BatchMapper
-    from recordsync.prepare import check_source, prepare_step
-
     m = step.config
     src = m.source
     source = str(locate(step.base_dir, src.path)) if src.query is None else src.label
@@ -107,8 +107,6 @@ def _with_schema_problems(
     the same message: every unknown column and field in one pass."""
     if schema is None or exc.key not in ("columns", "source.delimiter"):
         return exc
-    from recordsync.validate.config_check import check_mapping
-
     try:
         check_mapping(step.config, schema)
     except ConfigError as also:
