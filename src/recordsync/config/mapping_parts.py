@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from recordsync.config.refspec import RefSpec
+from recordsync.config.sqlsource import ENV_NAME, has_password
 
 TEMPLATE_FIELD = re.compile(r"\{([^{}]+)\}")
 
@@ -82,8 +83,6 @@ class SourceConfig(Strict):
             if given:
                 raise ValueError(f"{', '.join(given)}: only for a 'query' source")
             return self
-        from recordsync.config.sqlsource import check_query_source
-
         check_query_source(self)
         return self
 
@@ -220,3 +219,42 @@ class MirrorDeletes(Strict):
     enabled: bool = False
     max_count: int | None = Field(default=None, ge=0)
     max_share: float = Field(default=0.10, ge=0, le=1)
+
+
+def check_query_source(src: SourceConfig) -> None:
+    """ValueError (reported by the config loader with the file and line) when a query
+    source's options do not fit together."""
+    if src.path:
+        raise ValueError("give 'path' (a file) or 'query' (SQL), not both")
+    file_only = [k for k in ("format", "columns") if getattr(src, k) is not None]
+    if file_only:
+        raise ValueError(f"{', '.join(file_only)}: only for a file source, not a 'query'")
+    if not src.query or not src.query.strip():
+        raise ValueError("'query' is empty")
+    if not src.key:
+        raise ValueError(
+            "a query source needs 'key': the column(s) that identify a row across runs"
+            " (e.g. key: id); its rows are read in that order"
+        )
+    if src.engine == "duckdb":
+        if src.dsn is not None or src.dsn_env is not None:
+            raise ValueError("dsn/dsn_env are for engine: postgres (DuckDB takes 'database')")
+        return
+    if src.database is not None:
+        raise ValueError("'database' is for engine: duckdb; PostgreSQL takes dsn_env")
+    if (src.dsn is None) == (src.dsn_env is None):
+        raise ValueError(
+            "engine: postgres needs 'dsn_env': the name of the environment variable that holds"
+            " the connection string (or 'dsn' without a password)"
+        )
+    if src.dsn_env is not None and not ENV_NAME.fullmatch(src.dsn_env):
+        raise ValueError(
+            "'dsn_env' is the NAME of an environment variable (e.g. CRM_DB_DSN), not the"
+            " connection string itself"
+        )
+    if src.dsn is not None and has_password(src.dsn):
+        raise ValueError(
+            "'dsn' holds a password: never put one in a mapping file. Put the connection"
+            " string in an environment variable and name it with dsn_env (or give the"
+            " password through PGPASSWORD or ~/.pgpass)"
+        )

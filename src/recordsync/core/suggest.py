@@ -188,3 +188,18 @@ def confident(value: str, choices: Mapping[str, str]) -> str | None:
 def did_you_mean(word: str, choices: list[str]) -> str | None:
     """The one of ``choices`` that ``word`` is confidently a misspelling of, else None."""
     return confident(word, {c: c for c in choices})
+
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+_NON_WORD = re.compile(r"[^a-z0-9]+")
+
+
+def normalize(text: str) -> str:
+    """Lower-case words of a header or field name, for comparison."""
+    text = _CAMEL.sub(" ", text.strip())
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
+    words = _NON_WORD.sub(" ", text).split()
+    out = " ".join(words)
+    out = re.sub(r"\be mail\b", "email", out)
+    return re.sub(r"\bno\b(?= of)", "number", out)

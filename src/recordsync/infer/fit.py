@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from recordsync.core.suggest import confident
 from recordsync.infer.values import ISO_DATETIME, Shape, is_phone_column, split_char
 from recordsync.validate.schema import FieldDef, ObjectType
 
@@ -80,8 +81,6 @@ def _fit_select(fdef: FieldDef, values: list[str]) -> tuple[bool, dict[str, Any]
     sep = split_char(values) if fdef.allow_multiple else None
     opts: dict[str, Any] = {"split": sep} if sep and sep != "," else {}
     if share >= 0.5:  # other spellings of an option, by the report's own rules
-        from recordsync.core.suggest import confident
-
         spellings = {o.value: o.value for o in fdef.options}
         spellings.update({o.label: o.value for o in fdef.options})
         known = {k.casefold() for k in spellings}

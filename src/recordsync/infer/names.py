@@ -9,8 +9,7 @@ singular in front (``Contact Email``, ``Company Phone``).
 
 from __future__ import annotations
 
-import re
-import unicodedata
+from recordsync.core.suggest import normalize
 
 SYNONYMS: dict[str, tuple[str, ...]] = {
     "email": (
@@ -86,21 +85,6 @@ NAME_BY_TYPE: dict[str, tuple[str, ...]] = {
 }
 FIRST_NAMES = ("first name", "firstname", "given name", "fname", "first", "forename")
 LAST_NAMES = ("last name", "lastname", "surname", "family name", "lname", "last")
-
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
-_NON_WORD = re.compile(r"[^a-z0-9]+")
-
-
-def normalize(text: str) -> str:
-    """Lower-case words of a header or field name, for comparison."""
-    text = _CAMEL.sub(" ", text.strip())
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(c for c in text if not unicodedata.combining(c)).lower()
-    words = _NON_WORD.sub(" ", text).split()
-    out = " ".join(words)
-    out = re.sub(r"\be mail\b", "email", out)
-    return re.sub(r"\bno\b(?= of)", "number", out)
-
 
 def name_score(header: str, field_name: str, display: str, singular: str) -> tuple[float, str]:
     """(score, evidence) for ``header`` naming a field: 1.0 its name or display name, 0.9 a

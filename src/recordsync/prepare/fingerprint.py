@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from recordsync.core.version import __version__
+from recordsync.state.digests import fingerprint
 
 
 def step_fingerprint(
@@ -19,8 +20,6 @@ def step_fingerprint(
     """What a step's batch inputs depend on besides the source cells
     (:func:`recordsync.state.digests.fingerprint`); None when rows cannot be recognised
     from their cells alone: ``ref`` fields take record ids from another step's ledger."""
-    from recordsync.state.digests import fingerprint
-
     if schema_json is None or any(spec.ref is not None for spec in config.fields.values()):
         return None
     owner = config.owner

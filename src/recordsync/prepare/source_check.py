@@ -13,6 +13,7 @@ from recordsync.core.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
 from recordsync.read import SourceBatch, source_columns
 from recordsync.read.paths import check_source_file, is_remote, source_path
+from recordsync.validate.column_hints import delimiter_problem, first_line, missing_lines
 
 
 def _near_miss(column: str, header: list[str]) -> str | None:
@@ -52,8 +53,6 @@ def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
         ) from None
     missing = [c for c in mapping.source_columns() if c not in have]
     if missing:
-        from recordsync.validate.column_hints import delimiter_problem, first_line, missing_lines
-
         split = delimiter_problem(mapping, have)
         if split is not None:  # no did-you-mean of the whole header line
             raise ConfigError(

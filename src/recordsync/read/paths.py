@@ -6,6 +6,8 @@ import os
 import re
 from pathlib import Path
 
+from recordsync.core.errors import SourceError
+
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+)://")
 
 
@@ -53,8 +55,6 @@ def check_source_file(path: Path, encoding: str) -> None:
     or NUL bytes in at least a quarter of the first 4 KiB: every other byte of text)."""
     import codecs
     import stat
-
-    from recordsync.core.errors import SourceError
 
     try:
         mode = os.stat(path).st_mode

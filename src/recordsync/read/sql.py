@@ -25,22 +25,7 @@ import pyarrow.compute as pc
 from recordsync.config.models import SourceConfig
 from recordsync.core.errors import SourceError
 from recordsync.read.batch import SourceBatch
-
-
-def quote_ident(name: str) -> str:
-    """``name`` as a double-quoted SQL identifier (DuckDB and PostgreSQL alike)."""
-    return '"' + name.replace('"', '""') + '"'
-
-
-def wrapped_query(src: SourceConfig, columns: list[str] | None, *, limit0: bool = False) -> str:
-    """The source's query narrowed to ``columns`` (all when None) and ordered by its key."""
-    assert src.query is not None and src.key
-    body = src.query.strip().rstrip(";")
-    cols = "*" if columns is None else ", ".join(quote_ident(c) for c in columns) or "*"
-    order = ", ".join(f"q.{quote_ident(k)}" for k in src.key)
-    if limit0:
-        return f"SELECT * FROM (\n{body}\n) AS q LIMIT 0"
-    return f"SELECT {cols} FROM (\n{body}\n) AS q ORDER BY {order}"
+from recordsync.read.sql_text import wrapped_query
 
 
 def null_keys(batch: pa.RecordBatch, src: SourceConfig) -> dict[int, str]:

@@ -17,7 +17,7 @@ import pyarrow as pa
 from recordsync.config.models import SourceConfig
 from recordsync.config.sqlsource import redact
 from recordsync.core.errors import ConfigError, SourceError
-from recordsync.read.sql import quote_ident, wrapped_query
+from recordsync.read.sql_text import quote_ident, wrapped_query
 
 _TYPES: dict[int, pa.DataType] = {
     16: pa.bool_(),

@@ -13,15 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.report.blocks import plain
 from recordsync.report.csvsafe import TRIGGERS, neutralise
 from recordsync.report.tally import OWNER_OUTCOMES, StepTally
-
-if TYPE_CHECKING:
-    from recordsync.report.writer import ReportWriter
+from recordsync.report.writer import ReportWriter
 
 _ANSWERED = frozenset({RowStatus.CREATED, RowStatus.UPDATED})
 _status, _record_id, _error = itemgetter(0), itemgetter(1), itemgetter(2)

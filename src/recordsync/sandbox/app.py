@@ -25,8 +25,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from recordsync.core.secret import Secret
 from recordsync.sandbox import routes_meta, routes_records
 from recordsync.sandbox.catalog import Catalog
+from recordsync.sandbox.faults import (
+    date_offset,
+    parse_fault_spec,
+    stamp_offset_ms,
+    wrap_with_faults,
+)
 from recordsync.sandbox.http import MAX_BODY, error_response, json_response
 from recordsync.sandbox.openapi import openapi_document
+from recordsync.sandbox.quirks import HostedQuirks, check_quirks
 from recordsync.sandbox.seed import load_seed
 from recordsync.sandbox.service import RecordService
 from recordsync.sandbox.store import Store
@@ -148,12 +155,8 @@ class SandboxApp(Starlette):
     def build_middleware_stack(self) -> ASGIApp:
         stack: ASGIApp = Guard(super().build_middleware_stack(), self.state.api_key)
         if self.quirks == "hosted":
-            from recordsync.sandbox.quirks import HostedQuirks
-
             stack = HostedQuirks(stack)
         if self.fault_specs:
-            from recordsync.sandbox.faults import wrap_with_faults
-
             return wrap_with_faults(stack, list(self.fault_specs))  # type: ignore[no-any-return]
         return stack
 
@@ -172,16 +175,12 @@ def create_app(
     (strings are parsed by :func:`recordsync.sandbox.faults.parse_fault_spec`). ``quirks``:
     ``"hosted"`` answers as the hosted service is known to (:mod:`recordsync.sandbox.quirks`).
     """
-    from recordsync.sandbox.quirks import check_quirks
-
     quirks = check_quirks(quirks)
     catalog = Catalog(load_seed(seed))
     key, origin = resolve_api_key(api_key)
     specs: list[Any] = []
     stamp_offset, sends_date = 0, False
     if faults:
-        from recordsync.sandbox.faults import date_offset, parse_fault_spec, stamp_offset_ms
-
         specs = [parse_fault_spec(f) if isinstance(f, str) else f for f in faults]
         stamp_offset = stamp_offset_ms(specs)
         sends_date = date_offset(specs) is not None

@@ -7,10 +7,9 @@ from __future__ import annotations
 import email.utils
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from recordsync.sandbox.faults import FaultSpec
+from recordsync.sandbox.fault_spec import FaultSpec
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

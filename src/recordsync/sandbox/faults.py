@@ -33,7 +33,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from recordsync.core.errors import ConfigError
@@ -46,6 +45,7 @@ from recordsync.sandbox.fault_replies import (
     send_status,
     wait_for_disconnect,
 )
+from recordsync.sandbox.fault_spec import FaultSpec
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -69,28 +69,6 @@ _KINDS = ("latency", "status", "drop-after-apply", "drop", "timeout-after-apply"
 _AFTER_APPLY = ("status-after-apply", "html-after-apply", "timeout-after-apply")
 _CODED = ("status-after-apply", "html", "html-after-apply")
 """Kinds that take a status code as their first argument."""
-
-
-@dataclass(frozen=True, slots=True)
-class FaultSpec:
-    """One parsed fault: what happens (``kind``) to which requests (path, every, after)."""
-
-    kind: str
-    text: str
-    status: int | None = None
-    delay_s: float = 0.0
-    every: int = 1
-    after: int = 0
-    path: str | None = None
-    retry_after: str | None = None
-    method: str | None = None
-    date_offset_s: float | None = None
-    """``skew``: the ``Date`` header's offset from the sandbox's clock (None: not moved)."""
-    stamp_offset_s: float = 0.0
-    """``skew``: the offset of the clock that stamps ``created_at`` / ``updated_at``."""
-
-    def __str__(self) -> str:
-        return self.text
 
 
 def _bad(text: str, why: str) -> ConfigError:

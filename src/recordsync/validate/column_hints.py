@@ -13,7 +13,7 @@ import difflib
 
 from recordsync.config.loader import mapping_line
 from recordsync.config.models import FieldSpec, MappingConfig
-from recordsync.core.suggest import normalise
+from recordsync.core.suggest import normalise, normalize
 
 
 def column_keys(mapping: MappingConfig) -> dict[str, tuple[int | str, ...]]:
@@ -41,8 +41,6 @@ def closest(column: str, header: list[str]) -> str | None:
     """The header column ``column`` most likely means: the same words once case and
     punctuation are ignored, else a close spelling (difflib ratio >= 0.75), else the one
     header name holding all of its words."""
-    from recordsync.infer.names import normalize
-
     key = normalize(column)
     same = [h for h in header if normalize(h) == key]
     if same:
