@@ -165,7 +165,7 @@ def main() -> None:
 
     def first_run() -> None:
         journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
-        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (state.hook.open_state)
+        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (nightly.hook.open_state)
         journal.start_run("run-1")
         det = ChangeDetector(store, "bench", "contacts")
         counts["first_sent"] = send(store, det, journal, "run-1", rows(n, chunk=chunk))
@@ -179,7 +179,7 @@ def main() -> None:
 
     def one_percent() -> None:
         journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
-        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (state.hook.open_state)
+        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (nightly.hook.open_state)
         journal.start_run("run-3")
         det = ChangeDetector(store, "bench", "contacts")
         counts["changed_sent"] = send(

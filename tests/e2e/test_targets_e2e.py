@@ -1,5 +1,5 @@
 """The state belongs to a target, and the target is checked (state/targets.py,
-state/target_check.py): two real sandboxes over loopback stand for two services."""
+nightly/target_check.py): two real sandboxes over loopback stand for two services."""
 
 from __future__ import annotations
 

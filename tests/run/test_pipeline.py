@@ -42,7 +42,7 @@ def test_a_run_stopped_part_way_ends_its_source_and_its_gc_pause(
 ) -> None:
     """A run that stops while its source is read part-way (a state write fails as the third
     chunk is journaled: exit 3) closes the source's stream at once, so its pause of the
-    garbage collector (map/gcpause.py: objects frozen while a batch is prepared) ends with the
+    garbage collector (tuning/gcpause.py: objects frozen while a batch is prepared) ends with the
     run: a process that runs recordsync as a library (an orchestrator's worker) collects its
     objects as before."""
     import gc
