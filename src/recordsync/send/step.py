@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import chain
 
 from recordsync.core.chunk_report import EntryResult
@@ -101,11 +102,14 @@ class StepRunner(StepRows):
             sender.recent.append(list(plan.known_ids))
         self._plan = plan
         self._stopped = False
-        owners = getattr(self.hook, "other_owners", None) if sender is not None else None
         self._claims.close()
         self._claims = RecordClaims(
             expected=plan.merges_expected,
-            other_owners=(lambda pairs: owners(plan, pairs)) if owners is not None else None,
+            other_owners=(
+                partial(self.hook.other_owners, plan)
+                if self.hook is not None and sender is not None
+                else None
+            ),
         )
         source: Iterable[Item]  # closed at the end: a source left part-way ends at once
         if self.hook is not None:
@@ -164,9 +168,8 @@ class StepRunner(StepRows):
             self._flush_ack()
             if pool is not None:
                 pool.shutdown(wait=True)
-            ref_counts = getattr(self.hook, "ref_counts", None)  # the ledger hooks' (refs)
-            if ref_counts is not None:
-                tally.refs = ref_counts(plan.name)
+            if self.hook is not None:
+                tally.refs = self.hook.ref_counts(plan.name)
             self.progress.step_finished(tally)
         return tally
 
@@ -201,7 +204,7 @@ class StepRunner(StepRows):
         if sending and self.hook is not None and self._plan is not None:
             chunk.chunk_no = tally.chunks + 1  # the chunks queued before it are counted
             pending = self._to_ack
-            gated = getattr(self.hook, "clear", None) is not None
+            gated = self.hook.gates_chunks
             try:
                 with self.hook.atomic():  # one commit: the last answer's and this chunk's
                     self._flush_ack()

@@ -134,7 +134,7 @@ class ChunkGate:
         """Journal ``chunks`` as cleared to be sent (in the caller's transaction, if any);
         their ``cleared`` events are set by the caller once that has committed."""
         if chunks and self.hook is not None and self._plan is not None:
-            self.hook.clear(self._plan, [c.chunk_no for c in chunks])  # type: ignore[attr-defined]
+            self.hook.clear(self._plan, [c.chunk_no for c in chunks])
         return chunks
 
     def _ensure_cleared(self, target: QueuedChunk, *, ack: bool = True) -> None:
