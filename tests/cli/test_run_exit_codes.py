@@ -115,7 +115,7 @@ def test_a_report_that_does_not_add_up_exits_1_though_every_row_was_created(
 
     monkeypatch.setattr(ReportWriter, "record", twice)
     # rows written one by one (not as a chunk's block, report/answered.py) for the fake
-    monkeypatch.setattr("recordsync.send.step_rows.record_answered", lambda *a: False)
+    monkeypatch.setattr("recordsync.send.step.record_answered", lambda *a: False)
     capsys.readouterr()
     assert cli("run", str(pipeline), "--quiet", "--no-state") == 1
     assert "accounting mismatch" in capsys.readouterr().err

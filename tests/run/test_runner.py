@@ -335,6 +335,8 @@ def test_the_hook_hears_when_the_source_is_read_while_the_last_chunks_are_out(
     events: list[str] = []
 
     class Hook:
+        gates_chunks = False
+
         def source(self, plan: StepPlan) -> Any:
             return plan.rows()
 
@@ -358,6 +360,21 @@ def test_the_hook_hears_when_the_source_is_read_while_the_last_chunks_are_out(
 
         def atomic(self) -> Any:
             return nullcontext()
+
+        def clear(self, plan: StepPlan, chunk_nos: list[int]) -> None:
+            raise AssertionError("a hook that does not gate chunks is never asked to clear")
+
+        def other_owners(self, plan: StepPlan, pairs: Any) -> dict[int, list[str]]:
+            return {}
+
+        def ref_counts(self, step: str) -> dict[str, dict[str, Any]]:
+            return {}
+
+        def attempts(self) -> int:
+            return 1
+
+        def chunks_before(self, step: str) -> int:
+            return 0
 
     with sandbox(tmp_path) as (client, _rec):
         result = run(

@@ -1,4 +1,4 @@
-"""Pacing the step's reading (``ChunkGate._pace``): before the step prepares its next block of
+"""Pacing the step's reading (``ChunkGate.pace``): before the step prepares its next block of
 rows, the first chunk not yet cleared to be sent is cleared once the chunk before it is
 written, so the worker never waits for a block's preparation before it may send.
 
@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from recordsync.send import step_gate
+from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.step_gate import ChunkGate, QueuedChunk, paced
 
 from .support import people_project
@@ -46,14 +47,11 @@ class Hook:
 
 
 def gate(*chunks: QueuedChunk, traced: bool | None = True) -> tuple[ChunkGate, Hook]:
-    g = ChunkGate()
     hook = Hook()
-    g.hook = hook  # type: ignore[assignment]
-    g._queue = deque(chunks)
-    g._to_ack = None
-    g._plan = object()  # type: ignore[assignment]
-    g._stopped = False
-    g._traced = traced
+    g = ChunkGate(hook, CircuitBreaker())  # type: ignore[arg-type]
+    g.queue = deque(chunks)
+    g.plan = object()  # type: ignore[assignment]
+    g.traced = traced
     return g, hook
 
 
@@ -89,18 +87,18 @@ def test_the_first_uncleared_chunk_is_cleared_once_the_one_before_is_written() -
         chunk(6),
     )
     g, hook = gate(in_flight, next_one, later)
-    g._to_ack = (in_flight, [])  # an answer waiting to be acknowledged: not in this commit
-    g._pace()
+    g.to_ack = (in_flight, [])  # an answer waiting to be acknowledged: not in this commit
+    g.pace()
     assert hook.cleared == [[5]] and hook.transactions == 1
     assert next_one.cleared.is_set()
     assert not later.cleared.is_set()  # its chunk before is not written: never two waiting
-    assert g._to_ack == (in_flight, [])  # left to ride with the next chunk's begin
+    assert g.to_ack == (in_flight, [])  # left to ride with the next chunk's begin
 
 
 def test_a_chunk_with_none_before_it_in_the_queue_is_cleared() -> None:
     first = chunk(1)
     g, hook = gate(first)
-    g._pace()
+    g.pace()
     assert hook.cleared == [[1]] and first.cleared.is_set()
 
 
@@ -110,7 +108,7 @@ def test_nothing_is_cleared_while_the_chunk_before_is_not_written(
     monkeypatch.setattr(step_gate, "PACE_WAIT", 0)
     waiting, next_one = chunk(4, cleared=True), chunk(5)
     g, hook = gate(chunk(3, cleared=True, written=True), waiting, next_one)
-    g._pace()
+    g.pace()
     assert hook.cleared == [] and hook.transactions == 0
     assert not next_one.cleared.is_set()
 
@@ -127,7 +125,7 @@ def test_the_chunk_before_is_waited_for_then_the_next_is_cleared() -> None:
     waiting, next_one = chunk(4, cleared=True), chunk(5)
     waiting.sent = WrittenWhileWaiting()
     g, hook = gate(waiting, next_one)
-    g._pace()
+    g.pace()
     assert hook.cleared == [[5]]
 
 
@@ -140,10 +138,10 @@ def test_pace_does_nothing(case: str) -> None:
         in_flight.sent.set()
         queued.cleared.set()
     g, hook = gate(in_flight, queued, traced=case != "untraced transport")
-    g._stopped = case == "stopped"
+    g.stopped = case == "stopped"
     if case == "no state":
         g.hook = None
-    g._pace()
+    g.pace()
     assert hook.cleared == [] and hook.transactions == 0
 
 
@@ -162,7 +160,7 @@ def test_a_clearance_that_fails_to_commit_leaves_the_chunk_unsendable(
     in_flight, next_one = chunk(4, cleared=True, written=True), chunk(5)
     g, _ = gate(in_flight, next_one)
     g.hook = FullDisk()  # type: ignore[assignment]
-    g._pace()
+    g.pace()
     assert not next_one.cleared.is_set()
     assert "clearing chunk 5 early failed (database or disk is full)" in caplog.text
 
@@ -174,7 +172,7 @@ def test_a_chunk_with_nothing_to_send_is_passed_over(monkeypatch: pytest.MonkeyP
     written, nothing, next_one = chunk(4, cleared=True, written=True), chunk(0), chunk(5)
     nothing.cleared.set()  # as the runner does for a chunk it does not journal
     g, hook = gate(written, nothing, next_one)
-    g._pace()
+    g.pace()
     assert hook.cleared == [[5]] and next_one.cleared.is_set()
 
 
@@ -185,13 +183,13 @@ def test_a_sending_step_paces_before_each_block_a_dry_run_never(
     they are all read) when it sends, with the state store on or off; never in a dry run."""
     people_project(project, 300, name="paced", send={"chunk_size": 10, "canary_chunk_size": 10})
     calls: list[int] = []
-    real = ChunkGate._pace
+    real = ChunkGate.pace
 
     def counted(self: ChunkGate) -> None:
-        calls.append(len(self._queue))
+        calls.append(len(self.queue))
         real(self)
 
-    monkeypatch.setattr(ChunkGate, "_pace", counted)
+    monkeypatch.setattr(ChunkGate, "pace", counted)
     for flags, paced_too in (([], True), (["--no-state"], True), (["--dry-run"], False)):
         calls.clear()
         assert cli("run", "run.yaml", "--quiet", *flags) == 0

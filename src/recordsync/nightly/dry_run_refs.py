@@ -67,6 +67,9 @@ class DryRunRefsHook:
         """Steps some ``ref`` refers to: only their valid rows' keys are kept."""
         self._prep: dict[str, StepPrep] = {}
 
+    gates_chunks = False
+    """Nothing is journaled: :meth:`clear` is never called."""
+
     def source(self, plan: StepPlan) -> Iterable[PreparedRow]:
         return plan.rows()
 
@@ -106,6 +109,14 @@ class DryRunRefsHook:
     ) -> None:
         raise AssertionError("a dry run sends nothing")
 
+    def clear(self, plan: StepPlan, chunk_nos: list[int]) -> None:
+        raise AssertionError("a dry run sends nothing")
+
+    def other_owners(
+        self, plan: StepPlan, pairs: list[tuple[str | None, int]]
+    ) -> dict[int, list[str]]:
+        return {}  # nothing is answered in a dry run
+
     def source_read(self, plan: StepPlan) -> None:
         pass
 
@@ -119,3 +130,9 @@ class DryRunRefsHook:
 
     def atomic(self) -> AbstractContextManager[Any]:
         return nullcontext()
+
+    def attempts(self) -> int:
+        return 1
+
+    def chunks_before(self, step: str) -> int:
+        return 0

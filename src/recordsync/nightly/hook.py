@@ -134,7 +134,10 @@ class HookSettings:
 
 
 class StateHook:
-    """Implements :class:`recordsync.send.step.ChunkHook` on a StateStore and a Journal."""
+    """Implements :class:`recordsync.send.plan.ChunkHook` on a StateStore and a Journal."""
+
+    gates_chunks = True
+    """A begun chunk is sent only once the journal holds it as cleared (:meth:`clear`)."""
 
     def __init__(
         self,

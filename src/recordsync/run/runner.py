@@ -181,12 +181,11 @@ def run_plans(
     except BaseException:
         writer.abandon()
         raise
-    attempts_of = getattr(hook, "attempts", None)  # the state store's hook: a resumed run
-    chunks_before = getattr(hook, "chunks_before", None)  # counts every attempt
-    attempts = int(attempts_of()) if callable(attempts_of) else 1
-    if callable(chunks_before):
+    attempts = 1
+    if hook is not None:  # a resumed run counts every attempt's chunks
+        attempts = hook.attempts()
         for tally in writer.tallies:
-            tally.chunks += int(chunks_before(tally.step))
+            tally.chunks += hook.chunks_before(tally.step)
     error = stop if stop is not None else (step_errors[0] if step_errors else None)
     meta = {
         "run_id": run_id,

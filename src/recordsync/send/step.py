@@ -8,34 +8,37 @@ When the step (or the run) is stopped — a circuit breaker, an authentication f
 unknown object type — the rest of the step's rows are still read and reported: valid rows as
 ``failed`` with an error starting ``not sent:``. The accounting stays exact.
 
-The queue of unsettled chunks and the worker's send live in :mod:`recordsync.send.step_gate`;
-writing rows to the report (settled or not sent) in :mod:`recordsync.send.step_rows`.
+The queue of unsettled chunks, the worker's send and the clearing of chunks in the journal
+are a :class:`recordsync.send.step_gate.ChunkGate`, composed into the runner; the runner
+reads, journals and queues the chunks and writes every row to the report, settled or not sent.
 """
 
 from __future__ import annotations
 
-from collections import deque
+import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from itertools import chain
 
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.errors import RecordsyncError
 from recordsync.core.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
+from recordsync.report.answered import record_answered
 from recordsync.report.tally import StepTally
-from recordsync.report.writer import ReportWriter
+from recordsync.report.writer import NOT_SENT_PREFIX, ReportWriter
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.chunk_body import request_body
 from recordsync.send.claims import RecordClaims
 from recordsync.send.plan import (
+    DECIDED,
     FLUSH_ROWS,
     ChunkHook,
     Progress,
     SendOptions,
 )
 from recordsync.send.sender import ChunkAborted, ChunkSender
-from recordsync.send.step_gate import QueuedChunk, paced
-from recordsync.send.step_rows import StepRows, checked
+from recordsync.send.step_gate import ChunkGate, NotSent, QueuedChunk, paced
 
 AHEAD = 3
 """Chunks a step keeps unsettled: the one in flight and two journaled and queued behind it,
@@ -53,7 +56,7 @@ __all__ = [
 ]
 
 
-class StepRunner(StepRows):
+class StepRunner:
     """Runs the steps of one run against one sender factory (None for a dry run)."""
 
     def __init__(
@@ -71,16 +74,10 @@ class StepRunner(StepRows):
         self.progress = progress
         self.make_sender = make_sender
         self.hook = hook
-        self._queue: deque[QueuedChunk] = deque()
-        """Chunks journaled and queued (or answered) but not yet settled, oldest first."""
+        self._gate = ChunkGate(hook, breaker)
+        """The step's unsettled chunks, their clearing in the journal and the worker's send."""
         self._loose: list[Item] = []
         """Rows read into a chunk that is not queued yet."""
-        self._to_ack: tuple[QueuedChunk, list[EntryResult]] | None = None
-        self._plan: StepPlan | None = None
-        self._stopped = False
-        """Set on the worker thread when a chunk stops the step: queued chunks are not sent."""
-        self._traced: bool | None = None
-        """Whether the transport reports when a request is written (None: not known yet)."""
         self._claims = RecordClaims(expected=False)
         """Which row of the step holds each record id (merges found after the fact)."""
 
@@ -99,13 +96,15 @@ class StepRunner(StepRows):
         sender = self.make_sender(plan.object_type) if self.make_sender is not None else None
         if sender is not None and plan.known_ids:
             sender.recent.append(list(plan.known_ids))
-        self._plan = plan
-        self._stopped = False
-        owners = getattr(self.hook, "other_owners", None) if sender is not None else None
+        self._gate.start(plan)
         self._claims.close()
         self._claims = RecordClaims(
             expected=plan.merges_expected,
-            other_owners=(lambda pairs: owners(plan, pairs)) if owners is not None else None,
+            other_owners=(
+                partial(self.hook.other_owners, plan)
+                if self.hook is not None and sender is not None
+                else None
+            ),
         )
         source: Iterable[Item]  # closed at the end: a source left part-way ends at once
         if self.hook is not None:
@@ -114,7 +113,9 @@ class StepRunner(StepRows):
             source = plan.rows()
         lists = getattr(source, "lists", None) if sender is not None else None
         rows: Iterator[Item] = (
-            chain.from_iterable(paced(lists, self._pace)) if lists is not None else iter(source)
+            chain.from_iterable(paced(lists, self._gate.pace))
+            if lists is not None
+            else iter(source)
         )
         limit = self.options.canary_size or self.options.chunk_size
         buffer: list[Item] = []
@@ -142,31 +143,30 @@ class StepRunner(StepRows):
             self._advance(tally, sender, pool, buffer)
             if self.hook is not None and sender is not None:
                 self.hook.source_read(plan)
-            while self._queue:
+            while self._gate.queue:
                 self._settle_oldest(tally)
-            self._flush_ack()
+            self._gate.flush_ack()
             if self.hook is not None and sender is not None:
                 self.hook.step_done(plan, tally)
         except RecordsyncError as stop:
             tally.aborted = str(stop.message)
-            self._flush_ack()
+            self._gate.flush_ack()
             self._retract_queue(tally, stop)
             self._drain(tally, rows, stop)
             raise
         finally:
-            self._stopped = True  # whatever is still queued (an unexpected error) stays unsent
+            self._gate.stopped = True  # whatever is still queued (an unexpected error) stays unsent
             close = getattr(source, "close", None)  # a generator's finally runs now
             if close is not None:
                 close()
-            self._wake_all()
-            self._queue.clear()
+            self._gate.wake_all()
+            self._gate.queue.clear()
             self._loose = []
-            self._flush_ack()
+            self._gate.flush_ack()
             if pool is not None:
                 pool.shutdown(wait=True)
-            ref_counts = getattr(self.hook, "ref_counts", None)  # the ledger hooks' (refs)
-            if ref_counts is not None:
-                tally.refs = ref_counts(plan.name)
+            if self.hook is not None:
+                tally.refs = self.hook.ref_counts(plan.name)
             self.progress.step_finished(tally)
         return tally
 
@@ -195,22 +195,22 @@ class StepRunner(StepRows):
             chunk.body = request_body(chunk.to_send)
             if chunk.body is not None:
                 chunk.request = sender.client.build_batch(
-                    sender.object_type, chunk.body, self._on_sent(chunk)
+                    sender.object_type, chunk.body, self._gate.on_sent(chunk)
                 )
         self._loose = buffer  # reported as not sent if the run stops before it is queued
-        if sending and self.hook is not None and self._plan is not None:
+        if sending and self.hook is not None and self._gate.plan is not None:
             chunk.chunk_no = tally.chunks + 1  # the chunks queued before it are counted
-            pending = self._to_ack
-            gated = getattr(self.hook, "clear", None) is not None
+            pending = self._gate.to_ack
+            gated = self.hook.gates_chunks
             try:
                 with self.hook.atomic():  # one commit: the last answer's and this chunk's
-                    self._flush_ack()
-                    self.hook.begin(self._plan, chunk.chunk_no, chunk.to_send)
-                    cleared = self._clear(self._clearable(chunk)) if gated else [chunk]
+                    self._gate.flush_ack()
+                    self.hook.begin(self._gate.plan, chunk.chunk_no, chunk.to_send)
+                    cleared = self._gate.clear(self._gate.clearable(chunk)) if gated else [chunk]
             except BaseException:
                 if pending is not None:  # rolled back with the begin: acknowledged later
-                    self._to_ack = pending
-                while self._queue:
+                    self._gate.to_ack = pending
+                while self._gate.queue:
                     self._settle_oldest(tally)
                 raise
             for c in cleared:
@@ -227,12 +227,12 @@ class StepRunner(StepRows):
                 # queued: the worker sends it the moment the chunk before it is answered and
                 # the breakers passed (or never, after a stop)
                 payloads = [r.payload or {} for r in chunk.to_send]
-                chunk.future = pool.submit(self._send, sender, chunk, payloads)
+                chunk.future = pool.submit(self._gate.send, sender, chunk, payloads)
         if buffer:
-            self._queue.append(chunk)
+            self._gate.queue.append(chunk)
         self._loose = []
         ahead = AHEAD if sending else 1
-        while len(self._queue) > ahead:
+        while len(self._gate.queue) > ahead:
             self._settle_oldest(tally)
 
     def _settle_oldest(self, tally: StepTally) -> None:
@@ -240,13 +240,13 @@ class StepRunner(StepRows):
         put the next one on the wire, then report the collected chunk. Its acknowledgement
         is committed with the next chunk's begin (or on its own, whichever comes first).
         A chunk not yet cleared to be sent is cleared before it is waited for."""
-        self._ensure_cleared(self._queue[0])
-        chunk = self._queue.popleft()
+        self._gate.ensure_cleared(self._gate.queue[0])
+        chunk = self._gate.queue.popleft()
         settled = self._collect(tally, chunk)
-        following = next((c for c in self._queue if c.future is not None), None)
+        following = next((c for c in self._gate.queue if c.future is not None), None)
         if following is not None:
-            self._ensure_cleared(following)
-        if following is not None and self._traced is not False:
+            self._gate.ensure_cleared(following)
+        if following is not None and self._gate.traced is not False:
             # Let the worker put that chunk on the wire before the work below competes with
             # it for the interpreter lock: that work then overlaps the service's time only.
             following.sent.wait()
@@ -280,8 +280,8 @@ class StepRunner(StepRows):
             tally.settled_by_reading += report.settled_by_reading
             tally.unreconciled_chunks += report.unreconciled is not None
             if chunk.chunk_no:
-                self._flush_ack()  # one acknowledgement pending at a time
-                self._to_ack = (chunk, results)
+                self._gate.flush_ack()  # one acknowledgement pending at a time
+                self._gate.to_ack = (chunk, results)
             try:
                 self.progress.chunk_done(tally.step, report)
             except RecordsyncError as failed:  # the answer is in: report it, then stop
@@ -289,7 +289,150 @@ class StepRunner(StepRows):
         elif chunk.to_send:  # dry run
             results = [EntryResult(RowStatus.VALID)] * len(chunk.to_send)
         if stop is not None:
-            self._stopped = True  # at once: the worker must not take a queued chunk now
+            self._gate.stopped = True  # at once: the worker must not take a queued chunk now
             self._report(tally, chunk, results)
             raise stop
         return chunk, results
+
+    def drain(
+        self, plan: StepPlan, stop: RecordsyncError, *, unchecked: bool = False
+    ) -> StepTally:
+        """Report a step that never started (the run was stopped before it). ``unchecked``:
+        the run stopped before the schema and users were known, so no row could be validated
+        against them: every row is ``failed`` with ``not sent: ...``, invalid-looking or not."""
+        tally = StepTally(plan.name, plan.mapping, plan.object_type, aborted=str(stop.message))
+        tally.duplicates_expected = plan.duplicates_expected
+        self.writer.start_step(tally)
+        self.progress.step_started(plan)
+        try:
+            self._drain(tally, plan.rows(), stop, unchecked=unchecked)
+        except RecordsyncError as exc:  # the step's source cannot even be read now
+            tally.aborted = f"{stop.message}; and its rows could not be read: {exc.message}"
+        self.progress.step_finished(tally)
+        return tally
+
+    def _drain(
+        self,
+        tally: StepTally,
+        rows: Iterable[Item],
+        stop: RecordsyncError,
+        *,
+        counted: bool = False,
+        unchecked: bool = False,
+    ) -> None:
+        """Report ``rows`` without sending; ``counted``: they were read (and counted) before
+        the stop, else they are the rest of the source, counted here; ``unchecked``: every
+        row is reported ``failed`` (not sent), whatever its status (see :meth:`drain`)."""
+        reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
+        for row in rows:
+            if type(row) is UnchangedBlock:
+                if not counted:
+                    tally.read += len(row)
+                self.writer.record_block(tally, row)
+                self.progress.rows_done(len(row))
+                continue
+            assert isinstance(row, PreparedRow)
+            if not counted:
+                tally.read += 1
+            row = checked(row)
+            if row.status is RowStatus.VALID or unchecked:
+                tally.sent += 1
+                self.writer.record(tally, row, RowStatus.FAILED, None, reason)
+            elif row.status in DECIDED:
+                tally.sent += 1
+                rid = self.hook.record_id_of(row) if self.hook is not None else None
+                self.writer.record(tally, row, row.status, rid, row.error)
+            else:
+                self.writer.record(tally, row, row.status, None, row.error)
+            self.progress.rows_done(1)
+
+    def _retract_queue(self, tally: StepTally, stop: RecordsyncError) -> None:
+        """The step stopped: the chunks still queued, in order. One the worker never sent is
+        uncounted, acknowledged in the journal as not sent and its rows reported so; one it
+        sent after all (a stop raised on this side while the worker had taken it) is settled:
+        its outcome is reported and acknowledged. Then the rows read but not yet queued."""
+        self._gate.stopped = True  # a stop raised on this side: queued chunks must not go either
+        self._gate.wake_all()
+        while self._gate.queue:
+            chunk = self._gate.queue.popleft()
+            if chunk.future is not None:
+                try:
+                    chunk.future.result()
+                except NotSent:
+                    chunk.future = None
+                except BaseException:
+                    pass
+            if chunk.future is not None:  # sent: its outcome is known
+                self._gate.flush_ack()  # one acknowledgement pending at a time
+                with contextlib.suppress(RecordsyncError):  # the stop being raised says why
+                    self._settle(tally, chunk)
+                self._gate.flush_ack()
+                continue
+            if chunk.to_send:
+                tally.chunks -= 1
+                tally.sent -= len(chunk.to_send)
+                self._ack_not_sent(chunk, stop)
+            self._drain(tally, chunk.rows, stop, counted=True)
+        loose, self._loose = self._loose, []
+        self._drain(tally, loose, stop, counted=True)
+
+    def _ack_not_sent(self, chunk: QueuedChunk, stop: RecordsyncError) -> None:
+        """A chunk journaled but never sent (the run stopped first): acknowledge it as such."""
+        if chunk.chunk_no and self.hook is not None and self._gate.plan is not None:
+            reason = f"{NOT_SENT_PREFIX}{_stop_kind(stop)}: {stop.message}"
+            results = [EntryResult(RowStatus.FAILED, None, reason) for _ in chunk.to_send]
+            self.hook.ack(self._gate.plan, chunk.chunk_no, chunk.to_send, results)
+
+    def _report(self, tally: StepTally, chunk: QueuedChunk, results: list[EntryResult]) -> None:
+        """Write every row of a settled chunk to the report, in source order."""
+        if results and record_answered(self.writer, tally, chunk.rows, results):
+            self.progress.rows_done(len(chunk.rows))  # every row sent and plain: one block
+            return
+        outcome = iter(results)
+        record = self.writer.record
+        explain = self._gate.plan.explain if self._gate.plan is not None else None
+        count = 0
+        for row in chunk.rows:
+            if type(row) is UnchangedBlock:
+                self.writer.record_block(tally, row)
+                count += len(row)
+                continue
+            assert isinstance(row, PreparedRow)
+            count += 1
+            if row.status is RowStatus.VALID:
+                r = next(outcome)
+                error = r.error
+                if error is not None and explain is not None and r.status is RowStatus.FAILED:
+                    error = explain(row, error)
+                record(tally, row, r.status, r.record_id, error)
+            elif row.status in DECIDED:  # held (retry, state store) or journaled (resume)
+                tally.sent += 1
+                rid = self.hook.record_id_of(row) if self.hook is not None else None
+                error = row.error
+                if error is not None and explain is not None and row.status is RowStatus.FAILED:
+                    error = explain(row, error)  # journaled by the attempt that died
+                record(tally, row, row.status, rid, error)
+            elif row.status is RowStatus.UNCHANGED and self.hook is not None:
+                record(tally, row, row.status, self.hook.record_id_of(row), row.error)
+            else:
+                record(tally, row, row.status, None, row.error)
+        self.progress.rows_done(count)
+
+
+def checked(row: PreparedRow) -> PreparedRow:
+    if row.status is RowStatus.VALID and not row.payload:
+        row.status = RowStatus.INVALID
+        row.error = "prepared as valid but has no batch input (a bug in the mapping stage)"
+    return row
+
+
+def _stop_kind(stop: RecordsyncError) -> str:
+    name = type(stop).__name__
+    return {
+        "RunAborted": "run aborted",
+        "AuthError": "authentication failed",
+        "ObjectTypeNotFound": "object type not found, step aborted",
+        "RetriableApiError": "service unavailable or unreachable",
+        "FatalApiError": "service error",
+        "ApiError": "service error",
+    }.get(name, f"run stopped ({name})")

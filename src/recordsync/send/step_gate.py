@@ -1,8 +1,9 @@
 """The chunks a step keeps unsettled, and the worker's side of sending them.
 
 A queued chunk is sent by the step's worker thread only once the journal holds it as cleared
-to be sent; the step runner (:mod:`recordsync.send.step`) clears it, waits for it to be
-written and acknowledges its answer with the next chunk's begin (:class:`ChunkGate`).
+to be sent; :class:`ChunkGate`, composed into the step runner (:mod:`recordsync.send.step`),
+clears it, lets the worker wait for it to be written and holds its answer's acknowledgement
+for the next chunk's begin.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ _COMMIT_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
 """What a commit of the state store raises (a file, or a PostgreSQL server)."""
 
 PACE_WAIT = 0.05
-"""Seconds :meth:`ChunkGate._pace` waits at most for the chunk in flight to be written."""
+"""Seconds :meth:`ChunkGate.pace` waits at most for the chunk in flight to be written."""
 
 
 def paced(lists: Iterator[list[Item]], pace: Callable[[], None]) -> Iterator[list[Item]]:
@@ -69,24 +70,38 @@ class QueuedChunk:
 
 class ChunkGate:
     """The step runner's queue of unsettled chunks: the worker's send, clearing chunks to be
-    sent in the journal, and acknowledging their answers (state set by :class:`StepRunner`)."""
+    sent in the journal (when the hook :attr:`~recordsync.send.plan.ChunkHook.gates_chunks`),
+    and acknowledging their answers. One per :class:`recordsync.send.step.StepRunner`, told
+    each step's plan by :meth:`start`."""
 
-    breaker: CircuitBreaker
-    hook: ChunkHook | None
-    _queue: deque[QueuedChunk]
-    _to_ack: tuple[QueuedChunk, list[EntryResult]] | None
-    _plan: StepPlan | None
-    _stopped: bool
-    _traced: bool | None
+    def __init__(self, hook: ChunkHook | None, breaker: CircuitBreaker) -> None:
+        self.hook = hook
+        self.breaker = breaker
+        self.queue: deque[QueuedChunk] = deque()
+        """Chunks journaled and queued (or answered) but not yet settled, oldest first."""
+        self.to_ack: tuple[QueuedChunk, list[EntryResult]] | None = None
+        """The last answered chunk's outcome, acknowledged with the next commit."""
+        self.plan: StepPlan | None = None
+        """The step being run (None before the first)."""
+        self.stopped = False
+        """Set (on the worker thread too) when a chunk stops the step: queued chunks are not
+        sent."""
+        self.traced: bool | None = None
+        """Whether the transport reports when a request is written (None: not known yet)."""
 
-    def _send(
+    def start(self, plan: StepPlan) -> None:
+        """A step begins: its chunks are journaled under ``plan``."""
+        self.plan = plan
+        self.stopped = False
+
+    def send(
         self, sender: ChunkSender, chunk: QueuedChunk, payloads: list[BatchInput]
     ) -> tuple[ChunkReport, RecordsyncError | None]:
         """On the worker thread: send one chunk unless an earlier one stopped the step, then
         check the breakers (a trip stops the chunks queued behind this one)."""
         try:
             chunk.cleared.wait()  # journaled as cleared to be sent, or the step stopped
-            if self._stopped:
+            if self.stopped:
                 raise NotSent
             try:
                 report = sender.send(
@@ -94,33 +109,33 @@ class ChunkGate:
                     chunk.first,
                     payloads,
                     chunk.body,
-                    self._on_sent(chunk),
+                    self.on_sent(chunk),
                     request=chunk.request,
                     doubtful=doubtful(chunk.to_send),
                 )
             except ChunkAborted:
-                self._stopped = True
+                self.stopped = True
                 raise
         finally:
-            if not chunk.sent.is_set() and self._traced is None:
-                self._traced = False  # the transport has no trace events: never wait for them
+            if not chunk.sent.is_set() and self.traced is None:
+                self.traced = False  # the transport has no trace events: never wait for them
             chunk.sent.set()
         self.breaker.observe(report.results)
         try:
             self.breaker.check(f"chunk {chunk.chunk_id}, source row {chunk.first}")
         except RecordsyncError as tripped:
-            self._stopped = True
+            self.stopped = True
             return report, tripped
         return report, None
 
-    def _clearable(self, newest: QueuedChunk) -> list[QueuedChunk]:
+    def clearable(self, newest: QueuedChunk) -> list[QueuedChunk]:
         """The journaled chunks not yet cleared to be sent (``newest`` last) that may be
         cleared now: in order, each one whose journaled chunk before it was written (its
         ``sent`` is set) or that has none. So at most one cleared chunk waits unwritten, and
         a resume holds in doubt only chunks that were written but for that one."""
         out: list[QueuedChunk] = []
         before_written = True
-        for c in (*self._queue, newest):
+        for c in (*self.queue, newest):
             if not c.chunk_no:
                 continue
             if not c.cleared.is_set():
@@ -130,34 +145,34 @@ class ChunkGate:
             before_written = c.sent.is_set()
         return out
 
-    def _clear(self, chunks: list[QueuedChunk]) -> list[QueuedChunk]:
+    def clear(self, chunks: list[QueuedChunk]) -> list[QueuedChunk]:
         """Journal ``chunks`` as cleared to be sent (in the caller's transaction, if any);
         their ``cleared`` events are set by the caller once that has committed."""
-        if chunks and self.hook is not None and self._plan is not None:
-            self.hook.clear(self._plan, [c.chunk_no for c in chunks])  # type: ignore[attr-defined]
+        if chunks and self.hook is not None and self.plan is not None:
+            self.hook.clear(self.plan, [c.chunk_no for c in chunks])
         return chunks
 
-    def _ensure_cleared(self, target: QueuedChunk, *, ack: bool = True) -> None:
+    def ensure_cleared(self, target: QueuedChunk, *, ack: bool = True) -> None:
         """Before waiting for ``target`` to be sent: clear it and the uncleared chunks queued
         before it, in one commit with the acknowledgement pending (if any; ``ack=False``:
         that one is left to ride with the next chunk's begin)."""
         if target.cleared.is_set() or self.hook is None:
             return
         chunks: list[QueuedChunk] = []
-        for c in self._queue:
+        for c in self.queue:
             if c.chunk_no and not c.cleared.is_set():
                 chunks.append(c)
             if c is target:
                 break
         with self.hook.atomic():
             if ack:
-                self._flush_ack()
-            self._clear(chunks)
+                self.flush_ack()
+            self.clear(chunks)
         for c in chunks:
             c.cleared.set()
         target.cleared.set()
 
-    def _pace(self) -> None:
+    def pace(self) -> None:
         """Before the step reads its next block of rows (preparing them can hold the
         interpreter for tens of milliseconds): clear the first chunk not yet cleared to be
         sent, once the chunk before it is written, waiting for that write at most
@@ -166,13 +181,13 @@ class ChunkGate:
         for each slice of rows, 0.7 s of a 100k-row run into the sandbox). Clearing it
         here keeps the rule that at most one cleared chunk waits unwritten. Chunks with
         nothing to send (not journaled, never written) are passed over, as in
-        :meth:`_clearable`. A commit that fails is rolled back and logged: the chunk stays
+        :meth:`clearable`. A commit that fails is rolled back and logged: the chunk stays
         uncleared, and the clearance before it is sent (or the next begin) meets the error
         on the usual path."""
-        if self._stopped or self.hook is None:
+        if self.stopped or self.hook is None:
             return
         before: QueuedChunk | None = None
-        for c in self._queue:
+        for c in self.queue:
             if not c.chunk_no:
                 continue
             if not c.cleared.is_set():
@@ -181,38 +196,38 @@ class ChunkGate:
         else:
             return  # every journaled chunk is cleared
         if before is not None and not before.sent.is_set():
-            if self._traced is False:  # no trace events: written only once it is answered
+            if self.traced is False:  # no trace events: written only once it is answered
                 return
             before.sent.wait(PACE_WAIT)
-            if not before.sent.is_set() or self._stopped:
+            if not before.sent.is_set() or self.stopped:
                 return
         try:
-            self._ensure_cleared(c, ack=False)
+            self.ensure_cleared(c, ack=False)
         except _COMMIT_ERRORS as exc:
             log.warning(
                 "clearing chunk %d early failed (%s); retried before it is sent", c.chunk_no, exc
             )
 
-    def _wake_all(self) -> None:
-        """The step stopped (``_stopped`` is set): a worker waiting for a chunk to be
+    def wake_all(self) -> None:
+        """The step stopped (``stopped`` is set): a worker waiting for a chunk to be
         cleared wakes and sends nothing."""
-        for c in self._queue:
+        for c in self.queue:
             c.cleared.set()
 
-    def _on_sent(self, chunk: QueuedChunk) -> Callable[[], None]:
+    def on_sent(self, chunk: QueuedChunk) -> Callable[[], None]:
         # holds the chunk's event, not the chunk: the transport may keep the callback (in
         # the request's trace extension) after the chunk is settled, and a chunk holds its
         # rows and its body
         event = chunk.sent
 
         def sent() -> None:
-            self._traced = True
+            self.traced = True
             event.set()
 
         return sent
 
-    def _flush_ack(self) -> None:
-        pending, self._to_ack = self._to_ack, None
-        if pending is not None and self.hook is not None and self._plan is not None:
+    def flush_ack(self) -> None:
+        pending, self.to_ack = self.to_ack, None
+        if pending is not None and self.hook is not None and self.plan is not None:
             chunk, results = pending
-            self.hook.ack(self._plan, chunk.chunk_no, chunk.to_send, results)
+            self.hook.ack(self.plan, chunk.chunk_no, chunk.to_send, results)
