@@ -253,3 +253,31 @@ def test_a_header_read_with_the_wrong_delimiter_gets_the_delimiter_to_set(
     (tmp_path / "c.yaml").write_text(fixed)  # the hint as given fixes it
     code, out, _ = run(["c.yaml"], capsys)
     assert code == 0, out
+
+
+def test_header_names_that_fold_together_are_refused_by_validate_and_run_alike(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``header_case: insensitive`` over a header with 'Name' and 'NAME': the mapping's
+    error (file, line, key), exit 2, before the target is contacted or anything is sent."""
+    (project / "c.csv").write_text("Name,NAME,Email\nA,B,a@x.example\n", encoding="utf-8")
+    (project / "c.yaml").write_text(
+        "object_type: contacts\nsource: {path: c.csv, header_case: insensitive}\n"
+        "name: name\nmatch_by: email\nfields: {email: email}\n",
+        encoding="utf-8",
+    )
+    error = (
+        "c.yaml:2 [source.header_case]: header names 'Name', 'NAME' differ only in case: with"
+        " header_case: insensitive, column 'name' would be either\n"
+        "  hint: rename one in the file, or use header_case: exact"
+    )
+    code, out, err = run(["c.yaml"], capsys)
+    assert code == 2
+    assert "1. c → contacts  [ERROR]" in out and f"error:   {error}" in out
+    assert "1 of 1 step(s) have configuration errors: c" in err
+    for flags in (["--dry-run"], []):
+        with pytest.raises(SystemExit) as exc:
+            main(["run", "c.yaml", "--quiet", *flags])
+        assert exc.value.code == 2
+        assert f"error: {error}" in capsys.readouterr().err
+    assert not (project / "reports").exists()  # refused before a run (and a report) began

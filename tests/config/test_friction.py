@@ -91,8 +91,24 @@ def test_header_case_insensitive_refuses_two_names_that_fold_together(tmp_path: 
     )
     path.write_text(path.read_text().replace("{path: leads.csv}", "{path: leads.csv,"
                                              " header_case: insensitive}"), encoding="utf-8")
-    with pytest.raises(ConfigError, match="'Name', 'NAME' differ only in case"):
-        load_mapping(path)
+    mapping = load_mapping(path)  # the header is read where the source is checked
+    with pytest.raises(ConfigError, match="'Name', 'NAME' differ only in case") as err:
+        check_source(mapping, tmp_path)
+    assert (err.value.file, err.value.line, err.value.key) == (str(path), 2, "source.header_case")
+    assert err.value.hint == "rename one in the file, or use header_case: exact"
+
+
+def test_header_case_insensitive_is_refused_for_a_parquet_source_when_loaded(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "m.yaml").write_text(
+        "object_type: contacts\nsource: {path: leads.parquet, header_case: insensitive}\n"
+        "name: name\nfields: {}\n",
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match="applies to CSV sources") as err:
+        load_mapping(tmp_path / "m.yaml")  # no file read: the option's own value is wrong
+    assert (err.value.line, err.value.key) == (2, "source.header_case")
 
 
 def test_validate_with_a_schema_reports_unknown_columns_and_fields_together(

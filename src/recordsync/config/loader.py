@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from recordsync.config.header_case import check_header_case
 from recordsync.config.idempotency import check_require_key
 from recordsync.config.kind import file_kind, neither_error, one_step_pipeline, refuse_data_file
 from recordsync.config.models import RUNTIME_KEYS, MappingConfig, PipelineConfig, pipeline_name
@@ -116,10 +117,7 @@ def load_mapping(path: str | Path) -> MappingConfig:
     mapping._path = p
     mapping._node = node
     check_require_key(mapping, line_of(node, ["require_key"]))
-    if mapping.source.header_case == "insensitive":
-        from recordsync.config.header_case import fold_header
-
-        mapping = fold_header(mapping, line_of(node, ["source", "header_case"]))
+    check_header_case(mapping, line_of(node, ["source", "header_case"]))
     return mapping
 
 

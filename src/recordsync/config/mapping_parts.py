@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from recordsync.config.refspec import RefSpec
 from recordsync.config.sqlsource import ENV_NAME, has_password
@@ -55,7 +55,9 @@ class SourceConfig(Strict):
     """The same for a quoted field spanning lines of more bytes than this."""
     header_case: Literal["exact", "insensitive"] = "exact"
     """``insensitive``: the columns the mapping names match header names that differ only in
-    case and surrounding spaces (CSV; :mod:`recordsync.config.header_case`)."""
+    case and surrounding spaces (CSV; read so in :mod:`recordsync.read.header_case`)."""
+
+    _case_names: tuple[str, ...] = PrivateAttr(default=())
 
     @field_validator("delimiter", "quotechar", "escapechar")
     @classmethod
@@ -98,6 +100,12 @@ class SourceConfig(Strict):
         if self.format is not None:
             return self.format
         return "parquet" if ".parquet" in self.path or self.path.endswith(".pq") else "csv"
+
+    @property
+    def case_names(self) -> tuple[str, ...]:
+        """With ``header_case: insensitive``: the source columns the mapping reads, the
+        spellings its header's names are read as (set by the mapping that holds the source)."""
+        return self._case_names
 
 
 class FieldSpec(Strict):

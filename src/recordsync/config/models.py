@@ -139,6 +139,8 @@ class MappingConfig(Strict):
                 )
         if self.owner is not None and "owned_by_user_id" in self.fields:
             raise ValueError("map the owner either with 'owner' or fields.owned_by_user_id")
+        if self.source.header_case == "insensitive":  # the names its header is read as
+            self.source._case_names = tuple(self.source_columns())
         return self
 
     @property

@@ -1,7 +1,9 @@
 """A step's source checked against its mapping before any row is prepared: it opens, and
 its header (of every file, for a directory or glob source) has every column the mapping uses;
-a header name that differs only in spaces or case is named, never matched. Used by
-:mod:`recordsync.prepare.core` (which re-exports both checks)."""
+a header name that differs only in spaces or case is named, never matched (unless the
+mapping says ``source: {header_case: insensitive}``: then two header names that fold
+together are its error). Used by :mod:`recordsync.prepare.core` (which re-exports both
+checks)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from recordsync.config.loader import mapping_line
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import ConfigError, SourceError
 from recordsync.map.engine import BatchMapper
-from recordsync.read import SourceBatch, source_columns
+from recordsync.read import SourceBatch, header_case, source_columns
 from recordsync.read.paths import check_source_file, is_remote, source_path
 from recordsync.validate.column_hints import delimiter_problem, first_line, missing_lines
 
@@ -42,6 +44,14 @@ def check_source(mapping: MappingConfig, base_dir: Path) -> list[str]:
             check_source_file(source_path(base_dir, mapping.source.path), mapping.source.encoding)
         have = source_columns(mapping.source, base_dir)
     except ConfigError as exc:
+        if exc.key == header_case.KEY:  # names the mapping's option, where it is set
+            raise type(exc)(
+                exc.detail,
+                file=mapping.label,
+                line=mapping_line(mapping, "source", "header_case"),
+                key=exc.key,
+                hint=exc.hint,
+            ) from None
         where = f"{exc.file}:{exc.line}" if exc.line is not None else exc.file
         raw = exc.detail if where is None else f"{where}: {exc.detail}"
         raise type(exc)(

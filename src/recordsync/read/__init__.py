@@ -13,6 +13,7 @@ from pathlib import Path
 from recordsync.config.models import SourceConfig
 from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
+from recordsync.read.header_case import fold_header, folds, named
 from recordsync.read.integrity import guard_last_line
 from recordsync.read.paths import locate
 from recordsync.read.prefetch import read_ahead
@@ -29,7 +30,9 @@ def iter_source(
     (:func:`recordsync.tuning.native_memory.give_back`). The Parquet and SQL readers are imported
     when used (a CSV run's start-up needs neither). A CSV file that ends mid-line has its
     cut last record as a malformed line that stops mirror deletes
-    (:func:`recordsync.read.integrity.guard_last_line`)."""
+    (:func:`recordsync.read.integrity.guard_last_line`). A CSV header with
+    ``header_case: insensitive`` gives its names as the mapping spells them
+    (:mod:`recordsync.read.header_case`)."""
     configure()
     if source.kind == "sql":
         from recordsync.read.sql import iter_sql
@@ -39,6 +42,8 @@ def iter_source(
         from recordsync.read.parquet_reader import iter_parquet
 
         return read_ahead(_giving_back(iter_parquet(source, base_dir, columns)))
+    if folds(source):
+        source = named(source, read_header(source, base_dir, quick=True))
     path = locate(base_dir, source.path)  # its last line checked: cut short? (.integrity)
     return read_ahead(_giving_back(guard_last_line(source, path, iter_csv(source, base_dir))))
 
@@ -58,7 +63,9 @@ def _giving_back(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:
 def source_columns(source: SourceConfig, base_dir: Path) -> list[str]:
     """The column names of a source, without reading its rows (a run's first read of it:
     Arrow's pool and glibc's arenas are set first,
-    :func:`recordsync.tuning.native_memory.configure`)."""
+    :func:`recordsync.tuning.native_memory.configure`); a CSV header with
+    ``header_case: insensitive`` as the mapping spells its names
+    (:mod:`recordsync.read.header_case`)."""
     configure()
     if source.kind == "sql":
         from recordsync.read.sql import sql_columns
@@ -68,7 +75,8 @@ def source_columns(source: SourceConfig, base_dir: Path) -> list[str]:
         from recordsync.read.parquet_reader import parquet_columns
 
         return parquet_columns(source, base_dir)
-    return read_header(source, base_dir)
+    header = read_header(source, base_dir)
+    return fold_header(header, source.case_names) if folds(source) else header
 
 
 __all__ = ["BadLine", "SourceBatch", "iter_source", "source_columns"]
