@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import vm_hwm_mb
 
 from recordsync.core.model import MAX_BATCH, PreparedRow, RowStatus, SourceRow
-from recordsync.nightly.hook import FOLD_FROM, FOLD_ROWS, FOLD_SLICE
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.hashing import input_hash
+from recordsync.tuning import sizes
 
 STAGES = ("lead", "qualified", "customer", "churned")
 
@@ -119,7 +119,7 @@ def send(
                 [ChunkResult(r.source_row, "created", r.source_row) for r in jrows],
             )
             sent += len(part)
-            if journal.unfolded_rows >= FOLD_ROWS:  # as the runner does (nightly.hook)
+            if journal.unfolded_rows >= sizes.FOLD_ROWS:  # as the runner does (nightly.hook)
                 journal.fold()
     return sent
 
@@ -165,7 +165,7 @@ def main() -> None:
 
     def first_run() -> None:
         journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
-        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (nightly.hook.open_state)
+        journal.slices = (sizes.FOLD_FROM, sizes.FOLD_SLICE)  # as nightly.hook.open_state
         journal.start_run("run-1")
         det = ChangeDetector(store, "bench", "contacts")
         counts["first_sent"] = send(store, det, journal, "run-1", rows(n, chunk=chunk))
@@ -179,7 +179,7 @@ def main() -> None:
 
     def one_percent() -> None:
         journal = Journal(store, "bench", defer_ledger=not args.per_chunk_ledger)
-        journal.slices = (FOLD_FROM, FOLD_SLICE)  # as the runner's (nightly.hook.open_state)
+        journal.slices = (sizes.FOLD_FROM, sizes.FOLD_SLICE)  # as nightly.hook.open_state
         journal.start_run("run-3")
         det = ChangeDetector(store, "bench", "contacts")
         counts["changed_sent"] = send(

@@ -32,12 +32,23 @@ COPIED = ("src", "tests", "pipelines", "configs", "sample_data", "pyproject.toml
 class Group:
     modules: tuple[str, ...]
     tests: tuple[str, ...]
+    deselect: tuple[str, ...] = ()
+    """Tests of ``tests`` that cannot run under mutmut (each with its reason where named)."""
+
+
+_CHILD_RUN = (
+    "tests/cli/test_lazy_imports.py::test_a_run_into_a_service_imports_only_the_run_command"
+)
+"""Runs ``recordsync run`` in a child process whose working directory is a temporary one:
+there mutmut's trampolines (in the mutated modules the run goes through) cannot find their
+configuration and the child aborts, even unmutated. It checks imports, not accounting."""
 
 
 GROUPS: dict[str, Group] = {
     "accounting": Group(
         ("src/recordsync/report/tally.py", "src/recordsync/core/errors.py"),
         ("tests/report/", "tests/core/test_errors.py", "tests/run/test_runner.py", "tests/cli/"),
+        deselect=(_CHILD_RUN,),
     ),
     "resend": Group(
         (
@@ -104,12 +115,14 @@ def _mutmut_section(group: Group) -> str:
     def toml_list(items: tuple[str, ...]) -> str:
         return "[" + ", ".join(f'"{item}"' for item in items) + "]"
 
+    deselect = tuple(arg for test in group.deselect for arg in ("--deselect", test))
     return (
         "[tool.mutmut]\n"
         'source_paths = ["src/recordsync"]\n'
         f"only_mutate = {toml_list(group.modules)}\n"
         'also_copy = ["pipelines", "configs", "sample_data"]\n'
         f"pytest_add_cli_args_test_selection = {toml_list(group.tests)}\n"
+        f"pytest_add_cli_args = {toml_list(deselect)}\n"
     )
 
 

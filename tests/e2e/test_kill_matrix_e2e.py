@@ -7,10 +7,10 @@ The kill point is deterministic, with no sleep racing the client: the sandbox ap
 third batch request and then never answers it (``timeout-after-apply``), so the client's
 sender is stuck on it while its main thread journals the chunks behind it and then waits.
 The test waits until the journal holds the sixth chunk (the last the runner journals before
-waiting: ``AHEAD`` chunks behind the one in flight) and kills the run there. The journal is
-then always the same: chunks 1-2 acknowledged, 3 written (in flight) and 4 cleared to be sent
-(``begun``), 5-6 journaled but never cleared (``queued``): their requests were never written,
-so the resumed run sends them as new rows instead of holding them in doubt.
+waiting: ``sizes.CHUNKS_AHEAD`` chunks behind the one in flight) and kills the run there. The
+journal is then always the same: chunks 1-2 acknowledged, 3 written (in flight) and 4 cleared to
+be sent (``begun``), 5-6 journaled but never cleared (``queued``): their requests were never
+written, so the resumed run sends them as new rows instead of holding them in doubt.
 """
 
 from __future__ import annotations

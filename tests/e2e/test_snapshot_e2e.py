@@ -22,12 +22,12 @@ import pyarrow as pa
 import pytest
 
 import recordsync.prepare.digests as prepare_digests
-import recordsync.prepare.seen_log as seen_log
 from recordsync.prepare.seen_log import SeenLog
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore, snapshot_match
 from recordsync.state.digest_runs import SortedDigests
+from recordsync.tuning import sizes
 
 from .support import REPO, only_key, served
 from .support import target as _served_target
@@ -246,9 +246,9 @@ def test_the_fast_path_with_its_per_row_arrays_on_disk_reports_the_same(
             super().__init__(batches, release)
             sorted_on_disk.append(self.size)
 
-    monkeypatch.setattr(seen_log, "SPILL_ROWS", 7)
+    monkeypatch.setattr(sizes, "SEEN_SPILL_ROWS", 7)
     monkeypatch.setattr(SeenLog, "append", counting)
-    monkeypatch.setattr(snapshot_match, "MEMORY_ROWS", 5)
+    monkeypatch.setattr(sizes, "SNAPSHOT_MEMORY_ROWS", 5)
     monkeypatch.setattr(snapshot_match, "SortedDigests", Sorted)
     on_disk, disk_mapped = _run_counting(monkeypatch, pipeline, disk_dir)
 

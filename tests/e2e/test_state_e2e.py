@@ -122,7 +122,7 @@ def test_every_chunk_is_journaled_and_acknowledged(tmp_path: Path) -> None:
 
 def test_a_breaker_stop_leaves_no_chunk_in_flight_in_the_journal(tmp_path: Path) -> None:
     from recordsync.run.runner import RunLimits
-    from recordsync.send.step import AHEAD
+    from recordsync.tuning.sizes import CHUNKS_AHEAD
 
     bad = deals(40)
     for r in bad:
@@ -136,11 +136,11 @@ def test_a_breaker_stop_leaves_no_chunk_in_flight_in_the_journal(tmp_path: Path)
     try:
         assert Journal(store, "p").pending_chunks("r1") == []
         statuses = {e.last_status for e in store.entries("p", "deals")}
-        # the sent chunk is acknowledged; the next ones (AHEAD of them: queued behind the one
+        # the sent chunk is acknowledged; the next ones (CHUNKS_AHEAD of them: queued behind the one
         # in flight, and the one being queued when it was answered) were journaled while the
         # first was in flight, so the stop acknowledged them as not sent: failed in the ledger
         # (sent again next run, as a retry), no record id; the rest was never journaled
-        journaled = min(4, 1 + AHEAD)
+        journaled = min(4, 1 + CHUNKS_AHEAD)
         assert statuses == {"failed"}
         assert sum(1 for _ in store.entries("p", "deals")) == 10 * journaled
         assert all(e.record_id is None for e in store.entries("p", "deals"))

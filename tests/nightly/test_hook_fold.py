@@ -13,11 +13,10 @@ from tests.state.conftest import prepared
 
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
-from recordsync.nightly import hook as hook_rows
-from recordsync.nightly import hook as state_hook
 from recordsync.nightly.hook import StateHook, open_state
 from recordsync.report.tally import StepTally
 from recordsync.state import StateStore
+from recordsync.tuning import sizes
 
 
 def _plan(name: str) -> StepPlan:
@@ -58,8 +57,8 @@ def _send_all(
 def test_outcomes_are_folded_while_streaming_and_at_step_end(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(hook_rows, "FOLD_ROWS", 4)
-    monkeypatch.setattr(hook_rows, "CLASSIFY_ROWS", 2)
+    monkeypatch.setattr(sizes, "FOLD_ROWS", 4)
+    monkeypatch.setattr(sizes, "CLASSIFY_ROWS", 2)
     db = tmp_path / "state.db"
     rows = [prepared(i + 2, f"k{i}", {"stage": "won"}) for i in range(12)]
     with open_state("p", db, "r1") as hook:
@@ -80,9 +79,9 @@ def test_outcomes_are_folded_while_streaming_and_at_step_end(
 def test_each_acknowledgement_writes_a_slice_of_the_ledger(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(state_hook, "FOLD_FROM", 4)
-    monkeypatch.setattr(state_hook, "FOLD_SLICE", 3)
-    monkeypatch.setattr(hook_rows, "CLASSIFY_ROWS", 2)  # FOLD_ROWS (bulk) is never reached
+    monkeypatch.setattr(sizes, "FOLD_FROM", 4)
+    monkeypatch.setattr(sizes, "FOLD_SLICE", 3)
+    monkeypatch.setattr(sizes, "CLASSIFY_ROWS", 2)  # FOLD_ROWS (bulk) is never reached
     rows = [prepared(i + 2, f"k{i}", {"stage": "won"}) for i in range(12)]
     with open_state("p", tmp_path / "state.db", "r1") as hook:
         seen = _send_all(hook, _plan("deals"), rows, 2, runner=True)
@@ -171,6 +170,6 @@ def test_blocks_of_unchanged_rows_are_passed_on_without_reading_ahead(tmp_path: 
         stream = hook.classify(_plan("deals"), blocks())
         first = next(iter(stream))
         assert isinstance(first, UnchangedBlock) and first.source_rows[0] == 2
-        assert len(pulled) <= hook_rows.CLASSIFY_ROWS // 100
+        assert len(pulled) <= sizes.CLASSIFY_ROWS // 100
         assert sum(len(b) for b in stream) == 3900  # the rest, all of it, in order
         hook.finish("finished")

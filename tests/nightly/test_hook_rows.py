@@ -10,8 +10,8 @@ import pytest
 from tests.state.conftest import prepared
 
 from recordsync.core.model import Blocks, Item, RowStatus, StepPlan, UnchangedBlock
-from recordsync.nightly import hook as hook_rows
 from recordsync.nightly.hook import open_state
+from recordsync.tuning import sizes
 
 
 def _items() -> list[list[Item]]:
@@ -40,7 +40,7 @@ def _classified(db: Path, rows: object) -> list[tuple[str, int, str]]:
 def test_lists_are_classified_as_their_rows_one_by_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(hook_rows, "CLASSIFY_ROWS", 3)  # lists cut in groups
+    monkeypatch.setattr(sizes, "CLASSIFY_ROWS", 3)  # lists cut in groups
     one_by_one = _classified(tmp_path / "a.db", iter([i for b in _items() for i in b]))
     in_lists = _classified(tmp_path / "b.db", Blocks(iter(_items())))
     assert in_lists == one_by_one

@@ -15,8 +15,8 @@ import pytest
 from recordsync.config import load_mapping
 from recordsync.core.model import RowStatus
 from recordsync.prepare import ROW_BITS, Duplicates, prepare_step
-from recordsync.prepare import dups as prepare_dups
 from recordsync.prepare.dups import HashRuns, shared_hashes
+from recordsync.tuning import sizes
 
 
 def rid(fidx: int, row: int) -> int:
@@ -183,7 +183,7 @@ def test_duplicate_scans_spilled_to_disk_give_the_same_rows(
 
     in_memory = outcomes()
     made: list[HashRuns] = []
-    monkeypatch.setattr(prepare_dups, "SPILL_ROWS", 4)
+    monkeypatch.setattr(sizes, "DUPLICATE_SPILL_ROWS", 4)
     monkeypatch.setattr(HashRuns, "_spill", _counting(HashRuns._spill, made))
     assert outcomes() == in_memory
     assert len(made) >= 3  # every scan went to disk

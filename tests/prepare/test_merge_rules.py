@@ -26,6 +26,7 @@ from recordsync.prepare.merge_rules import (
     predict,
 )
 from recordsync.prepare.merges import scan_merges
+from recordsync.tuning import sizes
 
 
 @pytest.mark.parametrize(
@@ -146,7 +147,7 @@ def test_the_scan_simulates_only_rows_sharing_a_key_with_the_same_answers(
     owners = [(rid, keys) for rid, own, _, keys in batch if own]
     plain = [(rid, may, keys) for rid, own, may, keys in batch if not own]
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(prepare_merges, "SPILL_ROWS", limit)
+        patch.setattr(sizes, "MERGE_SPILL_ROWS", limit)
         keyed = prepare_merges._Keyed(3)
         for start in range(0, len(batch), 3):
             keyed.add(batch[start : start + 3])
@@ -187,6 +188,6 @@ def test_the_merge_scan_spilled_to_a_file_finds_the_same_merges(
         return found.hits
 
     in_memory = scan()
-    monkeypatch.setattr(prepare_merges, "SPILL_ROWS", 3)
+    monkeypatch.setattr(sizes, "MERGE_SPILL_ROWS", 3)
     assert scan() == in_memory
     assert len(in_memory) >= 6

@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from recordsync.send import step_gate
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.step_gate import ChunkGate, QueuedChunk, paced
+from recordsync.tuning import sizes
 
 from .support import people_project
 
@@ -105,7 +105,7 @@ def test_a_chunk_with_none_before_it_in_the_queue_is_cleared() -> None:
 def test_nothing_is_cleared_while_the_chunk_before_is_not_written(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(step_gate, "PACE_WAIT", 0)
+    monkeypatch.setattr(sizes, "PACE_WAIT_S", 0)
     waiting, next_one = chunk(4, cleared=True), chunk(5)
     g, hook = gate(chunk(3, cleared=True, written=True), waiting, next_one)
     g.pace()
@@ -118,7 +118,7 @@ def test_the_chunk_before_is_waited_for_then_the_next_is_cleared() -> None:
 
     class WrittenWhileWaiting(threading.Event):
         def wait(self, timeout: float | None = None) -> bool:
-            assert timeout == step_gate.PACE_WAIT
+            assert timeout == sizes.PACE_WAIT_S
             self.set()
             return True
 
@@ -168,7 +168,7 @@ def test_a_clearance_that_fails_to_commit_leaves_the_chunk_unsendable(
 def test_a_chunk_with_nothing_to_send_is_passed_over(monkeypatch: pytest.MonkeyPatch) -> None:
     """A chunk of unchanged rows is queued but never journaled nor written: the chunk before
     the first uncleared one is the last journaled chunk, not it."""
-    monkeypatch.setattr(step_gate, "PACE_WAIT", 0)
+    monkeypatch.setattr(sizes, "PACE_WAIT_S", 0)
     written, nothing, next_one = chunk(4, cleared=True, written=True), chunk(0), chunk(5)
     nothing.cleared.set()  # as the runner does for a chunk it does not journal
     g, hook = gate(written, nothing, next_one)

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from recordsync.send import step
-from recordsync.send.step import AHEAD
 from recordsync.tuning.gcpause import gc_paused
+from recordsync.tuning.sizes import CHUNKS_AHEAD
 
 from .support import people_project
 
@@ -34,7 +34,7 @@ def test_settled_chunks_are_freed_as_the_step_goes(
     state: list[str],
 ) -> None:
     """30 chunks of 10 rows sent one after another: when each chunk is made, at most
-    AHEAD earlier chunks (the unsettled ones) and the one being reported are still alive.
+    CHUNKS_AHEAD earlier chunks (the unsettled ones) and the one being reported are still alive.
     Before the fix every chunk stayed alive (chunk -> request -> trace callback -> chunk) until
     a full collection, which a long run rarely makes: peak memory grew with the rows."""
     people_project(project, 300, name="chunks", send={"chunk_size": 10, "canary_chunk_size": 10})
@@ -50,4 +50,4 @@ def test_settled_chunks_are_freed_as_the_step_goes(
     monkeypatch.setattr(step, "QueuedChunk", Counted)
     assert cli("run", "run.yaml", "--quiet", *state) == 0
     assert len(made) >= 30
-    assert max(alive) <= AHEAD + 2, alive
+    assert max(alive) <= CHUNKS_AHEAD + 2, alive

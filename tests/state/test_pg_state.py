@@ -30,6 +30,7 @@ from recordsync.state.mirror import plan_deletes
 from recordsync.state.pg import SCHEMA_VERSION
 from recordsync.state.pg_lock import PgPipelineLock, lock_key
 from recordsync.state.snapshots import SnapshotWriter, take
+from recordsync.tuning import sizes
 
 from .conftest import start_child, wait_ready
 
@@ -153,9 +154,8 @@ def test_snapshots_live_in_the_database(pg_url: str, tmp_path: Path) -> None:
 def test_a_snapshot_missing_a_block_is_not_trusted(
     pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import recordsync.state.pg_snapshots as blocks
 
-    monkeypatch.setattr(blocks, "BLOCK_BYTES", 4096)  # many blocks for a small snapshot
+    monkeypatch.setattr(sizes, "SNAPSHOT_BLOCK_BYTES", 4096)  # many blocks for a small snapshot
     before = _snapshot_files()
     with StateStore(pg_url) as store:
         store.scope_id("p", "m")
@@ -202,6 +202,7 @@ def test_unreachable_database_is_a_config_error_without_the_password(pg_server: 
 HOLDER = """
 import time
 from recordsync.state import StateStore
+from recordsync.tuning import sizes
 store = StateStore({url!r})
 lock = store.pipeline_lock("nightly")
 lock.acquire()

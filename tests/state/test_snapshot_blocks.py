@@ -7,8 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from recordsync.state import snapshots
 from recordsync.state.snapshots import Snapshot
+from recordsync.tuning import sizes
 
 
 def table() -> pa.Table:
@@ -29,7 +29,7 @@ def table() -> pa.Table:
 def test_key_hashes_made_in_blocks_are_those_made_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     whole = Snapshot(table())
     want = (whole.match_key_hashes(), whole.key_hashes())
-    monkeypatch.setattr(snapshots, "FLUSH_ROWS", 4)
+    monkeypatch.setattr(sizes, "SNAPSHOT_FLUSH_ROWS", 4)
     blocks = Snapshot(table())
     got = (blocks.match_key_hashes(), blocks.key_hashes())
     for (h1, r1), (h2, r2) in zip(got, want, strict=True):

@@ -50,7 +50,8 @@ def _batches(path: Path, chunks: list[list[Row]], column_wise: bool) -> list[pa.
 def test_rows_added_column_wise_are_written_as_row_by_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: list[list[Row]]
 ) -> None:
-    monkeypatch.setattr("recordsync.state.snapshots.FLUSH_ROWS", 5)  # batches end inside chunks
+    # batches end inside chunks
+    monkeypatch.setattr("recordsync.tuning.sizes.SNAPSHOT_FLUSH_ROWS", 5)
     n = len(list(tmp_path.iterdir()))
     (tmp_path / f"a{n}").mkdir()
     (tmp_path / f"b{n}").mkdir()

@@ -8,7 +8,8 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordsync.validate.distinct import MEMO_MAX, map_distinct, pylist
+from recordsync.tuning.sizes import VALUE_MEMO_MAX
+from recordsync.validate.distinct import map_distinct, pylist
 
 VALUES = st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "", "ü"]), st.text(max_size=3)))
 
@@ -40,4 +41,4 @@ def test_memo_is_used_and_bounded() -> None:
     assert a == (["X", "YY", None, "X"], ["short", None, None, "short"], None)
     assert b == (["YY", "X"], [None, "short"], None)
     assert sorted(calls) == ["x", "yy"]  # once per distinct value across both batches
-    assert MEMO_MAX >= 1000
+    assert VALUE_MEMO_MAX >= 1000

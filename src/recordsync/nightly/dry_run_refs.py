@@ -18,10 +18,11 @@ from recordsync.config.models import MappingConfig
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.errors import ConfigError
 from recordsync.core.model import PreparedRow, RowStatus, StepPlan
-from recordsync.nightly.ledger_prep import PREP_ROWS, StepPrep
+from recordsync.nightly.ledger_prep import StepPrep
 from recordsync.nightly.ref_lookup import Fetch
 from recordsync.nightly.refs import RunLedger
 from recordsync.report.tally import StepTally
+from recordsync.tuning import sizes
 
 
 def refuse_refs_without_state(steps: Iterable[tuple[str, MappingConfig]]) -> None:
@@ -88,7 +89,7 @@ class DryRunRefsHook:
             )
             self._prep[plan.name] = prep
         it = iter(rows)
-        while group := list(itertools.islice(it, PREP_ROWS)):
+        while group := list(itertools.islice(it, sizes.PREP_ROWS)):
             if prep is not None and prep.active:
                 prep.apply(group)
             if plan.name in self.referenced:

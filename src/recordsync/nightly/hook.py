@@ -4,7 +4,7 @@
         run_plans(..., hook=state)                            # classify / begin / ack per chunk
         state.finish(aborted=...)
 
-- rows are classified in groups of :data:`CLASSIFY_ROWS` as they stream: unchanged rows are
+- rows are classified in groups of ``sizes.CLASSIFY_ROWS`` as they stream: unchanged rows are
   reported ``unchanged`` and not sent; rows whose last send was in doubt are held as
   ``in_doubt`` again unless resending them is safe (:mod:`recordsync.core.safety`);
 - before that, per mapping (``configs``, :mod:`recordsync.nightly.ledger_prep`): declared
@@ -12,7 +12,7 @@
   ``match_by_ledger_id`` rows the ledger knows are sent with ``match_by: id``;
 - every chunk is journaled before it is sent and acknowledged after; the acknowledged
   outcomes reach the ledger from the journal in key-sorted batches, written a slice with
-  each acknowledgement (:data:`FOLD_FROM`) and the rest at each step's end and the run's
+  each acknowledgement (``sizes.FOLD_FROM``) and the rest at each step's end and the run's
   end (a resumed run folds its dead attempt's);
 - when a step's rows are all acknowledged, its mirror deletes run (:meth:`step_done`);
 - a run that died (``running`` in the journal) is resumed: its run id is reused, its
@@ -86,6 +86,7 @@ from recordsync.state.keyspace import KeySpace, hold_key_spaces
 from recordsync.state.location import PgUrl
 from recordsync.state.snapshots import SnapshotWriter, take
 from recordsync.state.store import DB_ERRORS
+from recordsync.tuning import sizes
 
 Deleter = Callable[[str, int], object]
 """``deleter(object_type, record_id)``: soft-delete one record (already gone is fine)."""
@@ -96,20 +97,6 @@ _status, _record_id = attrgetter("status"), attrgetter("record_id")
 _digest, _key = attrgetter("digest"), attrgetter("key")
 _match_by, _match_value = attrgetter("match_by"), attrgetter("match_value")
 _payload = attrgetter("payload")
-FOLD_FROM = 20_000
-FOLD_SLICE = 500
-"""The ledger is written while a step runs, :data:`FOLD_SLICE` rows with each acknowledged
-chunk, from key-sorted batches of what was acknowledged, a batch once :data:`FOLD_FROM` rows
-wait (:attr:`Journal.slices`): at the step's end at most about that many are left to write."""
-
-
-CLASSIFY_ROWS = 500
-FOLD_ROWS = 100_000
-"""Acknowledged rows that are folded into the ledger in one sorted bulk write
-(:meth:`Journal.fold`) between chunks, should the slices
-(:data:`FOLD_SLICE`) not keep up."""
-
-
 
 
 @dataclass(frozen=True)
@@ -392,7 +379,7 @@ class StateHook:
         )
         snap = self._snap
         for items in _groups(rows):
-            if journal.unfolded_rows >= FOLD_ROWS:
+            if journal.unfolded_rows >= sizes.FOLD_ROWS:
                 journal.fold()
             group = cast(list[PreparedRow], items)  # rows only: classified as they are
             if UnchangedBlock in set(map(type, items)):
@@ -620,7 +607,9 @@ def open_state(
         lock.wait = wait_for_lock
         spaces = hold_key_spaces(key_spaces, pipeline=lock_name, store=store, wait=wait_for_lock)
         with lock, spaces:
-            journal = Journal(store, pipeline, defer_ledger=True, slices=(FOLD_FROM, FOLD_SLICE))
+            journal = Journal(
+                store, pipeline, defer_ledger=True, slices=(sizes.FOLD_FROM, sizes.FOLD_SLICE)
+            )
             info, resumed = journal.resume_or_start(run_id)
             if resumed:
                 held = journal.settle_in_flight(info.run_id)
@@ -657,39 +646,42 @@ def keep_row(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> N
     if row.digest is not None and row.key is not None and record_id is not None:
         snap.add(row.digest, row.key, row.match_by, row.match_value, record_id)
 
+
 def _run_started(entry: object) -> float | None:
     """When the run that left ``entry`` in doubt started (its run id begins with the UTC
     start; a resumed run keeps the first attempt's: earlier still)."""
     return first_attempt_started(getattr(entry, "last_run_id", None))
 
+
 def _groups(rows: Iterable[Item]) -> Iterator[list[Item]]:
-    """``rows`` in groups of about :data:`CLASSIFY_ROWS` rows (see :func:`_next_items`): a
+    """``rows`` in groups of about ``sizes.CLASSIFY_ROWS`` rows (see :func:`_next_items`): a
     :class:`Blocks` stream's lists of rows only are cut in slices, never walked row by row."""
     if isinstance(rows, Blocks):
         for items in rows.lists:
             if UnchangedBlock in set(map(type, items)):
                 yield from _groups(iter(items))
                 continue
-            for i in range(0, len(items), CLASSIFY_ROWS):
-                yield items[i : i + CLASSIFY_ROWS]
+            for i in range(0, len(items), sizes.CLASSIFY_ROWS):
+                yield items[i : i + sizes.CLASSIFY_ROWS]
         return
     it = iter(rows)
     while items := _next_items(it):
         yield items
 
+
 def _next_items(it: Iterator[Item]) -> list[Item]:
-    """The next items of ``it``, up to :data:`CLASSIFY_ROWS` rows, a block counting its rows
+    """The next items of ``it``, up to ``sizes.CLASSIFY_ROWS`` rows, a block counting its rows
     (a block can be a whole source batch: 500 blocks may be a whole large source)."""
     out: list[Item] = []
     rows = 0
     for item in it:
         out.append(item)
         rows += len(item) if type(item) is UnchangedBlock else 1
-        if rows >= CLASSIFY_ROWS:
+        if rows >= sizes.CLASSIFY_ROWS:
             break
     return out
+
 
 def _base_dir(config: MappingConfig) -> Path:
     """Where the mapping's source path is relative to (the mapping file's directory)."""
     return config.path.parent if config.path is not None else Path.cwd()
-

@@ -34,8 +34,6 @@ from recordsync.prepare.merges import needed
 from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
 from recordsync.tuning.spill import KeySpool, SpillMap
 
-PREP_ROWS = 500
-
 
 class StepPrep:
     """The ledger-dependent preparation of one step's rows."""

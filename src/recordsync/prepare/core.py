@@ -44,7 +44,6 @@ from recordsync.validate.schema import Schema
 
 __all__ = [  # the duplicate scan's names stay importable from here
     "ROW_BITS",
-    "SLICE_ROWS",
     "Duplicates",
     "check_batch_columns",
     "check_source",
@@ -55,13 +54,6 @@ __all__ = [  # the duplicate scan's names stay importable from here
     "where",
     "winner",
 ]
-
-
-SLICE_ROWS = 2048
-"""Rows mapped and validated at a time when a run sends (``slice_rows``): a read batch is
-then prepared in slices, so that the run's main thread returns to its chunks (acknowledging,
-reporting, queueing the next) between slices instead of leaving the service waiting for a
-whole batch. A dry run prepares whole batches: slices cost about 25% of its speed."""
 
 
 def _blocks_of(
@@ -227,7 +219,7 @@ def prepare_step(
 
     Config errors (unknown object type or field, unreadable owners file, missing source) are
     raised here, before the first row. With ``schema=None`` only offline checks run.
-    ``slice_rows``: prepare read batches in slices of that many rows (:data:`SLICE_ROWS`).
+    ``slice_rows``: prepare read batches in slices of that many rows (``sizes.SLICE_ROWS``).
     A row too large for a request of ``max_request_bytes`` is invalid (validate/entry_size).
     The rows are made a slice at a time: :class:`Blocks` (their lists are in ``.lists``).
     """

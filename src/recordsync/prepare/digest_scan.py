@@ -28,11 +28,8 @@ from recordsync.read.swallow import hiding_rows
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshot_match import key_hashes
 from recordsync.state.snapshots import Snapshot
+from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import gc_paused
-
-KEEP_ROWS = 100_000
-"""Rows not found in the snapshot that the first pass keeps (as Arrow sub-batches) so that
-the second pass need not read the source again; above this, it reads it again."""
 
 
 class Scan:
@@ -63,7 +60,7 @@ class Scan:
         last = -1  # the highest snapshot row matched so far
         in_order = True  # every snapshot row matched after the one before: none twice
         columns = mapper.columns_used
-        budget = KEEP_ROWS
+        budget = sizes.UNMATCHED_KEEP_ROWS
         kept: list[Seen] = []
         hidden: list[int] = []  # rows found whose cells may hide rows (mirror deletes)
         for sb in iter_source(mapping.source, base_dir):

@@ -17,14 +17,10 @@ from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.read import iter_source
 from recordsync.state.keys import NORMALIZERS, cell_text
+from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import gc_paused
 
 ROW_BITS = 40  # row identity = file index << 40 | row number
-
-SPILL_ROWS = 1_000_000
-"""(hash, row identity) pairs a scan holds in memory; past it they go to disk, partitioned
-by the hash's top bits (:class:`HashRuns`)."""
-PARTITION_BITS = 6  # 64 partitions: a 10M-row source sorts about 160k pairs at a time
 
 
 class Duplicates:
@@ -184,13 +180,14 @@ def shared_hashes(
 
 class HashRuns:
     """The (hash, row identity) pairs of one scan, for :func:`shared_hashes`, in memory up to
-    :data:`SPILL_ROWS` pairs. Past that, every pair is appended to one of 2**PARTITION_BITS
-    files in a temporary directory, by the hash's top bits (so that the partitions, in
-    order, hold ascending hash ranges), and the groups are found one partition at a time:
-    the same groups, in the same order, as from all the pairs at once."""
+    ``sizes.DUPLICATE_SPILL_ROWS`` pairs. Past that, every pair is appended to one of
+    2 ** ``sizes.DUPLICATE_PARTITION_BITS`` files in a temporary directory, by the hash's top
+    bits (so that the partitions, in order, hold ascending hash ranges), and the groups are
+    found one partition at a time: the same groups, in the same order, as from all the pairs
+    at once."""
 
     def __init__(self, limit: int | None = None) -> None:
-        self.limit = limit or SPILL_ROWS
+        self.limit = limit or sizes.DUPLICATE_SPILL_ROWS
         self._hashes: list[npt.NDArray[np.int64]] = []
         self._ids: list[npt.NDArray[np.int64]] = []
         self._held = 0
@@ -215,9 +212,11 @@ class HashRuns:
         h = np.concatenate(self._hashes).astype(np.int64, copy=False)
         ids = np.concatenate(self._ids).astype(np.int64, copy=False)
         self._hashes, self._ids, self._held = [], [], 0
-        part = (h >> (64 - PARTITION_BITS)) + (1 << (PARTITION_BITS - 1))  # signed: in order
+        part = (h >> (64 - sizes.DUPLICATE_PARTITION_BITS)) + (
+            1 << (sizes.DUPLICATE_PARTITION_BITS - 1)
+        )  # signed: in order
         order = np.argsort(part, kind="stable")
-        bounds = np.searchsorted(part[order], np.arange((1 << PARTITION_BITS) + 1))
+        bounds = np.searchsorted(part[order], np.arange((1 << sizes.DUPLICATE_PARTITION_BITS) + 1))
         pairs = np.column_stack((h[order], ids[order]))
         for p in np.flatnonzero(np.diff(bounds)).tolist():
             with open(Path(self._dir.name) / f"{p}.bin", "ab") as f:
@@ -235,7 +234,7 @@ class HashRuns:
             self._spill()
         groups: dict[int, list[int]] = {}
         try:
-            for p in range(1 << PARTITION_BITS):
+            for p in range(1 << sizes.DUPLICATE_PARTITION_BITS):
                 path = Path(self._dir.name) / f"{p}.bin"
                 if path.exists():
                     pairs = np.fromfile(path, dtype=np.int64).reshape(-1, 2)

@@ -30,13 +30,12 @@ from recordsync.prepare.merge_rules import (
     predict,
 )
 from recordsync.read import iter_source
+from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import gc_paused
 from recordsync.validate.schema import Schema
 
 DEDUP_FIELDS = ("email", "domain", "linkedin_url")
 
-SPILL_ROWS = 500_000
-"""Rows whose dedup keys the scan holds in memory; past it they go to a temporary file."""
 
 Owned = Callable[[list[str]], set[str]]
 """``owned(keys)``: the source keys that have a record of their own in the ledger."""
@@ -136,8 +135,8 @@ def scan_merges(
 class _Keyed:
     """The rows the merge scan simulates, in source order: identity, whether it has a record
     of its own, whether it may create, and its key hash under each rule. Held in memory up to
-    :data:`SPILL_ROWS` rows, then appended to a temporary file; each rule's hashes also go to
-    a :class:`HashRuns`, so that only the rows sharing a key with another row (the only ones
+    ``sizes.MERGE_SPILL_ROWS`` rows, then appended to a temporary file; each rule's hashes also
+    go to a :class:`HashRuns`, so that only the rows sharing a key with another row (the only ones
     that can fold or be folded into) are simulated: the same answers, without every row."""
 
     def __init__(self, rules: int) -> None:
@@ -161,7 +160,7 @@ class _Keyed:
             self.runs[j].add(hashes[has[:, j], j], rid[has[:, j]])
         self._blocks.append((rid, flags, hashes, has))
         self._held += len(batch)
-        if self._held >= SPILL_ROWS:
+        if self._held >= sizes.MERGE_SPILL_ROWS:
             if self._file is None:
                 self._file = tempfile.TemporaryFile(prefix="recordsync-merges-")  # noqa: SIM115
             for block in self._blocks:

@@ -1,6 +1,6 @@
 """What the first pass of :func:`recordsync.prepare.digests.prepare_digested` learnt about
 each batch (:class:`Seen`: its rows, digests and snapshot matches, about 33 bytes a row),
-kept for the second pass in a :class:`SeenLog`: in memory up to :data:`SPILL_ROWS` rows,
+kept for the second pass in a :class:`SeenLog`: in memory up to ``sizes.SEEN_SPILL_ROWS`` rows,
 then appended to a temporary file and read back one batch at a time, so that a source of
 any size costs the same memory.
 """
@@ -16,9 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from recordsync.read import BadLine, SourceBatch
-
-SPILL_ROWS = 250_000
-"""Rows whose :class:`Seen` arrays the log holds in memory; past it they go to a file."""
+from recordsync.tuning import sizes
 
 
 @dataclass(slots=True)
@@ -52,7 +50,7 @@ class SeenLog:
     stay in memory)."""
 
     def __init__(self, limit: int | None = None) -> None:
-        self.limit = limit or SPILL_ROWS
+        self.limit = limit or sizes.SEEN_SPILL_ROWS
         self.items: list[Seen] = []
         self._held: list[Seen] = []
         self._held_rows = 0

@@ -25,7 +25,6 @@ from recordsync.config.idempotency import idempotency_warnings
 from recordsync.core.errors import ApiError, AuthError, ConfigError
 from recordsync.nightly.dry_run_refs import refuse_refs_without_state
 from recordsync.nightly.hook import HookSettings, open_state
-from recordsync.prepare import SLICE_ROWS
 from recordsync.run.guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.run.plans import PlanWrapper, build_plans, check_sources
 from recordsync.run.runner import RunLimits, RunResult, limits_from, new_run_id, run_plans
@@ -45,7 +44,7 @@ from recordsync.state.location import StateLocation, state_location
 from recordsync.state.names import state_name
 from recordsync.state.store import DB_ERRORS
 from recordsync.state.targets import TargetIdentity
-from recordsync.tuning import Tuning
+from recordsync.tuning import Tuning, sizes
 from recordsync.validate.refs_check import check_refs
 
 _STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
@@ -306,7 +305,7 @@ def _run(
                 raise ConfigError(refused, hint=RECREATE_HINT)
             if refused is not None:
                 warnings = [*warnings, f"the real run would stop: {refused}; {RECREATE_HINT}"]
-        slices = None if options.dry_run else SLICE_ROWS  # a dry run has no chunks to wait
+        slices = None if options.dry_run else sizes.SLICE_ROWS  # a dry run has no chunks to wait
         plans = build_plans(pipeline, schema_json, users, wrap, steps, slices)
         run_id = new_run_id(name)
 

@@ -34,7 +34,7 @@ def build_plans(
     check: bool = True,
 ) -> list[StepPlan]:
     """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily, read
-    batches prepared in slices of ``slice_rows`` (a sending run: ``prepare.SLICE_ROWS``).
+    batches prepared in slices of ``slice_rows`` (a sending run: ``tuning.sizes.SLICE_ROWS``).
     ``check=False``: the steps are not checked against the schema first (a run that stopped
     before it had one only reports its rows as not sent)."""
     schema = Schema.from_api(schema_json) if schema_json is not None else None

@@ -14,7 +14,6 @@ from recordsync.core.model import Item, PreparedRow, RowStatus, StepPlan
 from recordsync.report.tally import StepTally
 from recordsync.send.chunks import check_chunk_size
 
-FLUSH_ROWS = 5_000
 DECIDED = frozenset({RowStatus.CREATED, RowStatus.UPDATED, RowStatus.FAILED, RowStatus.IN_DOUBT})
 """Rows that arrive with an outcome: sent by an earlier attempt of this run, or held."""
 

@@ -32,21 +32,15 @@ from recordsync.send.chunk_body import request_body
 from recordsync.send.claims import RecordClaims
 from recordsync.send.plan import (
     DECIDED,
-    FLUSH_ROWS,
     ChunkHook,
     Progress,
     SendOptions,
 )
 from recordsync.send.sender import ChunkAborted, ChunkSender
 from recordsync.send.step_gate import ChunkGate, NotSent, QueuedChunk, paced
-
-AHEAD = 3
-"""Chunks a step keeps unsettled: the one in flight and two journaled and queued behind it,
-so that a slow moment on this side does not leave the service waiting for the next chunk."""
+from recordsync.tuning import sizes
 
 __all__ = [
-    "AHEAD",
-    "FLUSH_ROWS",
     "ChunkHook",
     "Item",
     "Progress",
@@ -85,8 +79,8 @@ class StepRunner:
         """Run one step; a stop (RecordsyncError) is raised after the step's rows are reported.
 
         One request at a time, on a worker thread: while a chunk is in flight, the next ones
-        (up to :data:`AHEAD` chunks in all) are read, prepared, journaled and queued here, and
-        answered chunks are reported; the worker sends a queued chunk the moment the one
+        (up to ``sizes.CHUNKS_AHEAD`` chunks in all) are read, prepared, journaled and queued
+        here, and answered chunks are reported; the worker sends a queued chunk the moment the one
         before it is answered and the breakers have passed.
         """
         tally = StepTally(plan.name, plan.mapping, plan.object_type)
@@ -134,7 +128,7 @@ class StepRunner:
                     buffered += 1
                     buffer.append(checked(row))
                     valid += row.status is RowStatus.VALID
-                if valid >= limit or buffered >= FLUSH_ROWS:
+                if valid >= limit or buffered >= sizes.STEP_FLUSH_ROWS:
                     self._advance(tally, sender, pool, buffer)
                     if valid:
                         limit = self.options.chunk_size
@@ -178,7 +172,7 @@ class StepRunner:
         buffer: list[Item],
     ) -> None:
         """Journal and queue ``buffer``'s chunk, then settle the oldest chunks until at most
-        :data:`AHEAD` are unsettled.
+        ``sizes.CHUNKS_AHEAD`` are unsettled.
 
         Only waiting for the answer separates two sends: chunks are journaled and queued while
         the one before them is in flight, and an answered chunk is acknowledged and reported
@@ -231,7 +225,7 @@ class StepRunner:
         if buffer:
             self._gate.queue.append(chunk)
         self._loose = []
-        ahead = AHEAD if sending else 1
+        ahead = sizes.CHUNKS_AHEAD if sending else 1
         while len(self._gate.queue) > ahead:
             self._settle_oldest(tally)
 
@@ -294,9 +288,7 @@ class StepRunner:
             raise stop
         return chunk, results
 
-    def drain(
-        self, plan: StepPlan, stop: RecordsyncError, *, unchecked: bool = False
-    ) -> StepTally:
+    def drain(self, plan: StepPlan, stop: RecordsyncError, *, unchecked: bool = False) -> StepTally:
         """Report a step that never started (the run was stopped before it). ``unchecked``:
         the run stopped before the schema and users were known, so no row could be validated
         against them: every row is ``failed`` with ``not sent: ...``, invalid-looking or not."""

@@ -25,14 +25,12 @@ from recordsync.send.chunk_body import doubtful
 from recordsync.send.plan import ChunkHook
 from recordsync.send.sender import ChunkAborted, ChunkReport, ChunkSender
 from recordsync.state.store import DB_ERRORS
+from recordsync.tuning import sizes
 
 log = logging.getLogger(__name__)
 
 _COMMIT_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
 """What a commit of the state store raises (a file, or a PostgreSQL server)."""
-
-PACE_WAIT = 0.05
-"""Seconds :meth:`ChunkGate.pace` waits at most for the chunk in flight to be written."""
 
 
 def paced(lists: Iterator[list[Item]], pace: Callable[[], None]) -> Iterator[list[Item]]:
@@ -176,7 +174,7 @@ class ChunkGate:
         """Before the step reads its next block of rows (preparing them can hold the
         interpreter for tens of milliseconds): clear the first chunk not yet cleared to be
         sent, once the chunk before it is written, waiting for that write at most
-        :data:`PACE_WAIT`. Otherwise the worker, done with the chunk before, would wait for
+        ``sizes.PACE_WAIT_S``. Otherwise the worker, done with the chunk before, would wait for
         this thread to finish the block before it may send that one (a gap of 10–35 ms
         for each slice of rows, 0.7 s of a 100k-row run into the sandbox). Clearing it
         here keeps the rule that at most one cleared chunk waits unwritten. Chunks with
@@ -198,7 +196,7 @@ class ChunkGate:
         if before is not None and not before.sent.is_set():
             if self.traced is False:  # no trace events: written only once it is answered
                 return
-            before.sent.wait(PACE_WAIT)
+            before.sent.wait(sizes.PACE_WAIT_S)
             if not before.sent.is_set() or self.stopped:
                 return
         try:

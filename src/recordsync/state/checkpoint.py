@@ -7,9 +7,9 @@ inside the commit that passed it: on the run's main thread, about 0.15 s of it a
 answer, about 0.2 s of a 100k run's end (measured over loopback into the sandbox).
 
 :class:`BackgroundCheckpoints` runs a passive checkpoint from a second connection, on a
-daemon thread, every :data:`EVERY_S` seconds: SQLite does the copying with the interpreter
-lock released, a passive checkpoint never blocks the writer (it copies what was committed
-before it began; with nothing new it does nothing), and after a complete one the writer
+daemon thread, every ``sizes.CHECKPOINT_EVERY_S`` seconds: SQLite does the copying with the
+interpreter lock released, a passive checkpoint never blocks the writer (it copies what was
+committed before it began; with nothing new it does nothing), and after a complete one the writer
 starts the log over, so the log stays small and the final checkpoint short. A checkpoint that
 fails (the database busy, the disk full) is logged at debug level and tried again next time:
 the run's own commits and its final checkpoint are unaffected.
@@ -22,10 +22,9 @@ import sqlite3
 import threading
 from pathlib import Path
 
-log = logging.getLogger(__name__)
+from recordsync.tuning import sizes
 
-EVERY_S = 0.5
-"""Seconds between two background checkpoints."""
+log = logging.getLogger(__name__)
 
 
 def checkpoint_once(conn: sqlite3.Connection) -> bool:
@@ -38,7 +37,7 @@ class BackgroundCheckpoints:
     """A daemon thread checkpointing ``path``'s write-ahead log; stop it with :meth:`close`
     (idempotent; also a context manager)."""
 
-    def __init__(self, path: Path, *, every_s: float = EVERY_S) -> None:
+    def __init__(self, path: Path, *, every_s: float = sizes.CHECKPOINT_EVERY_S) -> None:
         self.path = Path(path)
         self.every_s = every_s
         self.checkpoints = 0

@@ -1,6 +1,6 @@
 """A large snapshot's digests sorted on disk, for :class:`.snapshot_match.DigestIndex`.
 
-Past :data:`recordsync.state.snapshot_match.MEMORY_ROWS` rows the index does not hold the
+Past ``sizes.SNAPSHOT_MEMORY_ROWS`` rows the index does not hold the
 digests and their order in memory (24 bytes a row): the digests (both halves) and each one's
 snapshot row are sorted into a temporary file, through 64 partition files by the top bits of
 the first half (a few MB sorted at a time, whatever the size), and memory-mapped; a lookup
@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-PARTITION_BITS = 6
+from recordsync.tuning import sizes
 
 
 class SortedDigests:
@@ -36,7 +36,7 @@ class SortedDigests:
         file = tempfile.TemporaryFile(prefix="recordsync-digests-")  # noqa: SIM115
         twice: list[npt.NDArray[np.uint64]] = []
         with file, tempfile.TemporaryDirectory(prefix="recordsync-digest-parts-") as tmp:
-            parts = [Path(tmp) / f"{p}.bin" for p in range(1 << PARTITION_BITS)]
+            parts = [Path(tmp) / f"{p}.bin" for p in range(1 << sizes.DIGEST_PARTITION_BITS)]
             _partition(batches, parts, release)
             file.truncate(3 * n * 8)
             at = 0
@@ -86,11 +86,11 @@ def _partition(
 ) -> None:
     """Append every (d0, d1, row) to the partition file of its d0's top bits."""
     start = 0
-    edges = np.arange((1 << PARTITION_BITS) + 1)
+    edges = np.arange((1 << sizes.DIGEST_PARTITION_BITS) + 1)
     for batch in batches:
         a0 = batch.column("d0").to_numpy(zero_copy_only=False)
         a1 = batch.column("d1").to_numpy(zero_copy_only=False)
-        part = (a0 >> np.uint64(64 - PARTITION_BITS)).astype(np.int64)
+        part = (a0 >> np.uint64(64 - sizes.DIGEST_PARTITION_BITS)).astype(np.int64)
         order = np.argsort(part, kind="stable")
         bounds = np.searchsorted(part[order], edges)
         rec = np.empty((len(a0), 3), dtype=np.uint64)

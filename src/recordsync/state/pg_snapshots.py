@@ -9,8 +9,7 @@ import sqlite3
 import tempfile
 from pathlib import Path
 
-BLOCK_BYTES = 8 << 20
-"""Bytes of a snapshot file per ``snapshot_blocks`` row."""
+from recordsync.tuning import sizes
 
 
 def load_snapshot_blocks(conn: sqlite3.Connection, scope: int, count: int) -> Path:
@@ -34,7 +33,7 @@ def store_snapshot_blocks(conn: sqlite3.Connection, scope: int, path: Path) -> i
     """The snapshot file into ``snapshot_blocks``; the number of blocks."""
     count = 0
     with path.open("rb") as src:
-        while block := src.read(BLOCK_BYTES):
+        while block := src.read(sizes.SNAPSHOT_BLOCK_BYTES):
             conn.execute(
                 "INSERT INTO snapshot_blocks (scope_id, block_no, data) VALUES (?, ?, ?)",
                 (scope, count, block),

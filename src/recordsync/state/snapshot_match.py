@@ -17,13 +17,9 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from recordsync.state.digest_runs import SortedDigests
+from recordsync.tuning import sizes
 
 Digests = npt.NDArray[np.uint64]
-
-
-MEMORY_ROWS = 1_000_000
-"""Snapshot rows whose digests and sort order the index holds in memory (24 bytes a row);
-a larger snapshot's are sorted on disk (:class:`.digest_runs.SortedDigests`)."""
 
 
 class DigestIndex:
@@ -45,7 +41,7 @@ class DigestIndex:
         self._table = table
         self._next = 0  # the file row where the next source row is expected
         self._twice: npt.NDArray[np.bool_] | None = None  # file order: digest listed twice
-        limit = MEMORY_ROWS if memory_rows is None else memory_rows
+        limit = sizes.SNAPSHOT_MEMORY_ROWS if memory_rows is None else memory_rows
         if table is not None and n > limit:
             self._disk = SortedDigests(batches, release)
             self._size = n

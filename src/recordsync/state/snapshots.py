@@ -38,8 +38,7 @@ from recordsync.state.pg_snapshots import load_snapshot_blocks, store_snapshot_b
 from recordsync.state.snapshot_match import DigestIndex, key_hashes, take_rows
 from recordsync.state.snapshot_rows import Pending
 from recordsync.state.store import StateStore, drop_snapshots, utc_now
-
-FLUSH_ROWS = 65_536
+from recordsync.tuning import sizes
 
 
 def snapshot_path(store: StateStore, scope: int, run_id: str) -> Path:
@@ -110,8 +109,8 @@ class Snapshot:
 
 
 def _sorted_hashes(keys: pa.ChunkedArray) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Hashed :data:`FLUSH_ROWS` keys at a time (not every key string at once)."""
-    step = FLUSH_ROWS
+    """Hashed ``sizes.SNAPSHOT_FLUSH_ROWS`` keys at a time (not every key string at once)."""
+    step = sizes.SNAPSHOT_FLUSH_ROWS
     parts = [key_hashes(keys.slice(i, step).to_pylist()) for i in range(0, len(keys), step)]
     h = np.concatenate([np.zeros(0, dtype=np.int64), *(p[0] for p in parts)])
     has = np.concatenate([np.zeros(0, dtype=bool), *(p[1] for p in parts)])
@@ -196,7 +195,7 @@ class SnapshotWriter:
         p.match_by.append(match_by)
         p.match_value.append(None if match_value is None else str(match_value))
         p.record_id.append(record_id)
-        if len(p.d0) >= FLUSH_ROWS:
+        if len(p.d0) >= sizes.SNAPSHOT_FLUSH_ROWS:
             self._flush()
 
     def add_many(
@@ -209,7 +208,9 @@ class SnapshotWriter:
     ) -> None:
         """:meth:`add` of each row, given column-wise: the same rows in the same batches."""
         columns = (digests, keys, match_bys, match_values, record_ids)
-        if len(self._p.d0) + len(digests) >= FLUSH_ROWS:  # a batch ends inside: row by row
+        if (
+            len(self._p.d0) + len(digests) >= sizes.SNAPSHOT_FLUSH_ROWS
+        ):  # a batch ends inside: row by row
             for row in zip(*columns, strict=True):
                 self.add(*row)
         else:
@@ -221,7 +222,7 @@ class SnapshotWriter:
             raise ValueError("an UnchangedBlock without the snapshot it came from")
         self._carried.append(np.asarray(block.snapshot_rows, dtype=np.int64))
         self._carried_rows += len(block)
-        if self._carried_rows >= FLUSH_ROWS:
+        if self._carried_rows >= sizes.SNAPSHOT_FLUSH_ROWS:
             self._flush_carried()
 
     def _flush_carried(self) -> None:

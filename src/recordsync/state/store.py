@@ -42,12 +42,12 @@ from recordsync.state.lock import PipelineLock
 from recordsync.state.pg import PgConnection, StateDbError, StateDbIntegrityError
 from recordsync.state.pg_lock import PgPipelineLock
 from recordsync.state.schema import SCHEMA_VERSION, migrate
+from recordsync.tuning import sizes
 
 DB_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, StateDbError)
 """What a state database raises, whichever it is (SQLite or PostgreSQL)."""
 INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, StateDbIntegrityError)
-LOOKUP_CHUNK = 1000
-"""Keys per query in :meth:`StateStore.lookup_many` (well under SQLite's variable limit)."""
+
 
 def default_state_path() -> Path:
     """``$RECORDSYNC_STATE_DB`` if set, else ``.recordsync/state.db`` (relative to the cwd)."""
@@ -63,9 +63,7 @@ class StateStore:
     One connection, used from one thread (the run's main loop); other processes are kept
     out by the pipeline lock (:meth:`pipeline_lock`), not by this class."""
 
-    def __init__(
-        self, path: str | Path | PgUrl | None = None, *, durable: bool = True
-    ) -> None:
+    def __init__(self, path: str | Path | PgUrl | None = None, *, durable: bool = True) -> None:
         self.location: StateLocation = state_location(path)
         self._scopes: dict[tuple[str, str], int] = {}
         if isinstance(self.location, PgUrl):
@@ -197,7 +195,7 @@ class StateStore:
         batch: list[str] = []
         for key in keys:
             batch.append(key)
-            if len(batch) >= LOOKUP_CHUNK:
+            if len(batch) >= sizes.LOOKUP_CHUNK:
                 self._lookup_into(scope, batch, found)
                 batch = []
         if batch:
@@ -303,9 +301,7 @@ class StateStore:
                 ]
                 runs = [
                     r[0]
-                    for r in conn.execute(
-                        "SELECT run_id FROM runs WHERE pipeline = ?", (pipeline,)
-                    )
+                    for r in conn.execute("SELECT run_id FROM runs WHERE pipeline = ?", (pipeline,))
                 ]
                 for run_id in runs:
                     conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))

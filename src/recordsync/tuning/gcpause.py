@@ -28,16 +28,22 @@ frozen; and never while the GC was disabled by someone else.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 from recordsync import tuning
 
 
-@contextmanager
-def gc_paused() -> Iterator[None]:
+def gc_paused() -> AbstractContextManager[None]:
     """Pause the cyclic GC for the block; restore its previous state, even on error (with
     the ``gc_pause`` switch off, :mod:`recordsync.tuning`: nothing)."""
+    return _paused(None)
+
+
+@contextmanager
+def _paused(on_resume: Callable[[], None] | None) -> Iterator[None]:
+    """The GC paused for the block; ``on_resume()`` just before it runs again (only when it
+    was running before the block, and only with the ``gc_pause`` switch on)."""
     if not tuning.current().gc_pause:
         yield
         return
@@ -47,6 +53,8 @@ def gc_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
+            if on_resume is not None:
+                on_resume()
             gc.enable()
 
 
@@ -78,19 +86,14 @@ class BatchGC:
         """Around the building of one batch's rows (with the ``gc_pause`` switch off,
         :mod:`recordsync.tuning`: nothing)."""
         self.release()
-        if not tuning.current().gc_pause:
+        with _paused(self._freeze):
             yield
-            return
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            yield
-        finally:
-            if enabled:
-                if gc.get_freeze_count() == 0:
-                    gc.freeze()
-                    self._frozen = True
-                gc.enable()
+
+    def _freeze(self) -> None:
+        """Park the batch's rows (and whatever else is tracked) unless someone else froze."""
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            self._frozen = True
 
     def release(self) -> None:
         """Unfreeze what :meth:`building` froze (idempotent); call when the stream ends."""

@@ -10,12 +10,12 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from recordsync.tuning import sizes
+
 Outcome = tuple[Any, str | None, dict[str, Any] | None]
 """(value, reason it is invalid or None, suggestion or None)."""
 
 NULL_OUTCOME: Outcome = (None, None, None)
-MEMO_MAX = 65_536
-"""Distinct values remembered per memo (a column's outcomes across batches)."""
 Memo = dict[Any, Outcome]
 
 
@@ -37,7 +37,7 @@ def distinct_outcomes(
             o = memo.get(v)
             if o is None:
                 o = fn(v)
-                if len(memo) < MEMO_MAX:
+                if len(memo) < sizes.VALUE_MEMO_MAX:
                     memo[v] = o
             outcomes.append(o)
     outcomes.append(NULL_OUTCOME)

@@ -1,0 +1,100 @@
+"""Every size a run trades memory, disk or latency by, in one table.
+
+These are not switches: they bound what a run holds (rows in memory before a temporary file
+takes them, rows written to the state store at a time, chunks in flight), so they hold
+whoever calls recordsync, a library user included. They change how fast and in how much
+memory a run works, never what it does: each module that uses one is tested with it made
+tiny (the tests set the attribute here), so the paths past each bound run in the suite.
+
+The figures each was chosen by are measured by the benchmarks in ``bench/`` (memory:
+``bench_memory.py``, from 100k to 10M rows; state store: ``bench_state.py``; pacing:
+``bench_run.py``), whose current results are in ``bench/README.md``.
+
+Read them as ``sizes.NAME`` at the time of use (never ``from ... import NAME``), so that a
+test or a caller that sets one is heard.
+"""
+
+from __future__ import annotations
+
+# --- reading and preparing a source ---------------------------------------------------
+
+SLICE_ROWS = 2048
+"""Rows mapped and validated at a time when a run sends: a read batch is prepared in slices,
+so that the run's main thread returns to its chunks (acknowledging, reporting, queueing the
+next) between slices instead of leaving the service waiting for a whole batch. A dry run
+prepares whole batches: slices cost about 25% of its speed."""
+
+VALUE_MEMO_MAX = 65_536
+"""Distinct values whose check outcome a column remembers across batches."""
+
+DUPLICATE_SPILL_ROWS = 1_000_000
+"""(hash, row identity) pairs the duplicate-key scan holds in memory; past it they go to
+disk, partitioned by the hash's top :data:`DUPLICATE_PARTITION_BITS` bits."""
+
+DUPLICATE_PARTITION_BITS = 6
+"""64 partitions: a 10M-row source's duplicate scan sorts about 160k pairs at a time."""
+
+MERGE_SPILL_ROWS = 500_000
+"""Rows whose dedup keys (email, domain, LinkedIn URL) the merge scan holds in memory; past
+it they go to a temporary file."""
+
+SEEN_SPILL_ROWS = 250_000
+"""Rows of what a nightly run's first pass learnt (digests, matches) held in memory for the
+second pass; past it they go to a file."""
+
+UNMATCHED_KEEP_ROWS = 100_000
+"""Rows not found in the snapshot that the first pass keeps (as Arrow slices) so that the
+second pass need not read the source again; above this, it reads the source again."""
+
+# --- the state store --------------------------------------------------------------------
+
+LOOKUP_CHUNK = 1000
+"""Keys per ledger query (well under SQLite's variable limit)."""
+
+PREP_ROWS = 500
+"""Rows whose ledger entries and references a step looks up at a time."""
+
+CLASSIFY_ROWS = 500
+"""Rows classified against the ledger at a time as a step streams: unchanged rows are
+settled without being held."""
+
+FOLD_FROM = 20_000
+"""Acknowledged rows that wait before the ledger starts being written while a step runs."""
+
+FOLD_SLICE = 500
+"""Rows written to the ledger with each acknowledged chunk, once :data:`FOLD_FROM` wait: at a
+step's end at most about :data:`FOLD_FROM` are left to write."""
+
+FOLD_ROWS = 100_000
+"""Rows acknowledged but not yet in the ledger at which the ledger is written in bulk, should
+the slices (:data:`FOLD_SLICE`) not keep up."""
+
+SNAPSHOT_FLUSH_ROWS = 65_536
+"""Rows of a step's snapshot (the source rows' digests) hashed and written at a time."""
+
+SNAPSHOT_MEMORY_ROWS = 1_000_000
+"""Snapshot rows whose digests and sort order a run holds in memory (24 bytes a row); a
+larger snapshot's are sorted on disk in 2 ** :data:`DIGEST_PARTITION_BITS` partitions."""
+
+DIGEST_PARTITION_BITS = 6
+"""64 partitions for a snapshot's digests sorted on disk."""
+
+SNAPSHOT_BLOCK_BYTES = 8 << 20
+"""Bytes of a snapshot file per row of a PostgreSQL state store's ``snapshot_blocks``."""
+
+CHECKPOINT_EVERY_S = 0.5
+"""Seconds between two background checkpoints of a SQLite state store's write-ahead log."""
+
+# --- sending ------------------------------------------------------------------------------
+
+STEP_FLUSH_ROWS = 5_000
+"""Rows of any kind a step buffers before it writes them to the report (a chunk's worth of
+valid rows also flushes): ``results.csv`` follows the source order, memory stays bounded."""
+
+CHUNKS_AHEAD = 3
+"""Chunks a step keeps unsettled: the one in flight and two journaled and queued behind it,
+so that a slow moment on this side does not leave the service waiting for the next chunk."""
+
+PACE_WAIT_S = 0.05
+"""Seconds a step waits at most for the journal write of the chunk in flight before it
+prepares the next one."""
