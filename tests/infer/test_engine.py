@@ -98,5 +98,8 @@ def test_a_column_named_like_a_field_is_not_taken_for_the_owner() -> None:
     colleagues = run({"Name": ["Ada"], "Email": ["ada@acme.example"]})  # users' own e-mails
     assert colleagues.as_dict() == {"name": "Name", "email": "Email"}
     assert run({"Name": ["Ada"], "Rep": ["ada@acme.example"]}).as_dict()["owner"] == "Rep"
-    blank = run({"Name": ["Ada"], "Lead Score": ["", " "]}).unmapped
-    assert blank == [("Lead Score", "its sampled cells are all blank")]
+    blank = run({"Name": ["Ada"], "Lead Score": ["", " "], "Points": ["", ""]})
+    assert blank.unmapped == [("Points", "no field matches its name")]
+    (score,) = blank.fields  # named outright: mapped, at low confidence, with a warning
+    assert (score.field, score.confidence) == ("lead_score", "low")
+    assert "all blank" in blank.warnings[0] and "'Lead Score'" in blank.warnings[0]

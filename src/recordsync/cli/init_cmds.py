@@ -75,7 +75,7 @@ def infer_file(source: Path, object_type: str, target: Any, mapping_path: Path) 
         if "field_name" in f
     }
     sample = read_sample(source)
-    prop = infer(sample.header, sample.values, otype, users, sample.shapes, displays)
+    prop = infer(sample.header, sample.values, otype, users, sample.shapes, displays, schema)
     return render_mapping(prop, sample, source, mapping_path), (prop, sample)
 
 
