@@ -1,12 +1,13 @@
 """Score ``recordsync init``'s inference on a corpus of exports with expected mappings.
 
 The made-up corpus (``tests/data/init_corpus/corpus.yaml``) lists, per file, each column's
-expected mapping (a field, ``name``, ``name.part``, ``owner``, or None: leave it unmapped) and
-the kind of its values. The real corpus (``tests/data/init_corpus/real/``: public exports
-nobody here wrote) has one ``<name>.expect.yaml`` per export, which may also expect
-``ledger_key`` (the export's own key) and a relationship field for a reference column. The score is the share of mappable columns mapped right with no edit; a
-column mapped to a field whose type its values cannot have is a *wrong type* (which must
-never happen), a column mapped where None was expected a *false positive*.
+expected mapping (a field, ``name``, ``name.part``, ``owner``, ``ledger_key``, a relationship
+field for a reference column, or None: leave it unmapped) and the kind of its values. The
+real corpus (``tests/data/init_corpus/real/``: public exports nobody here wrote) has one
+``<name>.expect.yaml`` per export, in the same terms. The score is the share of mappable
+columns mapped right with no edit; a column mapped to a field whose type its values cannot
+have is a *wrong type* (which must never happen), a column mapped where None was expected a
+*false positive*.
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def _fields(
             (
                 ref.column,
                 f"a reference to {step} ({ref.field}; {how}): it is filled from a {step}"
-                f" step earlier in the same pipeline (see the commented {ref.field} below)",
+                f" step earlier in the same pipeline (written, commented, in the mapping)",
             )
         )
     for col in header:

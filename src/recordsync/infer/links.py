@@ -7,8 +7,9 @@ point at another object type's records.
 - **References** (a relationship field, e.g. ``company_id`` → companies): a column naming
   the referenced record (``Company``, ``Related Company``, ``Account Name``: by name), its
   site (``Company Domain``: by domain) or its key (``CustomerID``, ``Account Id`` in a deals
-  export, when it is not the export's own key: by the referenced step's ledger key). A reference is filled from another step of
-  the same pipeline, so a one-file mapping proposes it (commented) and names it as left out.
+  export, when it is not the export's own key: by the referenced step's ledger key). A
+  reference is filled from another step of the same pipeline, so a one-file mapping proposes
+  it (commented) and names it as left out.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from recordsync.core.suggest import normalize
 from recordsync.infer.choice import Choice
 from recordsync.infer.names import (
     COMPANY_DOMAINS,
-    CUSTOMER_KEYS,
     COMPANY_NAMES,
+    CUSTOMER_KEYS,
     KEY_ENTITIES,
     is_one_of,
     key_of,
@@ -45,7 +46,8 @@ def related_types(otype: ObjectType, schema: Schema | None) -> dict[str, ObjectT
     by_id = {t.id: t for t in schema.types.values() if t.id is not None}
     out: dict[str, ObjectType] = {}
     for f in otype.fields.values():
-        target = by_id.get(f.related_object_type_id) if f.type == "relationship" else None
+        rel = f.related_object_type_id
+        target = by_id.get(rel) if rel is not None and f.type == "relationship" else None
         if target is not None and target.slug != otype.slug:
             out[f.name] = target
     return out

@@ -162,7 +162,8 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
         ("Deal Name", "name", "deal"), ("Deal Stage", "stage", "deal_stage"),
         ("Amount", "amount", "money_us"), ("Close Date", "close_date", "us_date"),
         ("Probability", "probability", "percent"), ("Deal Owner", "owner", "owner_email"),
-        ("Notes", "notes", "text"), ("Pipeline", None, "pipeline"), ("Company", "company_id", "company"),
+        ("Notes", "notes", "text"), ("Pipeline", None, "pipeline"),
+        ("Company", "company_id", "company"),
     ]),
     ("deals_semicolon.csv", "deals", [
         ("Opportunity", "name", "deal"), ("Stage", "stage", "deal_stage"),
