@@ -217,7 +217,10 @@ def _warn_shared_owners(
             if key:
                 fits.setdefault(str(key).strip().casefold(), []).append(who)
     counts = Counter(c.strip().casefold() for c in cells if c and c.strip())
-    spelled = {c.strip().casefold(): c.strip() for c in cells if c and c.strip()}
+    spelled: dict[str, str] = {}  # as first written
+    for c in cells:
+        if c and c.strip():
+            spelled.setdefault(c.strip().casefold(), c.strip())
     for value, n in sorted(counts.items()):
         candidates = sorted(set(fits.get(value, [])))
         if len(candidates) > 1:

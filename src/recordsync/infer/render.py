@@ -82,7 +82,8 @@ def render_mapping(prop: Proposal, sample: Sample, source: Path, mapping_path: P
         step = r.options["ref"]["step"]
         out += [
             f"  # {r.field}: {r.evidence} ({r.confidence}). A reference is filled from a {step}"
-            f" step that runs earlier in the same pipeline: add one, then uncomment:",
+            f" step (with a ledger_key) that runs earlier in the same pipeline: add one, then"
+            " uncomment:",
             f"  # {r.field}:",
             f"  #   column: {_q(r.column)}",
             f"  #   ref: {{{ref}}}",
