@@ -134,6 +134,21 @@ def test_import_names_each_left_out_column_and_refuses_a_reference_it_cannot_fil
     assert summary_of(real)["totals"]["created"] == 3
 
 
+def test_fractional_date_times_import_without_an_edit(project: Path, cli: Cli) -> None:
+    (project / "f.csv").write_text(
+        "Name,Email,Created Date,Last Contacted\n"
+        "Ann,ann@x.example,2006-02-14 22:04:36.000,1996-07-04 00:00:00.000\n"
+        "Bob,bob@y.example,2006-02-15 04:57:20.120,1996-07-05 00:00:00.000\n",
+        encoding="utf-8",
+    )
+    assert cli("import", "f.csv", "--type", "contacts", "--yes", "-q") == 0
+    fields = yaml.safe_load((project / ".recordsync" / "imports" / "f.yaml").read_text())["fields"]
+    assert fields["signed_up_at"]["datetime_format"] == "%Y-%m-%d %H:%M:%S.%f"
+    assert fields["last_contacted"]["date_format"] == "%Y-%m-%d %H:%M:%S.%f"  # all at midnight
+    real = next(d for d in reports(project) if not summary_of(d)["dry_run"])
+    assert summary_of(real)["totals"]["created"] == 2
+
+
 def test_the_written_reference_runs_once_its_step_comes_first(
     project: Path, cli: Cli, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -219,4 +219,6 @@ def test_a_site_column_without_sites_is_no_domain_and_null_cells_are_no_values()
         "companies",
     )
     assert prop.as_dict() == {"name": "companyName", "phone": "phone"}
-    assert "homePage" in dict(prop.unmapped)
+    assert dict(prop.unmapped)["homePage"] == (
+        "named like 'domain' but its values are not sites, domains or e-mails"
+    )

@@ -264,7 +264,7 @@ def import_command(
 def _left_out_refs(prop: Any, work: Path, yes: bool, allow: bool) -> None:
     """A reference column the import cannot fill: asked about, refused with --yes (exit 2)
     unless --allow-unmapped; nothing is sent before the answer."""
-    refs = prop.left_out_refs
+    refs = prop.refs  # a one-file mapping has no step to fill them from
     if not refs:
         return
     lines = [

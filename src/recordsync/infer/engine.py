@@ -105,7 +105,10 @@ def _fields(
                 ev = "its sampled cells are all blank: mapped by its name alone"
                 cands.append((ns - 0.6, i, col, fdef, {}, f"{why}; {ev}"))
             elif ns and not ok:
-                why = f"named like '{fdef.name}' but its values do not fit a {fdef.type} field"
+                what = "sites, domains or e-mails" if fdef.name == "domain" else None
+                why = f"named like '{fdef.name}' but its values " + (
+                    f"are not {what}" if what else f"do not fit a {fdef.type} field"
+                )
                 rejected.setdefault(col, "its sampled cells are all blank" if blank else why)
             elif ns and ok:
                 cands.append((ns + 0.05, i, col, fdef, opts, f"{why}; {ev}"))

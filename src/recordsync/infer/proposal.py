@@ -36,8 +36,3 @@ class Proposal:
         if self.owner is not None:
             out["owner"] = self.owner.column
         return out
-
-    @property
-    def left_out_refs(self) -> list[Choice]:
-        """Reference columns the written mapping cannot fill (no referenced step)."""
-        return list(self.refs)
