@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from recordsync.infer.names import (
     FIRST_NAMES,
     LAST_NAMES,
@@ -9,6 +12,7 @@ from recordsync.infer.names import (
     key_of,
     name_score,
     normalize,
+    one_typo_apart,
     reference_words,
 )
 
@@ -51,3 +55,13 @@ def test_id_columns_and_reference_words() -> None:
     assert key_of("Valid") is None and key_of("VALID") is None and key_of("Paid") is None
     assert reference_words("Related Company") == "company"
     assert reference_words("Associated Company Name") == "company name"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text("abcdefgh ", min_size=0, max_size=12), st.text("abcdefgh ", max_size=12))
+def test_a_close_spelling_is_symmetric_one_edit_and_never_the_same_name(a: str, b: str) -> None:
+    assert one_typo_apart(a, b) == one_typo_apart(b, a)
+    assert not one_typo_apart(a, a)
+    if one_typo_apart(a, b):
+        x, y = a.replace(" ", ""), b.replace(" ", "")
+        assert min(len(x), len(y)) >= 7 and abs(len(x) - len(y)) <= 1 and x != y

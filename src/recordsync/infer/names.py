@@ -142,7 +142,7 @@ def _score(h: str, header: str, field_name: str, display: str, singular: str) ->
     synonyms = {normalize(s) for s in SYNONYMS.get(field_name, ())}
     if any(_same(h, p + s) for s in synonyms for p in prefixes):
         return 0.9, f"header {header!r} is a usual name for {field_name}"
-    if close := next((o for o in sorted(own | synonyms) if _close(h, o)), None):
+    if close := next((o for o in sorted(own | synonyms) if one_typo_apart(h, o)), None):
         return 0.8, f"header {header!r} is a close spelling of {close!r}"
     hwords = set(h.split())
     for o in sorted(own | synonyms, key=len, reverse=True):
@@ -157,7 +157,7 @@ def _same(a: str, b: str) -> bool:
     return a == b or a.replace(" ", "") == b.replace(" ", "")
 
 
-def _close(a: str, b: str) -> bool:
+def one_typo_apart(a: str, b: str) -> bool:
     """One typo apart (a letter dropped, added, changed or two swapped), spaces dropped, for
     names of 7 letters or more: shorter ones are too near each other to guess."""
     a, b = a.replace(" ", ""), b.replace(" ", "")
@@ -178,7 +178,7 @@ def is_one_of(header: str, names: tuple[str, ...], close: bool = True) -> bool:
     with ``close``, one typo in a long name aside)."""
     h, _copy = numbered(header)
     normal = [normalize(n) for n in names]
-    return any(_same(h, n) for n in normal) or (close and any(_close(h, n) for n in normal))
+    return any(_same(h, n) for n in normal) or (close and any(one_typo_apart(h, n) for n in normal))
 
 
 def reference_words(header: str) -> str:
