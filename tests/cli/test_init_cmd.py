@@ -39,8 +39,10 @@ def test_init_writes_a_commented_mapping_dry_runs_it_and_never_overwrites(
     assert mapping["fields"]["signed_up_at"]["datetime_format"] == "%m/%d/%Y"
     assert mapping["owner"]["column"] == "Contact owner"
     assert "email: \"Email\"   # header 'Email' is the field's name" in text
-    assert "#   'Record ID': no field matches its name" in text
-    assert "wrote hubspot.yaml: 8 column(s) mapped, 2 not mapped" in err
+    assert mapping["ledger_key"] == "Record ID"  # the export's own key: a re-import updates
+    assert "#   'Original Source': no field matches its name" in text
+    assert "wrote hubspot.yaml: 9 column(s) mapped, 1 not mapped" in err
+    assert "  not mapped: 'Original Source': no field matches its name" in err  # named
     assert "## Steps" in out  # the dry run's report
     summary = json.loads((reports(project)[0] / "summary.json").read_text())
     assert summary["dry_run"] and summary["totals"]["rows_read"] == 24
@@ -91,15 +93,91 @@ def test_import_not_confirmed_sends_nothing(
     project: Path, cli: Cli, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     shutil.copy(CORPUS / "deals_export.csv", project / "d.csv")
-    monkeypatch.setattr("sys.stdin", io.StringIO("n\n"))
+    # its Company column refers to companies: asked first (yes), then whether to send (no)
+    monkeypatch.setattr("sys.stdin", io.StringIO("y\nn\n"))
     assert cli("import", "d.csv", "--type", "deals", "-q") == 3
     err = capsys.readouterr().err
+    assert "Import without company_id?" in err
     assert "Send 24 of 24 rows to embedded-sandbox:" in err
     assert "import not confirmed: nothing was sent" in err
     assert len(reports(project)) == 1  # the dry run only
     monkeypatch.setattr("sys.stdin", io.StringIO(""))  # a script without --yes
-    assert cli("import", "d.csv", "--type", "deals", "-q") == 3
+    assert cli("import", "d.csv", "--type", "deals", "--allow-unmapped", "-q") == 3
     assert "hint: --yes skips asking" in capsys.readouterr().err
+
+
+def test_import_names_each_left_out_column_and_refuses_a_reference_it_cannot_fill(
+    project: Path, cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "people.csv").write_text(
+        "FIRSNAME,LASTNAME,EMAIL,Related Company,PHONE1,Fax\n"
+        "Ann,Lee,ann@x.example,Acme,+1 555 0100 123,NULL\n"
+        "Bob,Moss,bob@y.example,Globex,NULL,NULL\n"
+        "Cy,Ng,cy@z.example,Acme,+1 555 0100 456,030-12\n",
+        encoding="utf-8",
+    )
+    assert cli("import", "people.csv", "--type", "contacts", "--yes", "-q") == 2
+    err = capsys.readouterr().err
+    assert "  not mapped: 'Related Company': a reference to companies (company_id" in err
+    assert "  not mapped: 'Fax': no field matches its name" in err
+    assert "column 'Related Company' refers to companies (company_id)" in err
+    assert "nothing was sent" in err and "--allow-unmapped to import without company_id" in err
+    assert not (project / "reports").exists()  # refused before the dry run: nothing sent
+    kept = (project / ".recordsync" / "imports" / "people.yaml").read_text()
+    assert '  # company_id:\n  #   column: "Related Company"' in kept  # the fix, written out
+    assert 'null_values: ["NULL"]' in kept
+    # the same import, allowed: every row sent, the NULL phones left blank (not invalid)
+    assert cli("import", "people.csv", "--type", "contacts", "--yes", "--allow-unmapped") == 0
+    err = capsys.readouterr().err
+    assert "imported without it (--allow-unmapped)" in err
+    real = next(d for d in reports(project) if not summary_of(d)["dry_run"])
+    assert summary_of(real)["totals"]["created"] == 3
+
+
+def test_fractional_date_times_import_without_an_edit(project: Path, cli: Cli) -> None:
+    (project / "f.csv").write_text(
+        "Name,Email,Created Date,Last Contacted\n"
+        "Ann,ann@x.example,2006-02-14 22:04:36.000,1996-07-04 00:00:00.000\n"
+        "Bob,bob@y.example,2006-02-15 04:57:20.120,1996-07-05 00:00:00.000\n",
+        encoding="utf-8",
+    )
+    assert cli("import", "f.csv", "--type", "contacts", "--yes", "-q") == 0
+    fields = yaml.safe_load((project / ".recordsync" / "imports" / "f.yaml").read_text())["fields"]
+    assert fields["signed_up_at"]["datetime_format"] == "%Y-%m-%d %H:%M:%S.%f"
+    assert fields["last_contacted"]["date_format"] == "%Y-%m-%d %H:%M:%S.%f"  # all at midnight
+    real = next(d for d in reports(project) if not summary_of(d)["dry_run"])
+    assert summary_of(real)["totals"]["created"] == 2
+
+
+def test_the_written_reference_runs_once_its_step_comes_first(
+    project: Path, cli: Cli, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (project / "firms.csv").write_text(
+        "id,Company Name,Website\n7,Acme,https://acme.example\n9,Globex,globex.example\n",
+        encoding="utf-8",
+    )
+    (project / "people.csv").write_text(
+        "Name,Email,Company\nAnn,ann@x.example,Acme\nBob,bob@y.example,globex\n",
+        encoding="utf-8",
+    )
+    assert cli("init", "firms.csv", "--type", "companies", "-o", "firms.yaml", "-q") == 0
+    assert cli("init", "people.csv", "--type", "contacts", "-o", "people.yaml", "-q") == 0
+    assert 'ledger_key: "id"' in (project / "firms.yaml").read_text()  # what a ref finds
+    text = (project / "people.yaml").read_text()
+    assert "fields:" in text and "#   ref: {step: companies, by: name}" in text
+    lines = text.splitlines()
+    start = lines.index("  # company_id:")
+    lines[start : start + 3] = [ln.replace("  # ", "  ", 1) for ln in lines[start : start + 3]]
+    (project / "people.yaml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    (project / "both.yaml").write_text(
+        "steps:\n  - mapping: firms.yaml\n    name: companies\n  - people.yaml\n",
+        encoding="utf-8",
+    )
+    capsys.readouterr()
+    assert cli("run", "both.yaml", "-q") == 0, capsys.readouterr().err
+    (run,) = [s for d in reports(project) for s in [summary_of(d)] if s["pipeline"] == "both"]
+    (_firms, people) = run["steps"]
+    assert people["references"]["company_id"]["set"] == 2
 
 
 def test_run_takes_a_mapping_file_and_says_what_it_expected_otherwise(

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recordsync.config import load_mapping
+from recordsync.config.refspec import RefBy
 from recordsync.infer.engine import Choice, Proposal
 from recordsync.infer.render import render_mapping
 from recordsync.infer.sample import Sample
@@ -57,3 +58,32 @@ def test_rendered_mapping_loads_back_with_the_same_columns(
     assert [r.by for r in mapping.match_by] == ["email"]
     assert (mapping.source.path, mapping.source.delimiter) == ("s.csv", ";")
     assert mapping.source.encoding == "cp1252"
+
+
+def test_null_values_the_own_key_and_a_commented_reference_load_back() -> None:
+    prop = Proposal(
+        "contacts",
+        name={"column": "Name"},
+        ledger_key="CustomerId",
+        ledger_evidence="an id: all different",
+        refs=[Choice("company_id", "Company", {"ref": {"step": "companies", "by": "name"}},
+                     "header 'Company' names a company", "medium")],
+        null_values=["NULL", "N/A"],
+        unmapped=[("Company", "a reference to companies")],
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        source, path = Path(tmp) / "s.csv", Path(tmp) / "m.yaml"
+        sample = Sample("csv", ["Name", "CustomerId", "Company"], {})
+        text = render_mapping(prop, sample, source, path)
+        path.write_text(text, encoding="utf-8")
+        mapping = load_mapping(path)
+        assert mapping.source.null_values == ["NULL", "N/A"]
+        assert mapping.ledger_key is not None and mapping.ledger_key.column == "CustomerId"
+        assert "company_id" not in mapping.fields  # commented: no companies step yet
+        # uncommented, the reference is a valid one (given a companies step before it)
+        path.write_text(text.replace("  # company_id:\n  #   ", "  company_id:\n    ")
+                        .replace("\n  #   ref:", "\n    ref:").replace("fields: {}", "fields:"),
+                        encoding="utf-8")
+        ref = load_mapping(path).fields["company_id"]
+    assert ref.column == "Company" and ref.ref is not None
+    assert (ref.ref.mapping, ref.ref.by) == ("companies", RefBy(field="name"))

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from recordsync.infer.values import is_phone_column, sniff, split_char
+from recordsync.infer.values import (
+    is_phone_column,
+    null_tokens,
+    sniff,
+    split_char,
+    without_nulls,
+)
 
 
 def test_dates_get_their_format_and_day_month_ambiguity_is_said() -> None:
@@ -37,3 +43,18 @@ def test_phones_and_lists() -> None:
     assert not is_phone_column(["12", "34"])  # fewer than 5 digits
     assert split_char(["VIP;Partner", "VIP"]) == ";"
     assert split_char(["VIP"]) is None
+
+
+def test_fractional_and_midnight_date_times() -> None:
+    sql = sniff(["1996-07-04 00:00:00.000", "1996-08-01 00:00:00.000"])
+    assert (sql.kind, sql.date_format, sql.midnight) == ("datetime", "%Y-%m-%d %H:%M:%S.%f", True)
+    timed = sniff(["2006-02-14 22:04:36.00000", "2005-05-25 11:30:37.5"])
+    assert timed.kind == "datetime" and not timed.midnight
+    assert sniff(["2024-01-01T10:00:00.123Z"]).date_format == "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def test_null_like_cells_are_found_per_source_and_read_as_blank() -> None:
+    cols = {"Region": ["NULL", "WA", "NULL"], "Fax": [" N/A ", "030-123"], "Qty": ["-", "3"]}
+    assert null_tokens(cols) == ["NULL", "-", "N/A"]  # most frequent first, as spelled
+    assert null_tokens({"Name": ["Nullarbor", "Ann", "n/a x"]}) == []  # whole cells only
+    assert without_nulls(["NULL", "WA", " N/A "], ["NULL", "N/A"]) == ["", "WA", ""]

@@ -75,7 +75,7 @@ def infer_file(source: Path, object_type: str, target: Any, mapping_path: Path) 
         if "field_name" in f
     }
     sample = read_sample(source)
-    prop = infer(sample.header, sample.values, otype, users, sample.shapes, displays)
+    prop = infer(sample.header, sample.values, otype, users, sample.shapes, displays, schema)
     return render_mapping(prop, sample, source, mapping_path), (prop, sample)
 
 
@@ -98,9 +98,14 @@ def _write(path: Path, text: str, option: str, force: bool) -> None:
 def _print_proposal(prop: Any, path: Path) -> None:
     name = prop.name or {}
     named = name.get("template", "").count("{") if "template" in name else len(name)
-    mapped = len(prop.fields) + named + (prop.owner is not None)
+    mapped = len(prop.fields) + named + (prop.owner is not None) + (prop.ledger_key is not None)
     unmapped = len(prop.unmapped)
     click.echo(f"wrote {path}: {mapped} column(s) mapped, {unmapped} not mapped", err=True)
+    for col, why in prop.unmapped:
+        click.echo(f"  not mapped: {col!r}: {why}", err=True)
+    if prop.null_values:
+        tokens = ", ".join(repr(t) for t in prop.null_values)
+        click.echo(f"read as blank in every column (source.null_values): {tokens}", err=True)
     for w in prop.warnings:
         click.echo(f"warning: {w}", err=True)
     if prop.missing_required:
@@ -198,12 +203,19 @@ def init_command(
 @click.argument("source", type=click.Path(dir_okay=False, exists=True, path_type=Path))
 @click.option("--type", "object_type", required=True, help="Object type: contacts, companies, ...")
 @click.option("--yes", "-y", is_flag=True, help="Send without asking (for scripts).")
+@click.option(
+    "--allow-unmapped",
+    is_flag=True,
+    help="Import even when a column that refers to other records (a company) cannot be"
+    " filled: without it, --yes refuses and a prompt asks.",
+)
 @target_options
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed reports.")
 def import_command(
     source: Path,
     object_type: str,
     yes: bool,
+    allow_unmapped: bool,
     base_url: str | None,
     profile: str | None,
     sandbox_seed: Path | None,
@@ -212,8 +224,11 @@ def import_command(
     """Import SOURCE in one go: infer a mapping (as init), dry-run it, ask, then run it.
 
     The mapping used is kept in the run's report directory, so that `recordsync run
-    reports/<run_id>/<name>.yaml` repeats the same import. Exit codes: those of `run`
-    (3 when the answer is no: nothing was sent).
+    reports/<run_id>/<name>.yaml` repeats the same import. Every column left out is named.
+    A column that refers to other records (a company's name, site or key) cannot be filled
+    by a one-file import: it is asked about, and with --yes refused (exit 2) unless
+    --allow-unmapped. Exit codes: those of `run` (3 when the answer is no: nothing was
+    sent).
     """
     from recordsync.cli.run_cmds import _finish, _progress
     from recordsync.infer.render import render_mapping
@@ -225,6 +240,7 @@ def import_command(
         text, (prop, sample) = infer_file(source, object_type, target, work)
         _write(work, text, "--output", True)
         _print_proposal(prop, work)
+        _left_out_refs(prop, work, yes, allow_unmapped)
         dry = _dry_run(work, target, quiet)
         if not quiet:
             click.echo((dry.report_dir / "report.md").read_text(encoding="utf-8"))
@@ -243,6 +259,40 @@ def import_command(
     _point_summary_at(result.report_dir / "summary.json", kept)
     click.echo(f"mapping kept: {kept} (repeat with `recordsync run {kept}`)", err=True)
     _finish(result, quiet)
+
+
+def _left_out_refs(prop: Any, work: Path, yes: bool, allow: bool) -> None:
+    """A reference column the import cannot fill: asked about, refused with --yes (exit 2)
+    unless --allow-unmapped; nothing is sent before the answer."""
+    refs = prop.refs  # a one-file mapping has no step to fill them from
+    if not refs:
+        return
+    lines = [
+        f"column {r.column!r} refers to {r.options['ref']['step']} ({r.field}), which a"
+        " one-file import cannot fill"
+        for r in refs
+    ]
+    fields = ", ".join(sorted({r.field for r in refs}))
+    if allow:
+        for line in lines:
+            click.echo(f"warning: {line}: imported without it (--allow-unmapped)", err=True)
+        return
+    if yes:
+        raise ConfigError(
+            "; ".join(lines) + "; nothing was sent",
+            key="--yes",
+            hint=f"import the referenced records first and run both steps as one pipeline"
+            f" (the reference is written, commented, in {work}), or pass --allow-unmapped"
+            f" to import without {fields}",
+        )
+    for line in lines:
+        click.echo(f"{line}.", err=True)
+    if not _confirm(f"Import without {fields}?"):
+        raise RunAborted(
+            f"import not confirmed: {fields} cannot be filled; nothing was sent",
+            hint=f"the reference is written, commented, in {work}; --allow-unmapped imports"
+            " without it",
+        )
 
 
 COMMANDS: list[click.Command] = [init_command, import_command]

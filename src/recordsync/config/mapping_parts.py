@@ -53,6 +53,9 @@ class SourceConfig(Strict):
     quote?): each line is reported ``invalid`` on its own (docs/mapping.md)."""
     max_quoted_bytes: int = Field(default=64 << 10, ge=1)
     """The same for a quoted field spanning lines of more bytes than this."""
+    null_values: list[str] | None = None
+    """Cells that stand for no value in this source (``[NULL, N/A]``): read as blank in every
+    column (a cell matches when, trimmed, it is exactly one of them)."""
     header_case: Literal["exact", "insensitive"] = "exact"
     """``insensitive``: the columns the mapping names match header names that differ only in
     case and surrounding spaces (CSV; read so in :mod:`recordsync.read.header_case`)."""
@@ -64,6 +67,17 @@ class SourceConfig(Strict):
     def _one_char(cls, v: str | None) -> str | None:
         if v is not None and len(v) != 1:
             raise ValueError('must be exactly one character (use "\\t" for tab)')
+        return v
+
+    @field_validator("null_values", mode="before")
+    @classmethod
+    def _tokens(cls, v: Any) -> Any:
+        if isinstance(v, list) and any(t is None for t in v):
+            raise ValueError(
+                'YAML reads an unquoted NULL, null or ~ as no value: quote it, e.g. ["NULL", "N/A"]'
+            )
+        if isinstance(v, list) and any(isinstance(t, str) and not t.strip() for t in v):
+            raise ValueError("a null value must be a non-blank text (blank cells are empty anyway)")
         return v
 
     @field_validator("key", mode="before")

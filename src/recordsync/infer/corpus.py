@@ -1,10 +1,13 @@
 """Score ``recordsync init``'s inference on a corpus of exports with expected mappings.
 
-The corpus (``tests/data/init_corpus/corpus.yaml``) lists, per file, each column's expected
-mapping (a field, ``name``, ``name.part``, ``owner``, or None: leave it unmapped) and the kind
-of its values. The score is the share of mappable columns mapped right with no edit; a
-column mapped to a field whose type its values cannot have is a *wrong type* (which must
-never happen), a column mapped where None was expected a *false positive*.
+The made-up corpus (``tests/data/init_corpus/corpus.yaml``) lists, per file, each column's
+expected mapping (a field, ``name``, ``name.part``, ``owner``, ``ledger_key``, a relationship
+field for a reference column, or None: leave it unmapped) and the kind of its values. The
+real corpus (``tests/data/init_corpus/real/``: public exports nobody here wrote) has one
+``<name>.expect.yaml`` per export, in the same terms. The score is the share of mappable
+columns mapped right with no edit; a column mapped to a field whose type its values cannot
+have is a *wrong type* (which must never happen), a column mapped where None was expected a
+*false positive*.
 """
 
 from __future__ import annotations
@@ -72,7 +75,13 @@ class Score:
 
 
 def mapped_as(prop: Proposal, column: str) -> str | None:
-    """What the proposal made of ``column``: a field name, name, name.part, owner or None."""
+    """What the proposal made of ``column``: a field name (a reference's too), name,
+    name.part, owner, ledger_key or None."""
+    if prop.ledger_key == column:
+        return "ledger_key"
+    for ref in prop.refs:
+        if ref.column == column:
+            return ref.field
     if prop.name is not None:
         if prop.name.get("column") == column:
             return "name"
@@ -87,6 +96,38 @@ def score_corpus(
     corpus_dir: Path, schema_json: list[dict[str, Any]], users: list[dict[str, Any]]
 ) -> Score:
     spec = load_yaml(corpus_dir / "corpus.yaml")[0]
+    return _score(corpus_dir, spec, schema_json, users, KIND_TYPES)
+
+
+REF_KINDS = {
+    "name": frozenset({"text", "company"}),
+    "domain": frozenset({"url", "site"}),
+    "key": frozenset({"id", "text"}),
+}
+"""Kinds of values a reference by name, by domain or by key compares."""
+REAL_KIND_TYPES = {**KIND_TYPES, "space_time": frozenset({"date", "datetime"}), "text": frozenset()}
+"""As :data:`KIND_TYPES`; a date-time may also go into a date field (its time dropped)."""
+
+
+def score_real_corpus(
+    corpus_dir: Path, schema_json: list[dict[str, Any]], users: list[dict[str, Any]]
+) -> Score:
+    """The score on ``corpus_dir/*.expect.yaml`` (the public exports of ``real/``)."""
+    spec = []
+    for path in sorted(corpus_dir.glob("*.expect.yaml")):
+        doc = load_yaml(path)[0]
+        columns = [{"header": h, **c} for h, c in doc["columns"].items()]
+        spec.append({"file": doc["file"], "type": doc["type"], "columns": columns})
+    return _score(corpus_dir, spec, schema_json, users, REAL_KIND_TYPES)
+
+
+def _score(
+    corpus_dir: Path,
+    spec: list[dict[str, Any]],
+    schema_json: list[dict[str, Any]],
+    users: list[dict[str, Any]],
+    kinds: dict[str, frozenset[str]],
+) -> Score:
     schema = Schema.from_api(schema_json)
     score = Score()
     for entry in spec:
@@ -95,13 +136,21 @@ def score_corpus(
         raw = next(t for t in schema_json if t["slug"] == otype.slug)
         displays = {f["field_name"]: f.get("display_name") or "" for f in raw["fields"]}
         sample = read_sample(corpus_dir / entry["file"])
-        prop = infer(sample.header, sample.values, otype, users, sample.shapes, displays)
+        prop = infer(
+            sample.header, sample.values, otype, users, sample.shapes, displays, schema
+        )
         for col in entry["columns"]:
             header, expect, kind = col["header"], col["expect"], col["kind"]
             got = mapped_as(prop, header)
             where = f"{entry['file']}: {header!r} → {got} (expected {expect})"
-            fdef = otype.field(got) if got not in (None, "name", "name.part", "owner") else None
-            if fdef is not None and fdef.type not in TEXT | KIND_TYPES.get(kind, frozenset()):
+            special = (None, "name", "name.part", "owner", "ledger_key")
+            fdef = otype.field(got) if got not in special else None
+            ref = next((r.options["ref"] for r in prop.refs if r.column == header), None)
+            if ref is not None:  # compared with the referenced rows' names, sites or keys
+                by = REF_KINDS[ref.get("by", "key")]
+                if kind not in by:
+                    score.wrong_type.append(f"{where}: {kind} values in a reference by {by}")
+            elif fdef is not None and fdef.type not in TEXT | kinds.get(kind, frozenset()):
                 score.wrong_type.append(f"{where}: {kind} values in a {fdef.type} field")
             if expect is None:
                 if got is not None:

@@ -4,15 +4,21 @@ A column is mapped to a field only when its sample values fit the field's type (
 service's rules, :mod:`.fit`): a header that *names* a field whose type the values do not
 fit is left unmapped, with the reason. Values alone map a column only to a field whose type
 is distinctive (e-mail, phone, URL, a select whose options the values are) and unique on the
-object type. Each column and each field is used once, best score first.
+object type. Each column and each field is used once, best score first. A column whose
+sampled cells are all blank maps only to a field its header names outright (low confidence,
+with a warning). Cells such as ``NULL`` or ``N/A`` (:data:`.values.NULL_TOKENS`) are read as
+blank and declared once for the source (``null_values``). The export's own key and the
+columns that refer to other records come from :mod:`.links`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections import Counter
 from typing import Any
 
+from recordsync.infer.choice import Choice
 from recordsync.infer.fit import fit, value_only
+from recordsync.infer.links import entities, own_key, references, related_types
 from recordsync.infer.names import (
     FIRST_NAMES,
     LAST_NAMES,
@@ -22,46 +28,13 @@ from recordsync.infer.names import (
     is_one_of,
     name_score,
 )
-from recordsync.infer.values import Shape, sniff
-from recordsync.validate.schema import FieldDef, ObjectType
+from recordsync.infer.proposal import Proposal
+from recordsync.infer.values import Shape, null_tokens, sniff, without_nulls
+from recordsync.validate.schema import FieldDef, ObjectType, Schema
+
+__all__ = ["Choice", "Proposal", "infer"]
 
 SKIPPED_FIELDS = frozenset({"owned_by_user_id"})  # the owner is found from users, below
-
-
-@dataclass(frozen=True, slots=True)
-class Choice:
-    """One mapped line: ``field`` ← ``column`` with ``options``, and why."""
-
-    field: str
-    column: str
-    options: dict[str, Any]
-    evidence: str
-    confidence: str  # high | medium | low
-
-
-@dataclass(slots=True)
-class Proposal:
-    """Everything ``init`` writes: the mapping's parts with their evidence."""
-
-    object_type: str
-    name: dict[str, str] | None = None
-    name_evidence: str = ""
-    fields: list[Choice] = field(default_factory=list)
-    match_by: list[str] = field(default_factory=list)
-    match_note: str = ""
-    owner: Choice | None = None
-    unmapped: list[tuple[str, str]] = field(default_factory=list)
-    missing_required: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, str]:
-        """field → column, for scoring (``name`` and ``owner`` included)."""
-        out = {c.field: c.column for c in self.fields}
-        if self.name is not None:
-            out["name"] = self.name.get("column") or self.name.get("template", "")
-        if self.owner is not None:
-            out["owner"] = self.owner.column
-        return out
 
 
 def infer(
@@ -71,16 +44,49 @@ def infer(
     users: list[dict[str, Any]],
     shapes: dict[str, Shape] | None = None,
     displays: dict[str, str] | None = None,
+    schema: Schema | None = None,
 ) -> Proposal:
     """The proposal for a source with ``header`` and sample ``samples`` (column → cells).
-    ``shapes``: known shapes (typed Parquet columns); ``displays``: field → display name."""
+    ``shapes``: known shapes (typed Parquet columns); ``displays``: field → display name;
+    ``schema``: the whole schema (the object types a relationship field points at)."""
+    prop = Proposal(otype.slug)
+    prop.null_values = null_tokens(samples)
+    samples = {c: without_nulls(v, prop.null_values) for c, v in samples.items()}
     shapes = dict(shapes or {})
     for col in header:
         shapes.setdefault(col, sniff(samples.get(col, [])))
-    prop = Proposal(otype.slug)
     used: set[str] = set()
+    related = related_types(otype, schema)
+    referred = set().union(*(entities(t) for t in related.values())) - entities(otype)
+    if (key := own_key(header, samples, used, referred)) is not None:
+        prop.ledger_key, prop.ledger_evidence = key
+        used.add(key[0])
+    prop.refs = references(header, shapes, related, used)
     _name(prop, header, otype, used)
     _owner(prop, header, samples, users, used, otype, displays or {})
+    _fields(prop, header, samples, shapes, otype, displays or {}, used, set(related))
+    _match_by(prop, otype)
+    taken = {c.field for c in prop.fields} | {c.field for c in prop.refs}
+    prop.missing_required = [
+        f.name
+        for f in otype.fields.values()
+        if f.required and f.default_value is None and f.name not in taken
+    ]
+    if prop.name is None:
+        prop.missing_required.insert(0, "name")
+    return prop
+
+
+def _fields(
+    prop: Proposal,
+    header: list[str],
+    samples: dict[str, list[str]],
+    shapes: dict[str, Shape],
+    otype: ObjectType,
+    displays: dict[str, str],
+    used: set[str],
+    ref_fields: set[str],
+) -> None:
     singular = otype.singular or otype.slug.rstrip("s")
     cands: list[tuple[float, int, str, FieldDef, dict[str, Any], str]] = []
     rejected: dict[str, str] = {}
@@ -88,16 +94,22 @@ def infer(
         if col in used:
             continue
         values = [v.strip() for v in samples.get(col, []) if v and v.strip()]
+        blank = shapes[col].kind == "empty"
         for fdef in otype.fields.values():
-            if fdef.name in SKIPPED_FIELDS:
+            if fdef.name in SKIPPED_FIELDS or fdef.name in ref_fields:
                 continue
-            display = (displays or {}).get(fdef.name, fdef.name)
+            display = displays.get(fdef.name, fdef.name)
             ns, why = name_score(col, fdef.name, display, singular)
-            ok, opts, ev = fit(fdef, values, shapes[col])
-            if ns and not ok:
-                why = f"named like '{fdef.name}' but its values do not fit a {fdef.type} field"
-                empty = shapes[col].kind == "empty"
-                rejected.setdefault(col, "its sampled cells are all blank" if empty else why)
+            ok, opts, ev = fit(fdef, values, shapes[col], named=ns >= 0.9)
+            if ns >= 0.9 and blank:
+                ev = "its sampled cells are all blank: mapped by its name alone"
+                cands.append((ns - 0.6, i, col, fdef, {}, f"{why}; {ev}"))
+            elif ns and not ok:
+                what = "sites, domains or e-mails" if fdef.name == "domain" else None
+                why = f"named like '{fdef.name}' but its values " + (
+                    f"are not {what}" if what else f"do not fit a {fdef.type} field"
+                )
+                rejected.setdefault(col, "its sampled cells are all blank" if blank else why)
             elif ns and ok:
                 cands.append((ns + 0.05, i, col, fdef, opts, f"{why}; {ev}"))
             elif ok and value_only(fdef, shapes[col], values, otype):
@@ -111,19 +123,27 @@ def infer(
         conf = "high" if score >= 0.9 else "medium" if score >= 0.6 else "low"
         prop.fields.append(Choice(fdef.name, col, opts, ev, conf))
         _warn_dates(prop, col, shapes[col])
+        if shapes[col].kind == "empty":
+            prop.warnings.append(
+                f"column {col!r} → {fdef.name}: its sampled cells are all blank, so its"
+                " values could not be checked; a run reports any that do not fit"
+            )
     prop.fields.sort(key=lambda c: header.index(c.column))
+    for ref in prop.refs:
+        by = ref.options["ref"].get("by")
+        how = f"its values are {by}s" if by else "its values are keys"
+        step = ref.options["ref"]["step"]
+        prop.unmapped.append(
+            (
+                ref.column,
+                f"a reference to {step} ({ref.field}; {how}): it is filled from a {step}"
+                f" step earlier in the same pipeline (written, commented, in the mapping)",
+            )
+        )
     for col in header:
         if col not in used:
             prop.unmapped.append((col, rejected.get(col, "no field matches its name")))
-    _match_by(prop, otype)
-    prop.missing_required = [
-        f.name
-        for f in otype.fields.values()
-        if f.required and f.default_value is None and f.name not in taken
-    ]
-    if prop.name is None:
-        prop.missing_required.insert(0, "name")
-    return prop
+    prop.unmapped.sort(key=lambda u: header.index(u[0]))
 
 
 def _name(prop: Proposal, header: list[str], otype: ObjectType, used: set[str]) -> None:
@@ -185,6 +205,34 @@ def _owner(
         conf = "high" if best[0] >= 1.0 else "medium"
         prop.owner = Choice("owner", best[2], {"on_unknown": "fail"}, best[3], conf)
         used.add(best[2])
+        _warn_shared_owners(prop, best[2], samples.get(best[2], []), users)
+
+
+def _warn_shared_owners(
+    prop: Proposal, col: str, cells: list[str], users: list[dict[str, Any]]
+) -> None:
+    """A sampled owner value that fits several users (a shared full name or e-mail): each
+    such row fails until the owners file pins one; say so now, with the candidates."""
+    fits: dict[str, list[str]] = {}
+    for u in users:
+        who = str(u.get("email") or u.get("id") or "?")
+        for key in (u.get("email"), u.get("full_name") or u.get("name")):
+            if key:
+                fits.setdefault(str(key).strip().casefold(), []).append(who)
+    counts = Counter(c.strip().casefold() for c in cells if c and c.strip())
+    spelled: dict[str, str] = {}  # as first written
+    for c in cells:
+        if c and c.strip():
+            spelled.setdefault(c.strip().casefold(), c.strip())
+    for value, n in sorted(counts.items()):
+        candidates = sorted(set(fits.get(value, [])))
+        if len(candidates) > 1:
+            prop.warnings.append(
+                f"owner column {col!r}: {spelled[value]!r} ({n} sampled row"
+                f"{'s' if n != 1 else ''}) fits {len(candidates)} users: "
+                + ", ".join(candidates)
+                + "; those rows fail until an owners file (owner.owners_file) says which"
+            )
 
 
 def _match_by(prop: Proposal, otype: ObjectType) -> None:

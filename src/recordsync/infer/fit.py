@@ -13,14 +13,19 @@ from recordsync.infer.values import ISO_DATETIME, Shape, is_phone_column, split_
 from recordsync.validate.schema import FieldDef, ObjectType
 
 
-def fit(fdef: FieldDef, values: list[str], shape: Shape) -> tuple[bool, dict[str, Any], str]:
-    """Whether ``values`` fit the field's type: (fits, mapping options, evidence)."""
+def fit(
+    fdef: FieldDef, values: list[str], shape: Shape, named: bool = False
+) -> tuple[bool, dict[str, Any], str]:
+    """Whether ``values`` fit the field's type: (fits, mapping options, evidence).
+    ``named``: the header names the field (a date-time then fits a date field, its time of
+    day dropped)."""
     t, opts = fdef.type, {}
     if shape.kind == "empty":
         return False, {}, "the sample has no values"
     if t in ("text", "long_text"):
-        if fdef.name == "domain" and shape.kind in ("url", "domain", "email"):
-            return True, {"transform": "domain"}, "values are sites or e-mails (→ their domain)"
+        if fdef.name == "domain":  # a domain is a site's host: nothing else belongs there
+            ok = shape.kind in ("url", "domain", "email")
+            return ok, {"transform": "domain"}, "values are sites or e-mails (→ their domain)"
         return not fdef.allow_multiple, {}, "text"
     if t == "email":
         return shape.kind == "email", {}, "values are e-mail addresses"
@@ -31,7 +36,7 @@ def fit(fdef: FieldDef, values: list[str], shape: Shape) -> tuple[bool, dict[str
         ok = shape.kind == "url" and linkedin == ("linkedin" in fdef.name)
         return ok, {}, "values are http(s) URLs"
     if t in ("date", "datetime"):
-        return _fit_time(t, shape)
+        return _fit_time(t, shape, named)
     if t in ("number", "currency", "percentage"):
         if shape.kind not in ("number", "integer"):
             return False, {}, ""
@@ -50,7 +55,7 @@ def fit(fdef: FieldDef, values: list[str], shape: Shape) -> tuple[bool, dict[str
     return False, {}, ""
 
 
-def _fit_time(t: str, shape: Shape) -> tuple[bool, dict[str, Any], str]:
+def _fit_time(t: str, shape: Shape, named: bool) -> tuple[bool, dict[str, Any], str]:
     if shape.kind == "date":
         fmt = shape.date_format or "%Y-%m-%d"
         if t == "date":
@@ -62,6 +67,12 @@ def _fit_time(t: str, shape: Shape) -> tuple[bool, dict[str, Any], str]:
         fmt = shape.date_format or ""
         opts = {} if not fmt or fmt in ISO_DATETIME else {"datetime_format": fmt}
         return True, opts, f"values are date-times ({fmt or 'typed'})"
+    if shape.kind == "datetime" and t == "date" and shape.date_format and (
+        shape.midnight or named
+    ):
+        fmt = shape.date_format
+        how = "all at midnight" if shape.midnight else "the time of day is dropped"
+        return True, {"date_format": fmt}, f"values are date-times ({fmt}; {how})"
     return False, {}, ""
 
 

@@ -2,7 +2,9 @@
 
 Every line says where it came from (``# header 'E-mail Address' is a usual name for email;
 values are e-mail addresses (high)``); what needs a person comes first: required fields that
-no column fills, ambiguous dates. Unmapped columns are listed at the end, with why.
+no column fills, ambiguous dates, shared owner names. A reference column is written as a
+commented field, ready once its step runs earlier in a pipeline. Unmapped columns are listed
+at the end, with why.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from recordsync.infer.engine import Proposal
+from recordsync.infer.proposal import Proposal
 from recordsync.infer.sample import Sample
 
 PLACEHOLDER = "CHOOSE A COLUMN"
@@ -41,11 +43,16 @@ def render_mapping(prop: Proposal, sample: Sample, source: Path, mapping_path: P
         out.append(f"  delimiter: {_q(sample.delimiter)}")
     if sample.kind == "csv" and sample.encoding != "utf-8":
         out.append(f"  encoding: {sample.encoding}")
+    if prop.null_values:
+        tokens = ", ".join(_q(t) for t in prop.null_values)
+        out.append(f"  null_values: [{tokens}]   # cells that stand for no value: read as blank")
     if prop.name is not None:
         key, value = next(iter(prop.name.items()))
         out += ["name:", f"  {key}: {_q(value)}   # {prop.name_evidence}"]
     else:
         out += ["name:", f"  column: {_q(PLACEHOLDER)}   # REQUIRED: no column looks like a name"]
+    if prop.ledger_key is not None:
+        out.append(f"ledger_key: {_q(prop.ledger_key)}   # {prop.ledger_evidence}")
     if prop.match_by:
         out.append(f"match_by: [{', '.join(prop.match_by)}]   # {prop.match_note}")
     elif prop.match_note:
@@ -70,6 +77,17 @@ def render_mapping(prop: Proposal, sample: Sample, source: Path, mapping_path: P
                 out += [f"      {_q(a)}: {_q(b)}" for a, b in v.items()]
             else:
                 out.append(f"    {k}: {_q(v)}")
+    for r in prop.refs:
+        ref = ", ".join(f"{k}: {v}" for k, v in r.options["ref"].items())
+        step = r.options["ref"]["step"]
+        out += [
+            f"  # {r.field}: {r.evidence} ({r.confidence}). A reference is filled from a {step}"
+            f" step (with a ledger_key) that runs earlier in the same pipeline: add one, then"
+            " uncomment:",
+            f"  # {r.field}:",
+            f"  #   column: {_q(r.column)}",
+            f"  #   ref: {{{ref}}}",
+        ]
     if prop.unmapped:
         out.append("# Columns not mapped (add them under fields: if they belong to a field):")
         out += [f"#   {col!r}: {why}" for col, why in prop.unmapped]

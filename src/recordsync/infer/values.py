@@ -44,6 +44,10 @@ DATETIME_FORMATS = (
     "%Y-%m-%dT%H:%M:%SZ",
     "%Y-%m-%dT%H:%M:%S%z",
     "%Y-%m-%d %H:%M:%S",
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%Y-%m-%dT%H:%M:%S.%f",
+    "%Y-%m-%dT%H:%M:%S.%fZ",
+    "%Y-%m-%dT%H:%M:%S.%f%z",
     "%Y-%m-%d %H:%M",
     "%d/%m/%Y %H:%M",
     "%m/%d/%Y %H:%M",
@@ -75,6 +79,8 @@ class Shape:
     decimal_separator: str = "."
     thousands_separator: str | None = None
     options: dict[str, str] = field(default_factory=dict)
+    midnight: bool = False
+    """For date-times: every sampled value is at 00:00 (a date written as a date-time)."""
 
 
 def _share(values: list[str], ok: Callable[[str], object]) -> float:
@@ -143,13 +149,45 @@ def sniff(values: list[str]) -> Shape:
         return Shape("date", date_format=found[0], ambiguous_with=found[1])
     found = _time_format(values, DATETIME_FORMATS)
     if found is not None:
-        return Shape("datetime", date_format=found[0], ambiguous_with=found[1])
+        midnight = all(_at_midnight(v, found[0]) for v in values)
+        return Shape("datetime", date_format=found[0], ambiguous_with=found[1], midnight=midnight)
     seps = _numbers(values)
     if seps is not None:
         return Shape("number", decimal_separator=seps[0], thousands_separator=seps[1])
     if _share(values, _is_phone) >= SHARE:
         return Shape("phone")
     return Shape("text")
+
+
+def _at_midnight(v: str, fmt: str) -> bool:
+    try:
+        t = datetime.strptime(v, fmt)
+    except ValueError:
+        return True  # one of the few values the format does not read: no evidence
+    return (t.hour, t.minute, t.second, t.microsecond) == (0, 0, 0, 0)
+
+
+NULL_TOKENS = ("NULL", "(null)", "N/A", "#N/A", "NaN", "nil", "-", "--")
+"""Cells that stand for no value in exports (compared case-insensitively, trimmed)."""
+_NULL_FOLDED = frozenset(t.casefold() for t in NULL_TOKENS)
+
+
+def null_tokens(columns: dict[str, list[str]]) -> list[str]:
+    """The spellings of :data:`NULL_TOKENS` that fill some cells of ``columns`` (a source's
+    sample), most frequent first: cells to read as empty in the whole file."""
+    seen: dict[str, int] = {}
+    for cells in columns.values():
+        for cell in cells:
+            v = cell.strip() if cell else ""
+            if v and v.casefold() in _NULL_FOLDED:
+                seen[v] = seen.get(v, 0) + 1
+    return sorted(seen, key=lambda t: (-seen[t], t))
+
+
+def without_nulls(cells: list[str], tokens: list[str]) -> list[str]:
+    """``cells`` with the ``tokens`` (whole cells, trimmed) made blank."""
+    drop = set(tokens)
+    return ["" if c and c.strip() in drop else c for c in cells]
 
 
 def _is_phone(v: str) -> bool:

@@ -15,6 +15,7 @@ from recordsync.read.batch import BadLine, SourceBatch
 from recordsync.read.csv_reader import iter_csv, read_header
 from recordsync.read.header_case import fold_header, folds, named
 from recordsync.read.integrity import guard_last_line
+from recordsync.read.null_values import nulling
 from recordsync.read.paths import locate
 from recordsync.read.prefetch import read_ahead
 from recordsync.tuning.native_memory import configure, give_back
@@ -32,20 +33,26 @@ def iter_source(
     cut last record as a malformed line that stops mirror deletes
     (:func:`recordsync.read.integrity.guard_last_line`). A CSV header with
     ``header_case: insensitive`` gives its names as the mapping spells them
-    (:mod:`recordsync.read.header_case`)."""
+    (:mod:`recordsync.read.header_case`). Cells the source declares ``null_values`` are
+    null in every reader's batches (:mod:`recordsync.read.null_values`)."""
     configure()
+    batches: Iterator[SourceBatch]
     if source.kind == "sql":
         from recordsync.read.sql import iter_sql
 
-        return read_ahead(_giving_back(iter_sql(source, base_dir, columns)))
-    if source.kind == "parquet":
+        batches = iter_sql(source, base_dir, columns)
+    elif source.kind == "parquet":
         from recordsync.read.parquet_reader import iter_parquet
 
-        return read_ahead(_giving_back(iter_parquet(source, base_dir, columns)))
-    if folds(source):
-        source = named(source, read_header(source, base_dir, quick=True))
-    path = locate(base_dir, source.path)  # its last line checked: cut short? (.integrity)
-    return read_ahead(_giving_back(guard_last_line(source, path, iter_csv(source, base_dir))))
+        batches = iter_parquet(source, base_dir, columns)
+    else:
+        if folds(source):
+            source = named(source, read_header(source, base_dir, quick=True))
+        path = locate(base_dir, source.path)  # its last line checked: cut short? (.integrity)
+        batches = guard_last_line(source, path, iter_csv(source, base_dir))
+    if source.null_values:
+        batches = nulling(batches, source.null_values)
+    return read_ahead(_giving_back(batches))
 
 
 def _giving_back(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:

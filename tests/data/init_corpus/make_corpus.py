@@ -4,7 +4,8 @@
 
 Each export is described below as columns of (header, expected mapping, kind of values):
 the expected mapping is a field name, ``name`` (a name column), ``name.part`` (a first or
-last name column of a name template), ``owner``, or None (a column no field of the default
+last name column of a name template), ``owner``, ``ledger_key`` (the export's own key), a
+relationship field (a reference column), or None (a column no field of the default
 seed holds: to be left unmapped). ``corpus.yaml`` keeps the expectations; the CSV and
 Parquet files are generated from a fixed seed, so running this again writes the same files.
 """
@@ -101,7 +102,7 @@ GEN = {
 }
 FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
     ("hubspot_contacts.csv", "contacts", [
-        ("Record ID", None, "id"), ("First Name", "name.part", "first"),
+        ("Record ID", "ledger_key", "id"), ("First Name", "name.part", "first"),
         ("Last Name", "name.part", "last"), ("Email", "email", "email"),
         ("Phone Number", "phone", "phone"), ("Job Title", "job_title", "title"),
         ("Lifecycle Stage", "lifecycle_stage", "stage_label"),
@@ -110,7 +111,7 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
     ]),
     ("salesforce_leads.csv", "contacts", [
         ("First Name", "name.part", "first"), ("Last Name", "name.part", "last"),
-        ("Title", "job_title", "title"), ("Company", None, "company"),
+        ("Title", "job_title", "title"), ("Company", "company_id", "company"),
         ("E-mail Address", "email", "email"), ("Mobile Phone", "phone", "phone_plain"),
         ("Lead Owner", "owner", "owner_name"), ("Created Date", "signed_up_at", "eu_date"),
         ("Rating", None, "rating_word"), ("Lead Source", None, "source"),
@@ -123,7 +124,7 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
         ("lead_score", "lead_score", "score"), ("newsletter", "newsletter_opt_in", "truefalse"),
         ("last_contacted", "last_contacted", "iso_date"), ("tags", "tags", "tags_semi"),
         ("owner_email", "owner", "owner_email"), ("created_at", "signed_up_at", "iso_time"),
-        ("internal_id", None, "id"),
+        ("internal_id", "ledger_key", "id"),
     ]),
     ("UPPER_CONTACTS.csv", "contacts", [
         ("NAME", "name", "full"), ("E_MAIL", "email", "email"), ("TELEPHONE", "phone", "phone"),
@@ -161,7 +162,8 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
         ("Deal Name", "name", "deal"), ("Deal Stage", "stage", "deal_stage"),
         ("Amount", "amount", "money_us"), ("Close Date", "close_date", "us_date"),
         ("Probability", "probability", "percent"), ("Deal Owner", "owner", "owner_email"),
-        ("Notes", "notes", "text"), ("Pipeline", None, "pipeline"), ("Company", None, "company"),
+        ("Notes", "notes", "text"), ("Pipeline", None, "pipeline"),
+        ("Company", "company_id", "company"),
     ]),
     ("deals_semicolon.csv", "deals", [
         ("Opportunity", "name", "deal"), ("Stage", "stage", "deal_stage"),
@@ -199,7 +201,7 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
     ("outlook_contacts.csv", "contacts", [
         ("Title", None, "salutation"), ("First Name", "name.part", "first"),
         ("Middle Name", None, "middle"), ("Last Name", "name.part", "last"),
-        ("Company", None, "company"), ("Job Title", "job_title", "title"),
+        ("Company", "company_id", "company"), ("Job Title", "job_title", "title"),
         ("Business Phone", "phone", "phone"), ("Mobile Phone", None, "phone_plain"),
         ("E-mail Address", "email", "email"), ("Web Page", "website", "site"),
         ("Birthday", None, "birthday"), ("Notes", None, "text"),
@@ -210,7 +212,7 @@ FILES: list[tuple[str, str, list[tuple[str, str | None, str]]]] = [
         ("LeadScore", "lead_score", "score"), ("OptIn", "newsletter_opt_in", "truefalse"),
         ("LastContacted", "last_contacted", "iso_date"),
         ("SignupTime", "signed_up_at", "space_time"),
-        ("CompanyName", None, "company"),
+        ("CompanyName", "company_id", "company"),
     ]),
 ]
 
