@@ -184,3 +184,31 @@ def test_the_creation_stamp_of_a_record_is_a_mark() -> None:
     for record in ({"id": 7}, {"id": 8, "created_at": AT}, [{"id": 7, "created_at": AT}]):
         with pytest.raises(Unreadable):
             reader(one(record)).created_mark(7)
+
+
+def test_unreadable_marks_name_the_read_that_failed() -> None:
+    """What the operator reads when a mark cannot be taken: the request, and why."""
+    with pytest.raises(Unreadable, match=r"^GET /api/objects/deals: the answer has no 'data' list"):
+        reader(lambda request: httpx.Response(200, json={"data": {}})).newest()
+    with pytest.raises(Unreadable, match=r"^GET /api/objects/deals: the answer has no 'data' dict"):
+        reader(one([])).created_mark(7)
+    with pytest.raises(Unreadable, match=r"^GET /api/objects/deals\?id=7: no readable created_at"):
+        reader(one({"id": 7})).created_mark(7)
+
+
+def test_a_newest_entry_that_is_no_record_is_unreadable_not_a_crash() -> None:
+    with pytest.raises(Unreadable, match="the newest record has no readable updated_at"):
+        reader(pager(["not a record"], [])).newest()
+
+
+def test_a_newest_record_without_an_id_marks_no_record() -> None:
+    assert reader(pager([{"updated_at": AT}], [])).newest() == Mark(60.0, frozenset())
+
+
+def test_a_record_after_an_older_one_still_counts() -> None:
+    """A service that does not sort strictly newest first (equal stamps, another order):
+    a record stamped after the mark is read back wherever it stands on the page."""
+    held = [{"id": 1, "name": "A", "updated_at": "1970-01-01T00:00:59Z"}]
+    held += [{"id": 2, "name": "A", "updated_at": AT}]
+    found = reader(pager(held, [], has_more=False)).written_since("A", MARK)
+    assert [r["id"] for r in found] == [2]
