@@ -58,7 +58,9 @@ from recordsync.core.model import (
 )
 from recordsync.core.run_ids import first_attempt_started
 from recordsync.core.safety import resend_as_is_safe
+from recordsync.nightly.acked_keys import AckedKeysWriter
 from recordsync.nightly.ledger_prep import StepPrep
+from recordsync.nightly.pushdown import Pushdown
 from recordsync.nightly.ref_lookup import Fetch
 from recordsync.nightly.target_check import (
     Adoptable,
@@ -181,6 +183,8 @@ class StateHook:
         run's final checkpoint, :meth:`finish`)."""
         self._stamps: dict[str, dict[str, Stamp]] | None = None
         """Per step with mirror deletes: its source files' sizes and times as it began."""
+        self._push: dict[str, Pushdown] = {}
+        """Steps whose change detection runs in the database (:mod:`.pushdown`)."""
 
     def record_id_of(self, row: PreparedRow) -> int | None:
         return self._known.pop(id(row), None)
@@ -251,6 +255,9 @@ class StateHook:
 
     def finish(self, state: str) -> None:
         self._discard_snapshot()
+        for push in self._push.values():
+            push.close()
+        self._push.clear()
         if self.background is not None:
             self.background.close()
         self._leave_marks()
@@ -299,6 +306,11 @@ class StateHook:
             fp = plan.fingerprint()
         checked = self._check_target(plan)  # records edited or deleted in the target
         drop = self.full_refresh or checked
+        config = self.configs.get(plan.name)
+        if fp is not None and config is not None and config.source.change_detection == "database":
+            pushed = self._pushdown(plan, config, fp, drop)
+            if pushed is not None:
+                return pushed
         old = take(self.store, self.pipeline, plan.name, None if drop else fp)
         if fp is None or plan.digested is None:
             return plan.rows()
@@ -306,6 +318,28 @@ class StateHook:
         self._snap_fp = fp
         self._snap.source = old
         return plan.digested(old, fp, lambda keys: self._owned(plan, keys))
+
+    def _pushdown(
+        self, plan: StepPlan, config: MappingConfig, fp: bytes, drop: bool
+    ) -> Iterable[Item] | None:
+        """The step's items with change detection in the database (:mod:`.pushdown`); None
+        when the database cannot keep its table (said once, in the report's warnings)."""
+        if plan.rows_of is None:
+            return None
+        push = Pushdown(config, self.pipeline, plan.name)
+        warning = push.open()
+        if warning is not None:
+            note = f"step {plan.name}: {warning}"
+            self.notes.append(note)
+            log.warning("%s", note)
+            return None
+        self._push[plan.name] = push
+        pfp = push.fingerprint(fp)
+        old = take(self.store, self.pipeline, plan.name, None if drop else pfp)
+        writer = AckedKeysWriter(self.store, self.pipeline, plan.name, self.run_id)
+        writer.source = old
+        self._snap, self._snap_fp = writer, pfp
+        return push.items(plan.rows_of, old, pfp, writer)
 
     def _check_target(self, plan: StepPlan) -> bool:
         """Whether the target changed under the step's ledger since the last run
@@ -516,6 +550,18 @@ class StateHook:
                 " again"
             )
             log.warning("step %s: %s", plan.name, tally.source_changed)
+        push = self._push.pop(plan.name, None)
+        if push is not None:
+            try:
+                if isinstance(self._snap, AckedKeysWriter):  # before the snapshot vouches
+                    push.update(self._snap)
+            except SourceError as exc:  # the rows are sent: the next run reads every row
+                note = f"step {plan.name}: {exc}; the next run reads every row of the query"
+                self.notes.append(note)
+                log.warning("%s", note)
+                self._discard_snapshot()
+            finally:
+                push.close()
         if self._snap is not None:
             self._snap.commit(self._snap_fp)
             self._snap = None

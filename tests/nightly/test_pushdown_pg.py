@@ -1,0 +1,136 @@
+"""Change detection inside PostgreSQL (``source: {change_detection: database}``), whole
+runs into the real sandbox over HTTP against the session's real PostgreSQL: what leaves the
+database (rows fetched, counted at the reader), what reaches the service (records compared
+in the sandbox), mirror deletes under their guards, and the fallback without privileges."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from e2e.support import all_records, served, target  # tests/ is on sys.path
+
+from recordsync.read import sql_pg
+from recordsync.run.pipeline import RunRequest, run_pipeline
+from recordsync.send.retry import RetryPolicy
+
+ROWS = [(i, f"Ann{i}", f"ann{i}@example.org", str(i * 2)) for i in range(1, 41)]
+
+PASSES = 3
+"""Reads of a contacts step's rows: the duplicate scan, the merge scan, the rows; the diff is
+materialized once in the database, each pass reads it."""
+
+MAPPING = """object_type: contacts
+source:
+  engine: postgres
+  dsn_env: PUSH_PG_DSN
+  key: id
+  batch_size: 7
+  query: SELECT id, first, email, score FROM people
+  change_detection: database
+name: {column: first}
+match_by: email
+fields:
+  email: email
+  lead_score: score
+mirror_deletes: {enabled: true, max_share: 0.5}
+"""
+
+
+@pytest.fixture
+def db(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE people (id int, first text, email text, score text)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO people VALUES (%s, %s, %s, %s)", ROWS[::-1])
+    monkeypatch.setenv("PUSH_PG_DSN", pg_url)
+    return pg_url
+
+
+def project(root: Path, mapping: str = MAPPING) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "m.yaml").write_text(mapping, encoding="utf-8")
+    (root / "p.yaml").write_text("name: pd\nsteps:\n  - mapping: m.yaml\n    name: people\n")
+    return root / "p.yaml"
+
+
+class Fetched:
+    """Counts the rows the PostgreSQL reader hands over (what left the database)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.rows = 0
+        real = sql_pg.pg_batches
+
+        def counting(src: Any, columns: Any) -> Iterator[Any]:
+            for batch in real(src, columns):
+                self.rows += batch.num_rows
+                yield batch
+
+        monkeypatch.setattr(sql_pg, "pg_batches", counting)
+
+
+def run(pipeline: Path, work: Path, url: str, **kw: Any) -> Any:
+    request = RunRequest(
+        pipeline,
+        report_dir=work / "reports",
+        state_db=work / "state.db",
+        retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
+        **kw,
+    )
+    return run_pipeline(request, target=target(url))
+
+
+def stamps(url: str) -> dict[int, str]:
+    """Record id → its ``updated_at`` in the sandbox: a record written again changes it."""
+    return {int(r["id"]): str(r["updated_at"]) for r in all_records(url, "contacts")}
+
+
+def step_of(result: Any) -> dict[str, Any]:
+    return dict(result.summary["steps"][0])
+
+
+def test_only_the_diff_leaves_the_database(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = project(tmp_path / "p")
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        first = run(pipeline, work, url)
+        assert first.exit_code == 0, first.summary
+        assert step_of(first)["created"] == 40
+        # every row, in each pass over the source (duplicate keys, merges, the rows)
+        assert fetched.rows == PASSES * 40
+        with psycopg.connect(db) as conn:
+            synced = conn.execute("SELECT count(*) FROM recordsync.synced").fetchone()
+        assert synced == (40,)
+        before = stamps(url)
+
+        fetched.rows = 0
+        second = run(pipeline, work, url)
+        assert second.exit_code == 0
+        assert (step_of(second)["rows_unchanged"], step_of(second)["rows_sent"]) == (40, 0)
+        assert step_of(second)["rows_read"] == 40
+        assert fetched.rows == 0  # nothing left the database
+        assert stamps(url) == before  # nothing reached the service
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("UPDATE people SET score = '99' WHERE id = 12")
+        fetched.rows = 0
+        third = run(pipeline, work, url)
+        step = step_of(third)
+        assert (step["updated"], step["rows_unchanged"], step["created"]) == (1, 39, 0)
+        assert fetched.rows == PASSES * 1
+        after = stamps(url)
+        written = [rid for rid, at in after.items() if before[rid] != at]
+        assert len(written) == 1
+        (record,) = [r for r in all_records(url, "contacts") if r["id"] == written[0]]
+        assert record["email"] == "ann12@example.org"
+        assert record["lead_score"] == 99
+
+        fetched.rows = 0  # and back to nothing to do
+        fourth = run(pipeline, work, url)
+        assert (step_of(fourth)["rows_sent"], fetched.rows) == (0, 0)
