@@ -134,3 +134,68 @@ def test_only_the_diff_leaves_the_database(
         fetched.rows = 0  # and back to nothing to do
         fourth = run(pipeline, work, url)
         assert (step_of(fourth)["rows_sent"], fetched.rows) == (0, 0)
+
+
+def test_vanished_keys_are_mirror_deleted_within_the_guards(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = project(tmp_path / "p")
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        assert run(pipeline, work, url).exit_code == 0  # a diff pass from here on
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM people WHERE id IN (5, 6)")
+        fetched.rows = 0
+        gone = run(pipeline, work, url)
+        assert gone.exit_code == 0, gone.summary
+        step = step_of(gone)
+        assert (step["deleted"], step["rows_unchanged"], step["rows_sent"]) == (2, 38, 0)
+        assert fetched.rows == 0  # vanished keys are found in the database
+        emails = {r["email"] for r in all_records(url, "contacts")}
+        assert len(emails) == 38 and "ann5@example.org" not in emails
+
+        # more than max_share (50%) vanishing is refused: nothing deleted, exit 3
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM people WHERE id > 10")
+        refused = run(pipeline, work, url)
+        assert refused.exit_code == 3
+        assert "max_share" in str(refused.summary)
+        assert len(all_records(url, "contacts")) == 38
+
+        # an emptied table never deletes, even with the limits lifted
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM people")
+        empty = run(pipeline, work, url, allow_mass_deletes=True)
+        assert empty.exit_code == 3
+        assert "the source has no rows" in str(empty.summary)
+        assert len(all_records(url, "contacts")) == 38
+
+
+def test_without_write_access_it_says_so_and_reads_the_whole_query(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE ROLE pd_reader LOGIN")
+        conn.execute("GRANT SELECT ON people TO pd_reader")
+    monkeypatch.setenv("PUSH_PG_DSN", db.replace("postgres@", "pd_reader@"))
+    pipeline = project(tmp_path / "p")
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        first = run(pipeline, work, url)
+        assert first.exit_code == 0
+        warnings = [w for w in first.summary["warnings"] if "change_detection" in w]
+        assert len(warnings) == 1, first.summary["warnings"]
+        (warning,) = warnings
+        assert "query:postgres" in warning and "CREATE privilege on the database" in warning
+        assert "pd_reader@" not in warning  # no connection string
+        fetched.rows = 0
+        second = run(pipeline, work, url)  # today's path: every row read, none sent
+        assert (step_of(second)["rows_unchanged"], step_of(second)["rows_sent"]) == (40, 0)
+        assert fetched.rows >= 40
+    with psycopg.connect(db) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'recordsync'"
+        ).fetchone() == (0,)
