@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from e2e.support import target
-
 from recordsync.read.pg_diff import DigestTable
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy

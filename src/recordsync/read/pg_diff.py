@@ -141,12 +141,8 @@ class DigestTable:
             with conn.transaction():
                 conn.execute(f"DROP TABLE IF EXISTS {self.diff_table}")
                 if full:
-                    conn.execute(
-                        f"DELETE FROM {self.synced} WHERE scope = %s", (self.scope,)
-                    )
-                sql = diff_table_sql(
-                    self.src.query, key, columns, salt, self.schema, self.scope
-                )
+                    conn.execute(f"DELETE FROM {self.synced} WHERE scope = %s", (self.scope,))
+                sql = diff_table_sql(self.src.query, key, columns, salt, self.schema, self.scope)
                 conn.execute(sql.encode())
         except psycopg.Error as exc:
             raise self._fail(exc) from None

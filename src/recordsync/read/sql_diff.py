@@ -65,8 +65,10 @@ def digest_sql(columns: list[str], salt: bytes) -> str:
     parts = [literal(salt.hex())]
     for c in columns:
         col = f"q.{quote_ident(c)}"
-        parts.append(f"CASE WHEN {col} IS NULL THEN '-' ELSE length({col}::text)::text || ':'"
-                     f" || {col}::text END")
+        parts.append(
+            f"CASE WHEN {col} IS NULL THEN '-' ELSE length({col}::text)::text || ':'"
+            f" || {col}::text END"
+        )
     return "md5(" + " || '|' || ".join(parts) + ")::uuid"
 
 
@@ -106,9 +108,7 @@ def since_query(query: str, cursor: str, since: str) -> str:
 def max_query(query: str, cursor: str) -> str:
     """One row: the largest ``cursor`` of ``query`` (``_rs_wm``), keyed by :data:`ONE`."""
     body = query.strip().rstrip(";")
-    return (
-        f"SELECT max(w.{quote_ident(cursor)}) AS _rs_wm, 1 AS {ONE} FROM (\n{body}\n) AS w"
-    )
+    return f"SELECT max(w.{quote_ident(cursor)}) AS _rs_wm, 1 AS {ONE} FROM (\n{body}\n) AS w"
 
 
 def watermark_sql(kind: str, value: str, lookback: int) -> str:
