@@ -5,28 +5,23 @@ in the sandbox), mirror deletes under their guards, and the fallback without pri
 
 from __future__ import annotations
 
-import os
-import signal
-import sqlite3
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import psycopg
 import pytest
+from tests.nightly.support import (
+    PASSES,
+    Fetched,
+    killed,
+    project,
+    run,
+    stamp_all,
+    stamps,
+    step_of,
+    written_since_stamp,
+)
 
-from e2e.support import all_records, served, target  # tests/ is on sys.path
-from recordsync.read import sql_pg
-from recordsync.run.pipeline import RunRequest, run_pipeline
-from recordsync.send.retry import RetryPolicy
-
-ROWS = [(i, f"Ann{i}", f"ann{i}@example.org", str(i * 2)) for i in range(1, 41)]
-
-PASSES = 3
-"""Reads of a contacts step's rows: the duplicate scan, the merge scan, the rows; the diff is
-materialized once in the database, each pass reads it."""
+from e2e.support import all_records, served  # tests/ is on sys.path
 
 MAPPING = """object_type: contacts
 source:
@@ -44,6 +39,8 @@ fields:
 mirror_deletes: {enabled: true, max_share: 0.5}
 """
 
+ROWS = [(i, f"Ann{i}", f"ann{i}@example.org", str(i * 2)) for i in range(1, 41)]
+
 
 @pytest.fixture
 def db(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
@@ -55,52 +52,10 @@ def db(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
     return pg_url
 
 
-def project(root: Path, mapping: str = MAPPING) -> Path:
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "m.yaml").write_text(mapping, encoding="utf-8")
-    (root / "p.yaml").write_text("name: pd\nsteps:\n  - mapping: m.yaml\n    name: people\n")
-    return root / "p.yaml"
-
-
-class Fetched:
-    """Counts the rows the PostgreSQL reader hands over (what left the database)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.rows = 0
-        real = sql_pg.pg_batches
-
-        def counting(src: Any, columns: Any) -> Iterator[Any]:
-            for batch in real(src, columns):
-                self.rows += batch.num_rows
-                yield batch
-
-        monkeypatch.setattr(sql_pg, "pg_batches", counting)
-
-
-def run(pipeline: Path, work: Path, url: str, **kw: Any) -> Any:
-    request = RunRequest(
-        pipeline,
-        report_dir=work / "reports",
-        state_db=work / "state.db",
-        retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
-        **kw,
-    )
-    return run_pipeline(request, target=target(url))
-
-
-def stamps(url: str) -> dict[int, str]:
-    """Record id → its ``updated_at`` in the sandbox: a record written again changes it."""
-    return {int(r["id"]): str(r["updated_at"]) for r in all_records(url, "contacts")}
-
-
-def step_of(result: Any) -> dict[str, Any]:
-    return dict(result.summary["steps"][0])
-
-
 def test_only_the_diff_leaves_the_database(
     tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pipeline = project(tmp_path / "p")
+    pipeline = project(tmp_path / "p", MAPPING)
     work = tmp_path / "work"
     fetched = Fetched(monkeypatch)
     with served(work / "sandbox.db") as url:
@@ -144,7 +99,7 @@ def test_only_the_diff_leaves_the_database(
 def test_vanished_keys_are_mirror_deleted_within_the_guards(
     tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pipeline = project(tmp_path / "p")
+    pipeline = project(tmp_path / "p", MAPPING)
     work = tmp_path / "work"
     fetched = Fetched(monkeypatch)
     with served(work / "sandbox.db") as url:
@@ -185,7 +140,7 @@ def test_without_write_access_it_says_so_and_reads_the_whole_query(
         conn.execute("CREATE ROLE pd_reader LOGIN")
         conn.execute("GRANT SELECT ON people TO pd_reader")
     monkeypatch.setenv("PUSH_PG_DSN", db.replace("postgres@", "pd_reader@"))
-    pipeline = project(tmp_path / "p")
+    pipeline = project(tmp_path / "p", MAPPING)
     work = tmp_path / "work"
     fetched = Fetched(monkeypatch)
     with served(work / "sandbox.db") as url:
@@ -206,32 +161,6 @@ def test_without_write_access_it_says_so_and_reads_the_whole_query(
         ).fetchone() == (0,)
 
 
-SENTINEL = "2001-01-01T00:00:00Z"
-
-
-def stamp_all(sandbox_db: Path) -> None:
-    """Every record's ``updated_at`` set to :data:`SENTINEL` (older than any write): a record
-    the service writes again afterwards shows it (counted at the service, not the report)."""
-    with sqlite3.connect(sandbox_db) as conn:
-        conn.execute("UPDATE records SET updated_at = ?", (SENTINEL,))
-
-
-def written_since_stamp(url: str) -> set[str]:
-    return {str(r["email"]) for r in all_records(url, "contacts") if r["updated_at"] != SENTINEL}
-
-
-def killed(point: str, pipeline: Path, work: Path, url: str) -> None:
-    """The run, in a process of its own, killed with SIGKILL at ``point``
-    (tests/nightly/pushdown_child.py)."""
-    tests = Path(__file__).resolve().parents[1]
-    path = os.pathsep.join([str(tests.parent / "src"), str(tests), str(tests.parent)])
-    env = {**os.environ, "PYTHONPATH": path}
-    child = tests / "nightly" / "pushdown_child.py"
-    argv = [sys.executable, str(child), point, str(pipeline), str(work), url]
-    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == -signal.SIGKILL, done.stderr[-2000:]
-
-
 @pytest.mark.parametrize("point", ["update", "ack"])
 def test_killed_mid_step_the_resumed_run_sends_nothing_twice(
     tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch, point: str
@@ -240,7 +169,7 @@ def test_killed_mid_step_the_resumed_run_sends_nothing_twice(
     (``update``), or after the first acknowledged chunk (``ack``, one row a chunk): the next
     run resumes, sends only what was never acknowledged, and the run after it is a full pass
     that sends nothing and leaves the table as it should be."""
-    pipeline = project(tmp_path / "p")
+    pipeline = project(tmp_path / "p", MAPPING)
     (tmp_path / "p" / "p.yaml").write_text(
         "name: pd\nsend: {chunk_size: 1, canary_chunk_size: 1}\n"
         "steps:\n  - mapping: m.yaml\n    name: people\n"

@@ -59,6 +59,7 @@ from recordsync.core.model import (
 from recordsync.core.run_ids import first_attempt_started
 from recordsync.core.safety import resend_as_is_safe
 from recordsync.nightly.acked_keys import AckedKeysWriter
+from recordsync.nightly.incremental import CursorWindow
 from recordsync.nightly.ledger_prep import StepPrep
 from recordsync.nightly.pushdown import Pushdown
 from recordsync.nightly.ref_lookup import Fetch
@@ -184,6 +185,8 @@ class StateHook:
         self._stamps: dict[str, dict[str, Stamp]] | None = None
         """Per step with mirror deletes: its source files' sizes and times as it began."""
         self._push: dict[str, Pushdown] = {}
+        self._windows: dict[str, CursorWindow] = {}
+        """Steps read from their cursor (:mod:`.incremental`)."""
         """Steps whose change detection runs in the database (:mod:`.pushdown`)."""
 
     def record_id_of(self, row: PreparedRow) -> int | None:
@@ -307,6 +310,10 @@ class StateHook:
         checked = self._check_target(plan)  # records edited or deleted in the target
         drop = self.full_refresh or checked
         config = self.configs.get(plan.name)
+        if whole and config is not None and config.source.incremental is not None:
+            window = self._window(plan, config, checked)
+            if window is not None:
+                return window
         if fp is not None and config is not None and config.source.change_detection == "database":
             pushed = self._pushdown(plan, config, fp, drop)
             if pushed is not None:
@@ -318,6 +325,27 @@ class StateHook:
         self._snap_fp = fp
         self._snap.source = old
         return plan.digested(old, fp, lambda keys: self._owned(plan, keys))
+
+    def _window(
+        self, plan: StepPlan, config: MappingConfig, checked: bool
+    ) -> Iterable[Item] | None:
+        """An incremental pass's rows (:mod:`.incremental`); None for a full check (the
+        step then reads its source as without ``incremental``)."""
+        if plan.rows_of is None:
+            return None
+        window = CursorWindow(self.store, self.pipeline, plan.name, config, _base_dir(config))
+        force = None
+        if self.full_refresh:
+            force = "--full-refresh"
+        elif checked:
+            force = "records were edited or deleted in the target since the last run"
+        narrowed = window.decide(force_full=force)
+        self._windows[plan.name] = window
+        if narrowed is None:
+            log.info("step %s: full check of the source: %s", plan.name, window.reason)
+            return None
+        take(self.store, self.pipeline, plan.name, None)  # no snapshot vouches after it
+        return plan.rows_of(narrowed)
 
     def _pushdown(
         self, plan: StepPlan, config: MappingConfig, fp: bytes, drop: bool
@@ -566,6 +594,19 @@ class StateHook:
             self._snap.commit(self._snap_fp)
             self._snap = None
         prep = self._prep.get(plan.name)
+        window = self._windows.pop(plan.name, None)
+        if window is not None:
+            window.save(self.run_id)
+            if not window.full and prep is not None and prep.seen_keys is not None:
+                note = (
+                    f"step {plan.name}: incremental pass (rows with {window.spec.cursor} from"
+                    f" {window.since}): mirror deletes need every key of the source and did not"
+                    f" run; they run on the next full check (due {window.next_full_check()},"
+                    " or with --full-refresh)"
+                )
+                self.notes.append(note)
+                log.info("%s", note)
+                prep.seen_keys = None
         if prep is None or prep.seen_keys is None:
             return
         changed = self._changed(plan, prep.config)

@@ -1,0 +1,121 @@
+"""A query source read from its cursor (``source: {incremental: ...}``), whole runs into the
+real sandbox over HTTP against the session's real PostgreSQL: what is read (rows counted at
+the reader), what reaches the service (records compared in the sandbox), late commits within
+the look-back, and mirror deletes only on the full check."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import psycopg
+import pytest
+from tests.nightly.support import (
+    PASSES,
+    Fetched,
+    project,
+    run,
+    stamp_all,
+    step_of,
+    written_since_stamp,
+)
+
+from e2e.support import all_records, served  # tests/ is on sys.path
+
+MAPPING = """object_type: contacts
+source:
+  engine: postgres
+  dsn_env: PUSH_PG_DSN
+  key: id
+  query: SELECT id, first, email, score, updated_at FROM people
+  incremental: {cursor: updated_at, lookback: 15m, full_check_every: 7d}
+name: {column: first}
+match_by: email
+fields:
+  email: email
+  lead_score: score
+mirror_deletes: {enabled: true, max_share: 0.5}
+"""
+BASE = "2026-03-01 00:00:00+00"
+
+
+@pytest.fixture
+def db(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(
+            "CREATE TABLE people (id int, first text, email text, score text,"
+            " updated_at timestamptz)"
+        )
+        conn.execute(  # row i last changed i hours after BASE
+            "INSERT INTO people SELECT i, 'Ann' || i, 'ann' || i || '@example.org',"
+            " (i * 2)::text, %s::timestamptz + i * interval '1 hour'"
+            " FROM generate_series(1, 40) AS i",
+            (BASE,),
+        )
+    monkeypatch.setenv("PUSH_PG_DSN", pg_url)
+    return pg_url
+
+
+def age_full_check(state_db: Path, days: int) -> None:
+    """The last full check dated ``days`` earlier (as if that time had passed)."""
+    with sqlite3.connect(state_db) as conn:
+        (mark,) = conn.execute(
+            "SELECT mark FROM target_marks WHERE object_type LIKE 'cursor%'"
+        ).fetchone()
+        got = json.loads(mark)
+        got["full_at"] -= days * 86_400
+        conn.execute(
+            "UPDATE target_marks SET mark = ? WHERE object_type LIKE 'cursor%'",
+            (json.dumps(got),),
+        )
+
+
+def test_only_rows_past_the_watermark_are_read_late_commits_included(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        first = run(pipeline, work, url)  # no watermark: a full check
+        assert (first.exit_code, step_of(first)["created"]) == (0, 40)
+
+        fetched.rows = 0
+        second = run(pipeline, work, url)  # from 40h less 15m: row 40 only
+        step = step_of(second)
+        assert (second.exit_code, step["rows_read"], step["rows_sent"]) == (0, 1, 0)
+        assert fetched.rows == PASSES * 1 + 1  # and the watermark's one-row query
+
+        stamp_all(work / "sandbox.db")
+        with psycopg.connect(db, autocommit=True) as conn:
+            # committed late: its cursor 10 minutes before the watermark (inside the
+            # look-back); another one 39 hours before it (outside)
+            conn.execute(
+                "UPDATE people SET score = '91', updated_at = %s::timestamptz"
+                " + interval '40 hours' - interval '10 minutes' WHERE id = 12",
+                (BASE,),
+            )
+            conn.execute("UPDATE people SET score = '92' WHERE id = 2")
+            conn.execute("DELETE FROM people WHERE id = 5")
+        third = run(pipeline, work, url)
+        step = step_of(third)
+        assert (third.exit_code, step["rows_read"], step["updated"]) == (0, 2, 1)
+        assert written_since_stamp(url) == {"ann12@example.org"}
+        assert step["deleted"] == 0  # an incremental pass never deletes: it says when
+        (note,) = [w for w in third.summary["warnings"] if "incremental pass" in w]
+        assert "mirror deletes" in note and "next full check" in note
+        assert len(all_records(url, "contacts")) == 40
+
+        stamp_all(work / "sandbox.db")
+        age_full_check(work / "state.db", 8)  # full_check_every (7d) has passed
+        full = run(pipeline, work, url)
+        step = step_of(full)
+        assert (full.exit_code, step["rows_read"], step["updated"]) == (0, 39, 1)
+        assert step["deleted"] == 1  # the full check deletes what left the source
+        assert written_since_stamp(url) == {"ann2@example.org"}
+        assert not [w for w in full.summary["warnings"] if "incremental pass" in w]
+
+        fetched.rows = 0
+        after = run(pipeline, work, url)  # the next night is incremental again
+        assert (step_of(after)["rows_read"], step_of(after)["rows_sent"]) == (2, 0)
