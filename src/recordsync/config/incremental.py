@@ -104,12 +104,12 @@ def check_mapping_detection(mapping: Any) -> None:
     lk = mapping.ledger_key
     if lk is None or lk.column != src.key[0] or lk.normalize != "none":
         raise ValueError(
-            "change_detection: database keeps each row under the source's key: leave"
+            "source.change_detection: database keeps each row under the source's key: leave"
             " ledger_key out (it is then the key column), or make it"
             f" {{column: {src.key[0]}}} without normalize"
         )
     if any(spec.ref is not None for spec in mapping.fields.values()):
         raise ValueError(
-            "change_detection: database cannot be used with 'ref' fields (their values come"
+            "source.change_detection: database cannot be used with 'ref' fields (their values come"
             " from another step's ledger, not from the database): leave it out"
         )
