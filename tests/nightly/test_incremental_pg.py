@@ -101,6 +101,7 @@ def test_only_rows_past_the_watermark_are_read_late_commits_included(
         third = run(pipeline, work, url)
         step = step_of(third)
         assert (third.exit_code, step["rows_read"], step["updated"]) == (0, 2, 1)
+        assert third.summary["accounting_ok"]
         assert written_since_stamp(url) == {"ann12@example.org"}
         assert step["deleted"] == 0  # an incremental pass never deletes: it says when
         (note,) = [w for w in third.summary["warnings"] if "incremental pass" in w]

@@ -74,6 +74,7 @@ def test_only_the_diff_leaves_the_database(
         assert second.exit_code == 0
         assert (step_of(second)["rows_unchanged"], step_of(second)["rows_sent"]) == (40, 0)
         assert step_of(second)["rows_read"] == 40
+        assert second.summary["accounting_ok"]
         assert fetched.rows == 0  # nothing left the database
         assert stamps(url) == before  # nothing reached the service
 
@@ -83,6 +84,9 @@ def test_only_the_diff_leaves_the_database(
         third = run(pipeline, work, url)
         step = step_of(third)
         assert (step["updated"], step["rows_unchanged"], step["created"]) == (1, 39, 0)
+        assert third.summary["accounting_ok"]
+        results = (third.report_dir / "results.csv").read_text(encoding="utf-8").splitlines()
+        assert len(results) == 41  # every row of the source, the unchanged ones included
         assert fetched.rows == PASSES * 1
         after = stamps(url)
         written = [rid for rid, at in after.items() if before[rid] != at]
