@@ -33,7 +33,9 @@ def _error(tmp_path: Path, source: str, rest: str = "") -> str:
     return text
 
 
-def test_database_change_detection_on_a_postgres_query(tmp_path: Path) -> None:
+def test_database_change_detection_on_a_query(tmp_path: Path) -> None:
+    duck = "  query: SELECT 1 AS id\n  key: id\n  change_detection: database\n"
+    assert _load(tmp_path, duck).source.change_detection == "database"
     m = _load(tmp_path, PG + "  change_detection: database\n  state_schema: sync_state\n")
     assert m.source.change_detection == "database"
     assert m.source.state_schema == "sync_state"
@@ -44,8 +46,6 @@ def test_database_change_detection_on_a_postgres_query(tmp_path: Path) -> None:
 def test_database_change_detection_is_refused_where_it_cannot_work(tmp_path: Path) -> None:
     text = _error(tmp_path, "  path: people.csv\n  change_detection: database\n")
     assert "only for a 'query' source" in text
-    duck = "  query: SELECT 1 AS id\n  key: id\n  change_detection: database\n"
-    assert "needs engine: postgres" in _error(tmp_path, duck)
     both = PG + "  change_detection: database\n  incremental: {cursor: updated_at}\n"
     assert "not both" in _error(tmp_path, both)
     two = PG.replace("key: id", "key: [a, b]") + "  change_detection: database\n"

@@ -78,11 +78,6 @@ def check_change_detection(src: Any) -> None:
         )
     if not pushed:
         return
-    if src.engine != "postgres":
-        raise ValueError(
-            "change_detection: database needs engine: postgres (a DuckDB source compares its"
-            " rows in recordsync: leave change_detection out)"
-        )
     if src.incremental is not None:
         raise ValueError(
             "give change_detection: database or incremental, not both (database: every row"

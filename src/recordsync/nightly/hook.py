@@ -354,7 +354,9 @@ class StateHook:
         when the database cannot keep its table (said once, in the report's warnings)."""
         if plan.rows_of is None:
             return None
-        push = Pushdown(config, self.pipeline, plan.name)
+        directory = self.store.snapshot_dir
+        synced = None if directory is None else directory.parent / "synced"
+        push = Pushdown(config, self.pipeline, plan.name, _base_dir(config), synced)
         warning = push.open()
         if warning is not None:
             note = f"step {plan.name}: {warning}"

@@ -1,7 +1,8 @@
 """A step whose change detection runs in the database (``source: {change_detection:
 database}``, docs/state.md "Large tables"): only the new, changed and vanished keys leave it.
 
-The database keeps, in a schema recordsync manages there (:mod:`recordsync.read.pg_diff`),
+The database keeps, in a schema recordsync manages there (:mod:`recordsync.read.pg_diff`; a
+DuckDB query: in a DuckDB file beside the state store, :mod:`recordsync.read.duckdb_diff`),
 the ``(key, digest)`` of every row the last run left synced; the state store keeps, as the
 step's snapshot (:mod:`recordsync.state.snapshots`), the same keys with their record ids.
 The two hold the same keys whenever a snapshot is registered: the table is updated at the
@@ -28,6 +29,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from hashlib import blake2b
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -37,6 +39,7 @@ import pyarrow.compute as pc
 from recordsync.config.models import MappingConfig
 from recordsync.core.model import Blocks, Item, PreparedRow, UnchangedBlock
 from recordsync.nightly.acked_keys import AckedKeysWriter
+from recordsync.read.duckdb_diff import DuckDiffTable
 from recordsync.read.pg_diff import DiffUnavailable, DigestTable
 from recordsync.read.sql_diff import scope_of
 from recordsync.state.snapshots import Snapshot
@@ -55,9 +58,23 @@ class Pushdown:
     """One step's change detection in the database: :meth:`open`, :meth:`items`, and at the
     step's end :meth:`update`; :meth:`close` in any case."""
 
-    def __init__(self, config: MappingConfig, state_key: str, mapping: str) -> None:
+    def __init__(
+        self,
+        config: MappingConfig,
+        state_key: str,
+        mapping: str,
+        base_dir: Path,
+        directory: Path | None,
+    ) -> None:
+        """``directory``: where a DuckDB query's table of synced rows is kept (beside a
+        SQLite state store; None: the state is on PostgreSQL)."""
         self.config = config
-        self.table = DigestTable(config.source, scope_of(state_key, mapping))
+        scope = scope_of(state_key, mapping)
+        self.table: DigestTable | DuckDiffTable | None = None
+        if config.source.engine == "postgres":
+            self.table = DigestTable(config.source, scope)
+        elif directory is not None:
+            self.table = DuckDiffTable(config.source, scope, base_dir, directory)
         self.full = True
         """Whether this step reads every row (no usable snapshot)."""
         self.rows_read = 0
@@ -66,6 +83,12 @@ class Pushdown:
     def open(self) -> str | None:
         """Connect and check the privileges; the warning to give when the database cannot
         keep the table (the step then reads the whole query), else None."""
+        if self.table is None:
+            return (
+                f"{self.config.source.label}: a DuckDB query keeps its table of synced rows"
+                " beside a SQLite state store, and this run's state is on PostgreSQL;"
+                " change_detection: database is off for this run and the whole query is read"
+            )
         try:
             self.table.open()
         except DiffUnavailable as exc:
@@ -80,8 +103,10 @@ class Pushdown:
     def fingerprint(self, fp: bytes) -> bytes:
         """The step's fingerprint for this mode: the digest's format, and the query's
         columns and types besides what ``fp`` covers."""
+        assert self.table is not None
         h = blake2b(FORMAT_TAG, digest_size=16)
         h.update(fp)
+        h.update(self.config.source.engine.encode())
         for name, typ in self.table.columns:
             h.update(f"{name}\x00{typ}\x00".encode())
         return h.digest()
@@ -96,14 +121,15 @@ class Pushdown:
         """The step's items: the diff's rows, prepared, then the snapshot's rows the diff
         leaves out as UnchangedBlocks."""
         src = self.config.source
-        assert src.key is not None
+        table = self.table
+        assert src.key is not None and table is not None
         key = src.key[0]
         columns = list(dict.fromkeys([*self.config.source_columns(), key]))
-        self.table.diff(key, columns, fp, full=snapshot is None)
+        table.diff(key, columns, fp, full=snapshot is None)
         pos = np.zeros(0, dtype=np.int64)
         if snapshot is not None:
-            pos = _left_out(snapshot, self.table.diff_keys())
-            expected = self.table.unchanged_count()
+            pos = _left_out(snapshot, table.diff_keys())
+            expected = table.unchanged_count()
             if len(pos) != expected:  # keys the two spell apart: read every row once
                 log.warning(
                     "%s: the database's synced keys (%d unchanged) and the snapshot's (%d)"
@@ -115,11 +141,9 @@ class Pushdown:
                 snapshot = None
                 writer.source = None
                 pos = np.zeros(0, dtype=np.int64)
-                self.table.diff(key, columns, fp, full=True)
+                table.diff(key, columns, fp, full=True)
         self.full = snapshot is None
-        narrowed = src.model_copy(
-            update={"query": self.table.rows_query(), "change_detection": "client"}
-        )
+        narrowed = src.model_copy(update={**table.source_update(), "change_detection": "client"})
         derived = self.config.model_copy(update={"source": narrowed})
         rows = rows_of(derived)
         return Blocks(self._lists(rows, snapshot, pos))
@@ -155,6 +179,7 @@ class Pushdown:
     def update(self, writer: AckedKeysWriter) -> None:
         """The step is complete and its ledger written: the database's table takes the
         acknowledged keys of the rows read (before the new snapshot is registered)."""
+        assert self.table is not None
         synced = self.table.update(writer.acked())
         log.info(
             "%s: %d rows read from the database's diff, %d unchanged there; %d keys synced",
@@ -165,7 +190,8 @@ class Pushdown:
         )
 
     def close(self) -> None:
-        self.table.close()
+        if self.table is not None:
+            self.table.close()
 
 
 def _left_out(snapshot: Snapshot, diff_keys: list[str]) -> np.ndarray[Any, Any]:

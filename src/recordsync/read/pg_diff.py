@@ -33,8 +33,8 @@ class DiffUnavailable(Exception):
 
 
 class DigestTable:
-    """One step's diff in the source database: :meth:`open`, :meth:`diff`, read the rows of
-    :meth:`rows_query`, then :meth:`update` with the acknowledged keys, :meth:`close`."""
+    """One step's diff in the source database: :meth:`open`, :meth:`diff`, read the rows
+    :meth:`source_update` names, then :meth:`update` with the acknowledged keys; :meth:`close`."""
 
     def __init__(self, src: SourceConfig, scope: str) -> None:
         self.src = src
@@ -147,9 +147,10 @@ class DigestTable:
         except psycopg.Error as exc:
             raise self._fail(exc) from None
 
-    def rows_query(self) -> str:
-        """The query the step reads: the diff's rows, with the source's columns."""
-        return diff_rows_query(self.schema, self.scope, [c for c, _ in self.columns])
+    def source_update(self) -> dict[str, Any]:
+        """The source options the step reads instead of its own: the diff's rows, with the
+        source's columns."""
+        return {"query": diff_rows_query(self.schema, self.scope, [c for c, _ in self.columns])}
 
     def diff_keys(self) -> list[str]:
         """Every key the diff holds (new, changed, vanished, held more than once)."""

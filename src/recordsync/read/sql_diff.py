@@ -46,18 +46,23 @@ def qualified(schema: str, table: str) -> str:
     return f"{quote_ident(schema)}.{quote_ident(table)}"
 
 
-def create_synced(schema: str) -> list[str]:
-    """The statements creating the state schema and its table of synced rows (idempotent)."""
+def create_synced(schema: str, catalog: str = "") -> list[str]:
+    """The statements creating the state schema and its table of synced rows (idempotent);
+    ``catalog``: the attached DuckDB database (``rs.``) they live in."""
     return [
-        f"CREATE SCHEMA IF NOT EXISTS {quote_ident(schema)}",
-        f"CREATE TABLE IF NOT EXISTS {qualified(schema, SYNCED)} (scope text NOT NULL,"
+        f"CREATE SCHEMA IF NOT EXISTS {catalog}{quote_ident(schema)}",
+        f"CREATE TABLE IF NOT EXISTS {catalog}{qualified(schema, SYNCED)} (scope text NOT NULL,"
         " key text NOT NULL, digest uuid NOT NULL, PRIMARY KEY (scope, key))",
     ]
 
 
-def key_text(key: str) -> str:
+_SPACES = "chr(32) || chr(9) || chr(10) || chr(13) || chr(11) || chr(12)"
+
+
+def key_text(key: str, *, duckdb: bool = False) -> str:
     """A row's key as the ledger spells it: the column's text, trimmed (blank: null)."""
-    return f"NULLIF(btrim(q.{quote_ident(key)}::text, E' \\t\\n\\r\\f\\v'), '')"
+    trim = "trim" if duckdb else "btrim"
+    return f"NULLIF({trim}(q.{quote_ident(key)}::text, {_SPACES}), '')"
 
 
 def digest_sql(columns: list[str], salt: bytes) -> str:
@@ -73,17 +78,27 @@ def digest_sql(columns: list[str], salt: bytes) -> str:
 
 
 def diff_table_sql(
-    query: str, key: str, columns: list[str], salt: bytes, schema: str, scope: str
+    query: str,
+    key: str,
+    columns: list[str],
+    salt: bytes,
+    schema: str,
+    scope: str,
+    catalog: str = "",
 ) -> str:
-    """``CREATE UNLOGGED TABLE <schema>.diff_<scope> AS ...``: the one query of the diff."""
+    """``CREATE UNLOGGED TABLE <schema>.diff_<scope> AS ...``: the one query of the diff
+    (``catalog``: DuckDB's attached state database, ``rs.``; a plain table there)."""
     body = query.strip().rstrip(";")
-    synced = qualified(schema, SYNCED)
+    synced = catalog + qualified(schema, SYNCED)
+    duck = bool(catalog)
+    kt = key_text(key, duckdb=duck)
+    create = "CREATE TABLE" if duck else "CREATE UNLOGGED TABLE"
     return (
-        f"CREATE UNLOGGED TABLE {qualified(schema, 'diff_' + scope)} AS\n"
+        f"{create} {catalog}{qualified(schema, 'diff_' + scope)} AS\n"
         f"SELECT s.*, t.key AS _rs_old_key FROM (\n"
         f"  SELECT q.*, {digest_sql(columns, salt)} AS _rs_digest,"
-        f" {key_text(key)} AS _rs_key,"
-        f" count(*) OVER (PARTITION BY {key_text(key)}) AS _rs_n\n"
+        f" {kt} AS _rs_key,"
+        f" count(*) OVER (PARTITION BY {kt}) AS _rs_n\n"
         f"  FROM (\n{body}\n) AS q\n"
         f") AS s FULL JOIN (SELECT key, digest FROM {synced} WHERE scope = {literal(scope)})"
         " AS t ON t.key = s._rs_key\n"
