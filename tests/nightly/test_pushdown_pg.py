@@ -219,3 +219,30 @@ def test_killed_mid_step_the_resumed_run_sends_nothing_twice(
         diff = run(pipeline, work, url)
         assert (step_of(diff)["rows_unchanged"], step_of(diff)["rows_sent"]) == (40, 0)
         assert fetched.rows == 0
+
+
+def test_a_key_the_database_spells_otherwise_is_read_alone(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text key ending in a no-break space: recordsync's key trims it, the database's text
+    keeps it, so the table never holds that key. Its row is read from the diff every run
+    (and found unchanged by the ledger); every other row stays in the database."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE people (id text, first text, email text, score text)")
+        rows = [(f"k{i}", f"Ann{i}", f"ann{i}@example.org", str(i)) for i in range(1, 21)]
+        rows[6] = ("k7\u00a0", "Ann7", "ann7@example.org", "7")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO people VALUES (%s, %s, %s, %s)", rows)
+    monkeypatch.setenv("PUSH_PG_DSN", pg_url)
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        for _ in range(2):
+            fetched.rows = 0
+            again = run(pipeline, work, url)
+            step = step_of(again)
+            assert (again.exit_code, step["rows_unchanged"], step["rows_sent"]) == (0, 20, 0)
+            assert again.summary["accounting_ok"]
+            assert fetched.rows == PASSES * 1

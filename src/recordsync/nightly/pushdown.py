@@ -130,7 +130,9 @@ class Pushdown:
         if snapshot is not None:
             pos = _left_out(snapshot, table.diff_keys())
             expected = table.unchanged_count()
-            if len(pos) != expected:  # keys the two spell apart: read every row once
+            if len(pos) != expected:  # keys the snapshot has and the table not: left out
+                pos = _kept(snapshot, pos, table.synced_keys())
+            if len(pos) != expected:  # still apart: read every row once
                 log.warning(
                     "%s: the database's synced keys (%d unchanged) and the snapshot's (%d)"
                     " disagree; every row is read this run",
@@ -192,6 +194,18 @@ class Pushdown:
     def close(self) -> None:
         if self.table is not None:
             self.table.close()
+
+
+def _kept(snapshot: Snapshot, pos: np.ndarray[Any, Any], synced: list[str]) -> np.ndarray[Any, Any]:
+    """Of the snapshot's rows ``pos``, those whose key the database's table holds (a key
+    whose text the database spells otherwise is never in the table: its row is read from
+    the diff every run)."""
+    if not len(pos):
+        return pos
+    keys = snapshot.take(pos, ["key"]).column(0)
+    found = pc.fill_null(pc.is_in(keys, value_set=pa.array(synced, pa.string())), False)
+    kept = np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+    return np.asarray(pos[kept], dtype=np.int64)
 
 
 def _left_out(snapshot: Snapshot, diff_keys: list[str]) -> np.ndarray[Any, Any]:

@@ -108,6 +108,14 @@ class DuckDiffTable:
         )
         return [str(r[0]) for r in rows]
 
+    def synced_keys(self) -> list[str]:
+        rows = (
+            self._connect()
+            .execute(f"SELECT key FROM {self.synced} WHERE scope = ?", [self.scope])
+            .fetchall()
+        )
+        return [str(r[0]) for r in rows]
+
     def unchanged_count(self) -> int:
         row = (
             self._connect()

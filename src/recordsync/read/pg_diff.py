@@ -75,7 +75,15 @@ class DigestTable:
             conn.execute("SET extra_float_digits = 1")
             body = (self.src.query or "").strip().rstrip(";")
             with conn.cursor() as cur:
-                cur.execute(f"SELECT * FROM (\n{body}\n) AS q LIMIT 0".encode())
+                try:
+                    cur.execute(f"SELECT * FROM (\n{body}\n) AS q LIMIT 0".encode())
+                except psycopg.Error as exc:
+                    raise SourceError(
+                        f"{label}: the PostgreSQL query failed:"
+                        f" {redact(str(exc).strip(), self._dsn)}",
+                        key="source.query",
+                        hint="check the query",
+                    ) from None
                 desc = cur.description or []
             oids = [d.type_code for d in desc]
             names = {
@@ -157,6 +165,13 @@ class DigestTable:
         rows = self._conn.execute(
             f"SELECT DISTINCT coalesce(_rs_key, _rs_old_key) FROM {self.diff_table}"
             " WHERE coalesce(_rs_key, _rs_old_key) IS NOT NULL"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def synced_keys(self) -> list[str]:
+        """Every synced key of the scope (only when the snapshot and the table disagree)."""
+        rows = self._conn.execute(
+            f"SELECT key FROM {self.synced} WHERE scope = %s", (self.scope,)
         ).fetchall()
         return [str(r[0]) for r in rows]
 
