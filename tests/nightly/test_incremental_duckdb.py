@@ -4,6 +4,7 @@ the same watermark, look-back and full check as on PostgreSQL
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import duckdb
@@ -41,6 +42,8 @@ def test_a_duckdb_query_is_read_from_its_watermark(tmp_path: Path) -> None:
         assert (first.exit_code, step_of(first)["created"]) == (0, 30)
         second = run(pipeline, work, url)
         assert (step_of(second)["rows_read"], step_of(second)["rows_sent"]) == (1, 0)
+        with sqlite3.connect(work / "state.db") as conn:  # as if its last send had failed
+            conn.execute("UPDATE ledger SET last_status = 'failed' WHERE source_key = '3'")
         stamp_all(work / "sandbox.db")
         with duckdb.connect(str(db)) as con:  # committed late, inside the look-back
             con.execute(
@@ -49,5 +52,6 @@ def test_a_duckdb_query_is_read_from_its_watermark(tmp_path: Path) -> None:
             )
         third = run(pipeline, work, url)
         step = step_of(third)
-        assert (third.exit_code, step["rows_read"], step["updated"]) == (0, 2, 1)
-        assert written_since_stamp(url) == {"ann4@example.org"}
+        # the window's two rows, and row 3 by its key (failed last time: sent again)
+        assert (third.exit_code, step["rows_read"], step["updated"]) == (0, 3, 2)
+        assert written_since_stamp(url) == {"ann4@example.org", "ann3@example.org"}

@@ -31,8 +31,7 @@ from recordsync.config.incremental import Incremental
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import SourceError
 from recordsync.read.sql import iter_sql
-from recordsync.read.sql_diff import ONE, literal, max_query, since_query, watermark_sql
-from recordsync.read.sql_text import quote_ident
+from recordsync.read.sql_diff import ONE, keys_sql, max_query, since_query, watermark_sql
 from recordsync.state.store import StateStore
 
 MAX_RETRY_KEYS = 1000
@@ -184,8 +183,7 @@ class CursorWindow:
             if lk is None or lk.normalize != "none":
                 self.full, self.reason = True, "rows wait to be sent again"
                 return None
-            listed = ", ".join(literal(k) for k in keys)
-            query += f" OR btrim(w.{quote_ident(lk.column)}::text) IN ({listed})"
+            query += keys_sql(lk.column, keys, duckdb=src.engine == "duckdb")
         narrowed = src.model_copy(update={"query": query, "incremental": None})
         return self.config.model_copy(update={"source": narrowed})
 

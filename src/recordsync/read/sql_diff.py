@@ -120,6 +120,13 @@ def since_query(query: str, cursor: str, since: str) -> str:
     return f"SELECT * FROM (\n{body}\n) AS w WHERE w.{quote_ident(cursor)} >= {since}"
 
 
+def keys_sql(column: str, keys: list[str], *, duckdb: bool = False) -> str:
+    """``OR <column's trimmed text> IN (keys)``: rows of ``w`` read again by key."""
+    trim = "trim" if duckdb else "btrim"
+    listed = ", ".join(literal(k) for k in keys)
+    return f" OR {trim}(w.{quote_ident(column)}::text, {_SPACES}) IN ({listed})"
+
+
 def max_query(query: str, cursor: str) -> str:
     """One row: the largest ``cursor`` of ``query`` (``_rs_wm``), keyed by :data:`ONE`."""
     body = query.strip().rstrip(";")
