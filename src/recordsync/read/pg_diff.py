@@ -69,10 +69,9 @@ class DigestTable:
         conn = self._conn
         label = self.src.label
         try:
+            # an instant's text in UTC; other values as the server writes them to any
+            # session (as the rows are read: a changed server setting changes the digests)
             conn.execute("SET TIME ZONE 'UTC'")
-            conn.execute("SET DateStyle = 'ISO, YMD'")
-            conn.execute("SET IntervalStyle = 'iso_8601'")
-            conn.execute("SET extra_float_digits = 1")
             body = (self.src.query or "").strip().rstrip(";")
             with conn.cursor() as cur:
                 try:
