@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from e2e.support import all_records, target  # tests/ is on sys.path
-from recordsync.read import sql_pg
+from recordsync.read import sql
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 
@@ -33,18 +33,19 @@ def project(root: Path, mapping: str) -> Path:
 
 
 class Fetched:
-    """Counts the rows the PostgreSQL reader hands over (what left the database)."""
+    """Counts the rows a query source hands over to the run (what left the database: the
+    rows :func:`recordsync.read.sql.iter_sql` yields, whichever engine reads them)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.rows = 0
-        real = sql_pg.pg_batches
+        real = sql.iter_sql
 
-        def counting(src: Any, columns: Any) -> Iterator[Any]:
-            for batch in real(src, columns):
-                self.rows += batch.num_rows
-                yield batch
+        def counting(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            for sb in real(*args, **kwargs):
+                self.rows += sb.batch.num_rows
+                yield sb
 
-        monkeypatch.setattr(sql_pg, "pg_batches", counting)
+        monkeypatch.setattr(sql, "iter_sql", counting)
 
 
 def run(pipeline: Path, work: Path, url: str, **kw: Any) -> Any:

@@ -4,15 +4,14 @@ the state store) and only its rows reach recordsync (counted at the reader)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from tests.nightly.support import (
     PASSES,
+    Fetched,
     project,
     run,
     stamp_all,
@@ -21,7 +20,6 @@ from tests.nightly.support import (
 )
 
 from e2e.support import all_records, served  # tests/ is on sys.path
-from recordsync.read import sql as sql_reader
 
 MAPPING = """object_type: contacts
 source:
@@ -50,21 +48,6 @@ def write(path: Path, ids: list[int], scores: dict[int, str] | None = None) -> N
         ),
         path,
     )
-
-
-class Fetched:
-    """Counts the rows the DuckDB reader hands over."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.rows = 0
-        real = sql_reader._duckdb_batches
-
-        def counting(*args: Any) -> Iterator[Any]:
-            for batch in real(*args):
-                self.rows += batch.num_rows
-                yield batch
-
-        monkeypatch.setattr(sql_reader, "_duckdb_batches", counting)
 
 
 def test_only_the_diff_leaves_duckdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
