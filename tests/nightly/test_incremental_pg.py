@@ -14,6 +14,7 @@ import pytest
 from tests.nightly.support import (
     PASSES,
     Fetched,
+    killed,
     project,
     run,
     stamp_all,
@@ -120,3 +121,42 @@ def test_only_rows_past_the_watermark_are_read_late_commits_included(
         fetched.rows = 0
         after = run(pipeline, work, url)  # the next night is incremental again
         assert (step_of(after)["rows_read"], step_of(after)["rows_sent"]) == (2, 0)
+
+
+def test_an_incremental_pass_killed_mid_step_is_resumed_without_sending_twice(
+    tmp_path: Path, db: str
+) -> None:
+    """Killed with SIGKILL after its first acknowledged chunk (one row a chunk): the next run
+    resumes (reading the whole query: the journal decides), the run after it reads from the
+    watermark the killed run never moved, and nothing is sent twice."""
+    pipeline = project(tmp_path / "p", MAPPING)
+    (tmp_path / "p" / "p.yaml").write_text(
+        "name: pd\nsend: {chunk_size: 1, canary_chunk_size: 1}\n"
+        "steps:\n  - mapping: m.yaml\n    name: people\n"
+    )
+    work = tmp_path / "work"
+    changed = {f"ann{i}@example.org" for i in (36, 37, 38)}
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE people SET score = '66', updated_at = now() WHERE id IN (36, 37, 38)"
+            )
+        stamp_all(work / "sandbox.db")
+        killed("ack", pipeline, work, url)
+        sent_before_kill = written_since_stamp(url)
+        assert "ann36@example.org" in sent_before_kill <= changed  # the first, acknowledged
+        stamp_all(work / "sandbox.db")
+        resumed = run(pipeline, work, url)
+        assert (resumed.exit_code, resumed.summary["attempts"]) == (0, 2)
+        assert step_of(resumed)["rows_read"] == 40  # a resumed run reads every row
+        again = written_since_stamp(url)
+        assert changed - sent_before_kill <= again <= changed - {"ann36@example.org"}
+        stamp_all(work / "sandbox.db")
+        after = run(pipeline, work, url)  # the watermark of the last complete run
+        assert (after.exit_code, step_of(after)["rows_sent"], written_since_stamp(url)) == (
+            0,
+            0,
+            set(),
+        )
+        assert len(all_records(url, "contacts")) == 40
