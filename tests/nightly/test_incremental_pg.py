@@ -122,6 +122,14 @@ def test_only_rows_past_the_watermark_are_read_late_commits_included(
         after = run(pipeline, work, url)  # the next night is incremental again
         assert (step_of(after)["rows_read"], step_of(after)["rows_sent"]) == (2, 0)
 
+        # a changed mapping changes every row's input: the next run reads every row
+        (tmp_path / "p" / "m.yaml").write_text(
+            MAPPING.replace("  lead_score: score\n", "  lead_score: score\n  job_title: first\n")
+        )
+        remapped = run(pipeline, work, url)
+        step = step_of(remapped)
+        assert (remapped.exit_code, step["rows_read"], step["updated"]) == (0, 39, 39)
+
 
 def test_an_incremental_pass_killed_mid_step_is_resumed_without_sending_twice(
     tmp_path: Path, db: str

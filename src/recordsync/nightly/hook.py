@@ -333,7 +333,11 @@ class StateHook:
         step then reads its source as without ``incremental``)."""
         if plan.rows_of is None:
             return None
-        window = CursorWindow(self.store, self.pipeline, plan.name, config, _base_dir(config))
+        fp = plan.fingerprint() if plan.fingerprint is not None else None
+        made = fp or config.model_dump_json().encode()  # ref fields: the config alone
+        window = CursorWindow(
+            self.store, self.pipeline, plan.name, config, _base_dir(config), made
+        )
         force = None
         if self.full_refresh:
             force = "--full-refresh"

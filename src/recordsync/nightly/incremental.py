@@ -11,9 +11,10 @@ of the query when the last complete step began (in ``target_marks``, under the s
   send failed or was in doubt (by key); mirror deletes do not run (the source's other keys
   are not read);
 - a **full check**, reading every row as without ``incremental`` (mirror deletes run), when
-  there is no watermark, ``full_check_every`` has passed since the last one, the ledger of
-  the step is empty (a first run, or after ``state reset``), ``--full-refresh`` is given, the
-  target's records were edited or deleted since the last run, or more than
+  there is no watermark, ``full_check_every`` has passed since the last one, the step's
+  fingerprint changed (the mapping, the service's schema or users, the owners file), the
+  ledger of the step is empty (a first run, or after ``state reset``), ``--full-refresh``
+  is given, the target's records were edited or deleted since the last run, or more than
   :data:`MAX_RETRY_KEYS` rows wait to be sent again.
 
 The watermark moves only when the step completes (every row reported and acknowledged).
@@ -24,6 +25,7 @@ from __future__ import annotations
 import json
 import time
 from datetime import date, datetime, timedelta
+from hashlib import blake2b
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +79,18 @@ class CursorWindow:
     read, and :meth:`save` when the step completes."""
 
     def __init__(
-        self, store: StateStore, state_key: str, step: str, config: MappingConfig, base_dir: Path
+        self,
+        store: StateStore,
+        state_key: str,
+        step: str,
+        config: MappingConfig,
+        base_dir: Path,
+        made: bytes,
     ) -> None:
+        """``made``: what the rows' inputs depend on besides their cells (the step's
+        fingerprint): when it changes, the step reads every row once."""
         assert config.source.incremental is not None
+        self.made = blake2b(made, digest_size=16).hexdigest()
         self.store, self.state_key, self.step = store, state_key, step
         self.config = config
         self.spec: Incremental = config.source.incremental
@@ -161,6 +172,8 @@ class CursorWindow:
             self.reason = "no watermark yet"
         elif self._ledger_empty():
             self.reason = "the step's ledger is empty"
+        elif last.get("made") != self.made:
+            self.reason = "the mapping, the service's schema or its users changed"
         elif now - full_at >= self.spec.full_check_every:
             self.reason = "its full check is due (incremental.full_check_every)"
         elif keys is None:
@@ -194,7 +207,7 @@ class CursorWindow:
             return
         kind, value = self._candidate
         full_at = time.time() if self.full else self._full_at
-        mark = json.dumps({"kind": kind, "value": value, "full_at": full_at})
+        mark = json.dumps({"kind": kind, "value": value, "full_at": full_at, "made": self.made})
         with self.store.transaction() as conn:
             conn.execute(
                 "DELETE FROM target_marks WHERE scope = ? AND object_type = ?",
