@@ -99,6 +99,13 @@ def test_only_the_diff_leaves_the_database(
         fourth = run(pipeline, work, url)
         assert (step_of(fourth)["rows_sent"], fetched.rows) == (0, 0)
 
+        fetched.rows = 0  # --full-refresh reads and sends every row, then a diff again
+        refresh = run(pipeline, work, url, full_refresh=True)
+        assert (step_of(refresh)["rows_sent"], fetched.rows) == (40, PASSES * 40)
+        fetched.rows = 0
+        fifth = run(pipeline, work, url)
+        assert (step_of(fifth)["rows_unchanged"], fetched.rows) == (40, 0)
+
 
 def test_vanished_keys_are_mirror_deleted_within_the_guards(
     tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
