@@ -253,3 +253,27 @@ def test_a_key_the_database_spells_otherwise_is_read_alone(
             assert (again.exit_code, step["rows_unchanged"], step["rows_sent"]) == (0, 20, 0)
             assert again.summary["accounting_ok"]
             assert fetched.rows == PASSES * 1
+
+
+def test_a_new_row_matching_an_unchanged_rows_record_is_held(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new row with an unchanged row's e-mail (the contacts' match key): the service would
+    write it onto that row's record, which no row read this run shows; it is held
+    ``merged`` and the record is left alone (compared in the sandbox)."""
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("INSERT INTO people VALUES (41, 'Impostor', 'ann3@example.org', '1')")
+        stamp_all(work / "sandbox.db")
+        held = run(pipeline, work, url)
+        step = step_of(held)
+        assert (held.exit_code, step["rows_merged"], step["rows_unchanged"]) == (1, 1, 40)
+        assert held.summary["accounting_ok"]
+        assert written_since_stamp(url) == set()
+        (ann3,) = [r for r in all_records(url, "contacts") if r["email"] == "ann3@example.org"]
+        assert ann3["name"] == "Ann3"
+        failures = (held.report_dir / "failures.csv").read_text(encoding="utf-8")
+        assert "merges with the row of key '3', unchanged in the database" in failures

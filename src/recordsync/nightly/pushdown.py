@@ -37,8 +37,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.config.models import MappingConfig
-from recordsync.core.model import Blocks, Item, PreparedRow, UnchangedBlock
+from recordsync.core.model import Blocks, Item, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.nightly.acked_keys import AckedKeysWriter
+from recordsync.nightly.claims import Claims as _Claims
+from recordsync.prepare.merge_rules import kind_of
 from recordsync.read.duckdb_diff import DuckDiffTable
 from recordsync.read.pg_diff import DiffUnavailable, DigestTable
 from recordsync.read.sql_diff import scope_of
@@ -156,10 +158,15 @@ class Pushdown:
         lists: Iterable[list[PreparedRow]]
         lists = rows.lists if isinstance(rows, Blocks) else ([r] for r in rows)
         last = 0
+        guard = None
+        if snapshot is not None and len(pos) and self._guarded():
+            guard = _Claims(snapshot, pos)
         try:
             for part in lists:
                 for r in part:
                     r.digest = _READ
+                    if guard is not None and r.status is RowStatus.VALID:
+                        guard.hold(r)
                 if part:
                     last = max(last, part[-1].source.source_row)
                 self.rows_read += len(part)
@@ -177,6 +184,11 @@ class Pushdown:
             lines = np.arange(last + 1 + i, last + 1 + i + len(at), dtype=np.int64)
             self.unchanged += len(at)
             yield [UnchangedBlock(label, lines, at, *got.columns)]
+
+    def _guarded(self) -> bool:
+        """Whether rows read must not land on an unchanged row's record: a type the
+        service deduplicates, merges held (mapping.md, "Merges")."""
+        return kind_of(self.config.object_type) is not None and self.config.merges == "hold"
 
     def update(self, writer: AckedKeysWriter) -> None:
         """The step is complete and its ledger written: the database's table takes the
