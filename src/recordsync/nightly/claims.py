@@ -19,16 +19,22 @@ class Claims:
 
     def __init__(self, snapshot: Snapshot, pos: np.ndarray[Any, Any]) -> None:
         self.snapshot = snapshot
-        self.hashes, self.rows = snapshot.match_key_hashes()
-        self.unchanged = np.zeros(len(snapshot), dtype=bool)
-        self.unchanged[pos] = True
+        self.pos = pos
+        self._index: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None
+        self.unchanged = np.zeros(0, dtype=bool)
 
     def owner(self, match_key: str) -> str | None:
-        """The ledger key of the unchanged row whose match key is ``match_key``, or None."""
+        """The ledger key of the unchanged row whose match key is ``match_key``, or None.
+        The index is made at the first row asked for (an unchanged run asks for none)."""
+        if self._index is None:
+            self._index = self.snapshot.match_key_hashes()
+            self.unchanged = np.zeros(len(self.snapshot), dtype=bool)
+            self.unchanged[self.pos] = True
+        hashes, rows = self._index
         h = hash(match_key)
-        i = int(np.searchsorted(self.hashes, h))
-        while i < len(self.hashes) and self.hashes[i] == h:
-            row = int(self.rows[i])
+        i = int(np.searchsorted(hashes, h))
+        while i < len(hashes) and hashes[i] == h:
+            row = int(rows[i])
             i += 1
             if not self.unchanged[row]:
                 continue
