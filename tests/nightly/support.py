@@ -49,10 +49,12 @@ class Fetched:
 
 
 def run(pipeline: Path, work: Path, url: str, **kw: Any) -> Any:
+    """The pipeline run into the sandbox at ``url``; the state in ``work/state.db`` unless
+    ``state_db`` is given (a PostgreSQL state)."""
+    kw.setdefault("state_db", work / "state.db")
     request = RunRequest(
         pipeline,
         report_dir=work / "reports",
-        state_db=work / "state.db",
         retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
         **kw,
     )

@@ -21,8 +21,10 @@ from tests.nightly.support import (
     step_of,
     written_since_stamp,
 )
+from tests.pg_support import new_database
 
 from e2e.support import all_records, served  # tests/ is on sys.path
+from recordsync.state.location import state_location
 
 MAPPING = """object_type: contacts
 source:
@@ -168,3 +170,28 @@ def test_an_incremental_pass_killed_mid_step_is_resumed_without_sending_twice(
             set(),
         )
         assert len(all_records(url, "contacts")) == 40
+
+
+def test_with_the_state_on_postgresql(tmp_path: Path, db: str, pg_server: str) -> None:
+    """The watermark and the synced rows' snapshot kept in a PostgreSQL state database:
+    an incremental source reads its window, a source compared in the database reads
+    nothing, as with SQLite."""
+    state = state_location(new_database(pg_server))
+    pipeline = project(tmp_path / "p", MAPPING)
+    pushed = MAPPING.replace(
+        "  incremental: {cursor: updated_at, lookback: 15m, full_check_every: 7d}\n",
+        "  change_detection: database\n",
+    )
+    (tmp_path / "p" / "d.yaml").write_text(pushed, encoding="utf-8")
+    (tmp_path / "p" / "p.yaml").write_text(
+        "name: pd\nsteps:\n  - mapping: m.yaml\n    name: people\n"
+        "  - mapping: d.yaml\n    name: again\n"
+    )
+    work = tmp_path / "work"
+    with served(work / "sandbox.db") as url:
+        first = run(pipeline, work, url, state_db=state)
+        assert first.exit_code == 0, first.summary
+        second = run(pipeline, work, url, state_db=state)
+        inc, pushed_step = second.summary["steps"]
+        assert (inc["rows_read"], inc["rows_sent"]) == (1, 0)
+        assert (pushed_step["rows_unchanged"], pushed_step["rows_sent"]) == (40, 0)
