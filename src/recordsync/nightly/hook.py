@@ -185,9 +185,9 @@ class StateHook:
         self._stamps: dict[str, dict[str, Stamp]] | None = None
         """Per step with mirror deletes: its source files' sizes and times as it began."""
         self._push: dict[str, Pushdown] = {}
+        """Steps whose change detection runs in the database (:mod:`.pushdown`)."""
         self._windows: dict[str, CursorWindow] = {}
         """Steps read from their cursor (:mod:`.incremental`)."""
-        """Steps whose change detection runs in the database (:mod:`.pushdown`)."""
 
     def record_id_of(self, row: PreparedRow) -> int | None:
         return self._known.pop(id(row), None)
@@ -585,33 +585,21 @@ class StateHook:
             )
             log.warning("step %s: %s", plan.name, tally.source_changed)
         push = self._push.pop(plan.name, None)
-        if push is not None:
-            try:
-                if isinstance(self._snap, AckedKeysWriter):  # before the snapshot vouches
-                    push.update(self._snap)
-            except SourceError as exc:  # the rows are sent: the next run reads every row
-                note = f"step {plan.name}: {exc}; the next run reads every row of the query"
+        if push is not None:  # the database's table, before the snapshot vouches for it
+            note = push.step_done(plan.name, self._snap)
+            if note is not None:
                 self.notes.append(note)
-                log.warning("%s", note)
                 self._discard_snapshot()
-            finally:
-                push.close()
         if self._snap is not None:
             self._snap.commit(self._snap_fp)
             self._snap = None
         prep = self._prep.get(plan.name)
         window = self._windows.pop(plan.name, None)
         if window is not None:
-            window.save(self.run_id)
-            if not window.full and prep is not None and prep.seen_keys is not None:
-                note = (
-                    f"step {plan.name}: incremental pass (rows with {window.spec.cursor} from"
-                    f" {window.since}): mirror deletes need every key of the source and did not"
-                    f" run; they run on the next full check (due {window.next_full_check()},"
-                    " or with --full-refresh)"
-                )
+            mirror = prep is not None and prep.seen_keys is not None
+            note = window.step_done(self.run_id, mirror)
+            if note is not None and prep is not None:  # no deletes from a part of the keys
                 self.notes.append(note)
-                log.info("%s", note)
                 prep.seen_keys = None
         if prep is None or prep.seen_keys is None:
             return

@@ -23,6 +23,7 @@ The watermark moves only when the step completes (every row reported and acknowl
 from __future__ import annotations
 
 import json
+import logging
 import time
 from datetime import date, datetime, timedelta
 from hashlib import blake2b
@@ -35,6 +36,8 @@ from recordsync.core.errors import SourceError
 from recordsync.read.sql import iter_sql
 from recordsync.read.sql_diff import ONE, keys_sql, max_query, since_query, watermark_sql
 from recordsync.state.store import StateStore
+
+log = logging.getLogger(__name__)
 
 MAX_RETRY_KEYS = 1000
 """Rows to send again (failed or in doubt) beyond which a step reads the whole source."""
@@ -218,6 +221,21 @@ class CursorWindow:
                 " checked_at) VALUES (?, ?, ?, NULL, ?, ?)",
                 (self.state_key, mark_name(self.step), mark, run_id, _utc(time.time())),
             )
+
+    def step_done(self, run_id: str, mirror: bool) -> str | None:
+        """The step completed: :meth:`save`; with mirror deletes on (``mirror``), after an
+        incremental pass, the note saying why they did not run and when they will."""
+        self.save(run_id)
+        if self.full or not mirror:
+            return None
+        note = (
+            f"step {self.step}: incremental pass (rows with {self.spec.cursor} from"
+            f" {self.since}): mirror deletes need every key of the source and did not"
+            f" run; they run on the next full check (due {self.next_full_check()},"
+            " or with --full-refresh)"
+        )
+        log.info("%s", note)
+        return note
 
     def next_full_check(self) -> str:
         """When the next full check is due (UTC), as said to the user."""

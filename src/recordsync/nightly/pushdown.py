@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.config.models import MappingConfig
+from recordsync.core.errors import SourceError
 from recordsync.core.model import Blocks, Item, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.nightly.acked_keys import AckedKeysWriter
 from recordsync.nightly.claims import Claims as _Claims
@@ -189,6 +190,22 @@ class Pushdown:
         """Whether rows read must not land on an unchanged row's record: a type the
         service deduplicates, merges held (mapping.md, "Merges")."""
         return kind_of(self.config.object_type) is not None and self.config.merges == "hold"
+
+    def step_done(self, step: str, writer: object) -> str | None:
+        """The step completed and its ledger is written: update the database's table from
+        ``writer`` (the step's snapshot writer), and close. The warning to give when that
+        failed (the step's new snapshot must then be dropped: the next run reads every
+        row), else None."""
+        try:
+            if isinstance(writer, AckedKeysWriter):
+                self.update(writer)
+        except SourceError as exc:  # the rows are sent: the next run reads every row
+            note = f"step {step}: {exc}; the next run reads every row of the query"
+            log.warning("%s", note)
+            return note
+        finally:
+            self.close()
+        return None
 
     def update(self, writer: AckedKeysWriter) -> None:
         """The step is complete and its ledger written: the database's table takes the
