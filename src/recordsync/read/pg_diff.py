@@ -115,7 +115,10 @@ class DigestTable:
                     f" {self.schema!r} (CREATE privilege on the schema)"
                 )
             for statement in create_synced(self.schema):
-                conn.execute(statement)
+                try:
+                    conn.execute(statement)
+                except psycopg.errors.UniqueViolation:  # another run created it meanwhile
+                    conn.execute(statement)
             ok = conn.execute(
                 f"SELECT has_table_privilege({literal(self.synced)}, 'SELECT, INSERT, DELETE')"
             ).fetchone()[0]
