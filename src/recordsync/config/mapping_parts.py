@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from recordsync.config.incremental import Incremental, check_change_detection
 from recordsync.config.refspec import RefSpec
 from recordsync.config.sqlsource import ENV_NAME, has_password
 
@@ -59,6 +60,14 @@ class SourceConfig(Strict):
     header_case: Literal["exact", "insensitive"] = "exact"
     """``insensitive``: the columns the mapping names match header names that differ only in
     case and surrounding spaces (CSV; read so in :mod:`recordsync.read.header_case`)."""
+    change_detection: Literal["client", "database"] = "client"
+    """``database``: a query source's rows are compared with the last synced ones inside the
+    database (PostgreSQL), in a table of schema ``state_schema`` (:mod:`.incremental`)."""
+    state_schema: str = "recordsync"
+    """The schema recordsync creates and writes in the source database for
+    ``change_detection: database``."""
+    incremental: Incremental | None = None
+    """Read only the rows past the cursor's last acknowledged watermark (:mod:`.incremental`)."""
 
     _case_names: tuple[str, ...] = PrivateAttr(default=())
 
@@ -89,6 +98,7 @@ class SourceConfig(Strict):
     def _columns_without_header(self) -> SourceConfig:
         if not self.header and not self.columns:
             raise ValueError("'columns' is required when 'header' is false")
+        check_change_detection(self)
         if self.query is None:
             sql_only = ("database", "dsn_env", "dsn", "key", "name")
             given = [k for k in sql_only if getattr(self, k) is not None]

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from recordsync.config.incremental import check_mapping_detection
 from recordsync.config.mapping_parts import TEMPLATE_FIELD as TEMPLATE_FIELD
 from recordsync.config.mapping_parts import FieldSpec as FieldSpec  # re-exported: the parts
 from recordsync.config.mapping_parts import (
@@ -139,6 +140,7 @@ class MappingConfig(Strict):
                 )
         if self.owner is not None and "owned_by_user_id" in self.fields:
             raise ValueError("map the owner either with 'owner' or fields.owned_by_user_id")
+        check_mapping_detection(self)
         if self.source.header_case == "insensitive":  # the names its header is read as
             self.source._case_names = tuple(self.source_columns())
         return self

@@ -288,6 +288,9 @@ class StepPlan:
     rows claim their dedup keys first in the merge scan, :mod:`recordsync.prepare.merges`)."""
     fingerprint: Callable[[], bytes | None] | None = None
     """What the rows' batch inputs depend on besides their cells (None: no digests)."""
+    rows_of: Callable[[Any], Iterable[PreparedRow]] | None = None
+    """``rows_of(mapping)``: the rows of the step prepared from another mapping config (the
+    step's own with a narrowed query: the database's diff, a cursor's window)."""
     duplicates_expected: bool = False
     """The mapping declares duplicate rows expected: they do not fail the run."""
     merges_expected: bool = False

@@ -58,7 +58,10 @@ from recordsync.core.model import (
 )
 from recordsync.core.run_ids import first_attempt_started
 from recordsync.core.safety import resend_as_is_safe
+from recordsync.nightly.acked_keys import AckedKeysWriter
+from recordsync.nightly.incremental import CursorWindow
 from recordsync.nightly.ledger_prep import StepPrep
+from recordsync.nightly.pushdown import Pushdown
 from recordsync.nightly.ref_lookup import Fetch
 from recordsync.nightly.target_check import (
     Adoptable,
@@ -168,6 +171,10 @@ class StateHook:
         run's final checkpoint, :meth:`finish`)."""
         self._stamps: dict[str, dict[str, Stamp]] | None = None
         """Per step with mirror deletes: its source files' sizes and times as it began."""
+        self._push: dict[str, Pushdown] = {}
+        """Steps whose change detection runs in the database (:mod:`.pushdown`)."""
+        self._windows: dict[str, CursorWindow] = {}
+        """Steps read from their cursor (:mod:`.incremental`)."""
 
     def record_id_of(self, row: PreparedRow) -> int | None:
         return self._known.pop(id(row), None)
@@ -238,6 +245,9 @@ class StateHook:
 
     def finish(self, state: str) -> None:
         self._discard_snapshot()
+        for push in self._push.values():
+            push.close()
+        self._push.clear()
         if self.background is not None:
             self.background.close()
         self._leave_marks()
@@ -286,6 +296,15 @@ class StateHook:
             fp = plan.fingerprint()
         checked = self._check_target(plan)  # records edited or deleted in the target
         drop = self.full_refresh or checked
+        config = self.configs.get(plan.name)
+        if whole and config is not None and config.source.incremental is not None:
+            window = self._window(plan, config, checked)
+            if window is not None:
+                return window
+        if fp is not None and config is not None and config.source.change_detection == "database":
+            pushed = self._pushdown(plan, config, fp, drop)
+            if pushed is not None:
+                return pushed
         old = take(self.store, self.pipeline, plan.name, None if drop else fp)
         if fp is None or plan.digested is None:
             return plan.rows()
@@ -293,6 +312,55 @@ class StateHook:
         self._snap_fp = fp
         self._snap.source = old
         return plan.digested(old, fp, lambda keys: self._owned(plan, keys))
+
+    def _window(
+        self, plan: StepPlan, config: MappingConfig, checked: bool
+    ) -> Iterable[Item] | None:
+        """An incremental pass's rows (:mod:`.incremental`); None for a full check (the
+        step then reads its source as without ``incremental``)."""
+        if plan.rows_of is None:
+            return None
+        fp = plan.fingerprint() if plan.fingerprint is not None else None
+        made = fp or config.model_dump_json().encode()  # ref fields: the config alone
+        window = CursorWindow(
+            self.store, self.pipeline, plan.name, config, _base_dir(config), made
+        )
+        force = None
+        if self.full_refresh:
+            force = "--full-refresh"
+        elif checked:
+            force = "records were edited or deleted in the target since the last run"
+        narrowed = window.decide(force_full=force)
+        self._windows[plan.name] = window
+        if narrowed is None:
+            log.info("step %s: full check of the source: %s", plan.name, window.reason)
+            return None
+        take(self.store, self.pipeline, plan.name, None)  # no snapshot vouches after it
+        return plan.rows_of(narrowed)
+
+    def _pushdown(
+        self, plan: StepPlan, config: MappingConfig, fp: bytes, drop: bool
+    ) -> Iterable[Item] | None:
+        """The step's items with change detection in the database (:mod:`.pushdown`); None
+        when the database cannot keep its table (said once, in the report's warnings)."""
+        if plan.rows_of is None:
+            return None
+        directory = self.store.snapshot_dir
+        synced = None if directory is None else directory.parent / "synced"
+        push = Pushdown(config, self.pipeline, plan.name, _base_dir(config), synced)
+        warning = push.open()
+        if warning is not None:
+            note = f"step {plan.name}: {warning}"
+            self.notes.append(note)
+            log.warning("%s", note)
+            return None
+        self._push[plan.name] = push
+        pfp = push.fingerprint(fp)
+        old = take(self.store, self.pipeline, plan.name, None if drop else pfp)
+        writer = AckedKeysWriter(self.store, self.pipeline, plan.name, self.run_id)
+        writer.source = old
+        self._snap, self._snap_fp = writer, pfp
+        return push.items(plan.rows_of, old, pfp, writer)
 
     def _check_target(self, plan: StepPlan) -> bool:
         """Whether the target changed under the step's ledger since the last run
@@ -503,10 +571,23 @@ class StateHook:
                 " again"
             )
             log.warning("step %s: %s", plan.name, tally.source_changed)
+        push = self._push.pop(plan.name, None)
+        if push is not None:  # the database's table, before the snapshot vouches for it
+            note = push.step_done(plan.name, self._snap)
+            if note is not None:
+                self.notes.append(note)
+                self._discard_snapshot()
         if self._snap is not None:
             self._snap.commit(self._snap_fp)
             self._snap = None
         prep = self._prep.get(plan.name)
+        window = self._windows.pop(plan.name, None)
+        if window is not None:
+            mirror = prep is not None and prep.seen_keys is not None
+            note = window.step_done(self.run_id, mirror)
+            if note is not None and prep is not None:  # no deletes from a part of the keys
+                self.notes.append(note)
+                prep.seen_keys = None
         if prep is None or prep.seen_keys is None:
             return
         changed = self._changed(plan, prep.config)

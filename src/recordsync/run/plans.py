@@ -55,6 +55,9 @@ def build_plans(
         def rows(step: Any = step) -> Iterator[PreparedRow]:
             return prepare_step(step.config, base_dir=step.base_dir, **common)
 
+        def rows_of(config: Any, step: Any = step) -> Iterator[PreparedRow]:
+            return prepare_step(config, base_dir=step.base_dir, **common)
+
         def estimate(step: Any = step) -> int | None:
             return estimate_rows(step.config.source, step.base_dir)
 
@@ -81,6 +84,7 @@ def build_plans(
             estimate,
             digested,
             fingerprint,
+            rows_of=rows_of,
             duplicates_expected=step.config.duplicates_expected,
             merges_expected=step.config.merges == "expected",
             explain=FieldSources(step.config).explain,

@@ -1,0 +1,227 @@
+"""The source database's side of ``change_detection: database`` (PostgreSQL): the table of
+synced rows in a schema recordsync manages there, the diff materialized by one query, and the
+table updated from the keys the service acknowledged (SQL text: :mod:`.sql_diff`).
+
+The connection is the source's own (``source.dsn_env`` / ``source.dsn``), in a session whose
+time zone is UTC (the digest covers the text of timestamps). Without the privileges it needs
+(``CREATE`` on the database or the schema, ``INSERT``/``DELETE`` on its table) it raises
+:class:`DiffUnavailable`, naming the privilege: the run then reads the whole query as usual.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from recordsync.config.models import SourceConfig
+from recordsync.config.sqlsource import redact
+from recordsync.core.errors import SourceError
+from recordsync.read.sql_diff import (
+    SYNCED,
+    create_synced,
+    diff_rows_query,
+    diff_table_sql,
+    literal,
+    qualified,
+)
+from recordsync.read.sql_pg import _dsn
+
+
+class DiffUnavailable(Exception):
+    """The source database does not let recordsync keep its table of synced rows: the
+    message names the privilege and the source (never the connection string)."""
+
+
+class DigestTable:
+    """One step's diff in the source database: :meth:`open`, :meth:`diff`, read the rows
+    :meth:`source_update` names, then :meth:`update` with the acknowledged keys; :meth:`close`."""
+
+    def __init__(self, src: SourceConfig, scope: str) -> None:
+        self.src = src
+        self.scope = scope
+        self.schema = src.state_schema
+        self.diff_table = qualified(self.schema, "diff_" + scope)
+        self.synced = qualified(self.schema, SYNCED)
+        self.columns: list[tuple[str, str]] = []
+        """The query's columns and their types' names (set by :meth:`open`)."""
+        self._conn: Any = None
+        self._dsn = ""
+
+    def _fail(self, exc: Exception) -> SourceError:
+        return SourceError(
+            f"{self.src.label}: change detection in the database failed:"
+            f" {redact(str(exc).strip(), self._dsn)}",
+            key="source.change_detection",
+            hint="check the query and the state schema; without change_detection: database"
+            " the source is read whole",
+        )
+
+    def open(self) -> None:
+        """Connect, read the query's columns and types, create the schema and its table
+        when missing and check the privileges to write them."""
+        import psycopg
+
+        self._dsn = _dsn(self.src)
+        try:
+            self._conn = psycopg.connect(self._dsn, autocommit=True)
+        except psycopg.Error as exc:
+            raise self._fail(exc) from None
+        conn = self._conn
+        label = self.src.label
+        try:
+            # an instant's text in UTC; other values as the server writes them to any
+            # session (as the rows are read: a changed server setting changes the digests)
+            conn.execute("SET TIME ZONE 'UTC'")
+            body = (self.src.query or "").strip().rstrip(";")
+            with conn.cursor() as cur:
+                try:
+                    cur.execute(f"SELECT * FROM (\n{body}\n) AS q LIMIT 0".encode())
+                except psycopg.Error as exc:
+                    raise SourceError(
+                        f"{label}: the PostgreSQL query failed:"
+                        f" {redact(str(exc).strip(), self._dsn)}",
+                        key="source.query",
+                        hint="check the query",
+                    ) from None
+                desc = cur.description or []
+            oids = [d.type_code for d in desc]
+            names = {
+                int(o): str(n)
+                for o, n in conn.execute(
+                    "SELECT oid, format_type(oid, NULL) FROM pg_type WHERE oid = ANY(%s)",
+                    (oids,),
+                ).fetchall()
+            }
+            self.columns = [(d.name, names.get(d.type_code, str(d.type_code))) for d in desc]
+        except psycopg.Error as exc:
+            raise self._fail(exc) from None
+        schema = literal(self.schema)
+        try:
+            has = conn.execute(
+                f"SELECT has_schema_privilege({schema}, 'CREATE')"
+                f" FROM pg_namespace WHERE nspname = {schema}"
+            ).fetchone()
+            if has is None:  # no schema yet: recordsync creates it
+                if not conn.execute(
+                    "SELECT has_database_privilege(current_database(), 'CREATE')"
+                ).fetchone()[0]:
+                    raise DiffUnavailable(
+                        f"{label}: the database user may not create schema {self.schema!r}"
+                        " (CREATE privilege on the database)"
+                    )
+            elif not has[0]:
+                raise DiffUnavailable(
+                    f"{label}: the database user may not create tables in schema"
+                    f" {self.schema!r} (CREATE privilege on the schema)"
+                )
+            for statement in create_synced(self.schema):
+                try:
+                    conn.execute(statement)
+                except psycopg.errors.UniqueViolation:  # another run created it meanwhile
+                    conn.execute(statement)
+            ok = conn.execute(
+                f"SELECT has_table_privilege({literal(self.synced)}, 'SELECT, INSERT, DELETE')"
+            ).fetchone()[0]
+            if not ok:
+                raise DiffUnavailable(
+                    f"{label}: the database user may not write table {self.schema}.{SYNCED}"
+                    " (SELECT, INSERT and DELETE privileges)"
+                )
+        except psycopg.errors.InsufficientPrivilege as exc:
+            raise DiffUnavailable(
+                f"{label}: the database user lacks a privilege in schema {self.schema!r}:"
+                f" {redact(str(exc).strip(), self._dsn)}"
+            ) from None
+        except psycopg.errors.ReadOnlySqlTransaction:
+            raise DiffUnavailable(
+                f"{label}: the database is read-only (a standby?): it cannot keep schema"
+                f" {self.schema!r}"
+            ) from None
+        except psycopg.Error as exc:
+            raise self._fail(exc) from None
+
+    def diff(self, key: str, columns: list[str], salt: bytes, *, full: bool) -> None:
+        """Materialize the diff of the query against the synced rows; ``full``: forget the
+        scope's synced rows first (every row is then new)."""
+        import psycopg
+
+        assert self.src.query is not None
+        conn = self._conn
+        try:
+            with conn.transaction():
+                conn.execute(f"DROP TABLE IF EXISTS {self.diff_table}")
+                if full:
+                    conn.execute(f"DELETE FROM {self.synced} WHERE scope = %s", (self.scope,))
+                sql = diff_table_sql(self.src.query, key, columns, salt, self.schema, self.scope)
+                conn.execute(sql.encode())
+        except psycopg.Error as exc:
+            raise self._fail(exc) from None
+
+    def source_update(self) -> dict[str, Any]:
+        """The source options the step reads instead of its own: the diff's rows, with the
+        source's columns."""
+        return {"query": diff_rows_query(self.schema, self.scope, [c for c, _ in self.columns])}
+
+    def diff_keys(self) -> list[str]:
+        """Every key the diff holds (new, changed, vanished, held more than once)."""
+        rows = self._conn.execute(
+            f"SELECT DISTINCT coalesce(_rs_key, _rs_old_key) FROM {self.diff_table}"
+            " WHERE coalesce(_rs_key, _rs_old_key) IS NOT NULL"
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def synced_keys(self) -> list[str]:
+        """Every synced key of the scope (only when the snapshot and the table disagree)."""
+        rows = self._conn.execute(
+            f"SELECT key FROM {self.synced} WHERE scope = %s", (self.scope,)
+        ).fetchall()
+        return [str(r[0]) for r in rows]
+
+    def unchanged_count(self) -> int:
+        """How many synced keys the diff leaves out (rows found unchanged in the database)."""
+        row = self._conn.execute(
+            f"SELECT (SELECT count(*) FROM {self.synced} WHERE scope = %s) - (SELECT"
+            f" count(DISTINCT _rs_old_key) FROM {self.diff_table})",
+            (self.scope,),
+        ).fetchone()
+        return int(row[0])
+
+    def update(self, acked: Iterable[str]) -> int:
+        """After the step's ledger is written: the diff's keys leave the synced rows, then
+        the ``acked`` keys (rows that ended created, updated or unchanged) come back with
+        their new digest; the diff goes. How many keys are synced now."""
+        import psycopg
+
+        conn = self._conn
+        try:
+            with conn.transaction():
+                conn.execute(
+                    f"DELETE FROM {self.synced} AS t USING {self.diff_table} AS d WHERE"
+                    " t.scope = %s AND (t.key = d._rs_key OR t.key = d._rs_old_key)",
+                    (self.scope,),
+                )
+                conn.execute("CREATE TEMP TABLE rs_acked (key text) ON COMMIT DROP")
+                with conn.cursor().copy("COPY rs_acked (key) FROM STDIN") as copy:
+                    for key in acked:
+                        copy.write_row((key,))
+                conn.execute(
+                    f"INSERT INTO {self.synced} (scope, key, digest) SELECT DISTINCT ON"
+                    f" (d._rs_key) %s, d._rs_key, d._rs_digest FROM {self.diff_table} AS d"
+                    " JOIN rs_acked AS a ON a.key = d._rs_key WHERE d._rs_n = 1"
+                    " ON CONFLICT (scope, key) DO UPDATE SET digest = excluded.digest",
+                    (self.scope,),
+                )
+                conn.execute(f"DROP TABLE IF EXISTS {self.diff_table}")
+                got = conn.execute(
+                    f"SELECT count(*) FROM {self.synced} WHERE scope = %s", (self.scope,)
+                ).fetchone()
+        except psycopg.Error as exc:
+            raise self._fail(exc) from None
+        return int(got[0])
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            finally:
+                self._conn = None

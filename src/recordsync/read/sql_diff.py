@@ -1,0 +1,143 @@
+"""The SQL text of change detection inside the database (``change_detection: database``) and
+of a cursor's incremental read (``incremental``): pure text, run by :mod:`.pg_diff` and
+:mod:`.sql` (docs/state.md, "Large tables").
+
+**The row digest** is ``md5`` of a canonical text of the source columns the mapping reads,
+salted with the step's fingerprint (the mapping config, the service's schema, the users, the
+owners file, the recordsync version, and the query's column names and types): each column as
+``-`` when null, else its text's length, ``:`` and its text (PostgreSQL's own text of the
+value, in a session whose time zone is UTC), joined with ``|``. The length prefix makes the
+text unambiguous whatever a value holds. Equal digests mean equal cells in the mapped
+columns under an equal fingerprint, hence an equal batch input.
+
+**The table of synced rows**, ``<schema>.synced``, holds ``(scope, key, digest)``: ``scope``
+names the pipeline, its target and the mapping (:func:`scope_of`), ``key`` the row's key as
+text. **The diff** is one query, materialized in ``<schema>.diff_<scope>``: the source's rows
+with their digest and key (``_rs_digest``, ``_rs_key``, ``_rs_n``: rows sharing the key),
+joined in full with the scope's synced rows (``_rs_old_key``), keeping the new rows (no
+synced key), the changed ones (another digest), every row of a key the source holds more than
+once, and the vanished keys (a synced key no row has: ``_rs_digest`` null).
+"""
+
+from __future__ import annotations
+
+from hashlib import blake2b
+
+from recordsync.read.sql_text import quote_ident
+
+SYNCED = "synced"
+"""The table of synced rows in the state schema."""
+ONE = "_rs_one"
+"""The key column of one-row queries (the watermark's)."""
+
+
+def scope_of(state_key: str, mapping: str) -> str:
+    """A short, stable name of (pipeline and target, mapping) for the source database's
+    tables: 16 hex digits of a BLAKE2b digest (no pipeline name is written there)."""
+    return blake2b(f"{state_key}\x1f{mapping}".encode(), digest_size=8).hexdigest()
+
+
+def literal(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def qualified(schema: str, table: str) -> str:
+    return f"{quote_ident(schema)}.{quote_ident(table)}"
+
+
+def create_synced(schema: str, catalog: str = "") -> list[str]:
+    """The statements creating the state schema and its table of synced rows (idempotent);
+    ``catalog``: the attached DuckDB database (``rs.``) they live in."""
+    return [
+        f"CREATE SCHEMA IF NOT EXISTS {catalog}{quote_ident(schema)}",
+        f"CREATE TABLE IF NOT EXISTS {catalog}{qualified(schema, SYNCED)} (scope text NOT NULL,"
+        " key text NOT NULL, digest uuid NOT NULL, PRIMARY KEY (scope, key))",
+    ]
+
+
+_SPACES = "chr(32) || chr(9) || chr(10) || chr(13) || chr(11) || chr(12)"
+
+
+def key_text(key: str, *, duckdb: bool = False) -> str:
+    """A row's key as the ledger spells it: the column's text, trimmed (blank: null)."""
+    trim = "trim" if duckdb else "btrim"
+    return f"NULLIF({trim}(q.{quote_ident(key)}::text, {_SPACES}), '')"
+
+
+def digest_sql(columns: list[str], salt: bytes) -> str:
+    """The digest of a row of ``q`` over ``columns`` (see the module's docstring)."""
+    parts = [literal(salt.hex())]
+    for c in columns:
+        col = f"q.{quote_ident(c)}"
+        parts.append(
+            f"CASE WHEN {col} IS NULL THEN '-' ELSE length({col}::text)::text || ':'"
+            f" || {col}::text END"
+        )
+    return "md5(" + " || '|' || ".join(parts) + ")::uuid"
+
+
+def diff_table_sql(
+    query: str,
+    key: str,
+    columns: list[str],
+    salt: bytes,
+    schema: str,
+    scope: str,
+    catalog: str = "",
+) -> str:
+    """``CREATE UNLOGGED TABLE <schema>.diff_<scope> AS ...``: the one query of the diff
+    (``catalog``: DuckDB's attached state database, ``rs.``; a plain table there)."""
+    body = query.strip().rstrip(";")
+    synced = catalog + qualified(schema, SYNCED)
+    duck = bool(catalog)
+    kt = key_text(key, duckdb=duck)
+    create = "CREATE TABLE" if duck else "CREATE UNLOGGED TABLE"
+    return (
+        f"{create} {catalog}{qualified(schema, 'diff_' + scope)} AS\n"
+        f"SELECT s.*, t.key AS _rs_old_key FROM (\n"
+        f"  SELECT q.*, {digest_sql(columns, salt)} AS _rs_digest,"
+        f" {kt} AS _rs_key,"
+        f" count(*) OVER (PARTITION BY {kt}) AS _rs_n\n"
+        f"  FROM (\n{body}\n) AS q\n"
+        f") AS s FULL JOIN (SELECT key, digest FROM {synced} WHERE scope = {literal(scope)})"
+        " AS t ON t.key = s._rs_key\n"
+        "WHERE s._rs_key IS NULL OR t.key IS NULL OR t.digest <> s._rs_digest OR s._rs_n > 1"
+    )
+
+
+def diff_rows_query(schema: str, scope: str, columns: list[str]) -> str:
+    """The query a step reads instead of its own: the diff's rows (new, changed, keys held
+    more than once), the source's ``columns`` only."""
+    cols = ", ".join(quote_ident(c) for c in columns)
+    return f"SELECT {cols} FROM {qualified(schema, 'diff_' + scope)} WHERE _rs_digest IS NOT NULL"
+
+
+def since_query(query: str, cursor: str, since: str) -> str:
+    """``query`` narrowed to the rows whose ``cursor`` is at least ``since`` (an SQL
+    expression: :func:`watermark_sql`)."""
+    body = query.strip().rstrip(";")
+    return f"SELECT * FROM (\n{body}\n) AS w WHERE w.{quote_ident(cursor)} >= {since}"
+
+
+def keys_sql(column: str, keys: list[str], *, duckdb: bool = False) -> str:
+    """``OR <column's trimmed text> IN (keys)``: rows of ``w`` read again by key."""
+    trim = "trim" if duckdb else "btrim"
+    listed = ", ".join(literal(k) for k in keys)
+    return f" OR {trim}(w.{quote_ident(column)}::text, {_SPACES}) IN ({listed})"
+
+
+def max_query(query: str, cursor: str) -> str:
+    """One row: the largest ``cursor`` of ``query`` (``_rs_wm``), keyed by :data:`ONE`."""
+    body = query.strip().rstrip(";")
+    return f"SELECT max(w.{quote_ident(cursor)}) AS _rs_wm, 1 AS {ONE} FROM (\n{body}\n) AS w"
+
+
+def watermark_sql(kind: str, value: str, lookback: int) -> str:
+    """The SQL value ``lookback`` before the watermark ``value`` of type ``kind``
+    (``timestamp``, ``timestamptz``, ``date``, ``int`` or ``float``)."""
+    if kind in ("int", "float"):
+        number = float(value) if kind == "float" else int(value)
+        return repr(number - lookback)
+    typ = {"timestamp": "TIMESTAMP", "timestamptz": "TIMESTAMPTZ", "date": "TIMESTAMP"}[kind]
+    return f"(CAST({literal(value)} AS {typ}) - INTERVAL '{int(lookback)} seconds')"

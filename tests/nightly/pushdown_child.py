@@ -1,0 +1,48 @@
+"""A run of tests/nightly/test_pushdown_pg.py's project in a process of its own that kills
+itself with SIGKILL at a given point (the kill -9 tests): ``python pushdown_child.py POINT
+PIPELINE WORK URL``. POINT: ``update`` (the step's ledger is written, the database's table
+of synced rows not yet) or ``ack`` (the first chunk is acknowledged in the journal)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from e2e.support import target
+from recordsync.read.pg_diff import DigestTable
+from recordsync.run.pipeline import RunRequest, run_pipeline
+from recordsync.send.retry import RetryPolicy
+from recordsync.state.journal import Journal
+
+
+def _die(*_: Any, **__: Any) -> None:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main() -> None:
+    point, pipeline, work, url = sys.argv[1:5]
+    if point == "update":
+        DigestTable.update = _die  # type: ignore[method-assign]
+    else:
+        real = Journal.ack_chunk
+
+        def ack_then_die(self: Journal, *a: Any, **kw: Any) -> Any:
+            real(self, *a, **kw)
+            _die()
+
+        Journal.ack_chunk = ack_then_die  # type: ignore[method-assign]
+    request = RunRequest(
+        Path(pipeline),
+        report_dir=Path(work) / "reports",
+        state_db=Path(work) / "state.db",
+        retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
+    )
+    run_pipeline(request, target=target(url))
+    raise SystemExit("the run was not killed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,279 @@
+"""Change detection inside PostgreSQL (``source: {change_detection: database}``), whole
+runs into the real sandbox over HTTP against the session's real PostgreSQL: what leaves the
+database (rows fetched, counted at the reader), what reaches the service (records compared
+in the sandbox), mirror deletes under their guards, and the fallback without privileges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from tests.nightly.support import (
+    PASSES,
+    Fetched,
+    killed,
+    project,
+    run,
+    stamp_all,
+    stamps,
+    step_of,
+    written_since_stamp,
+)
+
+from e2e.support import all_records, served  # tests/ is on sys.path
+
+MAPPING = """object_type: contacts
+source:
+  engine: postgres
+  dsn_env: PUSH_PG_DSN
+  key: id
+  batch_size: 7
+  query: SELECT id, first, email, score FROM people
+  change_detection: database
+name: {column: first}
+match_by: email
+fields:
+  email: email
+  lead_score: score
+mirror_deletes: {enabled: true, max_share: 0.5}
+"""
+
+ROWS = [(i, f"Ann{i}", f"ann{i}@example.org", str(i * 2)) for i in range(1, 41)]
+
+
+@pytest.fixture
+def db(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE people (id int, first text, email text, score text)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO people VALUES (%s, %s, %s, %s)", ROWS[::-1])
+    monkeypatch.setenv("PUSH_PG_DSN", pg_url)
+    return pg_url
+
+
+def test_only_the_diff_leaves_the_database(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        first = run(pipeline, work, url)
+        assert first.exit_code == 0, first.summary
+        assert step_of(first)["created"] == 40
+        # every row, in each pass over the source (duplicate keys, merges, the rows)
+        assert fetched.rows == PASSES * 40
+        with psycopg.connect(db) as conn:
+            synced = conn.execute("SELECT count(*) FROM recordsync.synced").fetchone()
+        assert synced == (40,)
+        before = stamps(url)
+
+        fetched.rows = 0
+        second = run(pipeline, work, url)
+        assert second.exit_code == 0
+        assert (step_of(second)["rows_unchanged"], step_of(second)["rows_sent"]) == (40, 0)
+        assert step_of(second)["rows_read"] == 40
+        assert second.summary["accounting_ok"]
+        assert fetched.rows == 0  # nothing left the database
+        assert stamps(url) == before  # nothing reached the service
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("UPDATE people SET score = '99' WHERE id = 12")
+        fetched.rows = 0
+        third = run(pipeline, work, url)
+        step = step_of(third)
+        assert (step["updated"], step["rows_unchanged"], step["created"]) == (1, 39, 0)
+        assert third.summary["accounting_ok"]
+        results = (third.report_dir / "results.csv").read_text(encoding="utf-8").splitlines()
+        assert len(results) == 41  # every row of the source, the unchanged ones included
+        assert fetched.rows == PASSES * 1
+        after = stamps(url)
+        written = [rid for rid, at in after.items() if before[rid] != at]
+        assert len(written) == 1
+        (record,) = [r for r in all_records(url, "contacts") if r["id"] == written[0]]
+        assert record["email"] == "ann12@example.org"
+        assert record["lead_score"] == 99
+
+        fetched.rows = 0  # and back to nothing to do
+        fourth = run(pipeline, work, url)
+        assert (step_of(fourth)["rows_sent"], fetched.rows) == (0, 0)
+
+        fetched.rows = 0  # --full-refresh reads and sends every row, then a diff again
+        refresh = run(pipeline, work, url, full_refresh=True)
+        assert (step_of(refresh)["rows_sent"], fetched.rows) == (40, PASSES * 40)
+        fetched.rows = 0
+        fifth = run(pipeline, work, url)
+        assert (step_of(fifth)["rows_unchanged"], fetched.rows) == (40, 0)
+
+
+def test_vanished_keys_are_mirror_deleted_within_the_guards(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        assert run(pipeline, work, url).exit_code == 0  # a diff pass from here on
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM people WHERE id IN (5, 6)")
+        fetched.rows = 0
+        gone = run(pipeline, work, url)
+        assert gone.exit_code == 0, gone.summary
+        step = step_of(gone)
+        assert (step["deleted"], step["rows_unchanged"], step["rows_sent"]) == (2, 38, 0)
+        assert fetched.rows == 0  # vanished keys are found in the database
+        emails = {r["email"] for r in all_records(url, "contacts")}
+        assert len(emails) == 38 and "ann5@example.org" not in emails
+
+        # more than max_share (50%) vanishing is refused: nothing deleted, exit 3
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM people WHERE id > 10")
+        refused = run(pipeline, work, url)
+        assert refused.exit_code == 3
+        assert "max_share" in str(refused.summary)
+        assert len(all_records(url, "contacts")) == 38
+
+        # an emptied table never deletes, even with the limits lifted
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM people")
+        empty = run(pipeline, work, url, allow_mass_deletes=True)
+        assert empty.exit_code == 3
+        assert "the source has no rows" in str(empty.summary)
+        assert len(all_records(url, "contacts")) == 38
+
+
+def test_without_write_access_it_says_so_and_reads_the_whole_query(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("CREATE ROLE pd_reader LOGIN")
+        conn.execute("GRANT SELECT ON people TO pd_reader")
+    monkeypatch.setenv("PUSH_PG_DSN", db.replace("postgres@", "pd_reader@"))
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        first = run(pipeline, work, url)
+        assert first.exit_code == 0
+        warnings = [w for w in first.summary["warnings"] if "change_detection" in w]
+        assert len(warnings) == 1, first.summary["warnings"]
+        (warning,) = warnings
+        assert "query:postgres" in warning and "CREATE privilege on the database" in warning
+        assert "pd_reader@" not in warning  # no connection string
+        fetched.rows = 0
+        second = run(pipeline, work, url)  # today's path: every row read, none sent
+        assert (step_of(second)["rows_unchanged"], step_of(second)["rows_sent"]) == (40, 0)
+        assert fetched.rows >= 40
+    with psycopg.connect(db) as conn:
+        assert conn.execute(
+            "SELECT count(*) FROM pg_namespace WHERE nspname = 'recordsync'"
+        ).fetchone() == (0,)
+
+
+@pytest.mark.parametrize("point", ["update", "ack"])
+def test_killed_mid_step_the_resumed_run_sends_nothing_twice(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch, point: str
+) -> None:
+    """Killed after the step's ledger is written but before the database's table is updated
+    (``update``), or after the first acknowledged chunk (``ack``, one row a chunk): the next
+    run resumes, sends only what was never acknowledged, and the run after it is a full pass
+    that sends nothing and leaves the table as it should be."""
+    pipeline = project(tmp_path / "p", MAPPING)
+    (tmp_path / "p" / "p.yaml").write_text(
+        "name: pd\nsend: {chunk_size: 1, canary_chunk_size: 1}\n"
+        "steps:\n  - mapping: m.yaml\n    name: people\n"
+    )
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    changed = {f"ann{i}@example.org" for i in (3, 17, 30)}
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        assert run(pipeline, work, url).exit_code == 0
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("UPDATE people SET score = '77' WHERE id IN (3, 17, 30)")
+        stamp_all(work / "sandbox.db")
+        killed(point, pipeline, work, url)
+        sent_before_kill = written_since_stamp(url)
+        # acknowledged before the kill: every changed row (update), the first one (ack)
+        acked = changed if point == "update" else {"ann3@example.org"}
+        assert acked <= sent_before_kill <= changed
+        stamp_all(work / "sandbox.db")
+
+        resumed = run(pipeline, work, url)
+        assert resumed.exit_code == 0, resumed.summary
+        assert resumed.summary["attempts"] == 2
+        # what the killed attempt had acknowledged is never sent again; the rest once (a
+        # request in flight at the kill is settled: a contact with an e-mail is sent again
+        # as it was, onto the same record)
+        again = written_since_stamp(url)
+        assert changed - sent_before_kill <= again <= changed - acked
+        scores = {r["lead_score"] for r in all_records(url, "contacts") if r["email"] in changed}
+        assert scores == {77}
+        assert len(all_records(url, "contacts")) == 40
+
+        stamp_all(work / "sandbox.db")
+        fetched.rows = 0
+        full = run(pipeline, work, url)  # no snapshot after a resume: every row read
+        assert (full.exit_code, step_of(full)["rows_sent"], written_since_stamp(url)) == (
+            0,
+            0,
+            set(),
+        )
+        assert fetched.rows > 0
+        fetched.rows = 0
+        diff = run(pipeline, work, url)
+        assert (step_of(diff)["rows_unchanged"], step_of(diff)["rows_sent"]) == (40, 0)
+        assert fetched.rows == 0
+
+
+def test_a_key_the_database_spells_otherwise_is_read_alone(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A text key ending in a no-break space: recordsync's key trims it, the database's text
+    keeps it, so the table never holds that key. Its row is read from the diff every run
+    (and found unchanged by the ledger); every other row stays in the database."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE people (id text, first text, email text, score text)")
+        rows = [(f"k{i}", f"Ann{i}", f"ann{i}@example.org", str(i)) for i in range(1, 21)]
+        rows[6] = ("k7\u00a0", "Ann7", "ann7@example.org", "7")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO people VALUES (%s, %s, %s, %s)", rows)
+    monkeypatch.setenv("PUSH_PG_DSN", pg_url)
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        for _ in range(2):
+            fetched.rows = 0
+            again = run(pipeline, work, url)
+            step = step_of(again)
+            assert (again.exit_code, step["rows_unchanged"], step["rows_sent"]) == (0, 20, 0)
+            assert again.summary["accounting_ok"]
+            assert fetched.rows == PASSES * 1
+
+
+def test_a_new_row_matching_an_unchanged_rows_record_is_held(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new row with an unchanged row's e-mail (the contacts' match key): the service would
+    write it onto that row's record, which no row read this run shows; it is held
+    ``merged`` and the record is left alone (compared in the sandbox)."""
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("INSERT INTO people VALUES (41, 'Impostor', 'ann3@example.org', '1')")
+        stamp_all(work / "sandbox.db")
+        held = run(pipeline, work, url)
+        step = step_of(held)
+        assert (held.exit_code, step["rows_merged"], step["rows_unchanged"]) == (1, 1, 40)
+        assert held.summary["accounting_ok"]
+        assert written_since_stamp(url) == set()
+        (ann3,) = [r for r in all_records(url, "contacts") if r["email"] == "ann3@example.org"]
+        assert ann3["name"] == "Ann3"
+        failures = (held.report_dir / "failures.csv").read_text(encoding="utf-8")
+        assert "merges with the row of key '3', unchanged in the database" in failures
