@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import os
+import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -27,6 +28,8 @@ from recordsync.nightly.dry_run_refs import refuse_refs_without_state
 from recordsync.nightly.hook import HookSettings, open_state
 from recordsync.prepare import SLICE_ROWS
 from recordsync.run.guards import RECREATE_HINT, recreate_refusal, state_write_error
+from recordsync.run.history import record_run
+from recordsync.run.notify import missing_variables
 from recordsync.run.plans import PlanWrapper, build_plans, check_sources
 from recordsync.run.runner import RunLimits, RunResult, limits_from, new_run_id, run_plans
 from recordsync.run.state_access import bind_target, delete_record, dry_run_refs
@@ -37,9 +40,11 @@ from recordsync.run.target import (
     choose_target,
     open_target,
 )
+from recordsync.run.volume import VolumeGuards
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
 from recordsync.send.step import ChunkHook, Progress, SendOptions
+from recordsync.state.history import RunHistory
 from recordsync.state.keyspace import hold_key_spaces, key_spaces
 from recordsync.state.location import StateLocation, state_location
 from recordsync.state.names import state_name
@@ -248,6 +253,8 @@ def _run(
         prepared.limits,
     )
     steps, configs, partial = prepared.steps, prepared.configs, prepared.partial
+    began = time.monotonic()
+    env = os.environ if request.env is None else request.env
     # the run's state database: --state-db, else $RECORDSYNC_STATE_DB, else .recordsync/state.db
     state_db = state_location(request.state_db)
     own = http is None
@@ -257,6 +264,8 @@ def _run(
             http_client, target.base_url, target.api_key, retry=request.retry
         )
         run_steps, warnings = prepared.run_steps, prepared.warnings
+        if pipeline.notify is not None and not options.dry_run:
+            warnings = [*warnings, *missing_variables(pipeline.notify, env)]
         report_to = functools.partial(  # what every run_plans call of this run shares
             run_plans,
             pipeline=name,
@@ -330,6 +339,13 @@ def _run(
             with dry_run_refs(state_db, key, configs, client.list_records) as refs:
                 return go(refs)
         warnings = [*warnings]  # what the check of the target finds joins the report's
+        # a run of the whole pipeline compares each step's volume with its healthy runs
+        whole = not partial and steps is None
+        guards = (
+            VolumeGuards(configs, {}, allow_mass_deletes=request.allow_mass_deletes)
+            if whole
+            else None
+        )
         settings = HookSettings(
             configs=configs,
             deleter=lambda object_type, rid: delete_record(client, object_type, rid),
@@ -338,6 +354,7 @@ def _run(
             notes=warnings,
             allow_mass_deletes=request.allow_mass_deletes,
             mirror_deletes=not partial,  # a retry's source is only the failed rows
+            volume_check=guards.after_read if guards is not None else None,
         )
         with ExitStack() as stack:
             try:
@@ -359,8 +376,27 @@ def _run(
                 raise state_write_error(state_db, exc, sent=False) from None
             try:
                 run_id = state.run_id  # a resumed run keeps the id of the attempt that died
-                result = go(state)
+                if guards is not None:
+                    runs = RunHistory(state.store)
+                    guards.baselines = {
+                        s.step_name: runs.baseline(key, s.step_name, s.mapping)
+                        for s in pipeline.steps
+                    }
+                result = report_to(
+                    plans, limits=limits, hook=state, run_id=run_id, warnings=warnings,
+                    guards=guards,
+                )
                 state.finish("aborted" if result.error is not None else "finished")
+                record_run(
+                    state.store,
+                    key,
+                    result,
+                    notify=pipeline.notify,
+                    history=pipeline.history,
+                    whole_run=whole,
+                    runtime=time.monotonic() - began,
+                    env=env,
+                )
             except _STATE_ERRORS as exc:  # the report's own are RunAborted already
                 raise state_write_error(state_db, exc, sent=True) from None
         return result
