@@ -40,7 +40,7 @@ SIGNATURE_HEADER = "X-Recordsync-Signature"
 EVENT_HEADER = "X-Recordsync-Event"
 RAISED = "alert_raised"
 RESOLVED = "alert_resolved"
-_PAUSES = (0.5, 2.0, 4.0, 8.0)
+_PAUSES: tuple[float, ...] = (0.5, 2.0, 4.0, 8.0)
 """Seconds before the 2nd, 3rd, ... attempt."""
 
 
@@ -113,6 +113,25 @@ def body_of(hook: Webhook, msg: Mapping[str, Any]) -> bytes:
     return json.dumps(shaped, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+class _Redacted(logging.Filter):
+    """Stars for the webhooks' URLs and secrets in what the HTTP client logs (httpx logs
+    every request's URL, and a webhook's URL often holds its token)."""
+
+    def __init__(self, secrets: list[Secret]) -> None:
+        super().__init__()
+        self.secrets = secrets
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        clean = redact(text, *self.secrets)
+        if clean != text:
+            record.msg, record.args = clean, ()
+        return True
+
+
+_CLIENT_LOGGERS = ("httpx", "httpcore.http11", "httpcore.connection")
+
+
 @dataclass(frozen=True, slots=True)
 class Delivery:
     """How posting a message to one webhook went (no URL, no secret in it)."""
@@ -133,20 +152,31 @@ def deliver(
     env: Mapping[str, str],
     *,
     client: httpx.Client | None = None,
-    pauses: tuple[float, ...] = _PAUSES,
 ) -> list[Delivery]:
     """Post ``msg`` to every webhook of ``settings``; never raises."""
+    pauses = _PAUSES
     own = client is None
     http = client if client is not None else httpx.Client(
         timeout=settings.timeout,
         follow_redirects=False,
         headers={"User-Agent": f"recordsync/{__version__}"},
     )
+    hidden = [
+        Secret(env.get(var) or "")
+        for hook in settings.webhooks
+        for var in (hook.url_env, hook.secret_env)
+        if var is not None
+    ]
+    guard = _Redacted([s for s in hidden if s])
+    for name in _CLIENT_LOGGERS:
+        logging.getLogger(name).addFilter(guard)
     try:
         return [
             _deliver_one(hook, msg, env, http, settings.tries, pauses) for hook in settings.webhooks
         ]
     finally:
+        for name in _CLIENT_LOGGERS:
+            logging.getLogger(name).removeFilter(guard)
         if own:
             http.close()
 

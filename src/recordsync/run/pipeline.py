@@ -10,6 +10,7 @@ side of the run (the target's binding, the dry run's hook, the deleter) in
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -48,10 +49,12 @@ from recordsync.state.history import RunHistory
 from recordsync.state.keyspace import hold_key_spaces, key_spaces
 from recordsync.state.location import StateLocation, state_location
 from recordsync.state.names import state_name
-from recordsync.state.store import DB_ERRORS
+from recordsync.state.store import DB_ERRORS, StateStore
 from recordsync.state.targets import TargetIdentity
 from recordsync.tuning import Tuning
 from recordsync.validate.refs_check import check_refs
+
+log = logging.getLogger(__name__)
 
 _STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
 """What opening or writing the state store raises (a file, or a PostgreSQL server)."""
@@ -215,6 +218,35 @@ def _run_pipeline(
         return go(opened)
 
 
+def _record_stopped(
+    state_db: StateLocation,
+    name: str,
+    result: RunResult,
+    pipeline: Any,
+    env: Mapping[str, str],
+    runtime: float,
+) -> None:
+    """A run stopped before its target could be identified (the service unreachable, a
+    wrong key): kept in the history of the pipeline's last run into that target's name, and
+    its alert sent. A state store that cannot be written then is logged: the run's own
+    error is the one to report."""
+    try:
+        with StateStore(state_db) as store:
+            key = RunHistory(store).last_key_for(name, result.summary.get("target")) or name
+            record_run(
+                store,
+                key,
+                result,
+                notify=pipeline.notify,
+                history=pipeline.history,
+                whole_run=False,
+                runtime=runtime,
+                env=env,
+            )
+    except _STATE_ERRORS as exc:
+        log.warning("the stopped run could not be kept in the history: %s", exc)
+
+
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     """A run as read from its pipeline file, before its target is contacted."""
@@ -282,11 +314,14 @@ def _run(
             users = client.users()
         except ApiError as exc:  # 401/3xx, 5xx after the retries, unreachable: nothing sent
             stop = exc.with_hint(target.auth_hint()) if isinstance(exc, AuthError) else exc
-            return report_to(
+            stopped = report_to(
                 build_plans(pipeline, None, None, wrap, steps, check=False),
                 warnings=warnings,
                 stopped=stop,
             )
+            if request.state and hook is None and not options.dry_run:
+                _record_stopped(state_db, name, stopped, pipeline, env, time.monotonic() - began)
+            return stopped
 
         def has_records(object_type: str) -> bool:
             return next(iter(client.list_records(object_type, page_size=1)), None) is not None

@@ -130,12 +130,14 @@ class RunHistory:
 
     # -- writes ----------------------------------------------------------------------
     def record(self, rec: HistoryRecord) -> None:
-        """Keep ``rec`` (a resumed run's record replaces its earlier attempt's)."""
+        """Keep ``rec`` (a resumed run's record replaces its earlier attempt's); records are
+        ordered as they are kept (runs can start within one second)."""
         with self.store.transaction() as conn:
             conn.execute("DELETE FROM run_history WHERE run_id = ?", (rec.run_id,))
+            seq = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM run_history").fetchone()[0])
             conn.execute(
-                f"INSERT INTO run_history ({_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO run_history ({_COLUMNS}, seq) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     rec.run_id,
                     rec.pipeline,
@@ -150,6 +152,7 @@ class RunHistory:
                     json.dumps(rec.totals, ensure_ascii=False),
                     json.dumps(rec.conditions, ensure_ascii=False),
                     json.dumps(rec.alerted, ensure_ascii=False),
+                    seq + 1,
                 ),
             )
 
@@ -184,11 +187,20 @@ class RunHistory:
     def last(self, state_key: str) -> HistoryRecord | None:
         """The newest record of a pipeline and target (the alert state it left)."""
         row = self.store.connection.execute(
-            f"SELECT {_COLUMNS} FROM run_history WHERE state_key = ?"
-            " ORDER BY started_at DESC, run_id DESC LIMIT 1",
+            f"SELECT {_COLUMNS} FROM run_history WHERE state_key = ? ORDER BY seq DESC LIMIT 1",
             (state_key,),
         ).fetchone()
         return None if row is None else _record(row)
+
+    def last_key_for(self, pipeline: str, target: str | None) -> str | None:
+        """The state key of the newest record of ``pipeline`` (its name) into ``target``
+        (its name): for a run stopped before its target could be identified."""
+        row = self.store.connection.execute(
+            "SELECT state_key FROM run_history WHERE pipeline = ? AND target = ?"
+            " ORDER BY seq DESC LIMIT 1",
+            (pipeline, target),
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def runs(
         self, pipeline: str | None = None, *, since: str | None = None, limit: int | None = None
@@ -203,7 +215,7 @@ class RunHistory:
         if since is not None:
             sql += " AND started_at >= ?"
             params.append(since)
-        sql += " ORDER BY started_at DESC, run_id DESC"
+        sql += " ORDER BY started_at DESC, seq DESC"
         if limit is not None:
             sql += " LIMIT ?"
             params.append(limit)
@@ -219,7 +231,7 @@ class RunHistory:
         stopped, in which the step ran to its end and no volume guard tripped on it."""
         rows = self.store.connection.execute(
             f"SELECT {_COLUMNS} FROM run_history WHERE state_key = ? AND whole_run = 1"
-            " ORDER BY started_at DESC, run_id DESC LIMIT ?",
+            " ORDER BY seq DESC LIMIT ?",
             (state_key, _LOOK_BACK),
         ).fetchall()
         found: list[int] = []

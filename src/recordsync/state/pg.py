@@ -85,9 +85,10 @@ CREATE TABLE IF NOT EXISTS run_history (
     run_id TEXT PRIMARY KEY, pipeline TEXT COLLATE "C" NOT NULL,
     state_key TEXT COLLATE "C" NOT NULL, target TEXT, started_at TEXT NOT NULL,
     finished_at TEXT, exit_code BIGINT NOT NULL, report_dir TEXT, whole_run BIGINT NOT NULL,
-    steps TEXT NOT NULL, totals TEXT NOT NULL, conditions TEXT NOT NULL, alerted TEXT NOT NULL);
+    steps TEXT NOT NULL, totals TEXT NOT NULL, conditions TEXT NOT NULL, alerted TEXT NOT NULL,
+    seq BIGINT NOT NULL);
 CREATE INDEX IF NOT EXISTS run_history_by_pipeline ON run_history (pipeline, started_at);
-CREATE INDEX IF NOT EXISTS run_history_by_key ON run_history (state_key, started_at);
+CREATE INDEX IF NOT EXISTS run_history_by_key ON run_history (state_key, seq);
 """
 """``snapshot_blocks``: the snapshot files (on SQLite, files beside it); ``lock_holders``:
 who holds (or last held) each pipeline's lock (:mod:`recordsync.state.pg_lock`)."""

@@ -22,9 +22,10 @@
                 finished run's outcomes are kept (its ``rows`` are cleared when acknowledged)
                 until the history's retention prunes them: ``recordsync history --key``
     run_history run_id → pipeline, state_key, target, started_at, finished_at, exit_code,
-                report_dir, whole_run, steps (JSON), totals (JSON), conditions (JSON), alerted
-                (JSON)   (version 5) one record a run (recordsync.state.history): what the
-                run did, the health conditions it raised and the alert state it left
+                report_dir, whole_run, steps (JSON), totals (JSON), conditions (JSON),
+                alerted (JSON), seq (the order records were kept in)   (version 5) one
+                record a run (recordsync.state.history): what it did, the health
+                conditions it raised and the alert state it left
 
 A database written by a newer recordsync (higher version) is refused, not guessed at.
 """
@@ -152,10 +153,11 @@ CREATE TABLE IF NOT EXISTS run_history (
     steps TEXT NOT NULL,
     totals TEXT NOT NULL,
     conditions TEXT NOT NULL,
-    alerted TEXT NOT NULL
+    alerted TEXT NOT NULL,
+    seq INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS run_history_by_pipeline ON run_history (pipeline, started_at);
-CREATE INDEX IF NOT EXISTS run_history_by_key ON run_history (state_key, started_at)
+CREATE INDEX IF NOT EXISTS run_history_by_key ON run_history (state_key, seq)
 """
 
 
