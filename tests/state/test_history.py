@@ -105,6 +105,7 @@ def test_a_keys_events_come_from_the_kept_journal_and_the_ledger(tmp_path: Path)
         ]
         assert runs.key_events("p", "k") == []  # a key is matched whole, never as a part
         assert runs.key_events("p", "k%") == []
+        assert runs.key_events("p", "_1") == []
 
 
 def test_the_retention_prunes_old_runs_but_never_the_ledger_or_a_running_run(

@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from recordsync.cli.options import state_db_option
-from recordsync.state.history import RunHistory
+from recordsync.state.history import KeyEvent, RunHistory
 from recordsync.state.location import StateLocation, state_location
 from recordsync.state.names import state_name_of
 from recordsync.state.store import StateStore, state_exists
@@ -121,12 +121,13 @@ def history(
             if not events:
                 click.echo(f"no kept run of {name} sent or deleted the key {key!r}")
                 return
-            rows = [["run", "started", "step", "row", "status", "record id", "error"]]
+            rows = [["run", "started", "step", "key", "row", "status", "record id", "error"]]
             rows += [
                 [
                     e.run_id or "-",
                     e.started_at,
                     e.step,
+                    e.key,
                     "-" if e.source_row is None else str(e.source_row),
                     e.status,
                     "-" if e.record_id is None else str(e.record_id),
@@ -150,11 +151,12 @@ def history(
         click.echo(line)
 
 
-def _event(e: Any) -> dict[str, Any]:
+def _event(e: KeyEvent) -> dict[str, Any]:
     return {
         "run_id": e.run_id,
         "started_at": e.started_at,
         "step": e.step,
+        "key": e.key,
         "source_row": e.source_row,
         "status": e.status,
         "record_id": e.record_id,

@@ -90,6 +90,8 @@ class KeyEvent:
     run_id: str
     started_at: str
     step: str
+    key: str
+    """The ledger key as the state keeps it."""
     source_row: int | None
     status: str
     """``created``, ``updated``, ``failed``, ``in_doubt`` or ``deleted``."""
@@ -251,8 +253,10 @@ class RunHistory:
 
     def key_events(self, pipeline: str, key: str) -> list[KeyEvent]:
         """In which kept runs of ``pipeline`` (its name) the source key ``key`` was created,
-        updated, failed, held in doubt or deleted, oldest first. Read from the journal the
-        runs kept (within the retention) and, for a delete, from the ledger."""
+        updated, failed, held in doubt or deleted, oldest first. ``key`` is a ledger key as
+        the state keeps it (``email:ann@x.io``, or a declared ``ledger_key``'s value) or the
+        value after its rule (``ann@x.io``). Read from the journal the runs kept (within the
+        retention) and, for a delete, from the ledger."""
         conn = self.store.connection
         started = {
             str(r[0]): (str(r[1]), str(r[2]))
@@ -263,7 +267,8 @@ class RunHistory:
         }
         state_keys = sorted({k for _, k in started.values()})
         events: list[KeyEvent] = []
-        patterns = sorted({_like(json.dumps(key)), _like(json.dumps(key, ensure_ascii=False))})
+        inner = {json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1]}
+        patterns = sorted({_like(f'{q}{text}"') for text in inner for q in ('"', ":")})
         for run_id, (when, _) in started.items():
             for pattern in patterns:
                 cur = conn.execute(
@@ -273,17 +278,28 @@ class RunHistory:
                 )
                 events.extend(_events_of(run_id, when, cur.fetchall(), key))
         for sk in state_keys:
-            for mapping, rid, run_id, updated_at in conn.execute(
-                "SELECT s.mapping, l.record_id, l.last_run_id, l.updated_at FROM ledger l"
-                " JOIN scopes s ON s.scope_id = l.scope_id WHERE s.pipeline = ?"
-                " AND l.source_key = ? AND l.last_status = 'deleted'",
-                (sk, key),
+            for source_key, mapping, rid, run_id, updated_at in conn.execute(
+                "SELECT l.source_key, s.mapping, l.record_id, l.last_run_id, l.updated_at"
+                " FROM ledger l JOIN scopes s ON s.scope_id = l.scope_id WHERE s.pipeline = ?"
+                " AND l.last_status = 'deleted' AND (l.source_key = ?"
+                " OR l.source_key LIKE ? ESCAPE '\\')",
+                (sk, key, _like(f":{key}")[:-1]),  # the key, or its value after the rule
             ).fetchall():
+                if not _same_key(str(source_key), key):
+                    continue
                 run = str(run_id) if run_id is not None else ""
                 when = started.get(run, (str(updated_at), ""))[0]
-                events.append(KeyEvent(run, when, str(mapping), None, "deleted", rid, None))
-        unique = {(e.run_id, e.step, e.source_row, e.status): e for e in events}
+                events.append(
+                    KeyEvent(run, when, str(mapping), str(source_key), None, "deleted", rid, None)
+                )
+        unique = {(e.run_id, e.step, e.key, e.source_row, e.status): e for e in events}
         return sorted(unique.values(), key=lambda e: (e.started_at, e.run_id, e.step))
+
+
+def _same_key(stored: str, asked: str) -> bool:
+    """``asked`` names the ledger key ``stored``: the key itself, or its value after the
+    rule (``ann@x.io`` for ``email:ann@x.io``)."""
+    return stored == asked or stored.partition(":")[2] == asked
 
 
 def _events_of(
@@ -291,8 +307,8 @@ def _events_of(
 ) -> Iterator[KeyEvent]:
     for step, text in chunks:
         for source_row, k, _hash, status, rid, error in json.loads(text):
-            if k == key and status != "retry":
-                yield KeyEvent(run_id, started_at, str(step), source_row, status, rid, error)
+            if k is not None and status != "retry" and _same_key(k, key):
+                yield KeyEvent(run_id, started_at, str(step), k, source_row, status, rid, error)
 
 
 def median_of(counts: list[int]) -> int:
