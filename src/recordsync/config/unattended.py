@@ -57,9 +57,10 @@ def seconds(value: Any, *, what: str) -> float:
 
 def _env_name(value: str, key: str) -> str:
     if not _ENV_NAME.match(value):
-        raise ValueError(
-            f"{key} names an environment variable (letters, digits and _), not {value!r}:"
-            " the URL or secret itself goes in that variable, never in a file"
+        raise ValueError(  # the value is not shown: it may be the URL or secret itself
+            f"{key} names an environment variable (letters, digits and _, such as"
+            " SLACK_WEBHOOK_URL); the URL or secret itself goes in that variable, never in a"
+            " file"
         )
     return value
 
