@@ -18,12 +18,10 @@ webhook took leaves the old state, so the next run sends it again.
 
 from __future__ import annotations
 
-import csv
 import logging
 from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -100,25 +98,17 @@ def conditions(
     return out
 
 
-def top_reasons(report_dir: Path, limit: int = TOP_REASONS) -> list[dict[str, Any]]:
-    """The most frequent reasons in failures.csv: ``{reason, rows}``, most rows first."""
-    path = report_dir / "failures.csv"
-    if not path.is_file():
-        return []
-    counts: Counter[str] = Counter()
-    try:
-        with path.open(encoding="utf-8", newline="") as f:
-            reader = csv.DictReader(f)
-            names = [n for n in reader.fieldnames or [] if n.strip("_") == "error"]
-            if not names:
-                return []
-            column = max(names, key=len)  # "_error", or "__error" beside a source's "_error"
-            for row in reader:
-                counts[(row.get(column) or "").strip() or "(no message)"] += 1
-    except (OSError, csv.Error, UnicodeDecodeError) as exc:
-        log.warning("the top reasons could not be read from %s: %s", path, exc)
-        return []
-    return [{"reason": r[:500], "rows": n} for r, n in counts.most_common(limit)]
+def top_reasons(result: RunResult, limit: int = TOP_REASONS) -> list[dict[str, Any]]:
+    """The most frequent reasons rows were not ok, grouped as report.md groups them:
+    ``{step, reason, rows}``, most rows first."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for tally in result.tallies:
+        for reason, n in tally.reasons.items():
+            counts[(tally.step, reason)] += n
+    return [
+        {"step": step, "reason": reason[:500], "rows": n}
+        for (step, reason), n in counts.most_common(limit)
+    ]
 
 
 def message(
@@ -144,7 +134,7 @@ def message(
         "steps": [{k: s.get(k) for k in STEP_KEYS if k != "mapping"} for s in summary["steps"]],
         "guards": summary.get("guards") or [],
         "report": str(result.report_dir),
-        "top_reasons": top_reasons(result.report_dir),
+        "top_reasons": top_reasons(result),
         "stopped": summary.get("aborted"),
     }
 
