@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from tests.e2e.support import KEY, served, target
 
+from recordsync.core.errors import ConfigError
 from recordsync.run import notify
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
@@ -201,3 +202,38 @@ def test_a_run_that_cannot_reach_the_service_alerts_failed(tmp_path: Path) -> No
     assert msg["event"] == "alert_raised" and ids == ["failed", "rows_not_ok"]
     assert msg["run_id"] == wrong.summary["run_id"] and "exit 3" in msg["conditions"][0]["reason"]
     assert "sk_live_wrong_key" not in json.dumps(msg)
+
+
+def test_a_profile_carries_the_alerts_of_its_target(tmp_path: Path) -> None:
+    path = pipeline(tmp_path, "")  # no notify: of its own
+    with receiver() as hook, served(tmp_path / "s.db") as url:
+        profiles = tmp_path / "profiles.yaml"
+        profiles.write_text(
+            f"profiles:\n  prod:\n    base_url: {url}\n    api_key_env: PROD_KEY\n"
+            "    notify:\n      webhooks: [{url_env: PROD_HOOK, shape: slack}]\n",
+            encoding="utf-8",
+        )
+        env = {"RECORDSYNC_PROFILES": str(profiles), "PROD_KEY": KEY, "PROD_HOOK": hook.url}
+        people(tmp_path, BAD)
+        request = RunRequest(
+            path,
+            profile="prod",
+            report_dir=tmp_path / "reports",
+            state_db=tmp_path / "state.db",
+            retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
+            env=env,
+        )
+        result = run_pipeline(request)
+        requests = list(hook.requests)
+        profiles.write_text(
+            f"profiles:\n  prod:\n    base_url: {url}\n    api_key_env: PROD_KEY\n"
+            f"    notify:\n      webhooks: [{{url: '{hook.url}'}}]\n",
+            encoding="utf-8",
+        )
+        with pytest.raises(ConfigError) as err:
+            run_pipeline(request)
+    assert result.exit_code == 1
+    [only] = requests
+    assert only.json()["text"].startswith(":rotating_light: recordsync alerts: rows_not_ok")
+    assert err.value.key == "prod.notify.webhooks.0" and "url_env" in str(err.value)
+    assert hook.url not in str(err.value)

@@ -24,6 +24,7 @@ import httpx
 from recordsync import tuning
 from recordsync.config import load_pipeline
 from recordsync.config.idempotency import idempotency_warnings
+from recordsync.config.unattended import NotifySettings
 from recordsync.core.errors import ApiError, AuthError, ConfigError
 from recordsync.nightly.dry_run_refs import refuse_refs_without_state
 from recordsync.nightly.hook import HookSettings, open_state
@@ -223,6 +224,7 @@ def _record_stopped(
     name: str,
     result: RunResult,
     pipeline: Any,
+    notify: NotifySettings | None,
     env: Mapping[str, str],
     runtime: float,
 ) -> None:
@@ -237,7 +239,7 @@ def _record_stopped(
                 store,
                 key,
                 result,
-                notify=pipeline.notify,
+                notify=notify,
                 history=pipeline.history,
                 whole_run=False,
                 runtime=runtime,
@@ -296,8 +298,10 @@ def _run(
             http_client, target.base_url, target.api_key, retry=request.retry
         )
         run_steps, warnings = prepared.run_steps, prepared.warnings
-        if pipeline.notify is not None and not options.dry_run:
-            warnings = [*warnings, *missing_variables(pipeline.notify, env)]
+        # the pipeline's alerts, else those of the profile its target came from
+        notify = pipeline.notify if pipeline.notify is not None else target.notify
+        if notify is not None and not options.dry_run:
+            warnings = [*warnings, *missing_variables(notify, env)]
         report_to = functools.partial(  # what every run_plans call of this run shares
             run_plans,
             pipeline=name,
@@ -320,7 +324,8 @@ def _run(
                 stopped=stop,
             )
             if request.state and hook is None and not options.dry_run:
-                _record_stopped(state_db, name, stopped, pipeline, env, time.monotonic() - began)
+                runtime = time.monotonic() - began
+                _record_stopped(state_db, name, stopped, pipeline, notify, env, runtime)
             return stopped
 
         def has_records(object_type: str) -> bool:
@@ -426,7 +431,7 @@ def _run(
                     state.store,
                     key,
                     result,
-                    notify=pipeline.notify,
+                    notify=notify,
                     history=pipeline.history,
                     whole_run=whole,
                     runtime=time.monotonic() - began,
