@@ -163,8 +163,11 @@ def record_run(
     deliveries: list[Delivery] = []
     if set(now) != set(before) and notify is not None:
         cleared = sorted(set(before) - set(now))
-        msg = message(RAISED if now else RESOLVED, result, raised, cleared)
-        deliveries = deliver(notify, msg, env, client=http)
+        try:
+            msg = message(RAISED if now else RESOLVED, result, raised, cleared)
+            deliveries = deliver(notify, msg, env, client=http)
+        except Exception as exc:  # an alert never changes the run's outcome
+            log.error("the alert could not be sent: %s", type(exc).__name__)
         if not any(d.delivered for d in deliveries):
             alerted = before  # not told: the next run sends it again
     summary = result.summary
