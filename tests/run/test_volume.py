@@ -16,6 +16,8 @@ from tests.e2e.support import all_records, served, target
 from recordsync.core.errors import ConfigError
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
+from recordsync.state import StateStore
+from recordsync.state.history import RunHistory
 
 
 def people(tmp: Path, keep: list[int], *, suffix: str = "") -> None:
@@ -87,6 +89,12 @@ def test_a_drop_beyond_half_refuses_the_mirror_deletes_and_exits_1(tmp_path: Pat
     # the guarded run is no baseline: 9 rows against the healthy 10 is fine
     assert healthy.exit_code == 0 and healthy.summary["guards"] == []
     assert healthy.summary["steps"][0]["deleted"] == 1 and after_healthy == 9
+    with StateStore(tmp_path / "state.db") as store:  # the drop raised the volume alert
+        records = {r.run_id: r for r in RunHistory(store).runs("vol")}
+    kept = records[dropped.summary["run_id"]]
+    assert [c["id"] for c in kept.conditions] == ["volume"] and kept.alerted == ["volume"]
+    assert "step m: 4 rows against 10 (skip_deletes)" in kept.conditions[0]["reason"]
+    assert kept.steps[0]["guarded"] and not records[healthy.summary["run_id"]].conditions
 
 
 def test_skip_step_sends_nothing_and_reports_every_row(tmp_path: Path) -> None:
