@@ -14,6 +14,7 @@ import pytest
 from tests.e2e.support import all_records, served, target
 
 from recordsync.core.errors import ConfigError
+from recordsync.report.reason import why_rows_not_ok
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore
@@ -80,6 +81,10 @@ def test_a_drop_beyond_half_refuses_the_mirror_deletes_and_exits_1(tmp_path: Pat
     step = dropped.summary["steps"][0]
     assert step["deleted"] == 0 and "volume guard of step m" in step["mirror_deletes_skipped"]
     assert after_drop == 10  # nothing deleted
+    line = why_rows_not_ok(dropped.summary, dropped.report_dir)
+    assert line == (
+        f"volume guard of m: 4 rows against 10 (skip deletes): see {dropped.report_dir}/report.md"
+    )
     saved = json.loads((dropped.report_dir / "summary.json").read_text(encoding="utf-8"))
     assert saved["guards"] == dropped.summary["guards"]
     md = (dropped.report_dir / "report.md").read_text(encoding="utf-8")
