@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         RowError,
         RunAborted,
         SourceError,
+        VolumeDropped,
         exit_code_for,
     )
     from recordsync.run.pipeline import RunRequest, run_pipeline
@@ -67,6 +68,7 @@ _WHERE = {
             "ObjectTypeNotFound",
             "AccountingError",
             "RunAborted",
+            "VolumeDropped",
             "exit_code_for",
             "EXIT_OK",
             "EXIT_ROWS_FAILED",
@@ -97,6 +99,7 @@ __all__ = [
     "RunResult",
     "SourceError",
     "Tuning",
+    "VolumeDropped",
     "__version__",
     "exit_code_for",
     "run_pipeline",

@@ -36,6 +36,7 @@ OTHER_COMMANDS = (
     "recordsync.cli.init_cmds",
     "recordsync.cli.sandbox_cmds",
     "recordsync.cli.state_cmds",
+    "recordsync.cli.history_cmds",
     "recordsync.cli.validate_cmds",
     "recordsync.infer",
     "recordsync.sandbox",

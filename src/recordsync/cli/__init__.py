@@ -43,6 +43,7 @@ COMMAND_MODULES = {
     "retry": "run_cmds",
     "report": "run_cmds",
     "state": "state_cmds",
+    "history": "history_cmds",
     "init": "init_cmds",
     "import": "init_cmds",
 }

@@ -26,6 +26,7 @@ from recordsync.config.mapping_parts import OwnerConfig as OwnerConfig
 from recordsync.config.mapping_parts import SourceConfig as SourceConfig
 from recordsync.config.refspec import RefBy as RefBy  # re-exported: the ``ref`` option
 from recordsync.config.refspec import RefSpec as RefSpec
+from recordsync.config.unattended import HistorySettings, NotifySettings, VolumeGuard
 from recordsync.core.errors import ConfigError
 
 RUNTIME_KEYS = frozenset({"base_url", "api_key", "url", "key", "token"})
@@ -85,6 +86,8 @@ class MappingConfig(Strict):
     match_by_ledger_id: bool = False
     require_key: bool = False  # config/idempotency.py: a key that survives lost state
     mirror_deletes: MirrorDeletes = Field(default_factory=MirrorDeletes)
+    volume_guard: VolumeGuard = Field(default_factory=VolumeGuard)
+    """The source's row count compared with the last healthy runs (config/unattended.py)."""
 
     _path: Path | None = PrivateAttr(default=None)
     _node: yaml.Node | None = PrivateAttr(default=None)
@@ -225,6 +228,9 @@ class PipelineConfig(Strict):
     steps: list[StepConfig] = Field(min_length=1)
     report: ReportSettings = Field(default_factory=ReportSettings)
     send: SendSettings = Field(default_factory=SendSettings)
+    notify: NotifySettings | None = None
+    """Alerts to webhooks when a run's health changes (config/unattended.py)."""
+    history: HistorySettings = Field(default_factory=HistorySettings)
 
     _path: Path | None = PrivateAttr(default=None)
 

@@ -10,6 +10,8 @@
     │       ├── AuthError           401 or a 3xx redirect: wrong or missing API key
     │       └── ObjectTypeNotFound  404 on an object type: abort that step
     ├── AccountingError             the report does not add up                              (exit 1)
+    ├── VolumeDropped               a step's source shrank against the last healthy runs:
+    │                               the step was skipped (volume_guard: on_drop skip_step) (exit 1)
     └── RunAborted                  a circuit breaker or lock stopped the run               (exit 3)
 
 A ConfigError found after something was sent (a source unreadable part-way through) is
@@ -150,6 +152,13 @@ class ObjectTypeNotFound(FatalApiError):
 
 class AccountingError(RecordsyncError):
     """The reconciliation check failed: source rows and outcomes do not add up."""
+
+    exit_code = EXIT_ROWS_FAILED
+
+
+class VolumeDropped(RecordsyncError):
+    """A step's source holds far fewer rows than in the last healthy runs, and its mapping's
+    ``volume_guard`` says ``on_drop: skip_step``: the step sent nothing (exit 1)."""
 
     exit_code = EXIT_ROWS_FAILED
 

@@ -121,6 +121,9 @@ class HookSettings:
     allow_mass_deletes: bool = False
     mirror_deletes: bool = True
     """False for a partial run (a retry of failed rows): no mirror deletes at all."""
+    volume_check: Callable[[StepPlan, int], str | None] | None = None
+    """``volume_check(plan, rows_read)`` once a step read its whole source, before its
+    mirror deletes: why they are refused (the step's volume guard tripped), or None."""
 
 
 class StateHook:
@@ -158,6 +161,7 @@ class StateHook:
         self.lookup: Fetch | None = settings.lookup
         self.allow_mass_deletes = settings.allow_mass_deletes
         self.mirror_deletes = settings.mirror_deletes
+        self.volume_check = settings.volume_check
         self._prep: dict[str, StepPrep] = {}
         self._journaled: dict[str, JournaledRows] = {}
         self._snap: SnapshotWriter | None = None
@@ -251,7 +255,9 @@ class StateHook:
         if self.background is not None:
             self.background.close()
         self._leave_marks()
-        self.journal.finish_run(self.run_id, state)
+        # the run's outcomes stay in the journal for `recordsync history --key` until the
+        # history's retention prunes them (recordsync.state.history)
+        self.journal.finish_run(self.run_id, state, keep_rows=True)
 
     def _leave_marks(self) -> None:
         """For each object type the run wrote: the target's newest ``updated_at`` and count,
@@ -580,6 +586,7 @@ class StateHook:
         if self._snap is not None:
             self._snap.commit(self._snap_fp)
             self._snap = None
+        guarded = None if self.volume_check is None else self.volume_check(plan, tally.read)
         prep = self._prep.get(plan.name)
         window = self._windows.pop(plan.name, None)
         if window is not None:
@@ -589,6 +596,11 @@ class StateHook:
                 self.notes.append(note)
                 prep.seen_keys = None
         if prep is None or prep.seen_keys is None:
+            return
+        if guarded is not None:  # far fewer rows than the last healthy runs: nothing deleted
+            tally.mirror_skipped = guarded
+            log.warning("step %s: mirror deletes skipped: %s", plan.name, guarded)
+            prep.seen_keys = None
             return
         changed = self._changed(plan, prep.config)
         why = changed or prep.mirror_skip

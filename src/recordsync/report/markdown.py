@@ -98,6 +98,26 @@ def _service_merged(tallies: list[StepTally]) -> list[str]:
     return ["", "## Rows the service merged", "", *lines] if lines else []
 
 
+def _guards(summary: dict[str, Any]) -> list[str]:
+    """The steps whose source-volume guard tripped (``summary["guards"]``), as a section."""
+    guards = summary.get("guards") or []
+    if not guards:
+        return []
+    did = {
+        "skip_step": "step skipped: nothing sent, nothing deleted",
+        "skip_deletes": "mirror deletes refused",
+        "alert": "alert only (no mirror deletes to refuse)",
+    }
+    lines = ["## Volume guards", ""]
+    for g in guards:
+        what = "no rows" if g["kind"] == "empty" else f"{g['current']} rows"
+        lines.append(
+            f"- step {g['step']}: the source has {what} against {g['previous']} in the last"
+            f" healthy runs (max drop {g['threshold']:.0%}): {did.get(g['action'], g['action'])}"
+        )
+    return [*lines, ""]
+
+
 def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     dry = summary.get("dry_run")
     lines = [f"# recordsync run {summary.get('run_id', '')}" + (" (dry run)" if dry else ""), ""]
@@ -117,6 +137,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     if dry:
         lines.append("- dry run: nothing was written; 'sent' counts the rows that would be sent")
     lines += ["", "## Steps", "", *_table(summary), ""]
+    lines += _guards(summary)
     for t in tallies:
         if t.aborted:
             lines.append(f"- step {t.step} aborted: {_md(t.aborted)}")

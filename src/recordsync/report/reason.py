@@ -26,10 +26,20 @@ def why_rows_not_ok(summary: dict[str, Any], report_dir: Path) -> str | None:
     parts = [f"{', '.join(rows)} rows: see {report_dir / 'failures.csv'}"] if rows else []
     if t.get("delete_failed"):
         parts.append(f"{t['delete_failed']} mirror deletes failed: see {report_dir / 'report.md'}")
-    skipped = [s["step"] for s in summary["steps"] if s.get("mirror_deletes_skipped")]
+    guarded = {g["step"] for g in summary.get("guards") or []}
+    skipped = [
+        s["step"]
+        for s in summary["steps"]
+        if s.get("mirror_deletes_skipped") and s["step"] not in guarded
+    ]
     if skipped:
         parts.append(
             f"mirror deletes of {', '.join(skipped)} skipped (a line may hide rows): see"
             f" {report_dir / 'report.md'}"
+        )
+    for g in summary.get("guards") or []:  # a source far smaller than in the healthy runs
+        parts.append(
+            f"volume guard of {g['step']}: {g['current']} rows against {g['previous']}"
+            f" ({g['action'].replace('_', ' ')}): see {report_dir / 'report.md'}"
         )
     return "; ".join(parts) or None

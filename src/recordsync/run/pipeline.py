@@ -10,7 +10,9 @@ side of the run (the target's binding, the dry run's hook, the deleter) in
 from __future__ import annotations
 
 import functools
+import logging
 import os
+import time
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -22,10 +24,13 @@ import httpx
 from recordsync import tuning
 from recordsync.config import load_pipeline
 from recordsync.config.idempotency import idempotency_warnings
+from recordsync.config.unattended import NotifySettings
 from recordsync.core.errors import ApiError, AuthError, ConfigError
 from recordsync.nightly.dry_run_refs import refuse_refs_without_state
 from recordsync.nightly.hook import HookSettings, open_state
 from recordsync.run.guards import RECREATE_HINT, recreate_refusal, state_write_error
+from recordsync.run.history import record_run
+from recordsync.run.notify import missing_variables
 from recordsync.run.plans import PlanWrapper, build_plans, check_sources
 from recordsync.run.runner import RunLimits, RunResult, limits_from, new_run_id, run_plans
 from recordsync.run.state_access import bind_target, delete_record, dry_run_refs
@@ -36,16 +41,20 @@ from recordsync.run.target import (
     choose_target,
     open_target,
 )
+from recordsync.run.volume import VolumeGuards
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
 from recordsync.send.step import ChunkHook, Progress, SendOptions
+from recordsync.state.history import RunHistory
 from recordsync.state.keyspace import hold_key_spaces, key_spaces
 from recordsync.state.location import StateLocation, state_location
 from recordsync.state.names import state_name
-from recordsync.state.store import DB_ERRORS
+from recordsync.state.store import DB_ERRORS, StateStore
 from recordsync.state.targets import TargetIdentity
 from recordsync.tuning import Tuning, sizes
 from recordsync.validate.refs_check import check_refs
+
+log = logging.getLogger(__name__)
 
 _STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
 """What opening or writing the state store raises (a file, or a PostgreSQL server)."""
@@ -209,6 +218,36 @@ def _run_pipeline(
         return go(opened)
 
 
+def _record_stopped(
+    state_db: StateLocation,
+    name: str,
+    result: RunResult,
+    pipeline: Any,
+    notify: NotifySettings | None,
+    env: Mapping[str, str],
+    runtime: float,
+) -> None:
+    """A run stopped before its target could be identified (the service unreachable, a
+    wrong key): kept in the history of the pipeline's last run into that target's name, and
+    its alert sent. A state store that cannot be written then is logged: the run's own
+    error is the one to report."""
+    try:
+        with StateStore(state_db) as store:
+            key = RunHistory(store).last_key_for(name, result.summary.get("target")) or name
+            record_run(
+                store,
+                key,
+                result,
+                notify=notify,
+                history=pipeline.history,
+                whole_run=False,
+                runtime=runtime,
+                env=env,
+            )
+    except _STATE_ERRORS as exc:
+        log.warning("the stopped run could not be kept in the history: %s", exc)
+
+
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     """A run as read from its pipeline file, before its target is contacted."""
@@ -247,6 +286,8 @@ def _run(
         prepared.limits,
     )
     steps, configs, partial = prepared.steps, prepared.configs, prepared.partial
+    began = time.monotonic()
+    env = os.environ if request.env is None else request.env
     # the run's state database: --state-db, else $RECORDSYNC_STATE_DB, else .recordsync/state.db
     state_db = state_location(request.state_db)
     own = http is None
@@ -256,6 +297,10 @@ def _run(
             http_client, target.base_url, target.api_key, retry=request.retry
         )
         run_steps, warnings = prepared.run_steps, prepared.warnings
+        # the pipeline's alerts, else those of the profile its target came from
+        notify = pipeline.notify if pipeline.notify is not None else target.notify
+        if notify is not None and not options.dry_run:
+            warnings = [*warnings, *missing_variables(notify, env)]
         report_to = functools.partial(  # what every run_plans call of this run shares
             run_plans,
             pipeline=name,
@@ -272,11 +317,15 @@ def _run(
             users = client.users()
         except ApiError as exc:  # 401/3xx, 5xx after the retries, unreachable: nothing sent
             stop = exc.with_hint(target.auth_hint()) if isinstance(exc, AuthError) else exc
-            return report_to(
+            stopped = report_to(
                 build_plans(pipeline, None, None, wrap, steps, check=False),
                 warnings=warnings,
                 stopped=stop,
             )
+            if request.state and hook is None and not options.dry_run:
+                runtime = time.monotonic() - began
+                _record_stopped(state_db, name, stopped, pipeline, notify, env, runtime)
+            return stopped
 
         def has_records(object_type: str) -> bool:
             return next(iter(client.list_records(object_type, page_size=1)), None) is not None
@@ -329,6 +378,13 @@ def _run(
             with dry_run_refs(state_db, key, configs, client.list_records) as refs:
                 return go(refs)
         warnings = [*warnings]  # what the check of the target finds joins the report's
+        # a run of the whole pipeline compares each step's volume with its healthy runs
+        whole = not partial and steps is None
+        guards = (
+            VolumeGuards(configs, {}, allow_mass_deletes=request.allow_mass_deletes)
+            if whole
+            else None
+        )
         settings = HookSettings(
             configs=configs,
             deleter=lambda object_type, rid: delete_record(client, object_type, rid),
@@ -337,6 +393,7 @@ def _run(
             notes=warnings,
             allow_mass_deletes=request.allow_mass_deletes,
             mirror_deletes=not partial,  # a retry's source is only the failed rows
+            volume_check=guards.after_read if guards is not None else None,
         )
         with ExitStack() as stack:
             try:
@@ -358,8 +415,27 @@ def _run(
                 raise state_write_error(state_db, exc, sent=False) from None
             try:
                 run_id = state.run_id  # a resumed run keeps the id of the attempt that died
-                result = go(state)
+                if guards is not None:
+                    runs = RunHistory(state.store)
+                    guards.baselines = {
+                        s.step_name: runs.baseline(key, s.step_name, s.mapping)
+                        for s in pipeline.steps
+                    }
+                result = report_to(
+                    plans, limits=limits, hook=state, run_id=run_id, warnings=warnings,
+                    guards=guards,
+                )
                 state.finish("aborted" if result.error is not None else "finished")
+                record_run(
+                    state.store,
+                    key,
+                    result,
+                    notify=notify,
+                    history=pipeline.history,
+                    whole_run=whole,
+                    runtime=time.monotonic() - began,
+                    env=env,
+                )
             except _STATE_ERRORS as exc:  # the report's own are RunAborted already
                 raise state_write_error(state_db, exc, sent=True) from None
         return result

@@ -42,6 +42,7 @@ from recordsync.report.next_steps import describe_stop
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter, report_write_error
 from recordsync.run.target import Target
+from recordsync.run.volume import VolumeGuards
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.client import RecordServiceClient
 from recordsync.send.sender import ChunkSender
@@ -96,7 +97,9 @@ class RunResult:
         bad = t["rows_not_ok"] + t.get("delete_failed", 0)
         # mirror deletes skipped: a malformed line may hide rows (which then have no record)
         skipped = any(s.get("mirror_deletes_skipped") for s in self.summary["steps"])
-        return EXIT_ROWS_FAILED if bad or skipped else EXIT_OK
+        # a step's source far smaller than in the last healthy runs (run.volume)
+        guarded = bool(self.summary.get("guards"))
+        return EXIT_ROWS_FAILED if bad or skipped or guarded else EXIT_OK
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,11 +125,14 @@ def run_plans(
     pipeline_file: str | None = None,
     warnings: list[str] | None = None,
     stopped: RecordsyncError | None = None,
+    guards: VolumeGuards | None = None,
 ) -> RunResult:
     """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only.
 
     ``stopped``: the run stopped before its first step (the schema or users could not be
-    fetched): nothing is sent, every step is reported with every row ``failed`` (not sent)."""
+    fetched): nothing is sent, every step is reported with every row ``failed`` (not sent).
+    ``guards``: the steps' source-volume guards (:mod:`recordsync.run.volume`); a step whose
+    guard says ``skip_step`` is reported with every row not sent."""
     if client is None and not options.dry_run:
         raise ValueError("a real run needs a client")
     started = datetime.now(UTC)
@@ -168,6 +174,10 @@ def run_plans(
                 runner.drain(plan, stop, unchecked=stopped is not None)
                 continue
             try:
+                skip = guards.before_step(plan) if guards is not None else None
+                if skip is not None:
+                    runner.drain(plan, skip)
+                    continue
                 # the sender thread takes the interpreter lock promptly when an answer arrives
                 with nullcontext() if options.dry_run else prompt_switching():
                     runner.run(plan)
@@ -201,6 +211,7 @@ def run_plans(
         "stop": describe_stop(error, target),  # its kind and next step (report.next_steps)
         "retry_of": retry_of,
         "warnings": list(warnings or []),
+        "guards": guards.as_json() if guards is not None else [],
     }
     try:
         summary = writer.finish(meta)

@@ -15,6 +15,10 @@ The target is taken from the first of these that is given:
 Keys are never read from files: a profile names the variable that holds its key, and a
 profile's key never falls back to ``RECORDSYNC_API_KEY`` (so a staging profile cannot pick up
 a production key by accident).
+
+A profile may carry a ``notify:`` section (the pipeline file's shape,
+:class:`recordsync.config.unattended.NotifySettings`): the alerts of the runs into that
+target, used when the pipeline file has no ``notify:`` of its own.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
+from recordsync.config.unattended import NotifySettings
 from recordsync.config.yamlmarks import load_yaml
 from recordsync.core.errors import AuthError, ConfigError
 from recordsync.core.secret import Secret
@@ -38,7 +44,7 @@ ENV_API_KEY = "RECORDSYNC_API_KEY"
 ENV_PROFILE = "RECORDSYNC_PROFILE"
 DEFAULT_PROFILES = Path("configs/profiles.yaml")
 DEFAULT_SANDBOX_DB = Path(".recordsync/sandbox.db")
-_PROFILE_KEYS = frozenset({"base_url", "api_key_env", "description"})
+_PROFILE_KEYS = frozenset({"base_url", "api_key_env", "description", "notify"})
 SANDBOX_PROFILE = "sandbox"
 NO_TARGET = "no target configured"
 
@@ -59,6 +65,8 @@ class Target:
     state_name: str | None = None
     """What the state store calls this target, when not :attr:`name` (a sandbox served on a
     new loopback port each time, named by its database file)."""
+    notify: NotifySettings | None = None
+    """The ``notify:`` of the profile the target came from (None: none)."""
 
     @property
     def state_identity(self) -> str:
@@ -89,6 +97,8 @@ class TargetChoice:
     base_url: str | None
     key_env: str
     origin: str
+    notify: NotifySettings | None = None
+    """The profile's ``notify:`` section."""
 
 
 def redact_url(url: str) -> str:
@@ -178,6 +188,30 @@ def load_profile(name: str, path: Path) -> tuple[str, str] | None:
     return str(entry["base_url"]), key_env
 
 
+def profile_notify(name: str, path: Path) -> NotifySettings | None:
+    """The ``notify:`` section of profile ``name`` in ``path`` (None: none, or no such
+    profile); a ConfigError naming the file and the key when it is not valid."""
+    if not path.is_file():
+        return None
+    data: Any = load_yaml(path)[0]
+    profiles = data.get("profiles", data) if isinstance(data, dict) else None
+    entry = profiles.get(name) if isinstance(profiles, dict) else None
+    if not isinstance(entry, dict) or entry.get("notify") is None:
+        return None
+    try:
+        return NotifySettings.model_validate(entry["notify"])
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"] if not (isinstance(p, str) and "[" in p))
+        key = f"{name}.notify" + (f".{where}" if where else "")
+        raise ConfigError(
+            f"{first['msg'].removeprefix('Value error, ')}",
+            file=str(path),
+            key=key,
+            hint="see the notify: section in docs/scheduling.md",
+        ) from None
+
+
 def _defines(path: Path, name: str) -> bool:
     try:
         data = load_yaml(path)[0] if path.is_file() else None
@@ -210,7 +244,10 @@ def choose_target(
             if found is None:
                 return TargetChoice(None, ENV_API_KEY, f"{origin} {name}")
             url, key_env = found
-            return TargetChoice(_check_url(url, f"profile {name}"), key_env, f"{origin} {name}")
+            notify = profile_notify(name, path)
+            return TargetChoice(
+                _check_url(url, f"profile {name}"), key_env, f"{origin} {name}", notify
+            )
     return TargetChoice(None, ENV_API_KEY, NO_TARGET)
 
 
@@ -254,7 +291,9 @@ def open_target(
     """Yield the Target; for the embedded sandbox, serve it on loopback while the block runs."""
     if choice.base_url is not None:
         key = resolve_key(choice, env)
-        yield Target(choice.base_url, key, choice.origin, f"env {choice.key_env}")
+        yield Target(
+            choice.base_url, key, choice.origin, f"env {choice.key_env}", notify=choice.notify
+        )
         return
     from recordsync.sandbox.app import create_app
     from recordsync.sandbox.server import run_in_thread

@@ -422,6 +422,7 @@ def _stop_kind(stop: RecordsyncError) -> str:
     name = type(stop).__name__
     return {
         "RunAborted": "run aborted",
+        "VolumeDropped": "step skipped by its volume guard",
         "AuthError": "authentication failed",
         "ObjectTypeNotFound": "object type not found, step aborted",
         "RetriableApiError": "service unavailable or unreachable",

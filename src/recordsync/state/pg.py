@@ -39,7 +39,7 @@ class StateDbIntegrityError(StateDbError):
     """A constraint of the PostgreSQL state database refused a write."""
 
 
-SCHEMA_VERSION = 4  # the tables of recordsync.state.schema version 4
+SCHEMA_VERSION = 5  # the tables of recordsync.state.schema version 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -81,6 +81,14 @@ CREATE TABLE IF NOT EXISTS target_marks (
     scope TEXT COLLATE "C" NOT NULL, object_type TEXT COLLATE "C" NOT NULL, mark TEXT,
     total BIGINT, run_id TEXT NOT NULL, checked_at TEXT NOT NULL,
     PRIMARY KEY (scope, object_type));
+CREATE TABLE IF NOT EXISTS run_history (
+    run_id TEXT PRIMARY KEY, pipeline TEXT COLLATE "C" NOT NULL,
+    state_key TEXT COLLATE "C" NOT NULL, target TEXT, started_at TEXT NOT NULL,
+    finished_at TEXT, exit_code BIGINT NOT NULL, report_dir TEXT, whole_run BIGINT NOT NULL,
+    steps TEXT NOT NULL, totals TEXT NOT NULL, conditions TEXT NOT NULL, alerted TEXT NOT NULL,
+    seq BIGINT NOT NULL);
+CREATE INDEX IF NOT EXISTS run_history_by_pipeline ON run_history (pipeline, started_at);
+CREATE INDEX IF NOT EXISTS run_history_by_key ON run_history (state_key, seq);
 """
 """``snapshot_blocks``: the snapshot files (on SQLite, files beside it); ``lock_holders``:
 who holds (or last held) each pipeline's lock (:mod:`recordsync.state.pg_lock`)."""

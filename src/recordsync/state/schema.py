@@ -18,7 +18,14 @@
                 when the chunk is begun: source row, key, input hash, resend-safe) until its
                 ``outcomes`` (JSON: source row, key, input hash, status, record id, error) are
                 written when it is acknowledged or settled. Version 1 and 2 kept one row a
-                source row (``chunk_rows``); the upgrade copies it over.
+                source row (``chunk_rows``); the upgrade copies it over. Since version 5 a
+                finished run's outcomes are kept (its ``rows`` are cleared when acknowledged)
+                until the history's retention prunes them: ``recordsync history --key``
+    run_history run_id → pipeline, state_key, target, started_at, finished_at, exit_code,
+                report_dir, whole_run, steps (JSON), totals (JSON), conditions (JSON),
+                alerted (JSON), seq (the order records were kept in)   (version 5) one
+                record a run (recordsync.state.history): what it did, the health
+                conditions it raised and the alert state it left
 
 A database written by a newer recordsync (higher version) is refused, not guessed at.
 """
@@ -31,7 +38,7 @@ from collections.abc import Callable
 
 from recordsync.core.errors import ConfigError
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -132,6 +139,27 @@ CREATE TABLE IF NOT EXISTS target_marks (
 );
 """
 
+_V5 = """
+CREATE TABLE IF NOT EXISTS run_history (
+    run_id TEXT PRIMARY KEY,
+    pipeline TEXT NOT NULL,
+    state_key TEXT NOT NULL,
+    target TEXT,
+    started_at TEXT NOT NULL,
+    finished_at TEXT,
+    exit_code INTEGER NOT NULL,
+    report_dir TEXT,
+    whole_run INTEGER NOT NULL,
+    steps TEXT NOT NULL,
+    totals TEXT NOT NULL,
+    conditions TEXT NOT NULL,
+    alerted TEXT NOT NULL,
+    seq INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS run_history_by_pipeline ON run_history (pipeline, started_at);
+CREATE INDEX IF NOT EXISTS run_history_by_key ON run_history (state_key, seq)
+"""
+
 
 def _v3_copy(conn: sqlite3.Connection) -> None:
     """The per-row journal of version 1 and 2 (``chunk_rows``) into ``chunk_log``: a begun
@@ -182,6 +210,7 @@ _STEPS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None] | None], ...]
     (2, _V2, None),
     (3, _V3, _v3_copy),
     (4, _V4, None),
+    (5, _V5, None),
 )
 
 
