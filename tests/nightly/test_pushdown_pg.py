@@ -127,12 +127,13 @@ def test_vanished_keys_are_mirror_deleted_within_the_guards(
         emails = {r["email"] for r in all_records(url, "contacts")}
         assert len(emails) == 38 and "ann5@example.org" not in emails
 
-        # more than max_share (50%) vanishing is refused: nothing deleted, exit 3
+        # more than half the rows vanishing trips the volume guard (before max_share is
+        # reached): nothing deleted, exit 1
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute("DELETE FROM people WHERE id > 10")
         refused = run(pipeline, work, url)
-        assert refused.exit_code == 3
-        assert "max_share" in str(refused.summary)
+        assert refused.exit_code == 1
+        assert [g["kind"] for g in refused.summary["guards"]] == ["drop"]
         assert len(all_records(url, "contacts")) == 38
 
         # an emptied table never deletes, even with the limits lifted

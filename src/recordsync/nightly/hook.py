@@ -586,9 +586,12 @@ class StateHook:
         if self._snap is not None:
             self._snap.commit(self._snap_fp)
             self._snap = None
-        guarded = None if self.volume_check is None else self.volume_check(plan, tally.read)
-        prep = self._prep.get(plan.name)
         window = self._windows.pop(plan.name, None)
+        if window is not None and not window.full:  # a part of the source: no volume to judge
+            tally.window = f"rows with {window.spec.cursor} from {window.since}"
+        check = self.volume_check if tally.window is None else None
+        guarded = None if check is None else check(plan, tally.read)
+        prep = self._prep.get(plan.name)
         if window is not None:
             mirror = prep is not None and prep.seen_keys is not None
             note = window.step_done(self.run_id, mirror)

@@ -155,6 +155,9 @@ class StepTally:
     """Why the step's mirror deletes were skipped (a malformed line may hide rows), or None."""
     source_changed: str | None = None
     """A resumed step whose source changed since the interrupted attempt (how), or None."""
+    window: str | None = None
+    """An incremental pass: the rows it read (``rows_read`` counts them, not the source's
+    rows), or None for a step that read its whole source."""
     rejected: int = 0
     """Failed rows whose value the service rejected (a retry fails the same way)."""
     reasons: Counter[str] = field(default_factory=Counter)
@@ -276,6 +279,7 @@ class StepTally:
             "duplicates_expected": self.duplicates_expected,
             "accounting_ok": not self.accounting_errors(dry_run),
             **({"references": self.refs} if self.refs else {}),
+            **({"incremental_window": self.window} if self.window else {}),
         }
 
 

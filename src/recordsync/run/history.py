@@ -177,6 +177,7 @@ def record_run(
             **{k: s.get(k) for k in STEP_KEYS},
             "aborted": bool(s.get("aborted")),
             "guarded": s.get("step") in guarded,
+            "partial": bool(s.get("incremental_window")),
         }
         for s in summary["steps"]
     ]

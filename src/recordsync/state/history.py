@@ -230,7 +230,8 @@ class RunHistory:
     def baseline(self, state_key: str, step: str, mapping: str) -> list[int]:
         """The rows read by ``step`` (with ``mapping``) in the last :data:`BASELINE_RUNS`
         healthy-volume runs of the pipeline and target, newest first: whole runs that were not
-        stopped, in which the step ran to its end and no volume guard tripped on it."""
+        stopped, in which the step read its whole source (not an incremental pass), ran to its
+        end and no volume guard tripped on it."""
         rows = self.store.connection.execute(
             f"SELECT {_COLUMNS} FROM run_history WHERE state_key = ? AND whole_run = 1"
             " ORDER BY seq DESC LIMIT ?",
@@ -243,7 +244,7 @@ class RunHistory:
             for s in rec.steps:
                 if s.get("step") != step or s.get("mapping") != mapping:
                     continue
-                if s.get("aborted") or s.get("guarded"):
+                if s.get("aborted") or s.get("guarded") or s.get("partial"):
                     break
                 found.append(int(s.get("rows_read", 0)))
                 break
