@@ -30,6 +30,10 @@ class Extracted:
     """Per row, why ``transform`` found no value in the cell (None lists: no such row)."""
 
 
+ZERO_FRACTION = r"\.0+(Z|[+-]\d{4})?$"
+"""A timestamp's fraction of a second when it is all zeros (before its zone, if any)."""
+
+
 def as_string(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -41,6 +45,10 @@ def as_string(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
         return arr.cast(pa.string())
     if pa.types.is_boolean(arr.type):
         return pc.if_else(arr, "true", "false")
+    if pa.types.is_timestamp(arr.type):
+        # ``2021-01-01 00:00:00.000`` (a unit of ms) is written ``2021-01-01 00:00:00``, as
+        # Python writes the value (failures.csv) and as a seconds-only date_format reads it
+        return pc.replace_substring_regex(pc.cast(arr, pa.string()), ZERO_FRACTION, r"\1")
     try:
         return pc.cast(arr, pa.string())
     except pa.ArrowNotImplementedError:
