@@ -110,12 +110,21 @@ def test_every_number_on_the_page_is_the_one_in_summary_json(tmp_path: Path) -> 
 def test_report_md_and_html_show_example_rows_with_their_values(tmp_path: Path) -> None:
     result = hostile_run(tmp_path)
     md = (result.report_dir / "report.md").read_text("utf-8")
-    (line,) = [x for x in md.splitlines() if "is not a valid email address" in x]
-    assert line.endswith(f"| row 3 {SCRIPT!r} |")  # Ben is line 3 of contacts.csv
-    (line,) = [x for x in md.splitlines() if "fits no row of step 'companies'" in x]
-    assert line.endswith("| row 4 'Umbrella' |")  # no column: the value the message quotes
-    (line,) = [x for x in md.splitlines() if "duplicate key" in x]
-    assert "row 2 'email:ann@x.example'" in line or "row 7 'email:ann@x.example'" in line
+    lines = md.splitlines()
+
+    def examples_of(header: str) -> list[str]:
+        (at,) = [i for i, x in enumerate(lines) if x.startswith("**") and header in x]
+        return lines[at + 2 : lines.index("", at + 2)]
+
+    (line, step) = examples_of("is not a valid email address")
+    assert line.startswith("- contacts.csv row 3")  # Ben is line 3 of contacts.csv
+    assert line.endswith(f"): {SCRIPT!r}") and step.startswith("- **next step**: fix the e-mail")
+    line, *_ = examples_of("fits no row of step 'companies'")
+    assert line.startswith("- contacts.csv row 4")
+    assert line.endswith("): 'Umbrella'")  # no column: the value the message quotes
+    line, *_ = examples_of("duplicate key")
+    assert "'email:ann@x.example'" in line
+    assert line.startswith(("- contacts.csv row 2 (email ", "- contacts.csv row 7 (email "))
     page = (result.report_dir / "report.html").read_text("utf-8")
     contacts = tmp_path / "contacts.csv"
     assert (  # row, file, no column, the value the message quotes, then the message

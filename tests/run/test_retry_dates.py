@@ -47,7 +47,7 @@ STEP = {"s": 1_000_000, "ms": 1000, "us": 1}
 
 
 def mapper(tmp_path: Path, field: str) -> BatchMapper:
-    text = f"object_type: deals\nsource: {{path: x.parquet}}\nname: Name\nfields:\n"
+    text = "object_type: deals\nsource: {path: x.parquet}\nname: Name\nfields:\n"
     (tmp_path / f"{field}.yaml").write_text(f"{text}  {field}: {SPECS[field]}\n")
     return BatchMapper(
         load_mapping(tmp_path / f"{field}.yaml"), base_dir=tmp_path, schema=SCHEMA, users=None

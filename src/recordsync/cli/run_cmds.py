@@ -16,7 +16,6 @@ from recordsync.cli.options import (
     wait_for_lock_option,
 )
 from recordsync.core.errors import EXIT_OK, ConfigError, RecordsyncError
-from recordsync.report.reason import why_rows_not_ok
 from recordsync.state.location import StateLocation
 
 
@@ -33,20 +32,20 @@ def _progress(quiet: bool) -> tuple[Any, contextlib.AbstractContextManager[Any]]
 
 
 def _finish(result: Any, quiet: bool) -> None:
-    """Print the report (unless quiet), then exit with the run's code."""
+    """Print a short summary of the report (unless quiet; report.md holds it all), then, last,
+    the verdict with the report's path; exit with the run's code."""
+    from recordsync.report.console import render_console, verdict
+
     if not quiet:
-        click.echo((result.report_dir / "report.md").read_text(encoding="utf-8"))
+        click.echo(render_console(result.summary, result.tallies, result.report_dir))
     for warning in result.summary.get("warnings") or []:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(f"report: {result.report_dir}", err=True)
     if result.error is not None:
-        raise result.error
+        click.echo(f"error: {result.error}", err=True)
+    stopped = result.error is not None
+    click.echo(verdict(result.summary, result.report_dir, stopped=stopped), err=True)
     code = result.exit_code
     if code != EXIT_OK:
-        if not result.summary["accounting_ok"]:
-            click.echo("error: the report does not add up (accounting mismatch)", err=True)
-        elif quiet and (why := why_rows_not_ok(result.summary, result.report_dir)):
-            click.echo(why, err=True)
         sys.exit(code)
 
 
@@ -141,10 +140,10 @@ def run_command(
     PIPELINE may also be a mapping file: it runs as a one-step pipeline named after the file.
 
     With the state store (default) only new, changed and previously failed rows are sent, a
-    killed run is resumed, and a second run of the same pipeline at the same time is refused,
-    as is a run of another pipeline writing the same records through the same key
-    (--wait-for-lock waits instead). The state is kept per target: a target it has never
-    seen gets a first run.
+    killed or interrupted run is resumed by the next one, and a run started while another run
+    of the same pipeline is still going is refused, as is a concurrent run of another pipeline
+    writing the same records through the same key (--wait-for-lock waits instead). The state
+    is kept per target: a target it has never seen gets a first run.
 
     Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error,
     nothing sent; 3 aborted (authentication, unknown object type, circuit breaker,

@@ -1,0 +1,83 @@
+"""Parent rows: a row whose reference found no record of an earlier step (``no 'companies'
+record with key 'acme.com'``) often points at a row of that step that was itself not ok (an
+invalid company). The report names that row, so that it is fixed first.
+
+The keys looked for are those of the reference groups' example rows (a few per group); the
+rows looked in are the not-ok rows of the referenced step, read once from failures.csv's
+spool as it is turned into failures.csv. A row fits a key when one of its cells is the key
+(ignoring case), or, for a key that is a domain, a cell is a URL or e-mail address of that
+domain (``https://www.acme.com/about``): the ledger's own normalisation is the state
+store's, which the report does not take; a cell that fits is named as "probably" the row.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from recordsync.report.examples import ReasonExample
+from recordsync.report.tally import StepTally
+
+_QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
+MISSING_REF = re.compile(rf"no '((?:[^'\\]|\\.)*)' record with key ({_QUOTED})")
+"""A reference that found no record: the step referred to and the key (quoted by repr)."""
+_HOST = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^@/]*@)?(?:www\.)?([^/:?#\s]+)", re.I)
+
+
+def missing_ref(message: str) -> tuple[str, str] | None:
+    """(step, key) of a reference that found no record, else None."""
+    m = MISSING_REF.search(message)
+    if m is None:
+        return None
+    quoted = m.group(2)[1:-1]
+    return m.group(1), re.sub(r"\\(.)", r"\1", quoted)
+
+
+def _fits(key: str, cell: str) -> bool:
+    cell = cell.strip().casefold()
+    if cell == key:
+        return True
+    if "." not in key:
+        return False
+    host = _HOST.match(cell)
+    return host is not None and host.group(1).rstrip(".") == key
+
+
+class ParentFinder:
+    """Finds, among the not-ok rows of the steps referred to, the row of each missing key."""
+
+    def __init__(self, tallies: list[StepTally]) -> None:
+        self._tallies = tallies
+        self._wanted: dict[str, dict[str, list[StepTally]]] = {}
+        """step referred to → folded key → the tallies of the steps that missed it."""
+        for t in tallies:
+            for examples in t.examples.values():
+                for ex in examples:
+                    ref = missing_ref(ex.error)
+                    if ref is not None:
+                        step, key = ref
+                        by_key = self._wanted.setdefault(step, {})
+                        by_key.setdefault(key.casefold(), []).append(t)
+        self._keys = {step: list(keys) for step, keys in self._wanted.items()}
+
+    def __bool__(self) -> bool:
+        return bool(self._wanted)
+
+    def offer(
+        self, step: str, source_file: str, source_row: int, values: dict[str, Any], error: str
+    ) -> None:
+        """A not-ok row of ``step`` (from failures.csv): is it the row a missing key names?"""
+        keys = self._keys.get(step)
+        if not keys:
+            return
+        cells = [str(v) for v in values.values() if v not in (None, "")]
+        for key in keys:
+            if any(_fits(key, cell) for cell in cells):
+                for t in self._wanted[step][key]:
+                    found = ReasonExample(source_file, source_row, None, None, error)
+                    t.parents.setdefault((step, key), found)
+
+    def offer_all(self, rows: Iterable[tuple[str, str, int, dict[str, Any], str]]) -> None:
+        for step, source_file, source_row, values, error in rows:
+            self.offer(step, source_file, source_row, values, error)
