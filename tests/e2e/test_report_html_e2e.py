@@ -118,10 +118,10 @@ def test_report_md_and_html_show_example_rows_with_their_values(tmp_path: Path) 
 
     (line, step) = examples_of("is not a valid email address")
     assert line.startswith("- contacts.csv row 3")  # Ben is line 3 of contacts.csv
-    assert line.endswith(f"): {SCRIPT!r}") and step.startswith("- **next step**: fix the e-mail")
+    assert line.endswith(f": {SCRIPT!r}") and step.startswith("- **next step**: fix the e-mail")
     line, *_ = examples_of("fits no row of step 'companies'")
     assert line.startswith("- contacts.csv row 4")
-    assert line.endswith("): 'Umbrella'")  # no column: the value the message quotes
+    assert line.endswith(": 'Umbrella'")  # no column: the value the message quotes
     line, *_ = examples_of("duplicate key")
     assert "'email:ann@x.example'" in line
     assert line.startswith(("- contacts.csv row 2 (email ", "- contacts.csv row 7 (email "))
