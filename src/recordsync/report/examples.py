@@ -84,9 +84,14 @@ def shown(text: str, limit: int = MAX_VALUE) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+
+
 def safe_cell(text: str, limit: int = MAX_VALUE) -> str:
-    """:func:`shown`, formula-safe as in failures.csv (a table copied into a spreadsheet)."""
-    return neutralise(shown(text, limit))
+    """:func:`shown`, formula-safe as in failures.csv (a table copied into a spreadsheet);
+    a plain number (``-100``) is shown as it is: a spreadsheet reads it as that number."""
+    text = shown(text, limit)
+    return text if _NUMBER.fullmatch(text) else neutralise(text)
 
 
 def example_text(example: ReasonExample) -> str:
