@@ -248,16 +248,44 @@ def retry_command(
     _finish(result, quiet)
 
 
+DEFAULT_REPORTS = Path("reports")
+"""Where runs write their reports unless told otherwise (a pipeline's report.directory)."""
+
+
+def _latest_run(root: Path) -> Path:
+    """``root`` itself when it holds a run's report, else its newest run's directory (by the
+    time summary.json was written)."""
+    if (root / "summary.json").is_file():
+        return root
+    runs = [p.parent for p in root.glob("*/summary.json")] if root.is_dir() else []
+    if not runs:
+        where = "no reports directory" if not root.is_dir() else "no run's report"
+        raise ConfigError(
+            f"{where} in {root.resolve()}",
+            hint="give the run's directory (recordsync report reports/<run_id>), or run this"
+            " where the pipeline's reports are written",
+        )
+    return max(runs, key=lambda p: ((p / "summary.json").stat().st_mtime_ns, p.name))
+
+
 @click.command("report")
-@click.argument("report_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument(
+    "report_dir", required=False, type=click.Path(file_okay=False, exists=True, path_type=Path)
+)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json instead.")
 @click.option(
     "--open", "open_html", is_flag=True, help="Open report.html in the web browser instead."
 )
-def report_command(report_dir: Path, as_json: bool, open_html: bool) -> None:
-    """Print the summary and grouped failures of the run in REPORT_DIR."""
+def report_command(report_dir: Path | None, as_json: bool, open_html: bool) -> None:
+    """Print the summary and grouped failures of the run in REPORT_DIR.
+
+    With no REPORT_DIR: the latest run under ./reports (the default report directory); a
+    directory of runs (a pipeline's report.directory) stands for its latest run too."""
     from recordsync.run.retry import read_summary
 
+    given, report_dir = report_dir, _latest_run(report_dir or DEFAULT_REPORTS)
+    if report_dir != given:  # say which run was taken
+        click.echo(f"latest run: {report_dir}", err=True)
     summary = read_summary(report_dir)
     if as_json:
         click.echo(json.dumps(summary, indent=2))
