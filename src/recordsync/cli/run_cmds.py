@@ -42,6 +42,7 @@ def _finish(result: Any, quiet: bool) -> None:
         click.echo(f"warning: {warning}", err=True)
     if result.error is not None:
         click.echo(f"error: {result.error}", err=True)
+    click.echo(f"report: {result.report_dir}", err=True)  # for scripts: the run's directory
     stopped = result.error is not None
     click.echo(verdict(result.summary, result.report_dir, stopped=stopped), err=True)
     code = result.exit_code
