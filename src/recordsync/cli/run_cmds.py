@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -48,6 +49,37 @@ def _finish(result: Any, quiet: bool) -> None:
     code = result.exit_code
     if code != EXIT_OK:
         sys.exit(code)
+
+
+@contextlib.contextmanager
+def _interrupted(request: Any) -> Iterator[None]:
+    """Ctrl-C during a run: say where its report is (or that none was written) and what the
+    next run does, then exit 130 (as a shell does for SIGINT)."""
+    from recordsync.run.runner import Interrupted
+
+    try:
+        yield
+    except Interrupted as exc:
+        where = (
+            f"no report was written; what it did so far is in {exc.report_dir / 'results.csv'}"
+        )
+        _stop_line(f"interrupted: {where}", request)
+    except KeyboardInterrupt:
+        _stop_line("interrupted before the run wrote its report: no report was written", request)
+
+
+def _stop_line(said: str, request: Any) -> NoReturn:
+    if request.dry_run:
+        then = "nothing was sent; run it again for the whole report"
+    elif request.state:
+        then = (
+            "run it again: the next run resumes this one (chunks the service acknowledged are"
+            " not sent again)"
+        )
+    else:
+        then = "run it again: without the state store (--no-state) it sends every row again"
+    click.echo(f"{said}. {then[0].upper()}{then[1:]}.", err=True)
+    sys.exit(130)
 
 
 def _announce(quiet: bool) -> Any:
@@ -177,8 +209,9 @@ def run_command(
         sandbox_seed=sandbox_seed,
     )
     progress, ctx = _progress(quiet)
-    with ctx:
-        result = run_pipeline(request, progress=progress, on_target=_announce(quiet))
+    with _interrupted(request):
+        with ctx:
+            result = run_pipeline(request, progress=progress, on_target=_announce(quiet))
     _finish(result, quiet)
 
 
@@ -238,7 +271,7 @@ def retry_command(
         wait_for_lock=wait_for_lock,
     )
     progress, ctx = _progress(quiet)
-    with ctx:
+    with _interrupted(request), ctx:
         result = retry_report(
             report_dir,
             request,
