@@ -209,9 +209,8 @@ def run_command(
         sandbox_seed=sandbox_seed,
     )
     progress, ctx = _progress(quiet)
-    with _interrupted(request):
-        with ctx:
-            result = run_pipeline(request, progress=progress, on_target=_announce(quiet))
+    with _interrupted(request), ctx:
+        result = run_pipeline(request, progress=progress, on_target=_announce(quiet))
     _finish(result, quiet)
 
 
