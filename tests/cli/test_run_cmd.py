@@ -23,6 +23,11 @@ def test_run_into_the_embedded_sandbox(
     assert code == 1  # the sample data has invalid rows on purpose
     assert "using the embedded sandbox" in err
     assert out.startswith("recordsync run ") and "  contacts: read 501 (" in out
+    md = (only_report(project) / "report.md").read_text("utf-8")
+    assert (  # the deals whose company was invalid point to that company's row
+        "- **next step**: fix the parent row first: companies.csv row 56 of step 'companies'"
+        " (probably the row with key 'auroralogistics.com') was not sent: column 'Industry'"
+    ) in md
     assert err.splitlines()[-1].startswith("17 of 1,001 rows not ok (16 invalid, 1 duplicate)")
     report = only_report(project)
     summary = json.loads((report / "summary.json").read_text())
