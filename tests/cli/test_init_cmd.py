@@ -41,7 +41,7 @@ def test_init_writes_a_commented_mapping_dry_runs_it_and_never_overwrites(
     assert "email: \"Email\"   # header 'Email' is the field's name" in text
     assert "#   'Record ID': no field matches its name" in text
     assert "wrote hubspot.yaml: 8 column(s) mapped, 2 not mapped" in err
-    assert "## Steps" in out  # the dry run's report
+    assert "(dry run): hubspot → " in out  # the dry run's summary
     summary = json.loads((reports(project)[0] / "summary.json").read_text())
     assert summary["dry_run"] and summary["totals"]["rows_read"] == 24
     # the one-step pipeline runs the same mapping

@@ -30,6 +30,10 @@ def test_the_verdict_counts_the_rows_not_ok_of_all_rows_read() -> None:
     )
     assert verdict({**summary, "dry_run": True}, DIR).startswith("dry run: 17 of 1,001 rows")
     assert verdict(summary, DIR, stopped=True).startswith("run stopped: 17 of 1,001 rows")
+    empty: dict[str, Any] = summary_of([])
+    assert verdict({**empty, "dry_run": True}, DIR, stopped=True) == (
+        "dry run stopped: no row read: see reports/r1/report.md"
+    )
 
 
 def test_the_verdict_of_a_run_whose_rows_are_all_ok() -> None:

@@ -82,20 +82,24 @@ def verdict(summary: dict[str, Any], report_dir: Path, *, stopped: bool = False)
     read = int(t.get("rows_read") or 0)
     bad = int(t.get("rows_not_ok") or 0)
     page = report_dir / "report.md"
-    dry = "dry run: " if summary.get("dry_run") else ""
-    stop = "run stopped: " if stopped or summary.get("aborted") else ""
+    dry = bool(summary.get("dry_run"))
+    if stopped or summary.get("aborted"):
+        lead = "dry run stopped: " if dry else "run stopped: "
+    else:
+        lead = "dry run: " if dry else ""
     if not summary.get("accounting_ok", True):
-        return f"{stop}{dry}the report does not add up (accounting mismatch): see {page}"
+        return f"{lead}the report does not add up (accounting mismatch): see {page}"
     why = why_rows_not_ok(summary, report_dir)
     if bad:
         kinds = why.split(" rows: see ")[0] if why else ""
         return (
-            f"{stop}{dry}{_n(bad)} of {_n(read)} rows not ok"
+            f"{lead}{_n(bad)} of {_n(read)} rows not ok"
             + (f" ({kinds})" if kinds else "")
             + f": see {page}"
         )
     if why:  # rows ok, but mirror deletes failed or were skipped
-        return f"{stop}{dry}all {_n(read)} rows ok, but {why}"
-    if stop:
-        return f"{stop}{dry}no row of the {_n(read)} read is not ok, but see {page}"
-    return f"{dry}all {_n(read)} rows ok: {page}"
+        return f"{lead}all {_n(read)} rows ok, but {why}"
+    if lead.endswith("stopped: "):
+        what = "no row read" if not read else f"none of the {_n(read)} rows read is not ok"
+        return f"{lead}{what}: see {page}"
+    return f"{lead}all {_n(read)} rows ok: {page}"
