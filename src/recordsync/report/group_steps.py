@@ -22,6 +22,7 @@ from recordsync.report.tally import StepTally
 _FIELD = re.compile(r"field '([^']+)'")
 _OPTIONS = re.compile(r"is not an option \(([^)]*)\)")
 _FITS = re.compile(r"fits \d+ users: ([^;]*);")
+_OWNERS_FILE = re.compile(r"the owners file (\S+?):? (?:with|maps)")
 _WINNER = re.compile(r": (.+?) has the same key and wins \(duplicates: (\w+)\)")
 _ALSO_ON = re.compile(r": also on (.+?) \(duplicates: fail\)")
 _DATE_FORMAT = re.compile(r"does not match (date_format|datetime_format) ('[^']*')")
@@ -110,9 +111,11 @@ def _ambiguous_owner(g: Group) -> str | None:
         if m and ex.value:
             seen.setdefault(ex.value, m.group(1))
     who = "; ".join(f"{v!r} fits {c}" for v, c in seen.items())
+    named = next((m.group(1) for ex in g.examples if (m := _OWNERS_FILE.search(ex.error))), None)
+    where = f"`{named}`" if named else f"(`owner.owners_file` in `{g.tally.mapping}`)"
     return (
-        f"pin the right user of each name in the mapping's owners file (`owner.owners_file` in "
-        f"`{g.tally.mapping}`), one line `<name>: <user id>`; the candidates: {who}"
+        f"pin the right user of each name in the mapping's owners file {where}, one line "
+        f"`<name in lower case>: <user id>`; the candidates: {who}"
     )
 
 
