@@ -99,6 +99,14 @@ def test_the_report_of_a_real_run_in_chromium(tmp_path: Path, browser: Any) -> N
             value = value[part]
         assert int(shown) == value, (step, key, shown)
 
+    groups = page.locator(".reason")  # each failure group: its rows, then its next step
+    assert groups.count() > 2
+    for i in range(groups.count()):
+        nxt = groups.nth(i).locator("p.next")
+        assert nxt.is_visible() and nxt.inner_text().startswith("Next step: ")
+        box, rows = nxt.bounding_box(), groups.nth(i).locator("table.ex").bounding_box()
+        assert box is not None and (rows is None or box["y"] >= rows["y"] + rows["height"])
+
     bars = page.locator("svg.bar")
     assert bars.count() == len(summary["steps"])
     for i, step in enumerate(summary["steps"]):
