@@ -139,3 +139,29 @@ def test_every_group_of_report_md_has_its_next_step_and_named_rows(tmp_path: Pat
     md = render_report(summary_of(tallies), tallies)
     assert md.count("- **next step**: ") == 2
     assert "- c.csv row 2 (name n2): 'x'" in md and "- c.csv row 9 (name n9): '150'" in md
+
+
+def test_a_reference_by_field_and_an_ambiguous_one_say_what_to_do(tmp_path: Path) -> None:
+    by = "company_id: field 'name' = 'Umbrella' fits no row of step 'companies'"
+    many = (
+        "company_id: field 'name' = 'Acme' fits 2 rows of step 'companies' with different keys"
+        " ('a.com', 'b.com'): the reference is ambiguous and was not set"
+    )
+    invalid = "column 'Size' → field 'employee_count': 'many' is not a number"
+    companies: list[Row] = [("co.csv", 4, {"Name": "Umbrella"}, RowStatus.INVALID, invalid)]
+    deals: list[Row] = [
+        ("d.csv", 2, {"Company": "Umbrella"}, RowStatus.INVALID, by),
+        ("d.csv", 3, {"Company": "Acme"}, RowStatus.INVALID, many),
+    ]
+    steps = _steps(_run(tmp_path, {"companies": companies, "deals": deals}))
+    [parent] = [s for r, s in steps.items() if "fits no row" in r]
+    assert parent.startswith("fix the parent row first: co.csv row 4 of step 'companies'")
+    [ambiguous] = [s for r, s in steps.items() if "with different keys" in r]
+    assert ambiguous.startswith("each value fits several rows of step 'companies'")
+
+
+def test_merged_rows_say_how_to_keep_them_apart(tmp_path: Path) -> None:
+    error = "merges into the record of row 4 (same domain a.com)"
+    rows: list[Row] = [("co.csv", 9, {"Domain": "a.com"}, RowStatus.MERGED, error)]
+    [step] = _steps(_run(tmp_path, {"companies": rows})).values()
+    assert "declare `merges: expected` in `configs/companies.yaml`" in step

@@ -26,7 +26,7 @@ _OWNERS_FILE = re.compile(r"the owners file (\S+?):? (?:with|maps)")
 _WINNER = re.compile(r": (.+?) has the same key and wins \(duplicates: (\w+)\)")
 _ALSO_ON = re.compile(r": also on (.+?) \(duplicates: fail\)")
 _DATE_FORMAT = re.compile(r"does not match (date_format|datetime_format) ('[^']*')")
-_LINE = re.compile(r"\bline (\d+)")
+_REF_ROWS = re.compile(r"fits \d+ rows of step '([^']+)' with different keys")
 
 
 @dataclass(frozen=True)
@@ -154,6 +154,27 @@ def _in_file(rows: str, ex: ReasonExample) -> str:
     return re.sub(r"(?<![\w.])row (\d+)(?! of )", rf"{name} row \1", rows)
 
 
+def _ambiguous_ref(g: Group) -> str | None:
+    m = _REF_ROWS.search(g.reason)
+    if m is None:
+        return None
+    return (
+        f"each value fits several rows of step '{m.group(1)}' (their keys are in each row's "
+        "message, failures.csv): refer by a value unique among them (e.g. their ledger key), "
+        "or make those rows' values unique; then run again"
+    )
+
+
+def _merged(g: Group) -> str | None:
+    if g.status is not RowStatus.MERGED:
+        return None
+    return (
+        "the service folds each of these rows into the record of the row its message names: "
+        "make them differ (another domain, name or e-mail), or declare `merges: expected` in "
+        f"`{g.tally.mapping}`"
+    )
+
+
 def _duplicate(g: Group) -> str | None:
     if g.status is not RowStatus.DUPLICATE and not g.reason.startswith("duplicate "):
         return None
@@ -244,7 +265,9 @@ def _sent(g: Group) -> str | None:
 RULES: tuple[Callable[[Group], str | None], ...] = (
     _sent,
     _duplicate,
+    _merged,
     _missing_parent,
+    _ambiguous_ref,
     _ambiguous_owner,
     _unknown_owner,
     _not_an_option,

@@ -22,16 +22,21 @@ from recordsync.report.tally import StepTally
 _QUOTED = r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\""
 MISSING_REF = re.compile(rf"no '((?:[^'\\]|\\.)*)' record with key ({_QUOTED})")
 """A reference that found no record: the step referred to and the key (quoted by repr)."""
+NO_ROW_BY = re.compile(rf"= ({_QUOTED}) fits no row of step '((?:[^'\\]|\\.)*)'")
+"""A reference by a field's value (``ref: {by: ...}``) that fits no row: the value, the step."""
 _HOST = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?(?:[^@/]*@)?(?:www\.)?([^/:?#\s]+)", re.I)
 
 
 def missing_ref(message: str) -> tuple[str, str] | None:
     """(step, key) of a reference that found no record, else None."""
     m = MISSING_REF.search(message)
-    if m is None:
+    if m is not None:
+        step, quoted = m.group(1), m.group(2)
+    elif (m := NO_ROW_BY.search(message)) is not None:
+        step, quoted = m.group(2), m.group(1)
+    else:
         return None
-    quoted = m.group(2)[1:-1]
-    return m.group(1), re.sub(r"\\(.)", r"\1", quoted)
+    return step, re.sub(r"\\(.)", r"\1", quoted[1:-1])
 
 
 def _fits(key: str, cell: str) -> bool:
