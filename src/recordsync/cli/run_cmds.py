@@ -180,7 +180,8 @@ def run_command(
 
     Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error,
     nothing sent; 3 aborted (authentication, unknown object type, circuit breaker,
-    mirror-delete limit, pipeline already running, an error found after a send).
+    mirror-delete limit, pipeline already running, an error found after a send); 130
+    interrupted (Ctrl-C: the next run resumes it).
     """
     from recordsync.run.pipeline import RunRequest, run_pipeline
     from recordsync.run.target import sandbox_db_for
