@@ -83,7 +83,8 @@ def test_the_report_of_a_real_run_in_chromium(tmp_path: Path, browser: Any) -> N
     assert SCRIPT in text  # the hostile cells, shown as text
     assert "'" + FORMULA in text  # formula-safe, as in failures.csv
     assert page.locator("a[href^='http']").count() == 0
-    assert f"{summary['totals']['rows_not_ok']} row(s) not ok" in text
+    t = summary["totals"]
+    assert f"{t['rows_not_ok']:,} of {t['rows_read']:,} rows not ok" in text
 
     steps = {s["step"]: s for s in summary["steps"]}
     cells = page.locator("[data-key]").evaluate_all(

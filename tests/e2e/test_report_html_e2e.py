@@ -104,7 +104,8 @@ def test_every_number_on_the_page_is_the_one_in_summary_json(tmp_path: Path) -> 
             value = value[part]
         assert int(shown) == value, (step, key)
     assert summary["totals"]["rows_not_ok"] > 0
-    assert f"{summary['totals']['rows_not_ok']} row(s) not ok" in page
+    t = summary["totals"]
+    assert f"{t['rows_not_ok']:,} of {t['rows_read']:,} rows not ok" in page
 
 
 def test_report_md_and_html_show_example_rows_with_their_values(tmp_path: Path) -> None:
@@ -170,7 +171,7 @@ def test_a_retry_writes_report_html_too(tmp_path: Path) -> None:
     with served(tmp_path / "s.db", ["status:503:path=/batch"]) as url:
         first = run_pipeline(request(tmp_path, path), target=target(url))
     page = (first.report_dir / "report.html").read_text("utf-8")
-    assert "<title>failed: 2</title>" in page and "2 row(s) not ok" in page
+    assert "<title>failed: 2</title>" in page and ">2 of 2 rows not ok:" in page
     assert f"<code>recordsync retry {first.report_dir}</code>" in page  # next steps
     with served(tmp_path / "s.db") as url:
         again = retry_report(first.report_dir, request(tmp_path, path), target=target(url))

@@ -194,13 +194,12 @@ def _verdict(summary: dict[str, Any]) -> tuple[str, str]:
         return "The run was aborted: see the warnings below", "bad"
     if not summary.get("accounting_ok", True):
         return "The report does not add up (accounting mismatch)", "bad"
+    read = int(summary.get("totals", {}).get("rows_read") or 0)
+    of = f"{bad:,} of {read:,} rows not ok"  # as the run's last line says it
     if bad and dry:
-        return (
-            f"{bad} row(s) not ok: a real run would leave them without a record of their own",
-            "bad",
-        )
+        return f"{of}: a real run would leave them without a record of their own", "bad"
     if bad:
-        return f"{bad} row(s) not ok: they have no record of their own holding their values", "bad"
+        return f"{of}: they have no record of their own holding their values", "bad"
     if dry:
         return "Dry run, nothing was written: every row read would get a record of its own", "ok"
     return "Every row read has a record of its own holding its values", "ok"
