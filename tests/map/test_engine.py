@@ -138,6 +138,7 @@ fields:
     value_map:
       Very Important: vip
       Partner Co: partner
+      Both: [vip, press]
       "Old; Legacy": [partner]
       ignore: null
 """
@@ -165,10 +166,12 @@ def test_a_multi_select_value_map_applies_to_each_item(tmp_path: Path) -> None:
         "Old; Legacy",
         "VIP; ignore",
         "Very Important; Unknown",
+        "both; partner co",
     ]
-    batch = pa.RecordBatch.from_pydict({"Name": list("abcde"), "Tags": cells})
+    batch = pa.RecordBatch.from_pydict({"Name": list("abcdef"), "Tags": cells})
     out = tags_mapper(tmp_path).map_batch(batch)
     got = [p["fields"]["tags"] if p is not None else None for p in out.payloads]
     assert got[:4] == [["vip", "partner"], ["partner", "vip", "press"], ["partner"], ["vip"]]
     assert out.errors[:4] == [None] * 4
     assert "'Unknown' is not an option" in (out.errors[4] or "")
+    assert got[5] == ["vip", "press", "partner"]  # a list target: its items

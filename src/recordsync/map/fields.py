@@ -154,7 +154,7 @@ def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = No
         arr = pa.array(found, pa.string())
     if spec.value_map:
         whole = {k: v for k, v in spec.value_map.items() if list_sep is None or list_sep in k}
-        hit, mapped = _lookup(arr, whole)
+        hit, mapped = _lookup(arr, whole, list_sep)
         explicit |= pc.and_(hit, pc.is_null(mapped)).to_numpy(zero_copy_only=False)
         arr = pc.if_else(hit, mapped, arr)
         items = {k: v for k, v in spec.value_map.items() if k not in whole}
@@ -174,11 +174,13 @@ def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = No
     return Extracted(arr, explicit, shown, reasons)
 
 
-def _lookup(arr: pa.Array, value_map: dict[str, Any]) -> tuple[pa.Array, pa.Array]:
+def _lookup(
+    arr: pa.Array, value_map: dict[str, Any], sep: str | None = None
+) -> tuple[pa.Array, pa.Array]:
     """Where ``arr`` has a key of ``value_map`` (exact match first, then case-insensitive),
-    and the target there (a list target joined with ``,``)."""
+    and the target there (a list target joined with ``sep``, default ``,``)."""
     keys = list(value_map)
-    targets = pa.array([_str(value_map[k]) for k in keys], pa.string())
+    targets = pa.array([_str(value_map[k], sep or ",") for k in keys], pa.string())
     idx = pc.index_in(arr, value_set=pa.array(keys, pa.string()))
     folded = pc.index_in(
         pc.utf8_lower(arr), value_set=pa.array([k.lower() for k in keys], pa.string())
@@ -192,7 +194,7 @@ def map_items(arr: pa.Array, value_map: dict[str, Any], sep: str) -> pa.Array:
     with ``sep``; items mapped to null and empty items left out; nulls stay null."""
     parts = pc.split_pattern(arr, sep)
     flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
-    hit, mapped = _lookup(flat, value_map)
+    hit, mapped = _lookup(flat, value_map, sep)
     flat = pc.if_else(hit, mapped, flat)
     parent = pc.list_parent_indices(parts)
     keep = pc.fill_null(pc.greater(pc.utf8_length(flat), 0), False)
@@ -216,11 +218,11 @@ def split_list(arr: pa.Array, sep: str) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets), flat, mask=mask)
 
 
-def _str(v: Any) -> str | None:
+def _str(v: Any, sep: str = ",") -> str | None:
     if v is None:
         return None
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, list):
-        return ",".join(str(x) for x in v)
+        return sep.join(str(x) for x in v)
     return str(v)
