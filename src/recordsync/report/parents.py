@@ -39,14 +39,15 @@ def missing_ref(message: str) -> tuple[str, str] | None:
     return step, re.sub(r"\\(.)", r"\1", quoted[1:-1])
 
 
-def _fits(key: str, cell: str) -> bool:
+def _forms(cell: str) -> set[str]:
+    """What a cell may be the key of: itself (ignoring case), and the domain of a URL or an
+    e-mail address (``https://www.acme.com/about`` → ``acme.com``)."""
     cell = cell.strip().casefold()
-    if cell == key:
-        return True
-    if "." not in key:
-        return False
+    forms = {cell}
     host = _HOST.match(cell)
-    return host is not None and host.group(1).rstrip(".") == key
+    if host is not None and "." in host.group(1):
+        forms.add(host.group(1).rstrip("."))
+    return forms
 
 
 class ParentFinder:
@@ -64,7 +65,6 @@ class ParentFinder:
                         step, key = ref
                         by_key = self._wanted.setdefault(step, {})
                         by_key.setdefault(key.casefold(), []).append(t)
-        self._keys = {step: list(keys) for step, keys in self._wanted.items()}
 
     def __bool__(self) -> bool:
         return bool(self._wanted)
@@ -73,15 +73,14 @@ class ParentFinder:
         self, step: str, source_file: str, source_row: int, values: dict[str, Any], error: str
     ) -> None:
         """A not-ok row of ``step`` (from failures.csv): is it the row a missing key names?"""
-        keys = self._keys.get(step)
+        keys = self._wanted.get(step)
         if not keys:
             return
-        cells = [str(v) for v in values.values() if v not in (None, "")]
-        for key in keys:
-            if any(_fits(key, cell) for cell in cells):
-                for t in self._wanted[step][key]:
-                    found = ReasonExample(source_file, source_row, None, None, error)
-                    t.parents.setdefault((step, key), found)
+        forms = set().union(*(_forms(str(v)) for v in values.values() if v not in (None, "")))
+        for key in forms & keys.keys():  # a row's cells: a few look-ups, whatever the keys
+            for t in keys[key]:
+                found = ReasonExample(source_file, source_row, None, None, error)
+                t.parents.setdefault((step, key), found)
 
     def offer_all(self, rows: Iterable[tuple[str, str, int, dict[str, Any], str]]) -> None:
         for step, source_file, source_row, values, error in rows:
