@@ -129,8 +129,10 @@ def test_unseen_csv_real_run_then_fix_and_retry(tmp_path: Path) -> None:
         assert ids == {str(r["id"]) for r in stored}
 
         # "Hot Lead" is not confidently an option ("Hot" may mean another stage): the report
-        # offers no value map for it, and the user writes one
-        assert "Hot Lead:" not in (first / "report.md").read_text("utf-8")
+        # suggests no option for it (its next step lists the options to choose from), and the
+        # user writes the value map
+        md = (first / "report.md").read_text("utf-8")
+        assert "Hot Lead: '<one of: " in md and "`Hot Lead: " not in md
         mapping = tmp_path / "leads.yaml"
         mapping.write_text(
             mapping.read_text("utf-8").replace(

@@ -43,7 +43,7 @@ def test_init_writes_a_commented_mapping_dry_runs_it_and_never_overwrites(
     assert "#   'Original Source': no field matches its name" in text
     assert "wrote hubspot.yaml: 9 column(s) mapped, 1 not mapped" in err
     assert "  not mapped: 'Original Source': no field matches its name" in err  # named
-    assert "## Steps" in out  # the dry run's report
+    assert "(dry run): hubspot → " in out  # the dry run's summary
     summary = json.loads((reports(project)[0] / "summary.json").read_text())
     assert summary["dry_run"] and summary["totals"]["rows_read"] == 24
     # the one-step pipeline runs the same mapping

@@ -48,3 +48,29 @@ def test_open_without_a_browser_says_where_the_page_is(
     (report / "report.html").unlink()  # a report from before report.html existed
     assert cli("report", str(report), "--open") == 3
     assert "report.html is missing" in capsys.readouterr().err
+
+
+def test_report_with_no_argument_prints_the_latest_run(
+    project: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    cli: Callable[..., int],
+) -> None:
+    monkeypatch.chdir(project)
+    assert cli("report") == 2  # no run yet: says so, names the folder
+    assert f"no reports directory in {project / 'reports'}" in capsys.readouterr().err
+    assert cli("run", "pipelines/nightly.yaml", "--dry-run", "--quiet") == 1
+    assert cli("run", "pipelines/nightly.yaml", "--quiet") == 1
+    capsys.readouterr()
+    dry, real = sorted(
+        (p for p in (project / "reports").iterdir()),
+        key=lambda p: (p / "summary.json").stat().st_mtime_ns,
+    )
+    for args in ((), ("reports",)):
+        assert cli("report", *args) == 0
+        out, err = capsys.readouterr()
+        assert out.strip() == (real / "report.md").read_text("utf-8").strip()
+        assert err.strip() == f"latest run: {real.relative_to(project)}"
+    assert cli("report", str(dry)) == 0
+    out, err = capsys.readouterr()
+    assert "(dry run)" in out.splitlines()[0] and err == ""

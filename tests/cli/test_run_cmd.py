@@ -22,7 +22,13 @@ def test_run_into_the_embedded_sandbox(
     out, err = capsys.readouterr()
     assert code == 1  # the sample data has invalid rows on purpose
     assert "using the embedded sandbox" in err
-    assert "## Steps" in out and "accounting: ok" in out
+    assert out.startswith("recordsync run ") and "  contacts: read 501 (" in out
+    md = (only_report(project) / "report.md").read_text("utf-8")
+    assert (  # the deals whose company was invalid point to that company's row
+        "- **next step**: fix the parent row first: companies.csv row 56 of step 'companies'"
+        " (probably the row with key 'auroralogistics.com') was not sent: column 'Industry'"
+    ) in md
+    assert err.splitlines()[-1].startswith("17 of 1,001 rows not ok (16 invalid, 1 duplicate)")
     report = only_report(project)
     summary = json.loads((report / "summary.json").read_text())
     assert summary["totals"]["created"] > 0 and summary["accounting_ok"]
@@ -94,7 +100,8 @@ def test_a_run_stopped_at_the_schema_fetch_still_writes_its_report(
     assert "HTTP 401" in summary["aborted"] and summary["accounting_ok"]
     t = summary["totals"]
     assert t["rows_read"] == t["failed"] == t["not_sent"] > 0 and t["created"] == 0
-    assert "**aborted**: GET /api/meta/schema: HTTP 401" in out and "report: " in err
+    assert "  aborted: GET /api/meta/schema: HTTP 401" in out
+    assert err.splitlines()[-1].startswith("run stopped: 1,001 of 1,001 rows not ok (")
     done = [line for line in err.splitlines() if " done: read " in line]
     assert len(done) == 3 and all(", sent 0, " in line and " not sent)" in line for line in done)
     assert sum(" -> " in line for line in err.splitlines()) == 3  # each drained step starts

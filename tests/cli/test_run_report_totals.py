@@ -39,7 +39,7 @@ def test_a_wrong_key_reports_sent_0_and_says_fix_the_key_not_retry(
     report = only_report(project)
     summary = assert_totals_are_step_sums(report)
     md = (report / "report.md").read_text("utf-8")
-    assert md in out  # the report printed at the end is the one kept
+    assert "  - fix the API key: it comes from env RECORDSYNC_API_KEY" in out  # its next step
     rows, total = md_steps_table(md)
     assert len(rows) == 3 and all(r["sent"] == "0" for r in rows)
     assert total["sent"] == "0" and total["not sent"] == total["read"] == total["failed"]

@@ -145,7 +145,9 @@ def _run_error(capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     err = capsys.readouterr().err
     assert "error: " in err, err
     assert isinstance(exc.value.code, int)
-    return exc.value.code, err[err.index("error: ") + len("error: ") :].strip()
+    end = err.find("\nreport: ")  # then the report's directory and the verdict, if any
+    end = len(err) if end < 0 else end
+    return exc.value.code, err[err.index("error: ") + len("error: ") : end].strip()
 
 
 CP1252 = "Email,First\nada@x.example,Ada\nrenee@x.example,Renée\n".encode("cp1252")

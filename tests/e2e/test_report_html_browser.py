@@ -83,7 +83,8 @@ def test_the_report_of_a_real_run_in_chromium(tmp_path: Path, browser: Any) -> N
     assert SCRIPT in text  # the hostile cells, shown as text
     assert "'" + FORMULA in text  # formula-safe, as in failures.csv
     assert page.locator("a[href^='http']").count() == 0
-    assert f"{summary['totals']['rows_not_ok']} row(s) not ok" in text
+    t = summary["totals"]
+    assert f"{t['rows_not_ok']:,} of {t['rows_read']:,} rows not ok" in text
 
     steps = {s["step"]: s for s in summary["steps"]}
     cells = page.locator("[data-key]").evaluate_all(
@@ -98,6 +99,14 @@ def test_the_report_of_a_real_run_in_chromium(tmp_path: Path, browser: Any) -> N
         for part in key.split("."):
             value = value[part]
         assert int(shown) == value, (step, key, shown)
+
+    groups = page.locator(".reason")  # each failure group: its rows, then its next step
+    assert groups.count() > 2
+    for i in range(groups.count()):
+        nxt = groups.nth(i).locator("p.next")
+        assert nxt.is_visible() and nxt.inner_text().startswith("Next step: ")
+        box, rows = nxt.bounding_box(), groups.nth(i).locator("table.ex").bounding_box()
+        assert box is not None and (rows is None or box["y"] >= rows["y"] + rows["height"])
 
     bars = page.locator("svg.bar")
     assert bars.count() == len(summary["steps"])

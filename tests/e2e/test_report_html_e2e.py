@@ -104,26 +104,47 @@ def test_every_number_on_the_page_is_the_one_in_summary_json(tmp_path: Path) -> 
             value = value[part]
         assert int(shown) == value, (step, key)
     assert summary["totals"]["rows_not_ok"] > 0
-    assert f"{summary['totals']['rows_not_ok']} row(s) not ok" in page
+    t = summary["totals"]
+    assert f"{t['rows_not_ok']:,} of {t['rows_read']:,} rows not ok" in page
 
 
 def test_report_md_and_html_show_example_rows_with_their_values(tmp_path: Path) -> None:
     result = hostile_run(tmp_path)
     md = (result.report_dir / "report.md").read_text("utf-8")
-    (line,) = [x for x in md.splitlines() if "is not a valid email address" in x]
-    assert line.endswith(f"| row 3 {SCRIPT!r} |")  # Ben is line 3 of contacts.csv
-    (line,) = [x for x in md.splitlines() if "fits no row of step 'companies'" in x]
-    assert line.endswith("| row 4 'Umbrella' |")  # no column: the value the message quotes
-    (line,) = [x for x in md.splitlines() if "duplicate key" in x]
-    assert "row 2 'email:ann@x.example'" in line or "row 7 'email:ann@x.example'" in line
+    lines = md.splitlines()
+
+    def examples_of(header: str) -> list[str]:
+        (at,) = [i for i, x in enumerate(lines) if x.startswith("**") and header in x]
+        return lines[at + 2 : lines.index("", at + 2)]
+
+    (line, step) = examples_of("is not a valid email address")
+    assert line.startswith("- contacts.csv row 3")  # Ben is line 3 of contacts.csv
+    assert line.endswith(f": {SCRIPT!r}") and step.startswith("- **next step**: fix the e-mail")
+    line, *_ = examples_of("fits no row of step 'companies'")
+    assert line.startswith("- contacts.csv row 4")
+    assert line.endswith(": 'Umbrella'")  # no column: the value the message quotes
+    line, *_ = examples_of("duplicate key")
+    assert "'email:ann@x.example'" in line
+    assert line.startswith(("- contacts.csv row 2 (email ", "- contacts.csv row 7 (email "))
     page = (result.report_dir / "report.html").read_text("utf-8")
     contacts = tmp_path / "contacts.csv"
-    assert (  # row, file, no column, the value the message quotes, then the message
-        f'<td class="n">4</td><td title="{contacts}">contacts.csv</td>'
-        '<td><span class="muted">—</span></td>'
-        '<td><code>Umbrella</code><div class="msg">company_id: field &#x27;name&#x27;'
-    ) in page
-    assert f'<td title="{contacts}">contacts.csv</td><td>Email</td><td><code>&lt;script' in page
+    assert re.search(  # row, file, its key, no column, the value quoted, then the message
+        f'<td class="n">4</td><td title="{re.escape(str(contacts))}">contacts.csv</td>'
+        '<td>[^<]+</td><td><span class="muted">—</span></td>'
+        '<td><code>Umbrella</code><div class="msg">company_id: field &#x27;name&#x27;',
+        page,
+    )
+    assert re.search(
+        f'<td title="{re.escape(str(contacts))}">contacts.csv</td><td>(<span class="muted">—'
+        "</span>|[^<]+)</td><td>Email</td><td><code>&lt;script",
+        page,
+    )
+    assert page.count('<p class="next"><b>Next step:</b> ') == len(summary_groups(md))
+
+
+def summary_groups(md: str) -> list[str]:
+    """The failure reason groups of report.md (their bold headers)."""
+    return [x for x in md.splitlines() if x.startswith("**") and " row" in x.split("**")[1]]
 
 
 def test_suggested_value_maps_paste_as_yaml(tmp_path: Path) -> None:
@@ -150,7 +171,7 @@ def test_a_retry_writes_report_html_too(tmp_path: Path) -> None:
     with served(tmp_path / "s.db", ["status:503:path=/batch"]) as url:
         first = run_pipeline(request(tmp_path, path), target=target(url))
     page = (first.report_dir / "report.html").read_text("utf-8")
-    assert "<title>failed: 2</title>" in page and "2 row(s) not ok" in page
+    assert "<title>failed: 2</title>" in page and ">2 of 2 rows not ok:" in page
     assert f"<code>recordsync retry {first.report_dir}</code>" in page  # next steps
     with served(tmp_path / "s.db") as url:
         again = retry_report(first.report_dir, request(tmp_path, path), target=target(url))

@@ -24,9 +24,11 @@ def test_quiet_exit_1_says_why_and_where(
     totals = json.loads((report / "summary.json").read_text())["totals"]
     assert totals["rows_invalid"] > 0
     dup = f", {totals['rows_duplicate']} duplicate" if totals["rows_duplicate"] else ""
-    where = f"rows: see {report.relative_to(project)}/failures.csv"
-    line = f"{totals['rows_invalid']} invalid{dup} {where}"
-    assert line in err.splitlines()
+    where = f"see {report.relative_to(project)}/report.md"
+    bad, read = totals["rows_not_ok"], totals["rows_read"]
+    kinds = f"{totals['rows_invalid']} invalid{dup}"
+    line = f"dry run: {bad:,} of {read:,} rows not ok ({kinds}): {where}"
+    assert err.splitlines()[-1] == line  # the verdict, last
 
 
 def test_embedded_sandbox_announcement_reads_cleanly(

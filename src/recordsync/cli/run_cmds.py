@@ -5,8 +5,9 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -16,7 +17,6 @@ from recordsync.cli.options import (
     wait_for_lock_option,
 )
 from recordsync.core.errors import EXIT_OK, ConfigError, RecordsyncError
-from recordsync.report.reason import why_rows_not_ok
 from recordsync.state.location import StateLocation
 
 
@@ -33,21 +33,53 @@ def _progress(quiet: bool) -> tuple[Any, contextlib.AbstractContextManager[Any]]
 
 
 def _finish(result: Any, quiet: bool) -> None:
-    """Print the report (unless quiet), then exit with the run's code."""
+    """Print a short summary of the report (unless quiet; report.md holds it all), then, last,
+    the verdict with the report's path; exit with the run's code."""
+    from recordsync.report.console import render_console, verdict
+
     if not quiet:
-        click.echo((result.report_dir / "report.md").read_text(encoding="utf-8"))
+        click.echo(render_console(result.summary, result.tallies, result.report_dir))
     for warning in result.summary.get("warnings") or []:
         click.echo(f"warning: {warning}", err=True)
-    click.echo(f"report: {result.report_dir}", err=True)
     if result.error is not None:
-        raise result.error
+        click.echo(f"error: {result.error}", err=True)
+    click.echo(f"report: {result.report_dir}", err=True)  # for scripts: the run's directory
+    stopped = result.error is not None
+    click.echo(verdict(result.summary, result.report_dir, stopped=stopped), err=True)
     code = result.exit_code
     if code != EXIT_OK:
-        if not result.summary["accounting_ok"]:
-            click.echo("error: the report does not add up (accounting mismatch)", err=True)
-        elif quiet and (why := why_rows_not_ok(result.summary, result.report_dir)):
-            click.echo(why, err=True)
         sys.exit(code)
+
+
+@contextlib.contextmanager
+def _interrupted(request: Any) -> Iterator[None]:
+    """Ctrl-C during a run: say where its report is (or that none was written) and what the
+    next run does, then exit 130 (as a shell does for SIGINT)."""
+    from recordsync.run.runner import Interrupted
+
+    try:
+        yield
+    except Interrupted as exc:
+        where = (
+            f"no report was written; what it did so far is in {exc.report_dir / 'results.csv'}"
+        )
+        _stop_line(f"interrupted: {where}", request)
+    except KeyboardInterrupt:
+        _stop_line("interrupted before the run wrote its report: no report was written", request)
+
+
+def _stop_line(said: str, request: Any) -> NoReturn:
+    if request.dry_run:
+        then = "nothing was sent; run it again for the whole report"
+    elif request.state:
+        then = (
+            "run it again: the next run resumes this one (chunks the service acknowledged are"
+            " not sent again)"
+        )
+    else:
+        then = "run it again: without the state store (--no-state) it sends every row again"
+    click.echo(f"{said}. {then[0].upper()}{then[1:]}.", err=True)
+    sys.exit(130)
 
 
 def _announce(quiet: bool) -> Any:
@@ -141,14 +173,15 @@ def run_command(
     PIPELINE may also be a mapping file: it runs as a one-step pipeline named after the file.
 
     With the state store (default) only new, changed and previously failed rows are sent, a
-    killed run is resumed, and a second run of the same pipeline at the same time is refused,
-    as is a run of another pipeline writing the same records through the same key
-    (--wait-for-lock waits instead). The state is kept per target: a target it has never
-    seen gets a first run.
+    killed or interrupted run is resumed by the next one, and a run started while another run
+    of the same pipeline is still going is refused, as is a concurrent run of another pipeline
+    writing the same records through the same key (--wait-for-lock waits instead). The state
+    is kept per target: a target it has never seen gets a first run.
 
     Exit codes: 0 all rows ok; 1 failed, invalid or in-doubt rows; 2 configuration error,
     nothing sent; 3 aborted (authentication, unknown object type, circuit breaker,
-    mirror-delete limit, pipeline already running, an error found after a send).
+    mirror-delete limit, pipeline already running, an error found after a send); 130
+    interrupted (Ctrl-C: the next run resumes it).
     """
     from recordsync.run.pipeline import RunRequest, run_pipeline
     from recordsync.run.target import sandbox_db_for
@@ -177,7 +210,7 @@ def run_command(
         sandbox_seed=sandbox_seed,
     )
     progress, ctx = _progress(quiet)
-    with ctx:
+    with _interrupted(request), ctx:
         result = run_pipeline(request, progress=progress, on_target=_announce(quiet))
     _finish(result, quiet)
 
@@ -238,7 +271,7 @@ def retry_command(
         wait_for_lock=wait_for_lock,
     )
     progress, ctx = _progress(quiet)
-    with ctx:
+    with _interrupted(request), ctx:
         result = retry_report(
             report_dir,
             request,
@@ -249,16 +282,44 @@ def retry_command(
     _finish(result, quiet)
 
 
+DEFAULT_REPORTS = Path("reports")
+"""Where runs write their reports unless told otherwise (a pipeline's report.directory)."""
+
+
+def _latest_run(root: Path) -> Path:
+    """``root`` itself when it holds a run's report, else its newest run's directory (by the
+    time summary.json was written)."""
+    if (root / "summary.json").is_file():
+        return root
+    runs = [p.parent for p in root.glob("*/summary.json")] if root.is_dir() else []
+    if not runs:
+        where = "no reports directory" if not root.is_dir() else "no run's report"
+        raise ConfigError(
+            f"{where} in {root.resolve()}",
+            hint="give the run's directory (recordsync report reports/<run_id>), or run this"
+            " where the pipeline's reports are written",
+        )
+    return max(runs, key=lambda p: ((p / "summary.json").stat().st_mtime_ns, p.name))
+
+
 @click.command("report")
-@click.argument("report_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.argument(
+    "report_dir", required=False, type=click.Path(file_okay=False, exists=True, path_type=Path)
+)
 @click.option("--json", "as_json", is_flag=True, help="Print summary.json instead.")
 @click.option(
     "--open", "open_html", is_flag=True, help="Open report.html in the web browser instead."
 )
-def report_command(report_dir: Path, as_json: bool, open_html: bool) -> None:
-    """Print the summary and grouped failures of the run in REPORT_DIR."""
+def report_command(report_dir: Path | None, as_json: bool, open_html: bool) -> None:
+    """Print the summary and grouped failures of the run in REPORT_DIR.
+
+    With no REPORT_DIR: the latest run under ./reports (the default report directory); a
+    directory of runs (a pipeline's report.directory) stands for its latest run too."""
     from recordsync.run.retry import read_summary
 
+    given, report_dir = report_dir, _latest_run(report_dir or DEFAULT_REPORTS)
+    if report_dir != given:  # say which run was taken
+        click.echo(f"latest run: {report_dir}", err=True)
     summary = read_summary(report_dir)
     if as_json:
         click.echo(json.dumps(summary, indent=2))

@@ -84,7 +84,7 @@ class BatchMapper:
         fdef = self._fdef(key) if key not in ("name", "profile_image_url") else None
         kind = self._kind(key, spec, fdef)
         multi = bool(fdef and fdef.allow_multiple) or spec.split is not None
-        ex = extract(spec, batch)
+        ex = extract(spec, batch, list_sep=(spec.split or DEFAULT_LIST_SEP) if multi else None)
         n = batch.num_rows
         label = label_of(key, spec)
         if multi:

@@ -30,6 +30,10 @@ class Extracted:
     """Per row, why ``transform`` found no value in the cell (None lists: no such row)."""
 
 
+ZERO_FRACTION = r"\.0+(Z|[+-]\d{4})?$"
+"""A timestamp's fraction of a second when it is all zeros (before its zone, if any)."""
+
+
 def as_string(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
@@ -41,6 +45,10 @@ def as_string(arr: pa.Array | pa.ChunkedArray) -> pa.Array:
         return arr.cast(pa.string())
     if pa.types.is_boolean(arr.type):
         return pc.if_else(arr, "true", "false")
+    if pa.types.is_timestamp(arr.type):
+        # ``2021-01-01 00:00:00.000`` (a unit of ms) is written ``2021-01-01 00:00:00``, as
+        # Python writes the value (failures.csv) and as a seconds-only date_format reads it
+        return pc.replace_substring_regex(pc.cast(arr, pa.string()), ZERO_FRACTION, r"\1")
     try:
         return pc.cast(arr, pa.string())
     except pa.ArrowNotImplementedError:
@@ -121,7 +129,12 @@ def separators_for(spec: FieldSpec, batch: pa.RecordBatch) -> FieldSpec:
 
 
 def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = None) -> Extracted:
-    """Apply trim, transform, value_map, case and default to the spec's column(s)."""
+    """Apply trim, transform, value_map, case and default to the spec's column(s).
+
+    ``list_sep``: the field takes a list split on it (a multi-select). Then a ``value_map``
+    key holding the separator maps the whole cell (``"A; B": x``), and every other key maps
+    each item of a cell no such key matched (``A: a`` turns ``A; B`` into ``a; B``; an item
+    mapped to null is left out)."""
     n = batch.num_rows
     explicit = np.zeros(n, dtype=bool)
     if "value" in spec.model_fields_set:
@@ -140,17 +153,13 @@ def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = No
         found, reasons, _ = map_distinct(arr, lambda text: transform_one(name, text))
         arr = pa.array(found, pa.string())
     if spec.value_map:
-        keys = list(spec.value_map)
-        targets = pa.array([_str(spec.value_map[k]) for k in keys], pa.string())
-        idx = pc.index_in(arr, value_set=pa.array(keys, pa.string()))
-        folded = pc.index_in(
-            pc.utf8_lower(arr), value_set=pa.array([k.lower() for k in keys], pa.string())
-        )
-        idx = pc.coalesce(idx, folded)
-        hit = pc.is_valid(idx)
-        mapped = pc.take(targets, idx)
+        whole = {k: v for k, v in spec.value_map.items() if list_sep is None or list_sep in k}
+        hit, mapped = _lookup(arr, whole, list_sep)
         explicit |= pc.and_(hit, pc.is_null(mapped)).to_numpy(zero_copy_only=False)
         arr = pc.if_else(hit, mapped, arr)
+        items = {k: v for k, v in spec.value_map.items() if k not in whole}
+        if items and list_sep is not None:
+            arr = pc.if_else(hit, arr, map_items(arr, items, list_sep))
     if spec.case == "lower":
         arr = pc.utf8_lower(arr)
     elif spec.case == "upper":
@@ -163,6 +172,37 @@ def extract(spec: FieldSpec, batch: pa.RecordBatch, *, list_sep: str | None = No
     if spec.empty == "null":
         explicit |= pc.is_null(arr).to_numpy(zero_copy_only=False)
     return Extracted(arr, explicit, shown, reasons)
+
+
+def _lookup(
+    arr: pa.Array, value_map: dict[str, Any], sep: str | None = None
+) -> tuple[pa.Array, pa.Array]:
+    """Where ``arr`` has a key of ``value_map`` (exact match first, then case-insensitive),
+    and the target there (a list target joined with ``sep``, default ``,``)."""
+    keys = list(value_map)
+    targets = pa.array([_str(value_map[k], sep or ",") for k in keys], pa.string())
+    idx = pc.index_in(arr, value_set=pa.array(keys, pa.string()))
+    folded = pc.index_in(
+        pc.utf8_lower(arr), value_set=pa.array([k.lower() for k in keys], pa.string())
+    )
+    idx = pc.coalesce(idx, folded)
+    return pc.is_valid(idx), pc.take(targets, idx)
+
+
+def map_items(arr: pa.Array, value_map: dict[str, Any], sep: str) -> pa.Array:
+    """Each cell split on ``sep``, each item (trimmed) mapped by ``value_map``, joined again
+    with ``sep``; items mapped to null and empty items left out; nulls stay null."""
+    parts = pc.split_pattern(arr, sep)
+    flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
+    hit, mapped = _lookup(flat, value_map, sep)
+    flat = pc.if_else(hit, mapped, flat)
+    parent = pc.list_parent_indices(parts)
+    keep = pc.fill_null(pc.greater(pc.utf8_length(flat), 0), False)
+    flat, parent = flat.filter(keep), parent.filter(keep)
+    counts = np.bincount(parent.to_numpy(zero_copy_only=False), minlength=len(arr))
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    lists = pa.ListArray.from_arrays(pa.array(offsets), flat, mask=pc.is_null(arr))
+    return pc.binary_join(lists, sep)
 
 
 def split_list(arr: pa.Array, sep: str) -> pa.ListArray:
@@ -178,11 +218,11 @@ def split_list(arr: pa.Array, sep: str) -> pa.ListArray:
     return pa.ListArray.from_arrays(pa.array(offsets), flat, mask=mask)
 
 
-def _str(v: Any) -> str | None:
+def _str(v: Any, sep: str = ",") -> str | None:
     if v is None:
         return None
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, list):
-        return ",".join(str(x) for x in v)
+        return sep.join(str(x) for x in v)
     return str(v)

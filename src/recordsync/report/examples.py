@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 from recordsync.report.csvsafe import neutralise
@@ -36,6 +37,8 @@ class ReasonExample:
     value: str | None
     """That cell's value; with no column, the first value the message quotes, if any."""
     error: str
+    key: str | None = None
+    """The row's match key as sent or as it would have been (``email ann@x.io``), if any."""
 
 
 def named_column(message: str) -> str | None:
@@ -45,14 +48,26 @@ def named_column(message: str) -> str | None:
 
 
 def make_example(
-    source_file: str, source_row: int, values: dict[str, Any], error: str, data: str | None
+    source_file: str,
+    source_row: int,
+    values: dict[str, Any],
+    error: str,
+    data: str | None,
+    key: str | None = None,
 ) -> ReasonExample:
     """The example of a failing row: the cell of the column its message names, else ``data``
     (the first value the message quotes, :func:`recordsync.report.tally.message_value`)."""
     column = named_column(error)
     if column is not None and column in values:
-        return ReasonExample(source_file, source_row, column, _text(values[column]), error)
-    return ReasonExample(source_file, source_row, None, data, error)
+        return ReasonExample(source_file, source_row, column, _text(values[column]), error, key)
+    return ReasonExample(source_file, source_row, None, data, error, key)
+
+
+def row_name(source_file: str, source_row: int, key: str | None = None) -> str:
+    """A row as a reader finds it: ``contacts.csv row 12 (email ann@x.io)`` (the file's
+    name; its path is in failures.csv)."""
+    name = PurePath(source_file).name or source_file
+    return f"{name} row {source_row}" + (f" ({shown(key, 60)})" if key else "")
 
 
 def _text(cell: Any) -> str:
@@ -69,13 +84,20 @@ def shown(text: str, limit: int = MAX_VALUE) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+
+
 def safe_cell(text: str, limit: int = MAX_VALUE) -> str:
-    """:func:`shown`, formula-safe as in failures.csv (a table copied into a spreadsheet)."""
-    return neutralise(shown(text, limit))
+    """:func:`shown`, formula-safe as in failures.csv (a table copied into a spreadsheet);
+    a plain number (``-100``) is shown as it is: a spreadsheet reads it as that number."""
+    text = shown(text, limit)
+    return text if _NUMBER.fullmatch(text) else neutralise(text)
 
 
 def example_text(example: ReasonExample) -> str:
-    """One line for report.md: ``row 12 'john.doe@'`` (or ``row 40: <message>``)."""
+    """One line for report.md: ``contacts.csv row 12 (name Omar Costa): 'john.doe@'`` (or
+    the row's message when no value was kept)."""
+    row = row_name(example.source_file, example.source_row, example.key)
     if example.value is not None:
-        return f"row {example.source_row} {shown(example.value)!r}"
-    return f"row {example.source_row}: {shown(example.error)}"
+        return f"{row}: {shown(example.value)!r}"
+    return f"{row}: {shown(example.error)}"

@@ -14,6 +14,7 @@ from pathlib import PurePath
 from typing import Any
 
 from recordsync.report.examples import ReasonExample, safe_cell
+from recordsync.report.group_steps import group_step, groups
 from recordsync.report.html_sections import (
     e,
     merges,
@@ -24,6 +25,7 @@ from recordsync.report.html_sections import (
 )
 from recordsync.report.html_style import CSS
 from recordsync.report.tally import COUNT_COLUMNS, StepTally
+from recordsync.report.wording import html_text
 
 HTML_REASONS = 50
 """Reason groups shown (the largest first); every row's message is in failures.csv."""
@@ -95,7 +97,7 @@ def _steps(summary: dict[str, Any]) -> list[str]:
 
 
 def _example_row(ex: ReasonExample) -> str:
-    """Row, file, column and value; with no column, the row's own message too."""
+    """Row, file, key, column and value; with no column, the row's own message too."""
     value = (
         ""
         if ex.value is None
@@ -106,39 +108,41 @@ def _example_row(ex: ReasonExample) -> str:
     if ex.column is None:
         value += f'<div class="msg">{e(safe_cell(ex.error, 240))}</div>'
     column = e(ex.column) if ex.column is not None else '<span class="muted">—</span>'
+    key = e(safe_cell(ex.key, 60)) if ex.key else '<span class="muted">—</span>'
     name = PurePath(ex.source_file).name or ex.source_file  # the whole path in its title
     return (
         f'<tr><td class="n">{ex.source_row}</td><td title="{e(ex.source_file)}">{e(name)}</td>'
-        f"<td>{column}</td><td>{value}</td></tr>"
+        f"<td>{key}</td><td>{column}</td><td>{value}</td></tr>"
     )
 
 
-def _reasons(tallies: list[StepTally]) -> list[str]:
-    groups = sorted(((t, r, n) for t in tallies for r, n in t.reasons.items()), key=lambda g: -g[2])
-    if not groups:
+def _reasons(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
+    found = groups(tallies, str(summary.get("report_dir") or "<this directory>"))
+    if not found:
         return []
     out = [
         '<section><h2>Failure reasons</h2><p class="muted">Grouped with the values taken '
-        "out; a few example rows each. Every row and its own message: "
+        "out; a few example rows each, and what to do. Every row and its own message: "
         '<a href="failures.csv">failures.csv</a>.</p>'
     ]
-    for t, reason, n in groups[:HTML_REASONS]:
-        rows = "".join(_example_row(ex) for ex in t.examples.get(reason, []))
+    for g in found[:HTML_REASONS]:
+        rows = "".join(_example_row(ex) for ex in g.examples)
         out.append(
-            f'<div class="reason"><div class="rhead"><span class="count">{n}</span>'
-            f'<span class="tag">{e(t.step)}</span><span class="rtext">{e(reason)}</span></div>'
+            f'<div class="reason"><div class="rhead"><span class="count">{g.rows}</span>'
+            f'<span class="tag">{e(g.tally.step)}</span><span class="rtext">{e(g.reason)}</span>'
+            "</div>"
             + (
-                f'<table class="ex"><tr><th>row</th><th>file</th><th>column</th><th>value</th>'
-                f"</tr>{rows}</table>"
+                '<table class="ex"><tr><th>row</th><th>file</th><th>match key</th><th>column</th>'
+                f"<th>value</th></tr>{rows}</table>"
                 if rows
                 else ""
             )
-            + "</div>"
+            + f'<p class="next"><b>Next step:</b> {html_text(group_step(g))}</p></div>'
         )
-    rest = groups[HTML_REASONS:]
+    rest = found[HTML_REASONS:]
     if rest:
         out.append(
-            f'<p class="muted">{len(rest)} more reason groups, {sum(n for *_, n in rest)}'
+            f'<p class="muted">{len(rest)} more reason groups, {sum(g.rows for g in rest)}'
             " rows: see failures.csv.</p>"
         )
     return [*out, "</section>"]
@@ -190,13 +194,12 @@ def _verdict(summary: dict[str, Any]) -> tuple[str, str]:
         return "The run was aborted: see the warnings below", "bad"
     if not summary.get("accounting_ok", True):
         return "The report does not add up (accounting mismatch)", "bad"
+    read = int(summary.get("totals", {}).get("rows_read") or 0)
+    of = f"{bad:,} of {read:,} rows not ok"  # as the run's last line says it
     if bad and dry:
-        return (
-            f"{bad} row(s) not ok: a real run would leave them without a record of their own",
-            "bad",
-        )
+        return f"{of}: a real run would leave them without a record of their own", "bad"
     if bad:
-        return f"{bad} row(s) not ok: they have no record of their own holding their values", "bad"
+        return f"{of}: they have no record of their own holding their values", "bad"
     if dry:
         return "Dry run, nothing was written: every row read would get a record of its own", "ok"
     return "Every row read has a record of its own holding its values", "ok"
@@ -235,7 +238,7 @@ def render_html(summary: dict[str, Any], tallies: list[StepTally]) -> str:
         *_header(summary),
         *_notices(summary, tallies),
         *_steps(summary),
-        *_reasons(tallies),
+        *_reasons(summary, tallies),
         *value_maps(tallies),
         *merges(summary, tallies),
         *owners_and_references(summary),

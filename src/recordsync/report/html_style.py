@@ -45,8 +45,11 @@ tr.bad td, tr.bad th { color: var(--bad); }
 table.ex { font-size: 13px; table-layout: fixed; }
 table.ex th { color: var(--muted); font-weight: 500; }
 table.ex th:nth-child(1) { width: 70px; text-align: right; }
-table.ex th:nth-child(2) { width: 20%; }
-table.ex th:nth-child(3) { width: 16%; } table.ex td { overflow-wrap: anywhere; }
+table.ex th:nth-child(2) { width: 16%; } table.ex th:nth-child(3) { width: 24%; }
+table.ex th:nth-child(4) { width: 14%; } table.ex td { overflow-wrap: anywhere; }
+.next { margin: 0; padding: 8px 12px; background: #f2f8f4; border-top: 1px solid var(--line);
+  overflow-wrap: anywhere; }
+.next code { background: #e3efe7; padding: 1px 5px; border-radius: 3px; }
 code, pre { font: 12.5px/1.4 ui-monospace, "DejaVu Sans Mono", monospace; }
 td code { background: #f3f0ff; padding: 1px 5px; border-radius: 3px; white-space: pre-wrap;
   overflow-wrap: anywhere; }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from recordsync.report.examples import example_text
+from recordsync.report.group_steps import group_step, groups
 from recordsync.report.next_steps import next_steps
 from recordsync.report.tally import COUNT_COLUMNS, StepTally
 from recordsync.report.wording import OWNER_WORDS, held_and_duplicate, service_merged
@@ -118,6 +119,33 @@ def _guards(summary: dict[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
+def _reasons(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
+    """Each failure reason group: its rows, a few of them by name, and its next step."""
+    found = groups(tallies, str(summary.get("report_dir") or "<this directory>"))
+    if not found:
+        return []
+    lines = [
+        "",
+        "## Top failure reasons",
+        "",
+        "Each group: how many rows, a few of them (file, row, key: the value), what to do. "
+        "Every row's own message is in `failures.csv`.",
+    ]
+    shown = found if len(found) <= ALL_REASONS else found[:TOP_REASONS]
+    for g in shown:
+        lines += ["", f"**{_md(g.tally.step)}, {g.rows} row{'s' if g.rows != 1 else ''}**: "
+                  f"{_md(g.reason)}", ""]
+        lines += [f"- {_md(example_text(e))}" for e in g.examples[:MD_EXAMPLES]]
+        lines.append(f"- **next step**: {_md(group_step(g))}")
+    if len(found) > len(shown):
+        rest = found[len(shown) :]
+        lines.append(
+            f"\n({len(rest)} more reason groups, {sum(g.rows for g in rest)} rows: every "
+            "row's own message is in the `_error` column of failures.csv)"
+        )
+    return lines
+
+
 def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     dry = summary.get("dry_run")
     lines = [f"# recordsync run {summary.get('run_id', '')}" + (" (dry run)" if dry else ""), ""]
@@ -159,22 +187,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
                 "been created by the lost try"
             )
     lines += _owners(summary)
-    reasons = [(t, r, n) for t in tallies for r, n in t.reasons.items()]
-    if reasons:
-        lines += ["", "## Top failure reasons", ""]
-        lines += ["| step | rows | reason | examples (source row, value) |", "|---|---:|---|---|"]
-        reasons.sort(key=lambda item: -item[2])
-        shown = reasons if len(reasons) <= ALL_REASONS else reasons[:TOP_REASONS]
-        for t, reason, n in shown:
-            examples = t.examples.get(reason, [])[:MD_EXAMPLES]
-            cell = "; ".join(_md(example_text(e)) for e in examples)
-            lines.append(f"| {_md(t.step)} | {n} | {_md(reason)} | {cell} |")
-        if len(reasons) > len(shown):
-            rest = reasons[len(shown) :]
-            lines.append(
-                f"\n({len(rest)} more reason groups, {sum(n for *_, n in rest)} rows: every "
-                "row's own message is in the `_error` column of failures.csv)"
-            )
+    lines += _reasons(summary, tallies)
     lines += _merges_and_duplicates(summary)
     lines += _service_merged(tallies)
     lines += _references(tallies)

@@ -210,7 +210,10 @@ def next_steps(summary: Mapping[str, Any]) -> list[str]:
             "tries them again"
         )
     if t.get("rows_invalid"):
-        items.append("invalid rows: fix the source or the mapping (see the reasons above)")
+        items.append(
+            "invalid rows: fix the source or the mapping as each failure reason above says; "
+            "the next run sends them"
+        )
     not_sent = int(t.get("not_sent") or 0)
     if not_sent:
         when = "once the stop above is dealt with" if stop else "once its cause is fixed"

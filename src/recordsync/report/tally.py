@@ -171,6 +171,11 @@ class StepTally:
     value: option} of the suggestions, for a snippet to paste (report.html)."""
     examples: dict[str, list[ReasonExample]] = field(default_factory=dict)
     """Per reason group: its first :data:`~recordsync.report.examples.PER_REASON` rows."""
+    reason_status: dict[str, RowStatus] = field(default_factory=dict)
+    """Per reason group: the status of its rows (invalid, failed, duplicate, ...)."""
+    parents: dict[tuple[str, str], ReasonExample] = field(default_factory=dict)
+    """(step, key) of a reference this step's rows did not find → the row of that step with
+    the key that was not ok (found at the end of the run: :mod:`recordsync.report.parents`)."""
     owners: Counter[str] = field(default_factory=Counter)
     """Rows by how their owner was found (``OWNER_OUTCOMES`` values)."""
     refs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -189,19 +194,29 @@ class StepTally:
         counts["not_looked_up"] = max(0, self.read - sum(counts.values()))
         return counts
 
-    def add_reason(self, message: str, source: SourceRow | None = None) -> None:
-        """Count ``message`` under its group; keep ``source`` as one of its examples."""
+    def add_reason(
+        self,
+        message: str,
+        source: SourceRow | None = None,
+        *,
+        status: RowStatus | None = None,
+        key: str | None = None,
+    ) -> None:
+        """Count ``message`` under its group; keep ``source`` as one of its examples (with
+        the row's match ``key``); the group's rows' ``status`` (the first one seen)."""
         group = reason_group(message)
         if not (group in self.reasons or len(self.reasons) < MAX_REASONS):
             group = "(other reasons)"
         self.reasons[group] += 1
+        if status is not None:
+            self.reason_status.setdefault(group, status)
         if source is not None:
             kept = self.examples.setdefault(group, [])
             if len(kept) < PER_REASON:
                 data = message_value(message)
                 kept.append(
                     make_example(
-                        source.source_file, source.source_row, source.values, message, data
+                        source.source_file, source.source_row, source.values, message, data, key
                     )
                 )
 

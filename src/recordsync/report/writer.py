@@ -35,6 +35,7 @@ from recordsync.report.file_guard import GuardedFile
 from recordsync.report.file_guard import report_write_error as report_write_error
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
+from recordsync.report.parents import ParentFinder
 from recordsync.report.tally import StepTally, totals, totals_errors
 from recordsync.tuning.spill import SpillMap
 
@@ -169,7 +170,8 @@ class ReportWriter:
                 tally.not_sent += 1
             elif status is RowStatus.FAILED and is_rejected_value(error):
                 tally.rejected += 1
-            tally.add_reason(error, src)
+            key = f"{by} {_cell(value)}" if by else None
+            tally.add_reason(error, src, status=status, key=key)
         if row.suggestions:
             _add_suggestions(tally, row.suggestions, error)
         if status in FAILURE_STATUSES:
@@ -228,10 +230,13 @@ class ReportWriter:
         ):
             writer = csv.writer(out)
             writer.writerow([neutralise(c) for c in (*columns, *failure_extra(columns))])
+            parents = ParentFinder(self.tallies)  # the rows a missing reference points at
             for line in spool:
                 values, extra = json.loads(line)
                 cells = [values.get(c, "") for c in columns] + extra
                 writer.writerow([neutralise(str(c)) for c in cells])
+                if parents:
+                    parents.offer(extra[1], extra[4], int(extra[2]), values, extra[0])
         os.unlink(self._spool_path)
 
     def finish(

@@ -102,6 +102,16 @@ class RunResult:
         return EXIT_ROWS_FAILED if bad or skipped or guarded else EXIT_OK
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped a run while it wrote its report: ``report_dir`` holds what it
+    did so far (results.csv), and no report.md. The state store's run is left unfinished, so
+    the next run of the pipeline resumes it (as after a kill)."""
+
+    def __init__(self, report_dir: Path) -> None:
+        super().__init__(str(report_dir))
+        self.report_dir = report_dir
+
+
 @dataclass(frozen=True, slots=True)
 class RunLimits:
     max_failure_rate: float | None = None
@@ -188,6 +198,9 @@ def run_plans(
                 stop = _with_target_hint(exc, target)
             except RecordsyncError as exc:
                 stop = _after_sends(exc, writer.tallies, options.dry_run)
+    except KeyboardInterrupt:
+        writer.abandon()
+        raise Interrupted(report_dir) from None
     except BaseException:
         writer.abandon()
         raise

@@ -15,6 +15,27 @@ from recordsync.validate.checked import Checked
 from recordsync.validate.distinct import Memo, Outcome, map_distinct
 
 ISO_DATE_RE = r"^\d{4}-\d{2}-\d{2}$"
+MIDNIGHT_RE = re.compile(
+    r"(\d{4}-\d{2}-\d{2})[T ]00:00(?::00(?:\.0{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?"
+)
+"""An ISO datetime at midnight (``1996-07-04 00:00:00.000``): a date as exports write it
+(its zone, if any, kept out: the date is the one written)."""
+FRACTION_RE = re.compile(r"(.*\d)\.(\d{1,9})")
+"""A value ending in a fraction of a second: what a format ending in ``%S`` also reads."""
+
+
+def parse_with_fraction(v: str, fmt: str) -> datetime:
+    """``datetime.strptime(v, fmt)``; a format that ends in seconds (``%S``) also reads a
+    fraction of a second after them (``.000``, up to nanoseconds: microseconds kept), as
+    timestamps are written. Raises ValueError as strptime does."""
+    try:
+        return datetime.strptime(v, fmt)
+    except ValueError:
+        m = FRACTION_RE.fullmatch(v) if fmt.endswith("%S") else None
+        if m is None:
+            raise
+        micro = int(m.group(2)[:6].ljust(6, "0"))
+        return datetime.strptime(m.group(1), fmt).replace(microsecond=micro)
 GUESS_DATE_FORMATS = (
     "%d/%m/%Y",
     "%m/%d/%Y",
@@ -58,15 +79,19 @@ def _date_reason(v: str) -> Outcome:
 
 
 def check_date(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> Checked:
-    """Dates, parsed strictly once per distinct value (31/02 is an error, not 3 March)."""
+    """Dates, parsed strictly once per distinct value (31/02 is an error, not 3 March).
+    Without a format, an ISO datetime at midnight is its date (a timestamp column's dates)."""
     fmt = spec.date_format or spec.datetime_format
 
     def one(v: str) -> Outcome:
         if fmt is not None:
             try:
-                return datetime.strptime(v, fmt).date().isoformat(), None, None
+                return parse_with_fraction(v, fmt).date().isoformat(), None, None
             except ValueError:
                 return None, f"does not match date_format '{fmt}' (or is no such date)", None
+        midnight = MIDNIGHT_RE.fullmatch(v)
+        if midnight is not None:
+            v = midnight.group(1)
         if re.fullmatch(ISO_DATE_RE, v):
             try:
                 return datetime.strptime(v, "%Y-%m-%d").date().isoformat(), None, None
@@ -85,7 +110,7 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
 
     def strict(v: str) -> Outcome:
         try:
-            dt = datetime.strptime(v, fmt) if fmt else datetime.fromisoformat(v)
+            dt = parse_with_fraction(v, fmt) if fmt else datetime.fromisoformat(v)
         except ValueError:
             reason = (
                 f"does not match datetime_format '{fmt}'"
