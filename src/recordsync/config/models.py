@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from recordsync.config.after_run import AfterRun, VerifyOverride, VerifySettings
 from recordsync.config.mapping_parts import TEMPLATE_FIELD as TEMPLATE_FIELD
 from recordsync.config.mapping_parts import FieldSpec as FieldSpec  # re-exported: the parts
 from recordsync.config.mapping_parts import (
@@ -84,6 +85,7 @@ class MappingConfig(Strict):
     match_by_ledger_id: bool = False
     require_key: bool = False  # config/idempotency.py: a key that survives lost state
     mirror_deletes: MirrorDeletes = Field(default_factory=MirrorDeletes)
+    verify: VerifyOverride | None = None  # config/after_run.py: overrides the pipeline's
 
     _path: Path | None = PrivateAttr(default=None)
     _node: yaml.Node | None = PrivateAttr(default=None)
@@ -223,6 +225,8 @@ class PipelineConfig(Strict):
     steps: list[StepConfig] = Field(min_length=1)
     report: ReportSettings = Field(default_factory=ReportSettings)
     send: SendSettings = Field(default_factory=SendSettings)
+    verify: VerifySettings = Field(default_factory=VerifySettings)  # config/after_run.py
+    after_run: AfterRun = Field(default_factory=AfterRun)
 
     _path: Path | None = PrivateAttr(default=None)
 

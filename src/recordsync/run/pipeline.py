@@ -21,7 +21,9 @@ import httpx
 
 from recordsync import tuning
 from recordsync.config import load_pipeline
+from recordsync.config.after_run import VerifySettings
 from recordsync.config.idempotency import idempotency_warnings
+from recordsync.config.models import PipelineConfig
 from recordsync.core.errors import ApiError, AuthError, ConfigError
 from recordsync.nightly.dry_run_refs import refuse_refs_without_state
 from recordsync.nightly.hook import HookSettings, open_state
@@ -37,6 +39,7 @@ from recordsync.run.target import (
     choose_target,
     open_target,
 )
+from recordsync.run.verify import ReadBack, remapper
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
 from recordsync.send.step import ChunkHook, Progress, SendOptions
@@ -47,6 +50,7 @@ from recordsync.state.store import DB_ERRORS
 from recordsync.state.targets import TargetIdentity
 from recordsync.tuning import Tuning
 from recordsync.validate.refs_check import check_refs
+from recordsync.validate.schema import Schema
 
 _STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
 """What opening or writing the state store raises (a file, or a PostgreSQL server)."""
@@ -82,6 +86,9 @@ class RunRequest:
     wait_for_lock: float = 0.0
     """Seconds to wait for a run holding this run's pipeline or key-space locks (0: refuse)."""
     overrides: dict[str, Any] = field(default_factory=dict)
+    verify: bool | None = None
+    """Read back a sample of each step's records (``--verify``/``--no-verify``); None: as
+    the pipeline's and mappings' ``verify:`` say."""
     tuning: Tuning | None = None
     """The process-wide tweaks for this run (:mod:`recordsync.tuning`); None: the process's
     setting (off in a library, unless :func:`recordsync.tuning.enable` was called; on from
@@ -210,6 +217,34 @@ def _run_pipeline(
         return go(opened)
 
 
+def read_back(
+    pipeline: Any,
+    asked: bool | None,
+    client: RecordServiceClient,
+    schema_json: list[dict[str, Any]],
+    users: list[dict[str, Any]],
+) -> ReadBack:
+    """The run's read-back (:mod:`recordsync.run.verify`): each step's ``verify:`` (the
+    pipeline's, overridden by its mapping's), all on or off when ``asked``."""
+    base = pipeline.verify if isinstance(pipeline, PipelineConfig) else VerifySettings()
+    settings: dict[str, VerifySettings] = {}
+    remaps = {}
+    schema = Schema.from_api(schema_json)
+    for step in pipeline.steps:
+        own = step.config.verify
+        chosen = own.over(base) if own is not None else base
+        if asked is not None:
+            chosen = chosen.model_copy(update={"enabled": asked})
+        settings[step.step_name] = chosen
+        remaps[step.step_name] = remapper(step.config, step.base_dir, schema, users)
+    off = (
+        None
+        if any(v.enabled and v.sample for v in settings.values())
+        else ("--no-verify" if asked is False else "verify is off (sample 0 or enabled: false)")
+    )
+    return ReadBack(client, settings, schema, remaps, off=off)
+
+
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     """A run as read from its pipeline file, before its target is contacted."""
@@ -309,6 +344,8 @@ def _run(
         slices = None if options.dry_run else SLICE_ROWS  # a dry run has no chunks to wait
         plans = build_plans(pipeline, schema_json, users, wrap, steps, slices)
         run_id = new_run_id(name)
+        readback = read_back(pipeline, request.verify, client, schema_json, users)
+        skill = pipeline.after_run.skill if isinstance(pipeline, PipelineConfig) else None
 
         def go(hook: ChunkHook | None) -> RunResult:
             return report_to(
@@ -317,6 +354,8 @@ def _run(
                 hook=hook,
                 run_id=run_id,
                 warnings=warnings,
+                readback=readback,
+                skill=skill,
             )
 
         if hook is not None:

@@ -35,6 +35,7 @@ from recordsync.send.plan import (
     FLUSH_ROWS,
     ChunkHook,
     Progress,
+    RowObserver,
     SendOptions,
 )
 from recordsync.send.sender import ChunkAborted, ChunkSender
@@ -67,8 +68,11 @@ class StepRunner:
         progress: Progress,
         make_sender: Callable[[str], ChunkSender] | None,
         hook: ChunkHook | None = None,
+        observer: RowObserver | None = None,
     ) -> None:
         self.writer = writer
+        self.observer = observer
+        """Sees every settled chunk (None: nothing watches)."""
         self.options = options
         self.breaker = breaker
         self.progress = progress
@@ -385,6 +389,9 @@ class StepRunner:
 
     def _report(self, tally: StepTally, chunk: QueuedChunk, results: list[EntryResult]) -> None:
         """Write every row of a settled chunk to the report, in source order."""
+        if self.observer is not None and (results or self.hook is not None):
+            record_id_of = self.hook.record_id_of if self.hook is not None else None
+            self.observer.settled(tally.step, chunk.rows, results, record_id_of)
         if results and record_answered(self.writer, tally, chunk.rows, results):
             self.progress.rows_done(len(chunk.rows))  # every row sent and plain: one block
             return

@@ -1,0 +1,277 @@
+"""Read-back verification: after each step, a sample of the records the step wrote (and of
+rows it found unchanged) is read back by id (``GET /api/objects/{type}?id=``, one request a
+record, through :class:`recordsync.send.readback.NameReader`) and compared with what was sent
+(:mod:`recordsync.run.compare`). A record that differs is a mismatch: another writer changed
+it, a rule of the service rewrote a value, or an update was lost. Each differing field is a
+line of ``readback_mismatches.csv``; more than ``max_mismatch`` records that differ in a step
+make the run exit 1. A record that cannot be read (the service is down, it has no read
+endpoint) is counted ``unreadable``: a warning, not a mismatch.
+
+The sample is drawn as rows stream (:class:`recordsync.run.written.WrittenRecords`); a row
+found unchanged from its digest alone was never mapped in this run: its source cells are
+mapped again (``remap``) to know what its record should hold; fields that are references
+(``ref:``, resolved from the state store) are not compared for those rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from recordsync.config.after_run import VerifySettings
+from recordsync.config.models import MappingConfig
+from recordsync.core.errors import RecordsyncError
+from recordsync.core.model import StepPlan
+from recordsync.map.engine import BatchMapper
+from recordsync.read import iter_source
+from recordsync.report.csvsafe import neutralise
+from recordsync.run.compare import differences, expected_values, shown
+from recordsync.run.written import Sampled, WrittenRecords
+from recordsync.send.client import RecordServiceClient
+from recordsync.send.readback import Gone, NameReader, Unreadable
+from recordsync.validate.schema import Schema
+
+log = logging.getLogger(__name__)
+
+MISMATCH_FILE = "readback_mismatches.csv"
+MISMATCH_COLUMNS = (
+    "step",
+    "source_file",
+    "source_row",
+    "status",
+    "record_id",
+    "field",
+    "sent",
+    "stored",
+)
+EXAMPLES = 10
+"""Differing fields shown per step in report.md and summary.json (the CSV has them all)."""
+
+Remap = Callable[[list[tuple[str, int]]], dict[tuple[str, int], dict[str, Any]]]
+"""Rows of a step's source (file, line) → the batch inputs its mapping makes of them (rows
+it cannot map, or cannot find, are left out)."""
+
+
+def remapper(mapping: MappingConfig, base_dir: Path, schema: Schema | None, users: Any) -> Remap:
+    """The step's :data:`Remap`: its source read once more, only the rows asked for mapped
+    (reference fields left out: the state store resolves them, not the mapping)."""
+
+    def remap(wanted: list[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
+        mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
+        lines: dict[str, set[int]] = {}
+        for file, line in wanted:
+            lines.setdefault(file, set()).add(line)
+        refs = {name for name, spec in mapping.fields.items() if spec.ref is not None}
+        out: dict[tuple[str, int], dict[str, Any]] = {}
+        for sb in iter_source(mapping.source, base_dir):
+            mine = lines.get(sb.file)
+            if not mine:
+                continue
+            at = np.flatnonzero(np.isin(sb.rows, list(mine)))
+            if not len(at):
+                continue
+            mapped = mapper.map_batch(sb.batch.take(pa.array(at)))
+            for i, position in enumerate(at.tolist()):
+                payload = mapped.payloads[i]
+                if mapped.errors[i] is None and payload:
+                    fields = payload.get("fields")
+                    if refs and isinstance(fields, dict):
+                        payload = {
+                            **payload,
+                            "fields": {k: v for k, v in fields.items() if k not in refs},
+                        }
+                    out[(sb.file, int(sb.rows[position]))] = payload
+        return out
+
+    return remap
+
+
+@dataclass(slots=True)
+class StepCheck:
+    """What reading back one step's sample found."""
+
+    step: str
+    object_type: str
+    sample: int
+    max_mismatch: int
+    written: int = 0
+    """Records of rows the step created or updated, read back."""
+    unchanged: int = 0
+    """Records of rows found unchanged, read back."""
+    mismatched: int = 0
+    """Records that differ from what was sent (or are gone)."""
+    fields: int = 0
+    unreadable: int = 0
+    problems: list[str] = field(default_factory=list)
+    lines: list[tuple[Any, ...]] = field(default_factory=list)
+    """``readback_mismatches.csv`` lines (:data:`MISMATCH_COLUMNS`)."""
+
+    @property
+    def failed(self) -> bool:
+        return self.mismatched > self.max_mismatch
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "object_type": self.object_type,
+            "sample": self.sample,
+            "records_read": self.written + self.unchanged,
+            "written_read": self.written,
+            "unchanged_read": self.unchanged,
+            "mismatched_records": self.mismatched,
+            "mismatched_fields": self.fields,
+            "max_mismatch": self.max_mismatch,
+            "unreadable": self.unreadable,
+            "failed": self.failed,
+            "problems": self.problems[:EXAMPLES],
+            "examples": [_example(line) for line in self.lines[:EXAMPLES]],
+        }
+
+
+def _example(line: tuple[Any, ...]) -> str:
+    _, file, row, status, rid, name, sent, stored = line
+    return f"{file}:{row} ({status}, record {rid}) {name}: sent {sent}, stored {stored}"
+
+
+class ReadBack:
+    """The read-back of one run: its sampler (the step runner's observer) and each step's
+    check, run once the step is over."""
+
+    def __init__(
+        self,
+        client: RecordServiceClient,
+        settings: Mapping[str, VerifySettings],
+        schema: Schema | None,
+        remaps: Mapping[str, Remap] | None = None,
+        *,
+        off: str | None = None,
+        seed: int | None = None,
+    ) -> None:
+        self.off = off
+        """Why nothing is read back (None: some step is)."""
+        self.client = client
+        self.settings = dict(settings)
+        self.schema = schema
+        self.remaps = dict(remaps or {})
+        sizes = {s: v.sample for s, v in self.settings.items() if v.enabled}
+        self.watch = WrittenRecords(sizes, seed=seed)
+        self.checks: list[StepCheck] = []
+        self.requests = 0
+
+    def after_step(self, plan: StepPlan) -> StepCheck | None:
+        """Read back the step's sample; None when the step is not verified."""
+        settings = self.settings.get(plan.name)
+        if settings is None or not settings.enabled or not settings.sample:
+            return None
+        check = StepCheck(plan.name, plan.object_type, settings.sample, settings.max_mismatch)
+        reader = NameReader(self.client, plan.object_type)
+        object_type = self.schema.object_type(plan.object_type) if self.schema else None
+        sample = self.watch.sample(plan.name)
+        self._remap(check, [s for s in sample if s.payload is None])
+        for s in sample:
+            if s.payload is not None:
+                self._check_one(check, reader, object_type, s)
+        self.watch.forget(plan.name)
+        self.checks.append(check)
+        if check.mismatched:
+            log.warning(
+                "step %s: %d of %d records read back differ from what was sent (see %s)",
+                plan.name,
+                check.mismatched,
+                check.written + check.unchanged,
+                MISMATCH_FILE,
+            )
+        return check
+
+    def _check_one(
+        self, check: StepCheck, reader: NameReader, object_type: Any, s: Sampled
+    ) -> None:
+        assert s.payload is not None
+        expected = expected_values([s.payload, *s.later])
+        before = self.client.requests_sent
+        try:
+            record = reader.record(s.record_id)
+        except Gone:
+            record = None
+        except Unreadable as exc:
+            check.unreadable += 1
+            check.problems.append(f"record {s.record_id}: {exc}")
+            return
+        finally:
+            self.requests += self.client.requests_sent - before
+        if s.status == "unchanged":
+            check.unchanged += 1
+        else:
+            check.written += 1
+        where = (check.step, s.source_file, s.source_row, s.status, s.record_id)
+        if record is None:
+            check.mismatched += 1
+            check.fields += 1
+            check.lines.append((*where, "(record)", "", "(not found: deleted since?)"))
+            return
+        diffs = differences(expected, record, object_type)
+        if diffs:
+            check.mismatched += 1
+            check.fields += len(diffs)
+            for d in diffs:
+                check.lines.append((*where, d.field, shown(d.sent), shown(d.stored)))
+
+    def _remap(self, check: StepCheck, rows: list[Sampled]) -> None:
+        """What rows found unchanged from their digests should hold: mapped again (their
+        ``payload`` set; a row that cannot be is left out, with a problem noted)."""
+        remap = self.remaps.get(check.step)
+        if not rows or remap is None:
+            return
+        try:
+            got = remap([(s.source_file, s.source_row) for s in rows])
+        except RecordsyncError as exc:  # the source changed or went since the step read it
+            check.problems.append(f"rows found unchanged were not read again: {exc}")
+            return
+        for s in rows:
+            s.payload = got.get((s.source_file, s.source_row))
+            if s.payload is None:
+                check.problems.append(f"{s.source_file}:{s.source_row}: not mapped again")
+
+    @property
+    def failed(self) -> bool:
+        return any(c.failed for c in self.checks)
+
+    def summary(self, directory: Path) -> dict[str, Any]:
+        """``verify`` of summary.json; writes ``readback_mismatches.csv`` into ``directory``
+        when a record differed."""
+        if self.off is not None:
+            return not_verified(self.off)
+        lines = [line for c in self.checks for line in c.lines]
+        if lines:
+            write_mismatches(directory / MISMATCH_FILE, lines)
+        return {
+            "enabled": True,
+            "requests": self.requests,
+            "records_read": sum(c.written + c.unchanged for c in self.checks),
+            "mismatched_records": sum(c.mismatched for c in self.checks),
+            "mismatched_fields": sum(c.fields for c in self.checks),
+            "unreadable": sum(c.unreadable for c in self.checks),
+            "failed": self.failed,
+            "file": MISMATCH_FILE if lines else None,
+            "steps": [c.as_json() for c in self.checks],
+        }
+
+
+def write_mismatches(path: Path, lines: list[tuple[Any, ...]]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as out:
+        writer = csv.writer(out)
+        writer.writerow(MISMATCH_COLUMNS)
+        for line in lines:
+            writer.writerow([neutralise(str(c)) for c in line])
+
+
+def not_verified(why: str) -> dict[str, Any]:
+    """``verify`` of summary.json for a run that read nothing back, and why."""
+    return {"enabled": False, "why": why}

@@ -1,0 +1,237 @@
+"""What a run wrote, as it streams: per step, a uniform sample of the records it wrote and of
+the rows it found unchanged (for the read-back, :mod:`recordsync.run.verify`), and the first
+record ids it created or updated (for the skill triggered after the run,
+:mod:`recordsync.run.after_run`).
+
+:class:`WrittenRecords` is the step runner's :class:`recordsync.send.plan.RowObserver`. Its
+cost is a few microseconds a chunk: the reservoirs skip ahead (Li's algorithm L: a random
+number per row *taken*, not per row seen), and a sampled record another row of the step
+writes later takes that row's values on top (the record holds the last write), so that a
+sample never expects values another row of the same step replaced.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import Item, PreparedRow, RowStatus, UnchangedBlock, values_of
+
+MAX_CHANGED_IDS = 1000
+"""Record ids kept for the skill's payload, in all (the first ones, in run order)."""
+
+_WRITTEN = (RowStatus.CREATED, RowStatus.UPDATED)
+
+
+@dataclass(slots=True)
+class Sampled:
+    """One row whose record is to be read back: what was sent (``payload``: its batch input;
+    None for a row found unchanged from its digest, whose ``cells`` are mapped again)."""
+
+    step: str
+    source_file: str
+    source_row: int
+    status: str
+    """``created``, ``updated`` or ``unchanged``."""
+    record_id: int
+    payload: dict[str, Any] | None = None
+    later: list[dict[str, Any]] = field(default_factory=list)
+    """Batch inputs other rows of the step sent to the same record afterwards."""
+
+
+class Reservoir:
+    """A uniform sample of ``size`` items of a stream (algorithm L)."""
+
+    __slots__ = ("_next", "_rng", "_w", "items", "seen", "size")
+
+    def __init__(self, size: int, rng: random.Random) -> None:
+        self.size = size
+        self.items: list[Sampled] = []
+        self.seen = 0
+        self._rng = rng
+        self._w = 1.0
+        self._next = size  # the position of the next item taken once the sample is full
+        if size:
+            self._step()
+
+    def _step(self) -> None:
+        rng = self._rng
+        self._w *= math.exp(math.log(rng.random() or 1e-300) / self.size)
+        jump = math.log(rng.random() or 1e-300) / math.log1p(-self._w) if self._w < 1 else 0.0
+        self._next += int(min(jump, 2.0**62))
+
+    def wants(self, n: int) -> list[int]:
+        """Of the next ``n`` items, the indexes (0..n-1) to take; then they count as seen.
+        Each index returned must be given to :meth:`take` in order."""
+        if not self.size:
+            self.seen += n
+            return []
+        start, end = self.seen, self.seen + n
+        out = list(range(0, max(0, min(end, self.size) - start)))  # while the sample fills
+        while self._next < end:  # never behind ``start``: every position is passed in order
+            out.append(self._next - start)
+            self._next += 1
+            self._step()
+        self.seen = end
+        return out
+
+    def take(self, item: Sampled) -> Sampled | None:
+        """Add ``item``; the item it replaces (None while the sample fills)."""
+        if len(self.items) < self.size:
+            self.items.append(item)
+            return None
+        slot = self._rng.randrange(self.size)
+        old, self.items[slot] = self.items[slot], item
+        return old
+
+
+class WrittenRecords:
+    """Watches every settled chunk of a run (:class:`recordsync.send.plan.RowObserver`)."""
+
+    def __init__(self, sizes: dict[str, int], *, seed: int | None = None) -> None:
+        """``sizes``: per step, how many records to read back (half written, half
+        unchanged; steps not named: none)."""
+        rng = random.Random(seed)
+        self._written = {s: Reservoir(n - n // 2, rng) for s, n in sizes.items()}
+        self._unchanged = {s: Reservoir(n, rng) for s, n in sizes.items()}
+        self._sampled: dict[str, dict[int, Sampled]] = {s: {} for s in sizes}
+        self.sizes = sizes
+        self.changed: dict[str, dict[str, list[int]]] = {}
+        """Per step: ``created`` and ``updated`` record ids (at most MAX_CHANGED_IDS in all)."""
+        self.kept = 0
+
+    # -- the observer --------------------------------------------------------------------
+    def settled(
+        self,
+        step: str,
+        rows: list[Item],
+        results: list[EntryResult],
+        record_id_of: Callable[[PreparedRow], int | None] | None,
+    ) -> None:
+        if results and self.kept < MAX_CHANGED_IDS:
+            self._keep_ids(step, results)
+        written = self._written.get(step)
+        if written is None:
+            return
+        sampled = self._sampled[step]
+        if results:
+            if sampled:
+                self._overlay(sampled, rows, results)
+            ok = [
+                i for i, r in enumerate(results) if r.status in _WRITTEN and r.record_id is not None
+            ]
+            picks = written.wants(len(ok))
+            if picks:
+                valid = [r for r in rows if type(r) is PreparedRow and r.status is RowStatus.VALID]
+                for p in picks:
+                    i = ok[p]
+                    row, result = valid[i], results[i]
+                    assert result.record_id is not None
+                    self._put(written, sampled, _row_sample(step, row, result))
+        unchanged = self._unchanged[step]
+        if unchanged.size and record_id_of is not None:
+            self._offer_unchanged(step, rows, unchanged, sampled, record_id_of)
+
+    def _keep_ids(self, step: str, results: list[EntryResult]) -> None:
+        lists = self.changed.setdefault(step, {"created": [], "updated": []})
+        for r in results:
+            if r.status in _WRITTEN and r.record_id is not None:
+                lists[r.status.value].append(r.record_id)
+                self.kept += 1
+                if self.kept >= MAX_CHANGED_IDS:
+                    return
+
+    def _overlay(
+        self, sampled: dict[int, Sampled], rows: list[Item], results: list[EntryResult]
+    ) -> None:
+        """Rows of this chunk written to a record already sampled: their values come after."""
+        ids = [r.record_id for r in results]
+        if sampled.keys().isdisjoint(ids):
+            return
+        valid = [r for r in rows if type(r) is PreparedRow and r.status is RowStatus.VALID]
+        for row, result in zip(valid, results, strict=False):
+            hit = sampled.get(result.record_id) if result.record_id is not None else None
+            if hit is not None and result.status in _WRITTEN and row.payload is not None:
+                hit.later.append(row.payload)
+
+    def _offer_unchanged(
+        self,
+        step: str,
+        rows: list[Item],
+        reservoir: Reservoir,
+        sampled: dict[int, Sampled],
+        record_id_of: Callable[[PreparedRow], int | None],
+    ) -> None:
+        for item in rows:
+            if type(item) is UnchangedBlock:
+                picks = reservoir.wants(len(item))
+                if not picks:
+                    continue
+                rids = values_of(item.record_ids)
+                lines = values_of(item.source_rows)
+                for i in picks:
+                    if rids[i] is None:
+                        continue
+                    self._put(
+                        reservoir,
+                        sampled,
+                        Sampled(step, item.source_file, int(lines[i]), "unchanged", int(rids[i])),
+                    )
+            elif type(item) is PreparedRow and item.status is RowStatus.UNCHANGED:
+                if not reservoir.wants(1):
+                    continue
+                rid = record_id_of(item)
+                if rid is not None and item.payload is not None:
+                    src = item.source
+                    self._put(
+                        reservoir,
+                        sampled,
+                        Sampled(
+                            step, src.source_file, src.source_row, "unchanged", rid, item.payload
+                        ),
+                    )
+
+    @staticmethod
+    def _put(reservoir: Reservoir, sampled: dict[int, Sampled], item: Sampled) -> None:
+        old = reservoir.take(item)
+        if old is not None and sampled.get(old.record_id) is old:
+            del sampled[old.record_id]
+        sampled.setdefault(item.record_id, item)
+
+    # -- after the step ------------------------------------------------------------------
+    def sample(self, step: str) -> list[Sampled]:
+        """The step's sample: up to its size, half from each kind, the rest from the other
+        when one kind has fewer; one entry per record (the first row that wrote it)."""
+        size = self.sizes.get(step, 0)
+        if not size:
+            return []
+        written = self._written[step].items
+        unchanged = self._unchanged[step].items
+        take_w = min(len(written), max(size - len(unchanged), size - size // 2))
+        chosen = written[:take_w] + unchanged[: size - take_w]
+        seen: set[int] = set()
+        out: list[Sampled] = []
+        for s in chosen:
+            if s.record_id not in seen:
+                seen.add(s.record_id)
+                out.append(s)
+        return sorted(out, key=lambda s: (s.source_file, s.source_row))
+
+    def forget(self, step: str) -> None:
+        """Let the step's sample go (it was read back)."""
+        for store in (self._written, self._unchanged):
+            if step in store:
+                store[step].items = []
+        self._sampled.pop(step, None)
+
+
+def _row_sample(step: str, row: PreparedRow, result: EntryResult) -> Sampled:
+    src = row.source
+    assert result.record_id is not None
+    return Sampled(
+        step, src.source_file, src.source_row, result.status.value, result.record_id, row.payload
+    )
