@@ -32,4 +32,11 @@ def why_rows_not_ok(summary: dict[str, Any], report_dir: Path) -> str | None:
             f"mirror deletes of {', '.join(skipped)} skipped (a line may hide rows): see"
             f" {report_dir / 'report.md'}"
         )
+    verify = summary.get("verify") or {}
+    if verify.get("failed"):
+        where = report_dir / (verify.get("file") or "report.md")
+        parts.append(
+            f"{verify['mismatched_records']} record(s) read back differ from what was sent: "
+            f"see {where}"
+        )
     return "; ".join(parts) or None

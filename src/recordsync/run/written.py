@@ -95,8 +95,8 @@ class WrittenRecords:
     def __init__(self, sizes: dict[str, int], *, seed: int | None = None) -> None:
         """``sizes``: per step, how many records to read back (half written, half
         unchanged; steps not named: none)."""
-        rng = random.Random(seed)
-        self._written = {s: Reservoir(n - n // 2, rng) for s, n in sizes.items()}
+        rng = self._rng = random.Random(seed)
+        self._written = {s: Reservoir(n, rng) for s, n in sizes.items()}
         self._unchanged = {s: Reservoir(n, rng) for s, n in sizes.items()}
         self._sampled: dict[str, dict[int, Sampled]] = {s: {} for s in sizes}
         self.sizes = sizes
@@ -212,7 +212,8 @@ class WrittenRecords:
         written = self._written[step].items
         unchanged = self._unchanged[step].items
         take_w = min(len(written), max(size - len(unchanged), size - size // 2))
-        chosen = written[:take_w] + unchanged[: size - take_w]
+        take_u = min(len(unchanged), size - take_w)
+        chosen = self._rng.sample(written, take_w) + self._rng.sample(unchanged, take_u)
         seen: set[int] = set()
         out: list[Sampled] = []
         for s in chosen:
