@@ -41,6 +41,8 @@ class Sampled:
     payload: dict[str, Any] | None = None
     later: list[dict[str, Any]] = field(default_factory=list)
     """Batch inputs other rows of the step sent to the same record afterwards."""
+    at: tuple[int, int] = (0, 0)
+    """Where the row was seen: (chunk, position among the chunk's items)."""
 
 
 class Reservoir:
@@ -98,7 +100,9 @@ class WrittenRecords:
         rng = self._rng = random.Random(seed)
         self._written = {s: Reservoir(n, rng) for s, n in sizes.items()}
         self._unchanged = {s: Reservoir(n, rng) for s, n in sizes.items()}
-        self._sampled: dict[str, dict[int, Sampled]] = {s: {} for s in sizes}
+        self._sampled: dict[str, dict[int, list[Sampled]]] = {s: {} for s in sizes}
+        """Per step, record id → the sampled rows of that record."""
+        self._chunk = 0
         self.sizes = sizes
         self.changed: dict[str, dict[str, list[int]]] = {}
         """Per step: ``created`` and ``updated`` record ids (at most MAX_CHANGED_IDS in all)."""
@@ -118,23 +122,33 @@ class WrittenRecords:
         if written is None:
             return
         sampled = self._sampled[step]
-        if results:
-            if sampled:
-                self._overlay(sampled, rows, results)
-            ok = [
-                i for i, r in enumerate(results) if r.status in _WRITTEN and r.record_id is not None
-            ]
-            picks = written.wants(len(ok))
-            if picks:
-                valid = [r for r in rows if type(r) is PreparedRow and r.status is RowStatus.VALID]
-                for p in picks:
-                    i = ok[p]
-                    row, result = valid[i], results[i]
-                    assert result.record_id is not None
-                    self._put(written, sampled, _row_sample(step, row, result))
+        self._chunk += 1
         unchanged = self._unchanged[step]
         if unchanged.size and record_id_of is not None:
             self._offer_unchanged(step, rows, unchanged, sampled, record_id_of)
+        if not results:
+            return
+        ok = [i for i, r in enumerate(results) if r.status in _WRITTEN and r.record_id is not None]
+        picks = written.wants(len(ok))
+        if not picks and (not sampled or sampled.keys().isdisjoint(r.record_id for r in results)):
+            return
+        valid = [j for j, r in enumerate(rows) if _is_valid(r)]
+        for p in picks:
+            i = ok[p]
+            row, result = rows[valid[i]], results[i]
+            assert isinstance(row, PreparedRow) and result.record_id is not None
+            src = row.source
+            item = Sampled(
+                step,
+                src.source_file,
+                src.source_row,
+                result.status.value,
+                result.record_id,
+                row.payload,
+                at=(self._chunk, valid[i]),
+            )
+            self._put(written, sampled, item)
+        self._overlay(sampled, rows, results, valid)
 
     def _keep_ids(self, step: str, results: list[EntryResult]) -> None:
         lists = self.changed.setdefault(step, {"created": [], "updated": []})
@@ -146,27 +160,32 @@ class WrittenRecords:
                     return
 
     def _overlay(
-        self, sampled: dict[int, Sampled], rows: list[Item], results: list[EntryResult]
+        self,
+        sampled: dict[int, list[Sampled]],
+        rows: list[Item],
+        results: list[EntryResult],
+        valid: list[int],
     ) -> None:
-        """Rows of this chunk written to a record already sampled: their values come after."""
-        ids = [r.record_id for r in results]
-        if sampled.keys().isdisjoint(ids):
-            return
-        valid = [r for r in rows if type(r) is PreparedRow and r.status is RowStatus.VALID]
-        for row, result in zip(valid, results, strict=False):
-            hit = sampled.get(result.record_id) if result.record_id is not None else None
-            if hit is not None and result.status in _WRITTEN and row.payload is not None:
-                hit.later.append(row.payload)
+        """Rows of this chunk written to a sampled record after its sampled row: their
+        values are on top of that row's."""
+        for j, result in zip(valid, results, strict=False):
+            hits = sampled.get(result.record_id) if result.record_id is not None else None
+            row = rows[j]
+            if not hits or result.status not in _WRITTEN or not isinstance(row, PreparedRow):
+                continue
+            for hit in hits:
+                if hit.at < (self._chunk, j) and row.payload is not None:
+                    hit.later.append(row.payload)
 
     def _offer_unchanged(
         self,
         step: str,
         rows: list[Item],
         reservoir: Reservoir,
-        sampled: dict[int, Sampled],
+        sampled: dict[int, list[Sampled]],
         record_id_of: Callable[[PreparedRow], int | None],
     ) -> None:
-        for item in rows:
+        for j, item in enumerate(rows):
             if type(item) is UnchangedBlock:
                 picks = reservoir.wants(len(item))
                 if not picks:
@@ -179,7 +198,14 @@ class WrittenRecords:
                     self._put(
                         reservoir,
                         sampled,
-                        Sampled(step, item.source_file, int(lines[i]), "unchanged", int(rids[i])),
+                        Sampled(
+                            step,
+                            item.source_file,
+                            int(lines[i]),
+                            "unchanged",
+                            int(rids[i]),
+                            at=(self._chunk, j),
+                        ),
                     )
             elif type(item) is PreparedRow and item.status is RowStatus.UNCHANGED:
                 if not reservoir.wants(1):
@@ -191,16 +217,26 @@ class WrittenRecords:
                         reservoir,
                         sampled,
                         Sampled(
-                            step, src.source_file, src.source_row, "unchanged", rid, item.payload
+                            step,
+                            src.source_file,
+                            src.source_row,
+                            "unchanged",
+                            rid,
+                            item.payload,
+                            at=(self._chunk, j),
                         ),
                     )
 
     @staticmethod
-    def _put(reservoir: Reservoir, sampled: dict[int, Sampled], item: Sampled) -> None:
+    def _put(reservoir: Reservoir, sampled: dict[int, list[Sampled]], item: Sampled) -> None:
         old = reservoir.take(item)
-        if old is not None and sampled.get(old.record_id) is old:
-            del sampled[old.record_id]
-        sampled.setdefault(item.record_id, item)
+        if old is not None:
+            kept = [s for s in sampled.get(old.record_id, []) if s is not old]
+            if kept:
+                sampled[old.record_id] = kept
+            else:
+                sampled.pop(old.record_id, None)
+        sampled.setdefault(item.record_id, []).append(item)
 
     # -- after the step ------------------------------------------------------------------
     def sample(self, step: str) -> list[Sampled]:
@@ -230,9 +266,5 @@ class WrittenRecords:
         self._sampled.pop(step, None)
 
 
-def _row_sample(step: str, row: PreparedRow, result: EntryResult) -> Sampled:
-    src = row.source
-    assert result.record_id is not None
-    return Sampled(
-        step, src.source_file, src.source_row, result.status.value, result.record_id, row.payload
-    )
+def _is_valid(item: Item) -> bool:
+    return type(item) is PreparedRow and item.status is RowStatus.VALID

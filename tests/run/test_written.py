@@ -1,0 +1,97 @@
+"""The sampler of what a run wrote: uniform reservoirs, later writes to a sampled record,
+rows found unchanged, the record ids kept for the skill."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import Item, PreparedRow, RowStatus, SourceRow, UnchangedBlock
+from recordsync.run.written import MAX_CHANGED_IDS, Reservoir, Sampled, WrittenRecords
+
+
+def test_a_reservoir_takes_every_item_until_full_then_exactly_size() -> None:
+    r = Reservoir(5, random.Random(1))
+    assert r.wants(3) == [0, 1, 2]
+    for i in range(3):
+        r.take(Sampled("s", "f", i, "created", i))
+    for chunk in range(200):
+        for p in r.wants(100):
+            r.take(Sampled("s", "f", 3 + chunk * 100 + p, "created", 0))
+    assert len(r.items) == 5 and r.seen == 20_003
+
+
+def test_a_reservoir_is_uniform() -> None:
+    """Every position of a 50-item stream is kept about equally often (size 5: 10%)."""
+    counts: Counter[int] = Counter()
+    rng = random.Random(7)
+    runs = 4000
+    for _ in range(runs):
+        r = Reservoir(5, rng)
+        position = 0
+        for n in (7, 13, 30):
+            for p in r.wants(n):
+                r.take(Sampled("s", "f", position + p, "created", 0))
+            position += n
+        counts.update(s.source_row for s in r.items)
+    expected = runs * 5 / 50
+    assert set(counts) == set(range(50))
+    assert all(abs(c - expected) < expected * 0.25 for c in counts.values()), counts
+
+
+def row(line: int, name: str, status: RowStatus = RowStatus.VALID) -> PreparedRow:
+    payload = {"name": name, "fields": {"job_title": name}}
+    return PreparedRow(SourceRow("f.csv", line, {}), status, payload)
+
+
+def test_a_later_row_written_to_a_sampled_record_is_expected_on_top() -> None:
+    w = WrittenRecords({"s": 10}, seed=1)
+    first = [row(2, "a"), row(3, "b")]
+    w.settled(
+        "s",
+        list(first),
+        [EntryResult(RowStatus.CREATED, 1), EntryResult(RowStatus.CREATED, 2)],
+        None,
+    )
+    w.settled("s", [row(4, "c")], [EntryResult(RowStatus.UPDATED, 1)], None)
+    by_id = {s.record_id: s for s in w.sample("s")}
+    assert set(by_id) == {1, 2}  # one entry per record
+    # record 1: row 2 with row 4's values on top, or row 4 itself (its last write)
+    expected = {(2, ("c",)), (4, ())}
+    assert (by_id[1].source_row, tuple(p["name"] for p in by_id[1].later)) in expected
+    assert by_id[2].later == []
+    rows = [row(5, "x"), row(6, "y"), row(7, "z")]
+    w2 = WrittenRecords({"s": 3}, seed=2)  # one chunk: a row written later in it comes after
+    w2.settled("s", rows, [EntryResult(RowStatus.CREATED, 9)] * 3, None)
+    (only,) = w2.sample("s")
+    after = {5: ["y", "z"], 6: ["z"], 7: []}[only.source_row]
+    assert [p["name"] for p in only.later] == after
+
+
+def test_rows_found_unchanged_are_sampled_with_their_record_ids() -> None:
+    w = WrittenRecords({"s": 4}, seed=3)
+    block = UnchangedBlock(
+        "f.csv", [10, 11, 12], [0, 1, 2], ["k0", "k1", "k2"], [None] * 3, [None] * 3, [7, None, 9]
+    )
+    unchanged = row(13, "d", RowStatus.UNCHANGED)
+    rows: list[Item] = [block, unchanged, row(14, "e")]
+    ids = {id(unchanged): 11}
+    w.settled("s", rows, [EntryResult(RowStatus.CREATED, 20)], lambda r: ids.get(id(r)))
+    got = {(s.source_row, s.record_id, s.status) for s in w.sample("s")}
+    # half written (1 there is), the rest unchanged; line 11 has no record id: never sampled
+    assert (14, 20, "created") in got and len(got) == 4
+    assert got - {(14, 20, "created")} <= {
+        (10, 7, "unchanged"),
+        (12, 9, "unchanged"),
+        (13, 11, "unchanged"),
+    }
+
+
+def test_record_ids_kept_for_the_skill_are_capped() -> None:
+    w = WrittenRecords({}, seed=1)
+    results = [EntryResult(RowStatus.CREATED, i) for i in range(MAX_CHANGED_IDS + 50)]
+    results[3] = EntryResult(RowStatus.FAILED, None, "no")
+    w.settled("s", [], results, None)
+    assert len(w.changed["s"]["created"]) == MAX_CHANGED_IDS and 3 not in w.changed["s"]["created"]
+    assert w.sample("s") == []
