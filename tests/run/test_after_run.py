@@ -11,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.e2e.support import KEY, loopback_client, served, target
 
 from recordsync.report.tally import StepTally
 from recordsync.run.after_run import MAX_BODY, MAX_REASON, TOP_FAILURES, encode, skill_payload
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.written import MAX_CHANGED_IDS
 from recordsync.send.retry import RetryPolicy
-from tests.e2e.support import KEY, loopback_client, served, target
 
 LIVE = "00000000-0000-4000-8000-000000000001"
 PAUSED = "00000000-0000-4000-8000-000000000002"
@@ -37,7 +37,8 @@ def write_pipeline(
     )
     path = tmp / "pipe.yaml"
     path.write_text(
-        f"name: skilled\nsteps: [contacts.yaml]\nafter_run:\n  skill: {{id: {skill}, when: {when}}}\n",
+        "name: skilled\nsteps: [contacts.yaml]\n"
+        f"after_run:\n  skill: {{id: {skill}, when: {when}}}\n",
         encoding="utf-8",
     )
     return path

@@ -72,19 +72,21 @@ def test_a_later_row_written_to_a_sampled_record_is_expected_on_top() -> None:
 def test_rows_found_unchanged_are_sampled_with_their_record_ids() -> None:
     w = WrittenRecords({"s": 4}, seed=3)
     block = UnchangedBlock(
-        "f.csv", [10, 11, 12], [0, 1, 2], ["k0", "k1", "k2"], [None] * 3, [None] * 3, [7, None, 9]
+        "f.csv", [10, 11, 12, 15], [0, 1, 2, 3], ["k"] * 4, [None] * 4, [None] * 4, [7, None, 9, 8]
     )
+    block.cells = {10: "cells of 10", 11: "cells of 11", 12: "cells of 12"}  # 15: not kept
     unchanged = row(13, "d", RowStatus.UNCHANGED)
     rows: list[Item] = [block, unchanged, row(14, "e")]
     ids = {id(unchanged): 11}
     w.settled("s", rows, [EntryResult(RowStatus.CREATED, 20)], lambda r: ids.get(id(r)))
-    got = {(s.source_row, s.record_id, s.status) for s in w.sample("s")}
-    # half written (1 there is), the rest unchanged; line 11 has no record id: never sampled
-    assert (14, 20, "created") in got and len(got) == 4
-    assert got - {(14, 20, "created")} <= {
-        (10, 7, "unchanged"),
-        (12, 9, "unchanged"),
-        (13, 11, "unchanged"),
+    got = {(s.source_row, s.record_id, s.status, s.cells) for s in w.sample("s")}
+    # half written (1 there is), the rest unchanged: rows with cells, or mapped (13);
+    # line 11 has no record id, line 15 no cells: never sampled
+    assert got == {
+        (14, 20, "created", None),
+        (10, 7, "unchanged", "cells of 10"),
+        (12, 9, "unchanged", "cells of 12"),
+        (13, 11, "unchanged", None),
     }
 
 

@@ -342,9 +342,11 @@ def _run(
             if refused is not None:
                 warnings = [*warnings, f"the real run would stop: {refused}; {RECREATE_HINT}"]
         slices = None if options.dry_run else SLICE_ROWS  # a dry run has no chunks to wait
-        plans = build_plans(pipeline, schema_json, users, wrap, steps, slices)
-        run_id = new_run_id(name)
         readback = read_back(pipeline, request.verify, client, schema_json, users)
+        plans = build_plans(
+            pipeline, schema_json, users, wrap, steps, slices, sample_cells=readback.watch.sizes
+        )
+        run_id = new_run_id(name)
         skill = pipeline.after_run.skill if isinstance(pipeline, PipelineConfig) else None
 
         def go(hook: ChunkHook | None) -> RunResult:

@@ -8,9 +8,11 @@ make the run exit 1. A record that cannot be read (the service is down, it has n
 endpoint) is counted ``unreadable``: a warning, not a mismatch.
 
 The sample is drawn as rows stream (:class:`recordsync.run.written.WrittenRecords`); a row
-found unchanged from its digest alone was never mapped in this run: its source cells are
-mapped again (``remap``) to know what its record should hold; fields that are references
-(``ref:``, resolved from the state store) are not compared for those rows.
+found unchanged from its digest alone was never mapped in this run: the first pass over the
+source kept the cells of a sample of those rows (:mod:`recordsync.prepare.cell_sample`), which
+are mapped here (``remap``) to know what their record should hold (the source is not read
+again); fields that are references (``ref:``, resolved from the state store) are not
+compared for those rows.
 """
 
 from __future__ import annotations
@@ -22,15 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
-
 from recordsync.config.after_run import VerifySettings
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import RecordsyncError
 from recordsync.core.model import StepPlan
 from recordsync.map.engine import BatchMapper
-from recordsync.read import iter_source
 from recordsync.report.csvsafe import neutralise
 from recordsync.run.compare import differences, expected_values, shown
 from recordsync.run.written import Sampled, WrittenRecords
@@ -54,41 +52,26 @@ MISMATCH_COLUMNS = (
 EXAMPLES = 10
 """Differing fields shown per step in report.md and summary.json (the CSV has them all)."""
 
-Remap = Callable[[list[tuple[str, int]]], dict[tuple[str, int], dict[str, Any]]]
-"""Rows of a step's source (file, line) → the batch inputs its mapping makes of them (rows
-it cannot map, or cannot find, are left out)."""
+Remap = Callable[[Any], dict[str, Any] | None]
+"""A row's cells (a one-row Arrow batch of its source) → the batch input the step's mapping
+makes of them (None: it makes none)."""
 
 
 def remapper(mapping: MappingConfig, base_dir: Path, schema: Schema | None, users: Any) -> Remap:
-    """The step's :data:`Remap`: its source read once more, only the rows asked for mapped
-    (reference fields left out: the state store resolves them, not the mapping)."""
+    """The step's :data:`Remap` (its mapper made when first used); reference fields are left
+    out: the state store resolves them, not the mapping."""
+    refs = {name for name, spec in mapping.fields.items() if spec.ref is not None}
+    mappers: list[BatchMapper] = []
 
-    def remap(wanted: list[tuple[str, int]]) -> dict[tuple[str, int], dict[str, Any]]:
-        mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
-        lines: dict[str, set[int]] = {}
-        for file, line in wanted:
-            lines.setdefault(file, set()).add(line)
-        refs = {name for name, spec in mapping.fields.items() if spec.ref is not None}
-        out: dict[tuple[str, int], dict[str, Any]] = {}
-        for sb in iter_source(mapping.source, base_dir):
-            mine = lines.get(sb.file)
-            if not mine:
-                continue
-            at = np.flatnonzero(np.isin(sb.rows, list(mine)))
-            if not len(at):
-                continue
-            mapped = mapper.map_batch(sb.batch.take(pa.array(at)))
-            for i, position in enumerate(at.tolist()):
-                payload = mapped.payloads[i]
-                if mapped.errors[i] is None and payload:
-                    fields = payload.get("fields")
-                    if refs and isinstance(fields, dict):
-                        payload = {
-                            **payload,
-                            "fields": {k: v for k, v in fields.items() if k not in refs},
-                        }
-                    out[(sb.file, int(sb.rows[position]))] = payload
-        return out
+    def remap(cells: Any) -> dict[str, Any] | None:
+        if not mappers:
+            mappers.append(BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users))
+        mapped = mappers[0].map_batch(cells)
+        payload = mapped.payloads[0] if mapped.payloads and mapped.errors[0] is None else None
+        fields = payload.get("fields") if payload else None
+        if payload and refs and isinstance(fields, dict):
+            payload = {**payload, "fields": {k: v for k, v in fields.items() if k not in refs}}
+        return payload or None
 
     return remap
 
@@ -224,20 +207,17 @@ class ReadBack:
                 check.lines.append((*where, d.field, shown(d.sent), shown(d.stored)))
 
     def _remap(self, check: StepCheck, rows: list[Sampled]) -> None:
-        """What rows found unchanged from their digests should hold: mapped again (their
-        ``payload`` set; a row that cannot be is left out, with a problem noted)."""
+        """What rows found unchanged from their digests should hold: their cells mapped
+        (their ``payload`` set; a row that cannot be is left out, with a problem noted)."""
         remap = self.remaps.get(check.step)
-        if not rows or remap is None:
-            return
-        try:
-            got = remap([(s.source_file, s.source_row) for s in rows])
-        except RecordsyncError as exc:  # the source changed or went since the step read it
-            check.problems.append(f"rows found unchanged were not read again: {exc}")
-            return
         for s in rows:
-            s.payload = got.get((s.source_file, s.source_row))
+            try:
+                s.payload = remap(s.cells) if remap is not None and s.cells is not None else None
+            except RecordsyncError as exc:
+                check.problems.append(f"{s.source_file}:{s.source_row}: not mapped ({exc})")
+                continue
             if s.payload is None:
-                check.problems.append(f"{s.source_file}:{s.source_row}: not mapped again")
+                check.problems.append(f"{s.source_file}:{s.source_row}: not mapped")
 
     @property
     def failed(self) -> bool:

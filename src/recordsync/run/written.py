@@ -18,6 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import Item, PreparedRow, RowStatus, UnchangedBlock, values_of
 
@@ -39,6 +41,9 @@ class Sampled:
     """``created``, ``updated`` or ``unchanged``."""
     record_id: int
     payload: dict[str, Any] | None = None
+    cells: Any = None
+    """A row found unchanged from its digest (never mapped): its cells, a one-row Arrow
+    batch, mapped when it is read back."""
     later: list[dict[str, Any]] = field(default_factory=list)
     """Batch inputs other rows of the step sent to the same record afterwards."""
     at: tuple[int, int] = (0, 0)
@@ -187,13 +192,18 @@ class WrittenRecords:
     ) -> None:
         for j, item in enumerate(rows):
             if type(item) is UnchangedBlock:
-                picks = reservoir.wants(len(item))
+                cells = item.cells  # rows the first pass sampled, with their cells
+                if not cells:
+                    continue
+                lines = sorted(cells)
+                picks = reservoir.wants(len(lines))
                 if not picks:
                     continue
+                positions = np.searchsorted(np.asarray(item.source_rows), lines).tolist()
                 rids = values_of(item.record_ids)
-                lines = values_of(item.source_rows)
                 for i in picks:
-                    if rids[i] is None:
+                    rid = rids[positions[i]]
+                    if rid is None:
                         continue
                     self._put(
                         reservoir,
@@ -201,9 +211,10 @@ class WrittenRecords:
                         Sampled(
                             step,
                             item.source_file,
-                            int(lines[i]),
+                            lines[i],
                             "unchanged",
-                            int(rids[i]),
+                            int(rid),
+                            cells=cells[lines[i]],
                             at=(self._chunk, j),
                         ),
                     )
