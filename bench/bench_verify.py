@@ -20,19 +20,16 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from project import KEY, make_project, sandbox, warm_imports
 
-from project import KEY, make_project, sandbox, warm_imports  # noqa: E402
-
-from recordsync.core.secret import Secret  # noqa: E402
-from recordsync.run.pipeline import RunRequest, run_pipeline  # noqa: E402
-from recordsync.run.target import Target  # noqa: E402
+from recordsync.core.secret import Secret
+from recordsync.run.pipeline import RunRequest, run_pipeline
+from recordsync.run.target import Target
 
 TARGET = 0.05
 
@@ -43,8 +40,9 @@ def run(root: Path, pipeline: Path, url: str, verify: bool, sample: int) -> tupl
         if "verify:" not in text:
             pipeline.write_text(text + f"verify: {{sample: {sample}}}\n", encoding="utf-8")
     started = time.perf_counter()
+    reports, state = root / "reports", root / "state.db"
     result = run_pipeline(
-        RunRequest(pipeline, report_dir=root / "reports", state_db=root / "state.db", verify=verify),
+        RunRequest(pipeline, report_dir=reports, state_db=state, verify=verify),
         target=Target(url, Secret(KEY), "bench", "bench"),
     )
     wall = time.perf_counter() - started
