@@ -242,7 +242,8 @@ def read_back(
         if any(v.enabled and v.sample for v in settings.values())
         else ("--no-verify" if asked is False else "verify is off (sample 0 or enabled: false)")
     )
-    return ReadBack(client, settings, schema, remaps, off=off)
+    shared = {s.step_name for s in pipeline.steps if s.config.merges == "expected"}
+    return ReadBack(client, settings, schema, remaps, shared=shared, off=off)
 
 
 @dataclass(frozen=True, slots=True)

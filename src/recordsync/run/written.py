@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,9 +100,18 @@ class Reservoir:
 class WrittenRecords:
     """Watches every settled chunk of a run (:class:`recordsync.send.plan.RowObserver`)."""
 
-    def __init__(self, sizes: dict[str, int], *, seed: int | None = None) -> None:
+    def __init__(
+        self, sizes: dict[str, int], *, shared: set[str] | None = None, seed: int | None = None
+    ) -> None:
         """``sizes``: per step, how many records to read back (half written, half
-        unchanged; steps not named: none)."""
+        unchanged; steps not named: none). ``shared``: steps whose rows may share a record
+        (``merges: expected``): every record id they answer or find is kept, so that a row
+        found unchanged whose record another row of the step also holds is not compared
+        (which of them wrote it last is not known)."""
+        self._track = {s for s in (shared or set()) if sizes.get(s)}
+        self._ids: dict[str, list[list[int]]] = {s: [] for s in self._track}
+        self.shared_skipped: dict[str, int] = {}
+        """Per step: rows found unchanged left out of the sample, their record shared."""
         rng = self._rng = random.Random(seed)
         self._written = {s: Reservoir(n, rng) for s, n in sizes.items()}
         self._unchanged = {s: Reservoir(n, rng) for s, n in sizes.items()}
@@ -128,6 +138,8 @@ class WrittenRecords:
             return
         sampled = self._sampled[step]
         self._chunk += 1
+        if step in self._track:
+            self._ids[step].append(_ids_of(rows, results, record_id_of))
         unchanged = self._unchanged[step]
         if unchanged.size and record_id_of is not None:
             self._offer_unchanged(step, rows, unchanged, sampled, record_id_of)
@@ -259,6 +271,8 @@ class WrittenRecords:
         written = self._written[step].items
         unchanged = self._unchanged[step].items
         take_w = min(len(written), max(size - len(unchanged), size - size // 2))
+        if step in self._track:
+            unchanged = self._alone(step, unchanged)
         take_u = min(len(unchanged), size - take_w)
         chosen = self._rng.sample(written, take_w) + self._rng.sample(unchanged, take_u)
         seen: set[int] = set()
@@ -269,12 +283,36 @@ class WrittenRecords:
                 out.append(s)
         return sorted(out, key=lambda s: (s.source_file, s.source_row))
 
+    def _alone(self, step: str, unchanged: list[Sampled]) -> list[Sampled]:
+        """``unchanged`` without rows whose record another row of the step also holds."""
+        held = Counter(rid for ids in self._ids.pop(step, []) for rid in ids)
+        alone = [s for s in unchanged if held[s.record_id] <= 1]
+        self.shared_skipped[step] = len(unchanged) - len(alone)
+        return alone
+
     def forget(self, step: str) -> None:
         """Let the step's sample go (it was read back)."""
         for store in (self._written, self._unchanged):
             if step in store:
                 store[step].items = []
         self._sampled.pop(step, None)
+
+
+def _ids_of(
+    rows: list[Item],
+    results: list[EntryResult],
+    record_id_of: Callable[[PreparedRow], int | None] | None,
+) -> list[int]:
+    """Every record id a chunk's rows were answered with or found holding."""
+    out = [r.record_id for r in results if r.record_id is not None]
+    for item in rows:
+        if type(item) is UnchangedBlock:
+            out += [rid for rid in values_of(item.record_ids) if rid is not None]
+        elif type(item) is PreparedRow and item.status is RowStatus.UNCHANGED and record_id_of:
+            rid = record_id_of(item)
+            if rid is not None:
+                out.append(rid)
+    return out
 
 
 def _is_valid(item: Item) -> bool:
