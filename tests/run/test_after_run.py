@@ -152,3 +152,13 @@ def test_the_payload_is_capped() -> None:
     assert payload["changed_records_truncated"] is True
     listed = sum(len(x["created"]) for x in payload["changed_records"])
     assert listed == payload["changed_records_listed"] <= MAX_CHANGED_IDS
+
+
+def test_a_run_that_cannot_read_the_schema_still_triggers_the_skill(tmp_path: Path) -> None:
+    pipeline = write_pipeline(tmp_path, LIVE, "[failed]", bad_rows=0)
+    with served(tmp_path / "s.db", ["status:503:path=/meta/schema"]) as url:
+        result = run_pipeline(request(tmp_path, pipeline), target=target(url))
+        (run,) = skill_runs(url)
+    assert result.exit_code == 3 and result.summary["totals"]["not_sent"] == 4
+    assert run["payload"]["outcome"] == "failed" and "503" in run["payload"]["aborted"]
+    assert "verify" not in result.summary  # nothing was sent, nothing read back

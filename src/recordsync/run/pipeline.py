@@ -21,7 +21,7 @@ import httpx
 
 from recordsync import tuning
 from recordsync.config import load_pipeline
-from recordsync.config.after_run import VerifySettings
+from recordsync.config.after_run import SkillTrigger, VerifySettings
 from recordsync.config.idempotency import idempotency_warnings
 from recordsync.config.models import PipelineConfig
 from recordsync.core.errors import ApiError, AuthError, ConfigError
@@ -217,6 +217,10 @@ def _run_pipeline(
         return go(opened)
 
 
+def _skill(pipeline: Any) -> SkillTrigger | None:
+    return pipeline.after_run.skill if isinstance(pipeline, PipelineConfig) else None
+
+
 def read_back(
     pipeline: Any,
     asked: bool | None,
@@ -313,6 +317,7 @@ def _run(
                 build_plans(pipeline, None, None, wrap, steps, check=False),
                 warnings=warnings,
                 stopped=stop,
+                skill=_skill(pipeline),  # tried: a service that failed the reads may take it
             )
 
         def has_records(object_type: str) -> bool:
@@ -348,7 +353,7 @@ def _run(
             pipeline, schema_json, users, wrap, steps, slices, sample_cells=readback.watch.sizes
         )
         run_id = new_run_id(name)
-        skill = pipeline.after_run.skill if isinstance(pipeline, PipelineConfig) else None
+        skill = _skill(pipeline)
 
         def go(hook: ChunkHook | None) -> RunResult:
             return report_to(

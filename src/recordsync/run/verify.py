@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,12 +149,15 @@ class ReadBack:
         self.watch = WrittenRecords(sizes, shared=shared, seed=seed)
         self.checks: list[StepCheck] = []
         self.requests = 0
+        self.seconds = 0.0
+        """Wall time spent reading back and comparing."""
 
     def after_step(self, plan: StepPlan) -> StepCheck | None:
         """Read back the step's sample; None when the step is not verified."""
         settings = self.settings.get(plan.name)
         if settings is None or not settings.enabled or not settings.sample:
             return None
+        started = time.perf_counter()
         check = StepCheck(plan.name, plan.object_type, settings.sample, settings.max_mismatch)
         reader = NameReader(self.client, plan.object_type)
         object_type = self.schema.object_type(plan.object_type) if self.schema else None
@@ -170,6 +174,7 @@ class ReadBack:
                 self._check_one(check, reader, object_type, s)
         self.watch.forget(plan.name)
         self.checks.append(check)
+        self.seconds += time.perf_counter() - started
         if check.mismatched:
             log.warning(
                 "step %s: %d of %d records read back differ from what was sent (see %s)",
@@ -241,6 +246,7 @@ class ReadBack:
         return {
             "enabled": True,
             "requests": self.requests,
+            "seconds": round(self.seconds, 3),
             "records_read": sum(c.written + c.unchanged for c in self.checks),
             "mismatched_records": sum(c.mismatched for c in self.checks),
             "mismatched_fields": sum(c.fields for c in self.checks),
