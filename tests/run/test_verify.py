@@ -11,13 +11,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from tests.e2e.support import all_records, loopback_client, served, target
 
-from recordsync.core.model import PreparedRow, RowStatus, StepPlan
+from recordsync.config.after_run import VerifySettings
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
+from recordsync.core.secret import Secret
 from recordsync.report.tally import StepTally
 from recordsync.run.pipeline import RunRequest, run_pipeline
-from recordsync.run.verify import MISMATCH_FILE
+from recordsync.run.verify import MISMATCH_FILE, ReadBack
+from recordsync.send.client import RecordServiceClient
 from recordsync.send.retry import RetryPolicy
 
 HEADER = "Name,Email,Phone,Signed,Tags,Score\n"
@@ -227,3 +232,23 @@ def test_read_back_copes_with_the_hosted_services_answers(tmp_path: Path, quirks
     verify = result.summary["verify"]
     assert verify["records_read"] == 3 and verify["unreadable"] == 0
     assert verify["mismatched_records"] == 0 and result.exit_code == 0
+
+
+def test_a_record_that_cannot_be_read_is_unreadable_not_a_mismatch() -> None:
+    """A service whose fetch by id keeps failing (which the sandbox does not do while its
+    list works): the record is counted unreadable, a warning; the run is not failed."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(503, json={"error": "Service unavailable"})
+
+    http = httpx.Client(transport=httpx.MockTransport(answer))
+    client = RecordServiceClient(
+        http, "http://svc", Secret("k"), retry=RetryPolicy(sleep=lambda s: None, max_attempts=2)
+    )
+    readback = ReadBack(client, {"s": VerifySettings(sample=5)}, None)
+    sent = PreparedRow(SourceRow("f.csv", 2, {}), RowStatus.VALID, {"name": "a"})
+    readback.watch.settled("s", [sent], [EntryResult(RowStatus.CREATED, 1)], None)
+    check = readback.after_step(StepPlan("s", "s.yaml", "contacts", lambda: []))
+    assert check is not None and check.unreadable == 1 and check.mismatched == 0
+    assert "HTTP 503" in check.problems[0] and not readback.failed
+    assert readback.requests == 2  # the client's retries
