@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from recordsync.config.after_run import VerifySettings
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import RecordsyncError
@@ -53,26 +55,38 @@ MISMATCH_COLUMNS = (
 EXAMPLES = 10
 """Differing fields shown per step in report.md and summary.json (the CSV has them all)."""
 
-Remap = Callable[[Any], dict[str, Any] | None]
-"""A row's cells (a one-row Arrow batch of its source) → the batch input the step's mapping
-makes of them (None: it makes none)."""
+Remap = Callable[[list[Any]], list[dict[str, Any] | None]]
+"""Rows' cells (one-row Arrow batches of the step's source) → the batch input the step's
+mapping makes of each (None: it makes none)."""
 
 
 def remapper(mapping: MappingConfig, base_dir: Path, schema: Schema | None, users: Any) -> Remap:
-    """The step's :data:`Remap` (its mapper made when first used); reference fields are left
-    out: the state store resolves them, not the mapping."""
+    """The step's :data:`Remap` (its mapper made when first used; rows of one shape mapped as
+    one batch); reference fields are left out: the state store resolves them, not the
+    mapping."""
     refs = {name for name, spec in mapping.fields.items() if spec.ref is not None}
     mappers: list[BatchMapper] = []
 
-    def remap(cells: Any) -> dict[str, Any] | None:
+    def payloads(batch: pa.RecordBatch) -> list[dict[str, Any] | None]:
         if not mappers:
             mappers.append(BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users))
-        mapped = mappers[0].map_batch(cells)
-        payload = mapped.payloads[0] if mapped.payloads and mapped.errors[0] is None else None
-        fields = payload.get("fields") if payload else None
-        if payload and refs and isinstance(fields, dict):
-            payload = {**payload, "fields": {k: v for k, v in fields.items() if k not in refs}}
-        return payload or None
+        mapped = mappers[0].map_batch(batch)
+        out: list[dict[str, Any] | None] = []
+        for payload, error in zip(mapped.payloads, mapped.errors, strict=True):
+            fields = payload.get("fields") if payload and error is None else None
+            if payload and refs and isinstance(fields, dict):
+                payload = {**payload, "fields": {k: v for k, v in fields.items() if k not in refs}}
+            out.append(payload if payload and error is None else None)
+        return out
+
+    def remap(cells: list[Any]) -> list[dict[str, Any] | None]:
+        if not cells:
+            return []
+        try:
+            batch = pa.Table.from_batches(cells).combine_chunks().to_batches()[0]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, IndexError):  # shapes differ (files)
+            return [p for c in cells for p in payloads(c)]
+        return payloads(batch)
 
     return remap
 
@@ -222,13 +236,17 @@ class ReadBack:
         """What rows found unchanged from their digests should hold: their cells mapped
         (their ``payload`` set; a row that cannot be is left out, with a problem noted)."""
         remap = self.remaps.get(check.step)
-        for s in rows:
-            try:
-                s.payload = remap(s.cells) if remap is not None and s.cells is not None else None
-            except RecordsyncError as exc:
-                check.problems.append(f"{s.source_file}:{s.source_row}: not mapped ({exc})")
-                continue
-            if s.payload is None:
+        rows = [s for s in rows if s.cells is not None]
+        if remap is None or not rows:
+            return
+        try:
+            got = remap([s.cells for s in rows])
+        except RecordsyncError as exc:
+            check.problems.append(f"rows found unchanged could not be mapped: {exc}")
+            return
+        for s, payload in zip(rows, got, strict=True):
+            s.payload = payload
+            if payload is None:
                 check.problems.append(f"{s.source_file}:{s.source_row}: not mapped")
 
     @property
