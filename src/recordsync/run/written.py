@@ -12,7 +12,6 @@ sample never expects values another row of the same step replaced.
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
 from collections.abc import Callable
@@ -23,6 +22,7 @@ import numpy as np
 
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import Item, PreparedRow, RowStatus, UnchangedBlock, values_of
+from recordsync.run.reservoir import Reservoir
 
 MAX_CHANGED_IDS = 1000
 """Record ids kept for the skill's payload, in all (the first ones, in run order)."""
@@ -51,52 +51,6 @@ class Sampled:
     """Where the row was seen: (chunk, position among the chunk's items)."""
 
 
-class Reservoir:
-    """A uniform sample of ``size`` items of a stream (algorithm L)."""
-
-    __slots__ = ("_next", "_rng", "_w", "items", "seen", "size")
-
-    def __init__(self, size: int, rng: random.Random) -> None:
-        self.size = size
-        self.items: list[Sampled] = []
-        self.seen = 0
-        self._rng = rng
-        self._w = 1.0
-        self._next = size  # the position of the next item taken once the sample is full
-        if size:
-            self._step()
-
-    def _step(self) -> None:
-        rng = self._rng
-        self._w *= math.exp(math.log(rng.random() or 1e-300) / self.size)
-        jump = math.log(rng.random() or 1e-300) / math.log1p(-self._w) if self._w < 1 else 0.0
-        self._next += int(min(jump, 2.0**62))
-
-    def wants(self, n: int) -> list[int]:
-        """Of the next ``n`` items, the indexes (0..n-1) to take; then they count as seen.
-        Each index returned must be given to :meth:`take` in order."""
-        if not self.size:
-            self.seen += n
-            return []
-        start, end = self.seen, self.seen + n
-        out = list(range(0, max(0, min(end, self.size) - start)))  # while the sample fills
-        while self._next < end:  # never behind ``start``: every position is passed in order
-            out.append(self._next - start)
-            self._next += 1
-            self._step()
-        self.seen = end
-        return out
-
-    def take(self, item: Sampled) -> Sampled | None:
-        """Add ``item``; the item it replaces (None while the sample fills)."""
-        if len(self.items) < self.size:
-            self.items.append(item)
-            return None
-        slot = self._rng.randrange(self.size)
-        old, self.items[slot] = self.items[slot], item
-        return old
-
-
 class WrittenRecords:
     """Watches every settled chunk of a run (:class:`recordsync.send.plan.RowObserver`)."""
 
@@ -113,8 +67,12 @@ class WrittenRecords:
         self.shared_skipped: dict[str, int] = {}
         """Per step: rows found unchanged left out of the sample, their record shared."""
         rng = self._rng = random.Random(seed)
-        self._written = {s: Reservoir(n, rng) for s, n in sizes.items()}
-        self._unchanged = {s: Reservoir(n, rng) for s, n in sizes.items()}
+        self._written: dict[str, Reservoir[Sampled]] = {
+            s: Reservoir(n, rng) for s, n in sizes.items()
+        }
+        self._unchanged: dict[str, Reservoir[Sampled]] = {
+            s: Reservoir(n, rng) for s, n in sizes.items()
+        }
         self._sampled: dict[str, dict[int, list[Sampled]]] = {s: {} for s in sizes}
         """Per step, record id → the sampled rows of that record."""
         self._chunk = 0
@@ -198,7 +156,7 @@ class WrittenRecords:
         self,
         step: str,
         rows: list[Item],
-        reservoir: Reservoir,
+        reservoir: Reservoir[Sampled],
         sampled: dict[int, list[Sampled]],
         record_id_of: Callable[[PreparedRow], int | None],
     ) -> None:
@@ -251,7 +209,9 @@ class WrittenRecords:
                     )
 
     @staticmethod
-    def _put(reservoir: Reservoir, sampled: dict[int, list[Sampled]], item: Sampled) -> None:
+    def _put(
+        reservoir: Reservoir[Sampled], sampled: dict[int, list[Sampled]], item: Sampled
+    ) -> None:
         old = reservoir.take(item)
         if old is not None:
             kept = [s for s in sampled.get(old.record_id, []) if s is not old]
