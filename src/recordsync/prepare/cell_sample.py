@@ -55,12 +55,13 @@ class CellSample:
         if not self._kept or not len(lines):
             return None
         first, last = int(lines[0]), int(lines[-1])
-        got = {
-            line: cells
-            for (f, line), (_, cells) in self._kept.items()
-            if f == file and first <= line <= last
-        }
-        if not got:
+        near = [line for f, line in self._kept if f == file and first <= line <= last]
+        if not near:
             return None
         wanted = np.asarray(lines)
-        return {line: c for line, c in got.items() if bool(np.isin(line, wanted))}
+        at = np.searchsorted(wanted, near)
+        return {
+            line: self._kept[(file, line)][1]
+            for line, i in zip(near, at.tolist(), strict=True)
+            if i < len(wanted) and int(wanted[i]) == line
+        }

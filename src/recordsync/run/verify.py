@@ -21,7 +21,9 @@ import csv
 import logging
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +54,8 @@ MISMATCH_COLUMNS = (
     "sent",
     "stored",
 )
+READERS = 4
+"""Records read back at once (the read-back's requests are independent reads)."""
 EXAMPLES = 10
 """Differing fields shown per step in report.md and summary.json (the CSV has them all)."""
 
@@ -173,7 +177,6 @@ class ReadBack:
             return None
         started = time.perf_counter()
         check = StepCheck(plan.name, plan.object_type, settings.sample, settings.max_mismatch)
-        reader = NameReader(self.client, plan.object_type)
         object_type = self.schema.object_type(plan.object_type) if self.schema else None
         sample = self.watch.sample(plan.name)
         skipped = self.watch.shared_skipped.get(plan.name)
@@ -183,9 +186,12 @@ class ReadBack:
                 "(merges: expected) holds the same record"
             )
         self._remap(check, [s for s in sample if s.payload is None])
-        for s in sample:
-            if s.payload is not None:
-                self._check_one(check, reader, object_type, s)
+        ready = [s for s in sample if s.payload is not None]
+        with ThreadPoolExecutor(READERS, "recordsync-readback") as pool:
+            read = list(pool.map(partial(_read, self.client, plan.object_type), ready))
+        for s, (record, tries) in zip(ready, read, strict=True):
+            self.requests += tries
+            self._check_one(check, object_type, s, record)
         self.watch.forget(plan.name)
         self.checks.append(check)
         self.seconds += time.perf_counter() - started
@@ -200,21 +206,15 @@ class ReadBack:
         return check
 
     def _check_one(
-        self, check: StepCheck, reader: NameReader, object_type: Any, s: Sampled
+        self, check: StepCheck, object_type: Any, s: Sampled, record: dict[str, Any] | str | None
     ) -> None:
+        """Compare ``s`` with its record as read (None: gone; a text: why it is unreadable)."""
         assert s.payload is not None
-        expected = expected_values([s.payload, *s.later])
-        before = self.client.requests_sent
-        try:
-            record = reader.record(s.record_id)
-        except Gone:
-            record = None
-        except Unreadable as exc:
+        if isinstance(record, str):
             check.unreadable += 1
-            check.problems.append(f"record {s.record_id}: {exc}")
+            check.problems.append(f"record {s.record_id}: {record}")
             return
-        finally:
-            self.requests += self.client.requests_sent - before
+        expected = expected_values([s.payload, *s.later])
         if s.status == "unchanged":
             check.unchanged += 1
         else:
@@ -273,6 +273,20 @@ class ReadBack:
             "file": MISMATCH_FILE if lines else None,
             "steps": [c.as_json() for c in self.checks],
         }
+
+
+def _read(
+    client: RecordServiceClient, object_type: str, s: Sampled
+) -> tuple[dict[str, Any] | str | None, int]:
+    """Record ``s.record_id`` as read (None: gone; a text: why it could not be read) and the
+    requests that took (a reader of its own: this runs on the pool's threads)."""
+    reader = NameReader(client, object_type)
+    try:
+        return reader.record(s.record_id), reader.tries
+    except Gone:
+        return None, reader.tries
+    except Unreadable as exc:
+        return str(exc), reader.tries
 
 
 def write_mismatches(path: Path, lines: list[tuple[Any, ...]]) -> None:

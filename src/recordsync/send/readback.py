@@ -57,6 +57,8 @@ class NameReader:
     def __init__(self, client: RecordServiceClient, object_type: str) -> None:
         self.client = client
         self.object_type = object_type
+        self.tries = 0
+        """Requests this reader sent (a reader per thread: counted without a lock)."""
 
     def newest(self) -> Mark:
         """The newest ``updated_at`` of the type (one read, newest write first)."""
@@ -126,6 +128,7 @@ class NameReader:
         asked for is gone (deleted since), not that there is no list endpoint."""
         budget = RetryBudget(self.client.retry)
         while True:
+            self.tries += 1
             attempt = self.client.attempt("GET", path, params=params)
             verdict = attempt.verdict
             if verdict.kind == "ok" and attempt.body_error is None:

@@ -389,7 +389,9 @@ class StepRunner:
 
     def _report(self, tally: StepTally, chunk: QueuedChunk, results: list[EntryResult]) -> None:
         """Write every row of a settled chunk to the report, in source order."""
-        record_id_of = self.hook.record_id_of if self.hook is not None else None
+        record_id_of: Callable[[PreparedRow], int | None] | None = (
+            self.hook.record_id_of if self.hook is not None else None
+        )
         if self.observer is not None and (results or record_id_of is not None):
             if record_id_of is not None:  # the hook tells a row's id once: both ask this
                 record_id_of = _asked_once(record_id_of)
