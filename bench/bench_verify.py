@@ -2,7 +2,7 @@
 
 Runs the bench project's contacts pipeline (``project.py``) through ``run_pipeline`` in this
 process, into a sandbox in its own process over loopback, with the read-back on (the
-default: ``verify: {sample: 20}``, or ``--sample``) and off (``--no-verify``), in pairs
+default: ``verify: {sample: 10}``, or ``--sample``) and off (``--no-verify``), in pairs
 whose order alternates:
 
     first run        a fresh sandbox and state store per run: every row created
@@ -12,7 +12,7 @@ Prints each pair's times, the median ratio (on / off) per kind of run, the reque
 read-back made, the load average, and whether the read-back stays under 5% of the run.
 Each run's records read back must all hold what was sent (no mismatch), or it stops.
 
-    python bench/bench_verify.py [--rows 100000] [--pairs 3] [--sample 20]
+    python bench/bench_verify.py [--rows 100000] [--pairs 3] [--sample 10]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ TARGET = 0.05
 
 
 def run(root: Path, pipeline: Path, url: str, verify: bool, sample: int) -> tuple[float, Any]:
-    if verify and sample != 20:
+    if verify and sample != 10:
         text = pipeline.read_text(encoding="utf-8")
         if "verify:" not in text:
             pipeline.write_text(text + f"verify: {{sample: {sample}}}\n", encoding="utf-8")
@@ -121,7 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--pairs", type=int, default=3)
-    parser.add_argument("--sample", type=int, default=20)
+    parser.add_argument("--sample", type=int, default=10)
     parser.add_argument("--kinds", default="first,rerun")
     args = parser.parse_args()
     warm_imports()

@@ -24,7 +24,7 @@ def pipeline(tmp_path: Path, extra: str, mapping_extra: str = "") -> Path:
 
 def test_defaults_verify_on_and_no_skill(tmp_path: Path) -> None:
     p = load_pipeline(pipeline(tmp_path, ""))
-    assert p.verify == VerifySettings(enabled=True, sample=20, max_mismatch=0)
+    assert p.verify == VerifySettings(enabled=True, sample=10, max_mismatch=0)
     assert p.after_run.skill is None
     assert p.steps[0].config.verify is None
 

@@ -116,7 +116,7 @@ def _announce(quiet: bool) -> Any:
     "--verify/--no-verify",
     default=None,
     help="Read back a sample of each step's records and compare them with what was sent"
-    " (default: as the pipeline's and mappings' verify: say; on, 20 records a step).",
+    " (default: as the pipeline's and mappings' verify: say; on, 10 records a step).",
 )
 @wait_for_lock_option
 @sandbox_seed_option

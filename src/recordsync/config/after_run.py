@@ -5,7 +5,7 @@
 ```yaml
 after_run:
   skill: {id: 00000000-0000-4000-8000-000000000001, when: [failed, rows_not_ok]}
-verify: {sample: 20, max_mismatch: 0}
+verify: {sample: 10, max_mismatch: 0}
 ```
 """
 
@@ -64,7 +64,7 @@ class VerifySettings(Strict):
     what was sent. More than ``max_mismatch`` records that differ make the run exit 1."""
 
     enabled: bool = True
-    sample: int = Field(default=20, ge=0, le=10_000)
+    sample: int = Field(default=10, ge=0, le=10_000)
     max_mismatch: int = Field(default=0, ge=0)
 
 
