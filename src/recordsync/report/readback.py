@@ -40,6 +40,15 @@ def _verify(verify: dict[str, Any] | None) -> list[str]:
             f"{s['unchanged_read']} | {s['mismatched_records']}{flag} | {s['max_mismatch']} | "
             f"{s['unreadable']} |"
         )
+    if verify.get("failed"):
+        lines += [
+            "",
+            "More records differ than a step allows (`verify.max_mismatch`): the run exits 1. "
+            "Look at each record in the service: another writer changed it (decide which side "
+            "owns the field), a rule of the service rewrote it (map the value as the service "
+            "stores it), or it is gone; `--full-refresh` sends every row again.",
+            "",
+        ]
     for s in verify.get("steps", []):
         for example in s.get("examples", []):
             lines.append(f"- {_md(s['step'])}: {_md(example)}")
