@@ -13,6 +13,11 @@ read-back made, the load average, and whether the read-back stays under 5% of th
 Each run's records read back must all hold what was sent (no mismatch), or it stops.
 
     python bench/bench_verify.py [--rows 100000] [--pairs 3] [--sample 10]
+                                 [--kinds first,rerun,observer]
+
+``observer`` times the sampler alone on a first run's path (what the read-back costs per
+chunk while rows are sent), in this process: a first run's wall time into a loaded sandbox
+varies too much for a few pairs to show a cost that small.
 """
 
 from __future__ import annotations
@@ -27,9 +32,12 @@ from typing import Any
 
 from project import KEY, make_project, sandbox, warm_imports
 
+from recordsync.core.chunk_report import EntryResult
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.core.secret import Secret
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.target import Target
+from recordsync.run.written import WrittenRecords
 
 TARGET = 0.05
 
@@ -104,6 +112,30 @@ def reruns(base: Path, rows: int, pairs: int, sample: int) -> list[tuple[float, 
     return out
 
 
+def observer(rows: int, sample: int) -> None:
+    """The sampler's own cost on a first run's path (every chunk answered, nothing else), in
+    this process: with the read-back on against off, alternating, best of 5."""
+    chunks = []
+    for c in range(rows // 100):
+        sent = [
+            PreparedRow(SourceRow("f.csv", c * 100 + i, {}), RowStatus.VALID, {"name": "x"})
+            for i in range(100)
+        ]
+        chunks.append((sent, [EntryResult(RowStatus.CREATED, c * 100 + i) for i in range(100)]))
+    best = {True: float("inf"), False: float("inf")}
+    for _ in range(5):
+        for on in (True, False):
+            watch = WrittenRecords({"s": sample} if on else {})
+            started = time.perf_counter()
+            for sent, results in chunks:
+                watch.settled("s", list(sent), results, None)
+            best[on] = min(best[on], time.perf_counter() - started)
+    print(
+        f"sampler on a first run's path, {rows} rows: on {best[True] * 1000:.1f} ms, "
+        f"off {best[False] * 1000:.1f} ms (best of 5)"
+    )
+
+
 def report(kind: str, pairs: list[tuple[float, float, int]]) -> None:
     ratios = [on / off for on, off, _ in pairs]
     ratio = statistics.median(ratios)
@@ -122,11 +154,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--sample", type=int, default=10)
-    parser.add_argument("--kinds", default="first,rerun")
+    parser.add_argument("--kinds", default="first,rerun,observer")
     args = parser.parse_args()
     warm_imports()
     print(f"rows {args.rows}, pairs {args.pairs}, sample {args.sample} a step")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if "observer" in args.kinds:
+        observer(args.rows, args.sample)
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         results = {}
