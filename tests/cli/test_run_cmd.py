@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -210,3 +211,18 @@ def test_a_second_run_of_a_running_pipeline_is_refused_with_exit_3(
     )
     assert second["totals"]["rows_sent"] == 0  # the second run sends nothing
     assert cli("run", "pipelines/nightly.yaml", "--quiet", "--full-refresh") == 1
+
+
+def test_verify_flags(
+    project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
+) -> None:
+    """The read-back is on by default (``## Read-back`` in the printed report), off with
+    --no-verify."""
+    assert cli("run", "pipelines/nightly.yaml") == 1
+    out = capsys.readouterr().out
+    assert "## Read-back" in out and " differ from what was sent (0 field(s))" in out
+    for report in (project / "reports").iterdir():
+        shutil.rmtree(report)
+    assert cli("run", "--no-verify", "pipelines/nightly.yaml") == 1
+    summary = json.loads((only_report(project) / "summary.json").read_text())
+    assert summary["verify"] == {"enabled": False, "why": "--no-verify"}

@@ -72,7 +72,8 @@ def test_a_resumed_runs_doubt_starts_at_its_first_attempt(tmp_path: Path) -> Non
     since, _ = _earlier_run(tmp_path, summary)
     assert since == datetime(2026, 11, 25, 10, 0, tzinfo=UTC).timestamp()
     summary = {"run_id": "20261125T100000Z-nightly-ab12", "started_at": "2026-11-25T09:59:59Z"}
-    assert _earlier_run(tmp_path, summary)[0] == datetime(
-        2026, 11, 25, 9, 59, 59, tzinfo=UTC
-    ).timestamp()
+    assert (
+        _earlier_run(tmp_path, summary)[0]
+        == datetime(2026, 11, 25, 9, 59, 59, tzinfo=UTC).timestamp()
+    )
     assert _earlier_run(tmp_path, {"run_id": "no-stamp", "started_at": "bad"})[0] is None

@@ -144,6 +144,12 @@ def _announce(quiet: bool) -> Any:
     help="Bind state written by a recordsync that did not record targets to this run's target"
     " (only if that state was made by runs into this target).",
 )
+@click.option(
+    "--verify/--no-verify",
+    default=None,
+    help="Read back a sample of each step's records and compare them with what was sent"
+    " (default: as the pipeline's and mappings' verify: say; on, 10 records a step).",
+)
 @wait_for_lock_option
 @sandbox_seed_option
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no printed report.")
@@ -164,6 +170,7 @@ def run_command(
     durable_state: bool,
     allow_recreate: bool,
     adopt_state: bool,
+    verify: bool | None,
     wait_for_lock: float,
     sandbox_seed: Path | None,
     quiet: bool,
@@ -205,6 +212,7 @@ def run_command(
         durable_state=durable_state,
         allow_recreate=allow_recreate,
         adopt_state=adopt_state,
+        verify=verify,
         wait_for_lock=wait_for_lock,
         sandbox_db=sandbox_db_for(sandbox_seed),
         sandbox_seed=sandbox_seed,

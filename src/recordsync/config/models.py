@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
+from recordsync.config.after_run import AfterRun, VerifyOverride, VerifySettings
 from recordsync.config.incremental import check_mapping_detection
 from recordsync.config.mapping_parts import TEMPLATE_FIELD as TEMPLATE_FIELD
 from recordsync.config.mapping_parts import FieldSpec as FieldSpec  # re-exported: the parts
@@ -88,6 +89,7 @@ class MappingConfig(Strict):
     mirror_deletes: MirrorDeletes = Field(default_factory=MirrorDeletes)
     volume_guard: VolumeGuard = Field(default_factory=VolumeGuard)
     """The source's row count compared with the last healthy runs (config/unattended.py)."""
+    verify: VerifyOverride | None = None  # config/after_run.py: overrides the pipeline's
 
     _path: Path | None = PrivateAttr(default=None)
     _node: yaml.Node | None = PrivateAttr(default=None)
@@ -231,6 +233,8 @@ class PipelineConfig(Strict):
     notify: NotifySettings | None = None
     """Alerts to webhooks when a run's health changes (config/unattended.py)."""
     history: HistorySettings = Field(default_factory=HistorySettings)
+    verify: VerifySettings = Field(default_factory=VerifySettings)  # config/after_run.py
+    after_run: AfterRun = Field(default_factory=AfterRun)
 
     _path: Path | None = PrivateAttr(default=None)
 

@@ -178,6 +178,9 @@ class UnchangedBlock:
     """str or None per row."""
     record_ids: Any
     """int or None per row."""
+    cells: dict[int, Any] | None = None
+    """The cells (one-row Arrow batches) of a few of these rows, by line, when the run reads
+    back a sample of rows found unchanged (:mod:`recordsync.prepare.cell_sample`)."""
 
     def __len__(self) -> int:
         return len(self.source_rows)

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
+from recordsync.prepare.cell_sample import CellSample
 from recordsync.prepare.core import ROW_BITS, Duplicates, ledger_keys, shared_hashes
 from recordsync.prepare.dups import HashRuns
 from recordsync.prepare.seen_log import Seen, SeenLog
@@ -43,8 +44,11 @@ class Scan:
         base_dir: Path,
         snapshot: Snapshot | None,
         fp: bytes,
+        cells: CellSample | None = None,
     ) -> None:
         self.seen = SeenLog()
+        self.cells = cells
+        """A sample of the rows found, with their cells (the read-back's), or None."""
         self.reread = False
         self.fp = fp
         self.columns = mapper.columns_used
@@ -74,6 +78,8 @@ class Scan:
                 found = snapshot.match(digests, ok)
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
+            if cells is not None:
+                cells.offer(sb, fast)
             mirror = mapping.mirror_deletes.enabled and mapping.source.kind == "csv"
             if snapshot is not None and mirror and fast.any():  # quotes hide rows in CSV only
                 hiding = hiding_rows(sb.batch, sb.rows, mapping.source.delimiter)

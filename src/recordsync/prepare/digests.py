@@ -28,6 +28,7 @@ from recordsync.config.models import MappingConfig
 from recordsync.core.errors import SourceError
 from recordsync.core.model import Blocks, PreparedRow, UnchangedBlock
 from recordsync.map.engine import BatchMapper
+from recordsync.prepare.cell_sample import CellSample
 from recordsync.prepare.core import ROW_BITS, _blocks_of, check_batch_columns, check_source
 from recordsync.prepare.digest_scan import Scan, take
 from recordsync.prepare.merges import MergeScan, Owned, needed, scan_merges
@@ -54,14 +55,18 @@ def prepare_digested(
     slice_rows: int | None = None,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
     owned: Owned | None = None,
+    sample_cells: int = 0,
 ) -> Iterator[Item]:
     """Yield, in source order, PreparedRows (with ``digest`` set where the row has one) and
     UnchangedBlocks of rows found in ``snapshot``. Config errors are raised before the
     first row, as in ``prepare_step`` (and ``slice_rows`` as there). ``owned``: which source
-    keys have a record of their own in the ledger (for the merge scan)."""
+    keys have a record of their own in the ledger (for the merge scan). ``sample_cells``: keep
+    the cells of that many rows found unchanged, picked at random, on their blocks
+    (``UnchangedBlock.cells``: the read-back maps them)."""
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
-    scan = Scan(mapper, mapping, base_dir, snapshot, fp)
+    sample = CellSample(sample_cells) if sample_cells and snapshot is not None else None
+    scan = Scan(mapper, mapping, base_dir, snapshot, fp, sample)
     merges = scan_merges(
         mapping,
         base_dir=base_dir,
@@ -141,7 +146,12 @@ def _stream(
                 slow_rows = [r for b in _with_digests(rows, seen, slow) for r in b]
             columns = sb.batch.schema.names
             bad = [bad_row(bl, sb.file, columns, mapper) for bl in seen.bad]
-            yield list(_interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot))
+            items = list(_interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot))
+            if scan.cells is not None:  # the sampled rows' cells go with their blocks
+                for item in items:
+                    if type(item) is UnchangedBlock:
+                        item.cells = scan.cells.cells_in(item.source_file, item.source_rows)
+            yield items
     finally:
         gcb.release()
 

@@ -7,6 +7,7 @@ from typing import Any
 from recordsync.report.examples import example_text
 from recordsync.report.group_steps import group_step, groups
 from recordsync.report.next_steps import next_steps
+from recordsync.report.readback import readback_sections
 from recordsync.report.tally import COUNT_COLUMNS, StepTally
 from recordsync.report.wording import OWNER_WORDS, held_and_duplicate, service_merged
 
@@ -219,6 +220,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
         if step.get("mirror_deletes_skipped"):
             why = _md(step["mirror_deletes_skipped"])
             lines += ["", f"Mirror deletes of step {_md(step['step'])} skipped: {why}."]
+    lines += readback_sections(summary)
     steps = next_steps(summary)
     if steps:
         lines += ["", "## Next steps", "", *(f"- {_md(step)}" for step in steps)]

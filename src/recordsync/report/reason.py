@@ -42,4 +42,11 @@ def why_rows_not_ok(summary: dict[str, Any], report_dir: Path) -> str | None:
             f"volume guard of {g['step']}: {g['current']} rows against {g['previous']}"
             f" ({g['action'].replace('_', ' ')}): see {report_dir / 'report.md'}"
         )
+    verify = summary.get("verify") or {}
+    if verify.get("failed"):
+        where = report_dir / (verify.get("file") or "report.md")
+        parts.append(
+            f"{verify['mismatched_records']} record(s) read back differ from what was sent: "
+            f"see {where}"
+        )
     return "; ".join(parts) or None

@@ -23,7 +23,9 @@ import httpx
 
 from recordsync import tuning
 from recordsync.config import load_pipeline
+from recordsync.config.after_run import SkillTrigger, VerifySettings
 from recordsync.config.idempotency import idempotency_warnings
+from recordsync.config.models import PipelineConfig
 from recordsync.config.unattended import NotifySettings
 from recordsync.core.errors import ApiError, AuthError, ConfigError
 from recordsync.nightly.dry_run_refs import refuse_refs_without_state
@@ -41,6 +43,7 @@ from recordsync.run.target import (
     choose_target,
     open_target,
 )
+from recordsync.run.verify import ReadBack, remapper
 from recordsync.run.volume import VolumeGuards
 from recordsync.send.client import RecordServiceClient, make_http_client
 from recordsync.send.retry import RetryPolicy
@@ -53,6 +56,7 @@ from recordsync.state.store import DB_ERRORS, StateStore
 from recordsync.state.targets import TargetIdentity
 from recordsync.tuning import Tuning, sizes
 from recordsync.validate.refs_check import check_refs
+from recordsync.validate.schema import Schema
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +94,9 @@ class RunRequest:
     wait_for_lock: float = 0.0
     """Seconds to wait for a run holding this run's pipeline or key-space locks (0: refuse)."""
     overrides: dict[str, Any] = field(default_factory=dict)
+    verify: bool | None = None
+    """Read back a sample of each step's records (``--verify``/``--no-verify``); None: as
+    the pipeline's and mappings' ``verify:`` say."""
     tuning: Tuning | None = None
     """The process-wide tweaks for this run (:mod:`recordsync.tuning`); None: the process's
     setting (off in a library, unless :func:`recordsync.tuning.enable` was called; on from
@@ -248,6 +255,39 @@ def _record_stopped(
         log.warning("the stopped run could not be kept in the history: %s", exc)
 
 
+def _skill(pipeline: Any) -> SkillTrigger | None:
+    return pipeline.after_run.skill if isinstance(pipeline, PipelineConfig) else None
+
+
+def read_back(
+    pipeline: Any,
+    asked: bool | None,
+    client: RecordServiceClient,
+    schema_json: list[dict[str, Any]],
+    users: list[dict[str, Any]],
+) -> ReadBack:
+    """The run's read-back (:mod:`recordsync.run.verify`): each step's ``verify:`` (the
+    pipeline's, overridden by its mapping's), all on or off when ``asked``."""
+    base = pipeline.verify if isinstance(pipeline, PipelineConfig) else VerifySettings()
+    settings: dict[str, VerifySettings] = {}
+    remaps = {}
+    schema = Schema.from_api(schema_json)
+    for step in pipeline.steps:
+        own = step.config.verify
+        chosen = own.over(base) if own is not None else base
+        if asked is not None:
+            chosen = chosen.model_copy(update={"enabled": asked})
+        settings[step.step_name] = chosen
+        remaps[step.step_name] = remapper(step.config, step.base_dir, schema, users)
+    off = (
+        None
+        if any(v.enabled and v.sample for v in settings.values())
+        else ("--no-verify" if asked is False else "verify is off (sample 0 or enabled: false)")
+    )
+    shared = {s.step_name for s in pipeline.steps if s.config.merges == "expected"}
+    return ReadBack(client, settings, schema, remaps, shared=shared, off=off)
+
+
 @dataclass(frozen=True, slots=True)
 class _Prepared:
     """A run as read from its pipeline file, before its target is contacted."""
@@ -321,6 +361,7 @@ def _run(
                 build_plans(pipeline, None, None, wrap, steps, check=False),
                 warnings=warnings,
                 stopped=stop,
+                skill=_skill(pipeline),  # tried: a service that failed the reads may take it
             )
             if request.state and hook is None and not options.dry_run:
                 runtime = time.monotonic() - began
@@ -355,16 +396,23 @@ def _run(
             if refused is not None:
                 warnings = [*warnings, f"the real run would stop: {refused}; {RECREATE_HINT}"]
         slices = None if options.dry_run else sizes.SLICE_ROWS  # a dry run has no chunks to wait
-        plans = build_plans(pipeline, schema_json, users, wrap, steps, slices)
+        readback = read_back(pipeline, request.verify, client, schema_json, users)
+        plans = build_plans(
+            pipeline, schema_json, users, wrap, steps, slices, sample_cells=readback.watch.sizes
+        )
         run_id = new_run_id(name)
+        skill = _skill(pipeline)
 
-        def go(hook: ChunkHook | None) -> RunResult:
+        def go(hook: ChunkHook | None, guards: VolumeGuards | None = None) -> RunResult:
             return report_to(
                 plans,
                 limits=limits,
                 hook=hook,
                 run_id=run_id,
                 warnings=warnings,
+                guards=guards,
+                readback=readback,
+                skill=skill,
             )
 
         if hook is not None:
@@ -421,10 +469,7 @@ def _run(
                         s.step_name: runs.baseline(key, s.step_name, s.mapping)
                         for s in pipeline.steps
                     }
-                result = report_to(
-                    plans, limits=limits, hook=state, run_id=run_id, warnings=warnings,
-                    guards=guards,
-                )
+                result = go(state, guards)
                 state.finish("aborted" if result.error is not None else "finished")
                 record_run(
                     state.store,

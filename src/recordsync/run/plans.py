@@ -32,11 +32,13 @@ def build_plans(
     steps: set[str] | None = None,
     slice_rows: int | None = None,
     check: bool = True,
+    sample_cells: dict[str, int] | None = None,
 ) -> list[StepPlan]:
     """One StepPlan per pipeline step (only ``steps`` when given); rows made lazily, read
     batches prepared in slices of ``slice_rows`` (a sending run: ``tuning.sizes.SLICE_ROWS``).
     ``check=False``: the steps are not checked against the schema first (a run that stopped
-    before it had one only reports its rows as not sent)."""
+    before it had one only reports its rows as not sent). ``sample_cells``: per step, the rows
+    found unchanged whose cells are kept for the read-back (:mod:`recordsync.run.verify`)."""
     schema = Schema.from_api(schema_json) if schema_json is not None else None
     for step in pipeline.steps:  # every step is checked against the schema before any send
         if check and (steps is None or step.step_name in steps):
@@ -70,6 +72,7 @@ def build_plans(
                 snapshot=snapshot,
                 fp=fp,
                 owned=owned,
+                sample_cells=(sample_cells or {}).get(step.step_name, 0),
                 **common,
             )
 

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from recordsync.config.after_run import SkillTrigger
 from recordsync.core.chunk_report import ChunkReport
 from recordsync.core.errors import (
     EXIT_OK,
@@ -41,7 +42,16 @@ from recordsync.core.model import StepPlan
 from recordsync.report.next_steps import describe_stop
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter, report_write_error
+from recordsync.run.after_run import (
+    outcome_of,
+    rewrite,
+    skill_payload,
+    skill_warning,
+    trigger,
+    wanted,
+)
 from recordsync.run.target import Target
+from recordsync.run.verify import ReadBack, not_verified
 from recordsync.run.volume import VolumeGuards
 from recordsync.send.breaker import CircuitBreaker
 from recordsync.send.client import RecordServiceClient
@@ -99,7 +109,9 @@ class RunResult:
         skipped = any(s.get("mirror_deletes_skipped") for s in self.summary["steps"])
         # a step's source far smaller than in the last healthy runs (run.volume)
         guarded = bool(self.summary.get("guards"))
-        return EXIT_ROWS_FAILED if bad or skipped or guarded else EXIT_OK
+        # records read back that differ from what was sent, beyond a step's max_mismatch
+        differ = (self.summary.get("verify") or {}).get("failed")
+        return EXIT_ROWS_FAILED if bad or skipped or guarded or differ else EXIT_OK
 
 
 class Interrupted(KeyboardInterrupt):
@@ -136,13 +148,18 @@ def run_plans(
     warnings: list[str] | None = None,
     stopped: RecordsyncError | None = None,
     guards: VolumeGuards | None = None,
+    readback: ReadBack | None = None,
+    skill: SkillTrigger | None = None,
 ) -> RunResult:
     """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only.
 
     ``stopped``: the run stopped before its first step (the schema or users could not be
     fetched): nothing is sent, every step is reported with every row ``failed`` (not sent).
     ``guards``: the steps' source-volume guards (:mod:`recordsync.run.volume`); a step whose
-    guard says ``skip_step`` is reported with every row not sent."""
+    guard says ``skip_step`` is reported with every row not sent.
+    ``readback``: each step's sample read back once the step is over
+    (:mod:`recordsync.run.verify`); ``skill``: triggered once the report is written, when
+    the run's outcome is one it lists (:mod:`recordsync.run.after_run`)."""
     if client is None and not options.dry_run:
         raise ValueError("a real run needs a client")
     started = datetime.now(UTC)
@@ -175,6 +192,7 @@ def run_plans(
         progress or NullProgress(),
         None if options.dry_run else make_sender,
         hook,
+        readback.watch if readback is not None and not options.dry_run else None,
     )
     stop: RecordsyncError | None = stopped
     step_errors: list[RecordsyncError] = []
@@ -191,6 +209,8 @@ def run_plans(
                 # the sender thread takes the interpreter lock promptly when an answer arrives
                 with nullcontext() if options.dry_run else prompt_switching():
                     runner.run(plan)
+                if readback is not None and not options.dry_run:
+                    readback.after_step(plan)  # before a later step writes the same records
             except ObjectTypeNotFound as exc:
                 step_errors.append(exc)
                 log.error("step %s aborted: %s", plan.name, exc)
@@ -226,12 +246,57 @@ def run_plans(
         "warnings": list(warnings or []),
         "guards": guards.as_json() if guards is not None else [],
     }
+    if readback is not None:
+        if options.dry_run:
+            meta["verify"] = not_verified("dry run: nothing was written")
+        else:
+            checked = readback.summary(report_dir)
+            if stop is not None:
+                checked["stopped"] = "the run stopped: the steps after it were not read back"
+            meta["verify"] = checked
     try:
         summary = writer.finish(meta)
     except OSError as exc:
         writer.abandon()
         raise report_write_error(report_dir, exc) from None
-    return RunResult(summary, report_dir, error, writer.tallies)
+    result = RunResult(summary, report_dir, error, writer.tallies)
+    if skill is not None and client is not None and not options.dry_run:
+        _after_run(result, client, skill, readback)
+    return result
+
+
+def _after_run(
+    result: RunResult,
+    client: RecordServiceClient,
+    skill: SkillTrigger,
+    readback: ReadBack | None,
+) -> None:
+    """Trigger the skill when the run's outcome asks for it; the report says what happened
+    (a failed trigger is a warning: the exit code stays the run's)."""
+    summary, code = result.summary, result.exit_code
+    outcome = outcome_of(code)
+    if not wanted(skill, outcome):
+        summary["after_run"] = {
+            "skill": {
+                "id": skill.id,
+                "when": list(skill.when),
+                "outcome": outcome,
+                "triggered": False,
+                "skipped": f"the run's outcome is {outcome}",
+            }
+        }
+    else:
+        changed = readback.watch.changed if readback is not None else {}
+        payload = skill_payload(summary, code, result.tallies, changed)
+        done = trigger(client, skill, payload)
+        summary["after_run"] = {"skill": done}
+        warning = skill_warning(done)
+        if warning is not None:
+            summary["warnings"] = [*summary.get("warnings", []), warning]
+    try:
+        rewrite(result.report_dir, summary, result.tallies)
+    except OSError as exc:
+        raise report_write_error(result.report_dir, exc) from None
 
 
 def _after_sends(exc: RecordsyncError, tallies: list[StepTally], dry_run: bool) -> RecordsyncError:

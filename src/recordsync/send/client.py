@@ -13,6 +13,8 @@ The ``httpx.Client`` it is given by default is made in :mod:`recordsync.send.htt
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json as _json
 import logging
 from collections.abc import Callable, Iterator, Mapping
@@ -268,6 +270,16 @@ class RecordServiceClient:
         total = pagination.get("total") if isinstance(pagination, dict) else None
         records = [r for r in page if isinstance(r, dict)] if isinstance(page, list) else []
         return records, total if isinstance(total, int) and not isinstance(total, bool) else None
+
+    def trigger_skill(self, skill_id: str, body: bytes) -> Attempt:
+        """One try of ``POST /api/webhooks/{skillId}`` with ``body`` (JSON), signed as the
+        service checks it: ``x-webhook-signature: sha256=<hex HMAC-SHA256 of the body keyed
+        with the API key>``. Never retried here: a lost answer may have started the skill."""
+        path = f"/api/webhooks/{quote(skill_id, safe='')}"
+        digest = hmac.new(self._api_key.reveal().encode("utf-8"), body, hashlib.sha256)
+        request = self._build("POST", path, None, None, body, None)
+        request.headers["x-webhook-signature"] = "sha256=" + digest.hexdigest()
+        return self.attempt("POST", path, request=request)
 
     def delete(self, object_type: str, record_id: int) -> bool:
         """Soft-delete a record; any 2xx (200 with a body, or 204 without) is success."""

@@ -4,7 +4,7 @@ store's hook."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -35,6 +35,22 @@ class Progress(Protocol):
     def rows_done(self, count: int) -> None: ...
     def chunk_done(self, step: str, report: ChunkReport) -> None: ...
     def step_finished(self, tally: StepTally) -> None: ...
+
+
+class RowObserver(Protocol):
+    """Sees every settled chunk of a step as it is reported (the read-back's sample and the
+    record ids a run changed, :mod:`recordsync.run.written`): ``rows`` in source order (rows
+    and blocks found unchanged among them), ``results`` one per row sent (valid), and the
+    record id of a row reported ``unchanged`` (None: not known). Must be cheap: it is on
+    the run's path, once a chunk."""
+
+    def settled(
+        self,
+        step: str,
+        rows: list[Item],
+        results: list[EntryResult],
+        record_id_of: Callable[[PreparedRow], int | None] | None,
+    ) -> None: ...
 
 
 class ChunkHook(Protocol):

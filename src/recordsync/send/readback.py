@@ -17,7 +17,7 @@ client's retries, raises :class:`Unreadable` with the reason.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from recordsync.reconcile.batch import record_id_of
 from recordsync.reconcile.holds import instant
@@ -31,6 +31,10 @@ MAX_PAGES = 5
 
 class Unreadable(Exception):
     """The service could not be read back; the message says why."""
+
+
+class Gone(Unreadable):
+    """The record asked for by id is not there (404: deleted, or never was)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +57,8 @@ class NameReader:
     def __init__(self, client: RecordServiceClient, object_type: str) -> None:
         self.client = client
         self.object_type = object_type
+        self.tries = 0
+        """Requests this reader sent (a reader per thread: counted without a lock)."""
 
     def newest(self) -> Mark:
         """The newest ``updated_at`` of the type (one read, newest write first)."""
@@ -76,6 +82,16 @@ class NameReader:
         if at is None or record_id(record) != rid:
             raise Unreadable(f"GET {path}?id={rid}: no readable created_at of that record")
         return Mark(at, frozenset({rid}))
+
+    def record(self, rid: int) -> dict[str, Any]:
+        """Record ``rid`` as the service holds it (``GET ?id=``, one read with the client's
+        retries); :class:`Gone` when it is not there, :class:`Unreadable` when it cannot be
+        read (or the answer is another record)."""
+        path = self.client.object_path(self.object_type)
+        record = _data(self._read(path, {"id": rid}, gone_ok=True), path, dict)
+        if record_id(record) != rid:
+            raise Unreadable(f"GET {path}?id={rid}: the answer is another record")
+        return cast(dict[str, Any], record)
 
     def written_since(self, name: str, mark: Mark | None) -> list[dict[str, Any]]:
         """Records named exactly ``name`` stamped (``updated_at``) at or after ``mark``
@@ -112,6 +128,7 @@ class NameReader:
         asked for is gone (deleted since), not that there is no list endpoint."""
         budget = RetryBudget(self.client.retry)
         while True:
+            self.tries += 1
             attempt = self.client.attempt("GET", path, params=params)
             verdict = attempt.verdict
             if verdict.kind == "ok" and attempt.body_error is None:
@@ -119,7 +136,7 @@ class NameReader:
             if verdict.kind == "ok":
                 raise Unreadable(f"GET {path}: {attempt.body_error}")
             if verdict.status == 404 and gone_ok:
-                raise Unreadable(f"GET {path}: the record is gone ({verdict.describe})")
+                raise Gone(f"GET {path}: the record is gone ({verdict.describe})")
             if verdict.status in (404, 405):
                 raise Unreadable(
                     f"the target has no record list endpoint ({verdict.describe}), so this"

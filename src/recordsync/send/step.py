@@ -34,6 +34,7 @@ from recordsync.send.plan import (
     DECIDED,
     ChunkHook,
     Progress,
+    RowObserver,
     SendOptions,
 )
 from recordsync.send.sender import ChunkAborted, ChunkSender
@@ -61,8 +62,11 @@ class StepRunner:
         progress: Progress,
         make_sender: Callable[[str], ChunkSender] | None,
         hook: ChunkHook | None = None,
+        observer: RowObserver | None = None,
     ) -> None:
         self.writer = writer
+        self.observer = observer
+        """Sees every settled chunk (None: nothing watches)."""
         self.options = options
         self.breaker = breaker
         self.progress = progress
@@ -377,6 +381,13 @@ class StepRunner:
 
     def _report(self, tally: StepTally, chunk: QueuedChunk, results: list[EntryResult]) -> None:
         """Write every row of a settled chunk to the report, in source order."""
+        record_id_of: Callable[[PreparedRow], int | None] | None = (
+            self.hook.record_id_of if self.hook is not None else None
+        )
+        if self.observer is not None and (results or record_id_of is not None):
+            if record_id_of is not None:  # the hook tells a row's id once: both ask this
+                record_id_of = _asked_once(record_id_of)
+            self.observer.settled(tally.step, chunk.rows, results, record_id_of)
         if results and record_answered(self.writer, tally, chunk.rows, results):
             self.progress.rows_done(len(chunk.rows))  # every row sent and plain: one block
             return
@@ -399,16 +410,31 @@ class StepRunner:
                 record(tally, row, r.status, r.record_id, error)
             elif row.status in DECIDED:  # held (retry, state store) or journaled (resume)
                 tally.sent += 1
-                rid = self.hook.record_id_of(row) if self.hook is not None else None
+                rid = record_id_of(row) if record_id_of is not None else None
                 error = row.error
                 if error is not None and explain is not None and row.status is RowStatus.FAILED:
                     error = explain(row, error)  # journaled by the attempt that died
                 record(tally, row, row.status, rid, error)
-            elif row.status is RowStatus.UNCHANGED and self.hook is not None:
-                record(tally, row, row.status, self.hook.record_id_of(row), row.error)
+            elif row.status is RowStatus.UNCHANGED and record_id_of is not None:
+                record(tally, row, row.status, record_id_of(row), row.error)
             else:
                 record(tally, row, row.status, None, row.error)
         self.progress.rows_done(count)
+
+
+def _asked_once(
+    record_id_of: Callable[[PreparedRow], int | None],
+) -> Callable[[PreparedRow], int | None]:
+    """``record_id_of`` (the hook's: it tells each row's id once) that answers again."""
+    known: dict[int, int | None] = {}
+
+    def again(row: PreparedRow) -> int | None:
+        key = id(row)
+        if key not in known:
+            known[key] = record_id_of(row)
+        return known[key]
+
+    return again
 
 
 def checked(row: PreparedRow) -> PreparedRow:
