@@ -216,11 +216,11 @@ def test_a_second_run_of_a_running_pipeline_is_refused_with_exit_3(
 def test_verify_flags(
     project: Path, capsys: pytest.CaptureFixture[str], cli: Callable[..., int]
 ) -> None:
-    """The read-back is on by default (``## Read-back`` in the printed report), off with
+    """The read-back is on by default (``## Read-back`` in report.md), off with
     --no-verify."""
     assert cli("run", "pipelines/nightly.yaml") == 1
-    out = capsys.readouterr().out
-    assert "## Read-back" in out and " differ from what was sent (0 field(s))" in out
+    text = (only_report(project) / "report.md").read_text(encoding="utf-8")
+    assert "## Read-back" in text and " differ from what was sent (0 field(s))" in text
     for report in (project / "reports").iterdir():
         shutil.rmtree(report)
     assert cli("run", "--no-verify", "pipelines/nightly.yaml") == 1
