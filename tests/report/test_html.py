@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from recordsync.core.model import SourceRow
 from recordsync.report.examples import PER_REASON, named_column
 from recordsync.report.html import render_html
+from recordsync.report.html_sections import checks
 from recordsync.report.tally import StepTally, message_value, reason_group
 
 
@@ -63,3 +64,52 @@ def test_an_apostrophe_in_a_message_is_not_a_quote() -> None:
     )
     assert message_value(message) == "globex"
     assert "that row's record" in reason_group(message) and "'…'" in reason_group(message)
+
+
+def test_the_checks_around_sending_are_in_the_html_report() -> None:
+    """Volume guards, the read-back and the skill after the run: report.md's words, as HTML."""
+    summary = {
+        "guards": [
+            {
+                "step": "people",
+                "kind": "drop",
+                "previous": 30,
+                "current": 3,
+                "threshold": 0.5,
+                "action": "skip_deletes",
+            }
+        ],
+        "verify": {
+            "enabled": True,
+            "records_read": 10,
+            "requests": 10,
+            "mismatched_records": 1,
+            "mismatched_fields": 1,
+            "unreadable": 0,
+            "failed": True,
+            "file": "readback_mismatches.csv",
+            "steps": [
+                {
+                    "step": "people",
+                    "records_read": 10,
+                    "written_read": 5,
+                    "unchanged_read": 5,
+                    "mismatched_records": 1,
+                    "failed": True,
+                    "max_mismatch": 0,
+                    "unreadable": 0,
+                    "examples": ["record 7, email: sent '<a>', stored 'b'"],
+                    "problems": [],
+                }
+            ],
+        },
+        "after_run": {"skill": {"id": "abc", "when": ["failed"], "error": "HTTP 404"}},
+    }
+    html = "\n".join(checks(summary))
+    assert "<h2>Volume guards</h2>" in html and "3 rows against 30" in html
+    assert "<h2>Read-back</h2>" in html and "<code>readback_mismatches.csv</code>" in html
+    assert "<td>1 <b>(over the limit)</b></td>" in html and "---" not in html
+    assert "sent &#x27;&lt;a&gt;&#x27;" in html  # escaped
+    assert "<h2>After the run</h2>" in html and "<b>not triggered</b>: HTTP 404" in html
+    assert html.count("<section>") == html.count("</section>") == 3
+    assert checks({}) == []

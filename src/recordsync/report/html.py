@@ -16,6 +16,7 @@ from typing import Any
 from recordsync.report.examples import ReasonExample, safe_cell
 from recordsync.report.group_steps import group_step, groups
 from recordsync.report.html_sections import (
+    checks,
     e,
     merges,
     next_steps_section,
@@ -241,6 +242,7 @@ def render_html(summary: dict[str, Any], tallies: list[StepTally]) -> str:
         *_reasons(summary, tallies),
         *value_maps(tallies),
         *merges(summary, tallies),
+        *checks(summary),
         *owners_and_references(summary),
         *next_steps_section(summary),
     ]

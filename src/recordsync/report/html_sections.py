@@ -3,12 +3,15 @@ duplicates, owners and references; and the escaping every section uses."""
 
 from __future__ import annotations
 
+import re
 from html import escape
 from typing import Any
 
 import yaml
 
+from recordsync.report.markdown import guards_section
 from recordsync.report.next_steps import next_steps
+from recordsync.report.readback import readback_sections
 from recordsync.report.tally import StepTally
 from recordsync.report.wording import OWNER_WORDS, held_and_duplicate, html_text, service_merged
 
@@ -121,3 +124,55 @@ def next_steps_section(summary: dict[str, Any]) -> list[str]:
         *(f"<li>{i}</li>" for i in items),
         "</ul></section>",
     ]
+
+
+def checks(summary: dict[str, Any]) -> list[str]:
+    """report.md's sections on the checks around sending (volume guards, read-back, the skill
+    after the run), the same words as HTML."""
+    return _from_markdown([*guards_section(summary), *readback_sections(summary)])
+
+
+def _inline(text: str) -> str:
+    return _BOLD.sub(r"<b>\1</b>", html_text(text))
+
+
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
+def _from_markdown(lines: list[str]) -> list[str]:
+    """The few shapes those sections use: ``## title``, ``- item``, tables, paragraphs."""
+    out: list[str] = []
+    table: list[list[str]] = []
+    items: list[str] = []
+
+    def flush() -> None:
+        if items:
+            out.extend(["<ul>", *(f"<li>{_inline(i)}</li>" for i in items), "</ul>"])
+            items.clear()
+        if table:
+            head, *rows = table
+            out.append("<table><tr>" + "".join(f"<th>{e(c)}</th>" for c in head) + "</tr>")
+            out.extend(
+                "<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in rows
+            )
+            out.append("</table>")
+            table.clear()
+
+    for line in lines:
+        if line.startswith("|"):
+            if not set(line) <= set("|-: "):  # not the |---| line
+                cells = line.strip().strip("|").split(" | ")
+                table.append([c.strip().replace("\\|", "|") for c in cells])
+            continue
+        if line.startswith("- "):
+            items.append(line[2:])
+            continue
+        flush()
+        if line.startswith("## "):
+            if out:
+                out.append("</section>")
+            out.append(f"<section><h2>{e(line[3:])}</h2>")
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+    flush()
+    return [*out, "</section>"] if out else []

@@ -100,7 +100,7 @@ def _service_merged(tallies: list[StepTally]) -> list[str]:
     return ["", "## Rows the service merged", "", *lines] if lines else []
 
 
-def _guards(summary: dict[str, Any]) -> list[str]:
+def guards_section(summary: dict[str, Any]) -> list[str]:
     """The steps whose source-volume guard tripped (``summary["guards"]``), as a section."""
     guards = summary.get("guards") or []
     if not guards:
@@ -166,7 +166,7 @@ def render_report(summary: dict[str, Any], tallies: list[StepTally]) -> str:
     if dry:
         lines.append("- dry run: nothing was written; 'sent' counts the rows that would be sent")
     lines += ["", "## Steps", "", *_table(summary), ""]
-    lines += _guards(summary)
+    lines += guards_section(summary)
     for t in tallies:
         if t.aborted:
             lines.append(f"- step {t.step} aborted: {_md(t.aborted)}")
