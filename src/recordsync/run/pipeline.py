@@ -82,6 +82,8 @@ class RunRequest:
     wait_for_lock: float = 0.0
     """Seconds to wait for a run holding this run's pipeline or key-space locks (0: refuse)."""
     overrides: dict[str, Any] = field(default_factory=dict)
+    list_unchanged: bool | None = None
+    """List unchanged rows in results.csv (None: the pipeline's ``report.list_unchanged``)."""
     tuning: Tuning | None = None
     """The process-wide tweaks for this run (:mod:`recordsync.tuning`); None: the process's
     setting (off in a library, unless :func:`recordsync.tuning.enable` was called; on from
@@ -267,6 +269,11 @@ def _run(
             progress=progress,
             retry_of=prepared.retry_of,
             pipeline_file=str(request.pipeline_path.resolve()),
+            list_unchanged=(
+                pipeline.report.list_unchanged
+                if request.list_unchanged is None
+                else request.list_unchanged
+            ),
         )
         try:
             schema_json = client.schema()

@@ -122,11 +122,13 @@ def run_plans(
     pipeline_file: str | None = None,
     warnings: list[str] | None = None,
     stopped: RecordsyncError | None = None,
+    list_unchanged: bool = False,
 ) -> RunResult:
     """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only.
 
     ``stopped``: the run stopped before its first step (the schema or users could not be
-    fetched): nothing is sent, every step is reported with every row ``failed`` (not sent)."""
+    fetched): nothing is sent, every step is reported with every row ``failed`` (not sent).
+    ``list_unchanged``: results.csv lists unchanged rows too (else they are counted only)."""
     if client is None and not options.dry_run:
         raise ValueError("a real run needs a client")
     started = datetime.now(UTC)
@@ -138,7 +140,9 @@ def run_plans(
             n += 1
         report_dir.rename(report_dir.with_name(f"{run_id}.partial-{n}"))
     try:
-        writer = ReportWriter(report_dir, dry_run=options.dry_run)
+        writer = ReportWriter(
+            report_dir, dry_run=options.dry_run, list_unchanged=list_unchanged
+        )
     except OSError as exc:
         raise ConfigError(
             f"cannot create the report directory: {exc.strerror}",
