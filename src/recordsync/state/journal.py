@@ -738,6 +738,9 @@ class Journal:
             if not keep_rows:
                 conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
         self._marks = {k: v for k, v in self._marks.items() if k[0] != run_id}
+        # The pages of the journal just deleted go back to the file system: a state file
+        # holds the ledger between runs, not the free space of the largest run's journal.
+        self.store.release_free_pages()
         # Fold the run's write-ahead log into the database now, so that the next run does not
         # pay for it on its first commit; and keep the -wal file small between runs.
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
