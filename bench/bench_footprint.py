@@ -21,6 +21,7 @@ import os
 import sqlite3
 import sys
 import tempfile
+import threading
 import time
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -65,6 +66,28 @@ def state_bytes(root: Path) -> dict[str, int]:
                 if inner.is_file():
                     out[str(inner.relative_to(root))] = inner.stat().st_size
     return out
+
+
+class PeakSize:
+    """The largest size the state store reached while a run went on (sampled every 0.2 s)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.peak = root, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            try:
+                self.peak = max(self.peak, sum(state_bytes(self.root).values()))
+            except OSError:  # a file went while it was listed
+                pass
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak
 
 
 def report_bytes(directory: Path) -> dict[str, int]:
@@ -120,11 +143,13 @@ def main() -> None:
             if label.startswith("1%"):
                 print(f"  changed {change_one_percent(root):,} rows")
             start = time.perf_counter()
+            peak = PeakSize(root)
             result = run_pipeline(
                 RunRequest(pipeline, report_dir=root / "reports", state_db=db),
                 target=Target(url, Secret(KEY), "bench", "bench"),
             )
             wall = time.perf_counter() - start
+            highest = peak.stop()
             summary = result.summary
             assert summary["accounting_ok"], summary["accounting_errors"]
             totals = summary["totals"]
@@ -133,7 +158,8 @@ def main() -> None:
             report = report_bytes(result.report_dir)
             print(
                 f"{label}: {wall:.1f} s, exit {result.exit_code}, rows read"
-                f" {totals['rows_read']:,}; state {mb(size)} = {size / n:.1f} bytes/row;"
+                f" {totals['rows_read']:,}; state {mb(size)} = {size / n:.1f} bytes/row"
+                f" (while running: up to {mb(highest)} = {highest / n:.1f} bytes/row);"
                 f" report {mb(sum(report.values()))} (load {os.getloadavg()[0]:.2f})",
                 flush=True,
             )
