@@ -16,6 +16,7 @@ Targets: the state store <= 100 MB per million rows (100 bytes a row) after each
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import os
 import sqlite3
@@ -79,10 +80,8 @@ class PeakSize:
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
-            try:
+            with contextlib.suppress(OSError):  # a file went while it was listed
                 self.peak = max(self.peak, sum(state_bytes(self.root).values()))
-            except OSError:  # a file went while it was listed
-                pass
 
     def stop(self) -> int:
         self._stop.set()

@@ -75,7 +75,10 @@ def _read_back(report: Path, out: Path) -> list[tuple[int, str, dict[str, str]]]
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(cells=st.lists(st.tuples(CELL, CELL), min_size=1, max_size=6), gzip_from=st.sampled_from([0, 2, 100_000]))
+@given(
+    cells=st.lists(st.tuples(CELL, CELL), min_size=1, max_size=6),
+    gzip_from=st.sampled_from([0, 2, 100_000]),
+)
 def test_every_cell_comes_back_exactly(
     tmp_path_factory: pytest.TempPathFactory, cells: list[tuple[str, str]], gzip_from: int
 ) -> None:

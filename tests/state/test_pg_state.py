@@ -24,11 +24,11 @@ from recordsync.core.errors import (
     exit_code_for,
 )
 from recordsync.state import Journal, StateStore
-from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA
 from recordsync.state.location import PgUrl, state_location
 from recordsync.state.mirror import plan_deletes
 from recordsync.state.pg import SCHEMA_VERSION
 from recordsync.state.pg_lock import PgPipelineLock, lock_key
+from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA
 from recordsync.state.snapshots import SnapshotWriter, take
 
 from .conftest import start_child, wait_ready

@@ -77,7 +77,8 @@ def test_a_snapshot_file_reads_back_as_written(
     with StateStore(root / "state.db") as store:
         writer = SnapshotWriter(store, "p", "contacts", "r1")
         for r in logical.to_pylist():
-            writer.add((r["d0"], r["d1"]), r["key"], r["match_by"], r["match_value"], r["record_id"])
+            digest = (r["d0"], r["d1"])
+            writer.add(digest, r["key"], r["match_by"], r["match_value"], r["record_id"])
         writer.commit(b"fp")
         snap = take(store, "p", "contacts", b"fp")
         assert snap is not None and snap.table.schema == SNAPSHOT_FILE_SCHEMA

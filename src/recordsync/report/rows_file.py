@@ -30,7 +30,7 @@ _TEXT_BUFFER = 1 << 20
 
 def _gzip_writer(path: Path) -> tuple[gzip.GzipFile, io.TextIOWrapper]:
     raw = gzip.GzipFile(path, "wb", compresslevel=GZIP_LEVEL, mtime=0)
-    text = io.TextIOWrapper(raw, encoding="utf-8", newline="", write_through=False)  # type: ignore[arg-type]
+    text = io.TextIOWrapper(raw, encoding="utf-8", newline="", write_through=False)
     text._CHUNK_SIZE = _TEXT_BUFFER  # type: ignore[attr-defined]
     return raw, text
 
@@ -108,5 +108,5 @@ def open_rows_file(path: Path) -> IO[str]:
     """A row file as text for ``csv.reader``: plain, or gzip when its name ends ``.gz``."""
     if path.name.endswith(".gz"):
         return gzip.open(path, "rt", encoding="utf-8", newline="")
-    return open(path, newline="", encoding="utf-8")  # noqa: SIM115
+    return open(path, newline="", encoding="utf-8")
 

@@ -12,9 +12,10 @@ Life cycle, which keeps a snapshot from ever vouching for a ledger it did not se
   ``recordsync state reset`` leave no snapshot: the next run takes the full path once.
 
 Form: an Arrow IPC file, a row's match rule and value left out where its key says them
-(:mod:`.snapshot_codec`). Where: in ``snapshots/`` beside an SQLite state file; in a PostgreSQL state
-database, the same file's bytes in ``snapshot_blocks`` (:mod:`.pg_snapshots`), so the
-next run needs no local disk of this one (it writes and reads a temporary file).
+(:mod:`.snapshot_codec`). Where: in ``snapshots/`` beside an SQLite state file; in a
+PostgreSQL state database, the same file's bytes in ``snapshot_blocks``
+(:mod:`.pg_snapshots`), so the next run needs no local disk of this one (it writes and reads
+a temporary file).
 """
 
 from __future__ import annotations
