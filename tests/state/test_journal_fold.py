@@ -12,9 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.state import ChunkResult, Journal, JournalRow, StateStore
+from recordsync.state import ChunkResult, Journal, JournalRow, StateStore, journal_codec
 from recordsync.state import journal as journal_fold
-from recordsync.state import journal_codec
 
 _STATUSES = ("created", "updated", "failed", "in_doubt")
 

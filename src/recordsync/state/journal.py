@@ -40,8 +40,8 @@ from itertools import repeat
 from operator import itemgetter
 
 from recordsync.core.errors import AccountingError, RecordsyncError
-from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash, outcome_rows
 from recordsync.state.journal_codec import decode, is_plain, json_text, pack
+from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash, outcome_rows
 from recordsync.state.journal_content import JournaledRows
 from recordsync.state.journal_records import (
     BEGUN,
