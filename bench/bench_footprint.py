@@ -11,6 +11,12 @@ with its WAL, and the snapshot files beside it), in bytes per source row, split 
 
 Targets: the state store <= 100 MB per million rows (100 bytes a row) after each run; the
 1%-changed run's report <= 50 MB for 10M rows (5 MB per million rows).
+
+``--writer-only``: no run; the report writer alone is given a nightly re-run's outcomes of
+``--rows`` rows (``--changed``, default 1%, updated in 100-row chunks; the rest found
+unchanged, in blocks as the fast path hands them over; ``--changed 1``: a first run, every
+row created), and the report directory's size is printed: the report of a 10M-row nightly
+without a 10M-row first run.
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from noop_server import noop_server, write_meta
 from project import KEY, make_project, sandbox
 
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
 from recordsync.core.secret import Secret
+from recordsync.report.tally import StepTally
+from recordsync.report.writer import ReportWriter
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.target import Target
 
@@ -111,6 +120,53 @@ def change_one_percent(root: Path) -> int:
     return changed
 
 
+def writer_only(root: Path, n: int, share: float) -> None:
+    """The report of a nightly re-run of ``n`` rows with ``share`` of them changed (1: a
+    first run, every row created), written by the writer alone."""
+    start = time.perf_counter()
+    writer = ReportWriter(root / "report", dry_run=False)
+    tally = StepTally("contacts", "configs/contacts.yaml", "contacts")
+    writer.start_step(tally)
+    tally.read = n
+    block = round(100 / share) - 100  # unchanged rows between two changed chunks of 100
+    status = RowStatus.CREATED if share >= 1 else RowStatus.UPDATED
+    line = 2
+    while line < n + 2:
+        rows = min(block, n + 2 - line)
+        lines = list(range(line, line + rows))
+        writer.record_block(
+            tally,
+            UnchangedBlock(
+                "data/contacts.csv",
+                lines,
+                None,
+                [f"email:user{i}@bench.example" for i in lines],
+                ["email"] * rows,
+                [f"user{i}@bench.example" for i in lines],
+                lines,
+            ),
+        )
+        line += rows
+        for i in range(line, min(line + 100, n + 2)):
+            email = f"user{i}@bench.example"
+            payload = {"name": f"User {i}", "match_by": "email", "match_value": email}
+            row = PreparedRow(SourceRow("data/contacts.csv", i, {}), RowStatus.VALID, payload)
+            writer.record(tally, row, status, i)
+            tally.sent += 1
+            line += 1
+    summary = writer.finish({"run_id": "writer-only"})
+    assert summary["accounting_ok"], summary["accounting_errors"]
+    report = report_bytes(root / "report")
+    print(
+        f"writer only, {n:,} rows ({summary['totals']['created']:,} created,"
+        f" {summary['totals']['updated']:,} updated,"
+        f" {summary['totals']['rows_unchanged']:,} unchanged): report"
+        f" {mb(sum(report.values()))} in {time.perf_counter() - start:.1f} s"
+    )
+    for name, value in report.items():
+        print(f"    report {name:<34} {mb(value):>12}")
+
+
 def mb(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
@@ -120,9 +176,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--keep", type=Path, help="work in this directory and keep it")
     parser.add_argument("--server", choices=("noop", "sandbox"), default="noop")
+    parser.add_argument("--writer-only", action="store_true", help="the report writer alone")
+    parser.add_argument(
+        "--changed", type=float, default=0.01, help="--writer-only: the share of rows changed"
+    )
     args = parser.parse_args()
     n = args.rows
     print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
+    if args.writer_only:
+        with tempfile.TemporaryDirectory(prefix="recordsync-footprint-") as tmp:
+            writer_only(Path(tmp), n, args.changed)
+        return
     holder = None
     if args.keep is None:
         holder = tempfile.TemporaryDirectory(prefix="recordsync-footprint-")
