@@ -163,29 +163,27 @@ class ReportWriter:
         state store and resends may have rewritten the mapping's key, e.g. to the record id)."""
         src = row.source
         if status is RowStatus.UNCHANGED and not self.list_unchanged:
-            self.unlisted += 1
-            tally.outcomes[status] += 1
-            tally.add_owner(row.owner_resolution)
-            return
-        payload = row.payload
-        by, value = (
-            (payload["match_by"], payload.get("match_value"))
-            if payload is not None and "match_by" in payload
-            else (row.match_by, row.match_value)
-        )
-        self._results.writerow(
-            [
-                neutralise(tally.step),
-                neutralise(src.source_file),
-                src.source_row,
-                by or "",
-                neutralise(_cell(value)),
-                status.value,
-                _cell(record_id),
-                neutralise(error or ""),
-            ]
-        )
-        self.wrote(1)
+            self.unlisted += 1  # counted, not listed
+        else:
+            payload = row.payload
+            by, value = (
+                (payload["match_by"], payload.get("match_value"))
+                if payload is not None and "match_by" in payload
+                else (row.match_by, row.match_value)
+            )
+            self._results.writerow(
+                [
+                    neutralise(tally.step),
+                    neutralise(src.source_file),
+                    src.source_row,
+                    by or "",
+                    neutralise(_cell(value)),
+                    status.value,
+                    _cell(record_id),
+                    neutralise(error or ""),
+                ]
+            )
+            self.wrote(1)
         tally.outcomes[status] += 1
         tally.add_owner(row.owner_resolution)
         if status is RowStatus.MERGED and row.status is RowStatus.MERGED:
