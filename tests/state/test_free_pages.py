@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from recordsync.state import ChunkResult, Journal, JournalRow, StateStore
+from recordsync.state import ChunkResult, Journal, JournalRow, StateStore, journal_codec
 from recordsync.state import store as store_module
 
 
@@ -58,16 +58,18 @@ def test_a_file_made_without_auto_vacuum_is_converted_once(
         store.connection.execute("VACUUM")  # as a file made before auto-vacuum was set
         assert pragma(store, "auto_vacuum") == 0
     monkeypatch.setattr(store_module, "VACUUM_FROM_PAGES", 10**9)
+    monkeypatch.setattr(journal_codec, "PACK_FROM", 10**9)  # the JSON journal of old
     with StateStore(path) as store:
         assert pragma(store, "auto_vacuum") == 0  # an existing file keeps its mode on open
-        one_run(store, "r1", 2000)
+        one_run(store, "r1", 3000)
         assert pragma(store, "freelist_count") > 0  # too few free pages to rewrite it for
+    monkeypatch.undo()
     monkeypatch.setattr(store_module, "VACUUM_FROM_PAGES", 8)
     with StateStore(path) as store:
-        one_run(store, "r2", 2000, first_key=5000)
+        one_run(store, "r2", 100)  # the free pages of the old run's journal: converted
         assert pragma(store, "auto_vacuum") == store_module.AUTO_VACUUM_INCREMENTAL
         assert pragma(store, "freelist_count") == 0
-        assert len(list(store.entries("p", "contacts"))) == 4000
+        assert len(list(store.entries("p", "contacts"))) == 3000
 
 
 def test_a_busy_file_is_left_for_the_next_time(store: StateStore) -> None:
