@@ -52,6 +52,7 @@ from project import KEY, make_project, sandbox, warm_imports
 from recordsync.config import load_pipeline
 from recordsync.core.model import UnchangedBlock
 from recordsync.core.secret import Secret
+from recordsync.report.rows_file import find_rows_file, open_rows_file
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.plans import build_plans
 from recordsync.run.target import Target
@@ -86,7 +87,9 @@ def run(root: Path, pipeline: Path, url: str) -> tuple[float, float, Any]:
 
 
 def statuses(result: Any) -> dict[int, str]:
-    with open(result.report_dir / "results.csv", newline="", encoding="utf-8") as f:
+    path = find_rows_file(result.report_dir, "results.csv")  # or results.csv.gz
+    assert path is not None, result.report_dir
+    with open_rows_file(path) as f:
         return {int(r["source_row"]): r["status"] for r in csv.DictReader(f)}
 
 
