@@ -52,10 +52,12 @@ from project import KEY, make_project, sandbox, warm_imports
 from recordsync.config import load_pipeline
 from recordsync.core.model import UnchangedBlock
 from recordsync.core.secret import Secret
+from recordsync.report.rows_file import find_rows_file, open_rows_file
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.plans import build_plans
 from recordsync.run.target import Target
 from recordsync.state.digests import SNAPSHOT_SCHEMA, row_digests
+from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA, encode
 from recordsync.state.snapshots import Snapshot
 
 TITLE = 4  # "Title" column of bench_run's CSV
@@ -85,7 +87,9 @@ def run(root: Path, pipeline: Path, url: str) -> tuple[float, float, Any]:
 
 
 def statuses(result: Any) -> dict[int, str]:
-    with open(result.report_dir / "results.csv", newline="", encoding="utf-8") as f:
+    path = find_rows_file(result.report_dir, "results.csv")  # or results.csv.gz
+    assert path is not None, result.report_dir
+    with open_rows_file(path) as f:
         return {int(r["source_row"]): r["status"] for r in csv.DictReader(f)}
 
 
@@ -203,7 +207,7 @@ def own_snapshot(root: Path, pipeline: Path, url: str) -> Path:
     used = BatchMapper(step.config, base_dir=step.base_dir, schema=None, users=None).columns_used
     path = root / "own-snapshot.arrow"
     done = 0
-    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, SNAPSHOT_SCHEMA) as out:
+    with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, SNAPSHOT_FILE_SCHEMA) as out:
         for sb in iter_source(step.config.source, step.base_dir):
             got = row_digests(sb.batch, used, fp)
             assert got is not None and got[1].all()
@@ -211,7 +215,7 @@ def own_snapshot(root: Path, pipeline: Path, url: str) -> Path:
             cols = [pa.array(got[0][:, 0]), pa.array(got[0][:, 1])]
             cols += [pc.binary_join_element_wise("email:", emails, ""), pa.nulls(n, pa.string())]
             cols += [emails, pa.array(range(done + 1, done + n + 1), pa.int64())]
-            out.write_batch(pa.record_batch(cols, schema=SNAPSHOT_SCHEMA))
+            out.write_batch(encode(pa.record_batch(cols, schema=SNAPSHOT_SCHEMA)))
             done += n
     return path
 

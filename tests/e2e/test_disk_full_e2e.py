@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import pytest
 
-from recordsync.report import writer as writer_module
+from recordsync.report import rows_file as rows_file_module
 from recordsync.state import Journal, StateStore
 
 from .support import KEY, all_records, journal_full_at_the_third_chunk, served
@@ -92,7 +92,7 @@ def test_a_full_disk_under_the_report_directory_aborts_with_exit_3(
         return FullDisk(real, 2) if "w" in mode and str(path).endswith("results.csv") else real
 
     err = _full_then_room(  # then resumed, no duplicate
-        tmp_path, args, cli, capsys, target=writer_module, name="open", full=full_open
+        tmp_path, args, cli, capsys, target=rows_file_module, name="open", full=full_open
     )
     assert "cannot write the report in reports/" in err and "No space left on device" in err
     assert "free space on that disk" in err

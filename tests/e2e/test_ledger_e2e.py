@@ -41,7 +41,7 @@ def request(tmp: Path, pipeline: Path, **kw: Any) -> RunRequest:
         report_dir=tmp / "reports",
         state_db=tmp / "state.db",
         retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
-        **kw,
+        **{"list_unchanged": True, **kw},  # every row's line, the unchanged ones too
     )
 
 

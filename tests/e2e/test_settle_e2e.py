@@ -80,6 +80,7 @@ def request(tmp_path: Path, pipeline: Path, tag: str) -> RunRequest:
         report_dir=tmp_path / f"reports-{tag}",
         state_db=tmp_path / "state.db",
         retry=RetryPolicy(sleep=lambda s: None, max_attempts=3),
+        list_unchanged=True,  # every row's line, the unchanged ones too
     )
 
 

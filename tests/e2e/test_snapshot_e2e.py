@@ -51,7 +51,7 @@ def _request(pipeline: Path, work: Path, **kw: Any) -> RunRequest:
         report_dir=work / "reports",
         state_db=work / "state" / "state.db",
         retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
-        **kw,
+        **{"list_unchanged": True, **kw},  # every row's line, the unchanged ones too
     )
 
 

@@ -57,7 +57,7 @@ def run(
             target=target(url),
             hook=st,
             run_id=st.run_id,
-            **(run_kw or {}),
+            **{"list_unchanged": True, **(run_kw or {})},  # every row's line
         )
         st.finish("aborted" if result.error is not None else "finished")
     return result

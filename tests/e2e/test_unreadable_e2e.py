@@ -39,6 +39,7 @@ def request(tmp: Path, pipeline: Path) -> RunRequest:
         report_dir=tmp / "reports",
         state_db=tmp / "state.db",
         retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
+        list_unchanged=True,  # every row's line, the unchanged ones too
     )
 
 

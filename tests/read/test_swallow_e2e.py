@@ -38,6 +38,7 @@ def run(tmp: Path, pipeline: Path, url: str) -> tuple[Any, list[dict[str, str]]]
             report_dir=tmp / "reports",
             state_db=tmp / "state.db",
             retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
+            list_unchanged=True,  # every physical data row's line, the unchanged ones too
         ),
         target=target(url),
     )

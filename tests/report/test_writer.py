@@ -180,12 +180,12 @@ def test_unchanged_blocks_are_written_as_csv_writer_writes_rows(
         [f"k{i}" for i in lines],
         *cols,
     )
-    fast = ReportWriter(root / "fast", dry_run=False)
+    fast = ReportWriter(root / "fast", dry_run=False, list_unchanged=True)
     tally = StepTally(step, "m", "contacts")
     fast.start_step(tally)
     fast.record_block(tally, block)
     fast.finish({})
-    slow = ReportWriter(root / "slow", dry_run=False)
+    slow = ReportWriter(root / "slow", dry_run=False, list_unchanged=True)
     tally2 = StepTally(step, "m", "contacts")
     slow.start_step(tally2)
     for line, (by, value, rid) in zip(lines, rows, strict=True):
@@ -199,7 +199,7 @@ def test_unchanged_blocks_are_written_as_csv_writer_writes_rows(
 
 
 def test_results_csv_neutralises_formula_like_text_cells(tmp_path: Path) -> None:
-    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    writer = ReportWriter(tmp_path / "run", dry_run=False, list_unchanged=True)
     tally = StepTally("=step", "m", "contacts")
     writer.start_step(tally)
     bad = PreparedRow(SourceRow("@in.csv", 2, {}), RowStatus.VALID, {}, "name", "=HYPERLINK(x)")

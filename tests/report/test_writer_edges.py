@@ -37,7 +37,7 @@ def results(directory: Path) -> list[list[str]]:
 def test_unchanged_blocks_read_back_cell_for_cell(
     tmp_path: Path, name: str, by: str, value: str
 ) -> None:
-    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    writer = ReportWriter(tmp_path / "run", dry_run=False, list_unchanged=True)
     tally = StepTally("contacts", "m", "contacts")
     writer.start_step(tally)
     writer.record_block(tally, block(name, [2, 3], by, value))

@@ -41,8 +41,14 @@ CELL = st.one_of(
 )
 
 
-def _write(out: Path, rows: list[dict[str, str]], status: RowStatus = RowStatus.FAILED) -> Path:
-    writer = ReportWriter(out, dry_run=False)
+def _write(
+    out: Path,
+    rows: list[dict[str, str]],
+    status: RowStatus = RowStatus.FAILED,
+    *,
+    gzip_from: int = 100_000,
+) -> Path:
+    writer = ReportWriter(out, dry_run=False, gzip_from=gzip_from)
     tally = StepTally("deals", "configs/deals.yaml", "deals")
     writer.start_step(tally)
     for n, values in enumerate(rows, start=2):
@@ -69,14 +75,21 @@ def _read_back(report: Path, out: Path) -> list[tuple[int, str, dict[str, str]]]
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(cells=st.lists(st.tuples(CELL, CELL), min_size=1, max_size=6))
+@given(
+    cells=st.lists(st.tuples(CELL, CELL), min_size=1, max_size=6),
+    gzip_from=st.sampled_from([0, 2, 100_000]),
+)
 def test_every_cell_comes_back_exactly(
-    tmp_path_factory: pytest.TempPathFactory, cells: list[tuple[str, str]]
+    tmp_path_factory: pytest.TempPathFactory, cells: list[tuple[str, str]], gzip_from: int
 ) -> None:
+    """Whether failures.csv was written plain or compressed (failures.csv.gz)."""
     root = tmp_path_factory.mktemp("rt")
     # a row whose every cell is empty is a blank line to the reader, never a failure
     rows = [{"Name": a or "n", "Notes": b} for a, b in cells]
-    report = _write(root / "run", rows)
+    report = _write(root / "run", rows, gzip_from=gzip_from)
+    compressed = len(rows) > gzip_from
+    assert (report / "failures.csv.gz").is_file() is compressed
+    assert (report / "failures.csv").is_file() is not compressed
     got = _read_back(report, root / "tmp")
     want = [(n * 3, "src/deals.csv", values) for n, values in enumerate(rows, start=2)]
     assert got == want
@@ -110,10 +123,14 @@ def test_source_columns_named_like_failures_own_columns_survive(tmp_path: Path) 
     assert nothing_to_retry(report) is None
 
 
-def test_nothing_to_retry_names_the_status_column_it_found(tmp_path: Path) -> None:
-    report = _write(tmp_path / "run", [{"Name": "A", "_status": "x"}], RowStatus.INVALID)
+@pytest.mark.parametrize("gzip_from", [0, 100_000])
+def test_nothing_to_retry_names_the_status_column_it_found(tmp_path: Path, gzip_from: int) -> None:
+    report = _write(
+        tmp_path / "run", [{"Name": "A", "_status": "x"}], RowStatus.INVALID, gzip_from=gzip_from
+    )
     why = nothing_to_retry(report)
-    assert why is not None and "set `__status` to `failed`" in why
+    name = "failures.csv.gz" if gzip_from == 0 else "failures.csv"
+    assert why is not None and "set `__status` to `failed`" in why and name in why
 
 
 def test_formula_like_header_cells_are_neutralised_and_come_back(tmp_path: Path) -> None:

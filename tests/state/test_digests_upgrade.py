@@ -67,6 +67,7 @@ def _run(pipeline: Path, work: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[A
         report_dir=work / "reports",
         state_db=work / "state" / "state.db",
         retry=RetryPolicy(sleep=lambda s: None, max_attempts=2),
+        list_unchanged=True,  # every row's line, the unchanged ones too
     )
     with served(work / "sandbox.db") as url:
         result = run_pipeline(request, target=target(url))

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.state import ChunkResult, Journal, JournalRow, StateStore
+from recordsync.state import ChunkResult, Journal, JournalRow, StateStore, journal_codec
 from recordsync.state import journal as journal_fold
 
 _STATUSES = ("created", "updated", "failed", "in_doubt")
@@ -64,15 +65,20 @@ def _play(
     chunks=st.lists(_chunk, min_size=1, max_size=6),
     slices=st.tuples(st.integers(0, 12), st.integers(1, 5)),
     fold_every=st.sampled_from([0, 2, 3]),
+    pack_from=st.sampled_from([0, 10**9]),
 )
 def test_folded_ledger_equals_per_chunk_writes(
     tmp_path_factory: object,
     chunks: list[list[tuple[int, str, int | None, str | None]]],
     slices: tuple[int, int],
     fold_every: int,
+    pack_from: int,
 ) -> None:
+    """With the outcomes journaled compressed (``pack_from`` 0: every chunk, folded in
+    Python) or as JSON (folded with SQLite's JSON functions where it can)."""
     base = Path(tmp_path_factory.mktemp("fold"))  # type: ignore[attr-defined]
     with (
+        mock.patch.object(journal_codec, "PACK_FROM", pack_from),
         StateStore(base / "a.db", durable=False) as a,
         StateStore(base / "b.db", durable=False) as b,
         StateStore(base / "c.db", durable=False) as c,

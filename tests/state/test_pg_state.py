@@ -24,11 +24,11 @@ from recordsync.core.errors import (
     exit_code_for,
 )
 from recordsync.state import Journal, StateStore
-from recordsync.state.digests import SNAPSHOT_SCHEMA
 from recordsync.state.location import PgUrl, state_location
 from recordsync.state.mirror import plan_deletes
 from recordsync.state.pg import SCHEMA_VERSION
 from recordsync.state.pg_lock import PgPipelineLock, lock_key
+from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA
 from recordsync.state.snapshots import SnapshotWriter, take
 from recordsync.tuning import sizes
 
@@ -139,7 +139,7 @@ def test_snapshots_live_in_the_database(pg_url: str, tmp_path: Path) -> None:
     with StateStore(pg_url) as store:  # the next run, anywhere
         snap = take(store, "p", "m", b"fp-1")
         assert snap is not None and len(snap) == n
-        assert snap.table.schema == SNAPSHOT_SCHEMA
+        assert snap.table.schema == SNAPSHOT_FILE_SCHEMA
         assert snap.column("key", __import__("numpy").array([0, n - 1])) == ["key0", f"key{n - 1}"]
         assert take(store, "p", "m", b"fp-1") is None  # taken: unregistered
         writer = SnapshotWriter(store, "p", "m", "run2")

@@ -16,7 +16,7 @@ from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.nightly.hook import _keep_rows, keep_row
 from recordsync.state import StateStore
-from recordsync.state.digests import SNAPSHOT_SCHEMA
+from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA
 from recordsync.state.snapshots import SnapshotWriter
 
 Row = tuple[tuple[int, int], str, str | None, Any, int]
@@ -99,6 +99,6 @@ def test_an_acknowledged_chunk_keeps_the_rows_keep_row_keeps(
             reader = pa.ipc.open_file(str(writer.path))
             written.append([reader.get_batch(i) for i in range(reader.num_record_batches)])
     chunk_wise, row_wise = written
-    assert pa.Table.from_batches(chunk_wise, SNAPSHOT_SCHEMA).equals(
-        pa.Table.from_batches(row_wise, SNAPSHOT_SCHEMA)
+    assert pa.Table.from_batches(chunk_wise, SNAPSHOT_FILE_SCHEMA).equals(
+        pa.Table.from_batches(row_wise, SNAPSHOT_FILE_SCHEMA)
     )

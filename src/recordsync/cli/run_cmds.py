@@ -120,6 +120,13 @@ def _announce(quiet: bool) -> Any:
 )
 @click.option("--max-creates", type=click.IntRange(0), help="Stop the run after this many creates.")
 @click.option("--full-refresh", is_flag=True, help="Send every valid row, changed or not.")
+@click.option(
+    "--list-unchanged",
+    is_flag=True,
+    default=None,
+    help="List unchanged rows in results.csv too (default: counted only; or the pipeline's"
+    " report.list_unchanged).",
+)
 @click.option("--no-state", is_flag=True, help="Do not use the state store (send every row).")
 @state_db_option
 @click.option(
@@ -164,6 +171,7 @@ def run_command(
     max_failure_rate: float | None,
     max_creates: int | None,
     full_refresh: bool,
+    list_unchanged: bool | None,
     no_state: bool,
     state_db: StateLocation | None,
     allow_mass_deletes: bool,
@@ -208,6 +216,7 @@ def run_command(
         state=not no_state,
         state_db=state_db,
         full_refresh=full_refresh,
+        list_unchanged=list_unchanged,
         allow_mass_deletes=allow_mass_deletes,
         durable_state=durable_state,
         allow_recreate=allow_recreate,

@@ -191,6 +191,8 @@ class SendSettings(Strict):
 
 class ReportSettings(Strict):
     directory: str = "reports"
+    list_unchanged: bool = False
+    """List rows found unchanged in results.csv too (else they are counted only)."""
 
 
 class StepConfig(Strict):

@@ -119,7 +119,7 @@ def record_answered(
         writer._results_file.write(block.lines)
     else:
         writer._results.writerows(block.lines)
-    writer.lines_written += len(rows)
+    writer.wrote(len(rows))
     tally.outcomes.update(block.statuses)
     owners = OWNER_OUTCOMES
     tally.owners.update(owners.get(r, r) for r in block.owners if r is not None)

@@ -225,13 +225,19 @@ def _header(summary: dict[str, Any]) -> list[str]:
     )
     links = " · ".join(
         f'<a href="{f}">{f}</a>'
-        for f in ("failures.csv", "results.csv", "report.md", "summary.json")
+        for f in (*_row_files(summary), "report.md", "summary.json")
     )
     return [
         f"<header><h1>recordsync run <span>{e(summary.get('run_id', ''))}</span>{badges}</h1>",
         f'<p class="verdict {cls}">{e(verdict)}</p><dl>{meta}</dl>',
         f"<nav>Files: {links}</nav></header>",
     ]
+
+
+def _row_files(summary: dict[str, Any]) -> tuple[str, str]:
+    """failures.csv and results.csv as this run wrote them (``.gz`` when compressed)."""
+    files = summary.get("files") or {}
+    return files.get("failures", "failures.csv"), files.get("results", "results.csv")
 
 
 def render_html(summary: dict[str, Any], tallies: list[StepTally]) -> str:

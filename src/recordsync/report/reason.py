@@ -23,7 +23,8 @@ def why_rows_not_ok(summary: dict[str, Any], report_dir: Path) -> str | None:
     )
     if dups:
         rows.append(f"{dups} duplicate")
-    parts = [f"{', '.join(rows)} rows: see {report_dir / 'failures.csv'}"] if rows else []
+    failures = report_dir / summary.get("files", {}).get("failures", "failures.csv")
+    parts = [f"{', '.join(rows)} rows: see {failures}"] if rows else []
     if t.get("delete_failed"):
         parts.append(f"{t['delete_failed']} mirror deletes failed: see {report_dir / 'report.md'}")
     guarded = {g["step"] for g in summary.get("guards") or []}

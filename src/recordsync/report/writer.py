@@ -1,7 +1,8 @@
 """Write ``reports/<run_id>/`` while the run streams: one results line per source row.
 
-    summary.json   run, target, steps with counts, totals, accounting check
-    results.csv    one line per source row (model.RESULTS_COLUMNS)
+    summary.json   run, target, steps with counts, totals, accounting check, the row files
+    results.csv    one line per source row (model.RESULTS_COLUMNS); rows found unchanged
+                   are counted, and listed only with ``list_unchanged``
     failures.csv   failed, invalid, in-doubt, duplicate and merged rows: original columns +
                    _error, _step, _source_row (+ _status, _source_file; one more leading ``_``
                    each while a source column has such a name); formula-like cells neutralised
@@ -11,6 +12,9 @@
 
 Rows go to disk as they come. failures.csv needs the union of the steps' columns for its
 header, so failing rows are spooled as JSON lines and turned into CSV at :meth:`finish`.
+Past :data:`recordsync.report.rows_file.GZIP_FROM` lines, results.csv and failures.csv are
+written gzip-compressed (``results.csv.gz``, ``failures.csv.gz``; summary.json's ``files``
+names them).
 A failed write stops the run (:mod:`recordsync.report.file_guard`, re-exported here).
 """
 
@@ -36,6 +40,7 @@ from recordsync.report.file_guard import report_write_error as report_write_erro
 from recordsync.report.html import render_html
 from recordsync.report.markdown import render_report
 from recordsync.report.parents import ParentFinder
+from recordsync.report.rows_file import GZIP_FROM, RowsFile
 from recordsync.report.tally import StepTally, totals, totals_errors
 from recordsync.tuning.spill import SpillMap
 
@@ -106,15 +111,24 @@ def _add_suggestions(tally: StepTally, suggestions: dict[str, Any], error: str |
 class ReportWriter:
     """Streams one run's report files into ``directory``."""
 
-    def __init__(self, directory: Path, *, dry_run: bool) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        dry_run: bool,
+        list_unchanged: bool = False,
+        gzip_from: int = GZIP_FROM,
+    ) -> None:
         self.directory = directory
         self.dry_run = dry_run
+        self.list_unchanged = list_unchanged
+        """Unchanged rows get a results line too (else they are counted only)."""
+        self._gzip_from = gzip_from
         directory.mkdir(parents=True, exist_ok=False)
-        results_path = directory / "results.csv"
-        results = open(results_path, "w", 1 << 20, "utf-8", newline="")  # noqa: SIM115
-        self._results_file = GuardedFile(results, directory)
+        self._results_file = RowsFile(directory, "results.csv", gzip_from=gzip_from)
         self._results = csv.writer(self._results_file)
         self._results.writerow(RESULTS_COLUMNS)
+        self._failure_lines = 0
         self._spool_path = directory / ".failures.jsonl"
         spool = open(self._spool_path, "w", encoding="utf-8")  # noqa: SIM115
         self._spool = GuardedFile(spool, directory)
@@ -124,6 +138,13 @@ class ReportWriter:
         """record id → (the first source row of the step that landed on it, None); on disk
         past a block of records (:mod:`recordsync.tuning.spill`)."""
         self.lines_written = 0
+        self.unlisted = 0
+        """Rows found unchanged and not listed in results.csv (counted in the tallies)."""
+
+    def wrote(self, lines: int) -> None:
+        """``lines`` more results lines were written (past a threshold: compressed)."""
+        self.lines_written += lines
+        self._results_file.count(lines)
 
     def start_step(self, tally: StepTally) -> None:
         self.tallies.append(tally)
@@ -142,25 +163,28 @@ class ReportWriter:
         the row's batch input (``row.payload``): what went on the wire, or would have (the
         state store and resends may have rewritten the mapping's key, e.g. to the record id)."""
         src = row.source
-        payload = row.payload
-        by, value = (
-            (payload["match_by"], payload.get("match_value"))
-            if payload is not None and "match_by" in payload
-            else (row.match_by, row.match_value)
-        )
-        self._results.writerow(
-            [
-                neutralise(tally.step),
-                neutralise(src.source_file),
-                src.source_row,
-                by or "",
-                neutralise(_cell(value)),
-                status.value,
-                _cell(record_id),
-                neutralise(error or ""),
-            ]
-        )
-        self.lines_written += 1
+        if status is RowStatus.UNCHANGED and not self.list_unchanged:
+            self.unlisted += 1  # counted, not listed
+        else:
+            payload = row.payload
+            by, value = (
+                (payload["match_by"], payload.get("match_value"))
+                if payload is not None and "match_by" in payload
+                else (row.match_by, row.match_value)
+            )
+            self._results.writerow(
+                [
+                    neutralise(tally.step),
+                    neutralise(src.source_file),
+                    src.source_row,
+                    by or "",
+                    neutralise(_cell(value)),
+                    status.value,
+                    _cell(record_id),
+                    neutralise(error or ""),
+                ]
+            )
+            self.wrote(1)
         tally.outcomes[status] += 1
         tally.add_owner(row.owner_resolution)
         if status is RowStatus.MERGED and row.status is RowStatus.MERGED:
@@ -182,14 +206,18 @@ class ReportWriter:
             self._record_rows.setdefault(record_id, (src.source_row, None))
 
     def record_block(self, tally: StepTally, block: UnchangedBlock) -> None:
-        """Write rows found unchanged from their digests (:mod:`recordsync.report.blocks`)."""
+        """Write rows found unchanged from their digests (:mod:`recordsync.report.blocks`);
+        count them only unless ``list_unchanged``."""
+        tally.outcomes[RowStatus.UNCHANGED] += len(block)
+        if not self.list_unchanged:
+            self.unlisted += len(block)
+            return
         text = block_text(tally.step, block)
         if text is not None:  # nothing to quote (the common case): the lines, built at once
             self._results_file.write(text)
         else:
             self._results.writerows(block_rows(tally.step, block))
-        self.lines_written += len(block)
-        tally.outcomes[RowStatus.UNCHANGED] += len(block)
+        self.wrote(len(block))
 
     def _note_merge(self, tally: StepTally, row: PreparedRow, record_id: int) -> None:
         src = row.source
@@ -220,24 +248,29 @@ class ReportWriter:
         extra = [error or "", step, str(row.source.source_row), status.value]
         extra.append(row.source.source_file)  # the order of FAILURE_EXTRA
         self._spool.write(json.dumps([values, extra], ensure_ascii=False) + "\n")
+        self._failure_lines += 1
 
-    def _write_failures_csv(self) -> None:
+    def _write_failures_csv(self) -> str:
+        """failures.csv (compressed past the threshold) from the spool; its name."""
         self._spool.close()
         columns = list(self._columns)
-        with (
-            open(self.directory / "failures.csv", "w", newline="", encoding="utf-8") as out,
-            open(self._spool_path, encoding="utf-8") as spool,
-        ):
-            writer = csv.writer(out)
-            writer.writerow([neutralise(c) for c in (*columns, *failure_extra(columns))])
-            parents = ParentFinder(self.tallies)  # the rows a missing reference points at
-            for line in spool:
-                values, extra = json.loads(line)
-                cells = [values.get(c, "") for c in columns] + extra
-                writer.writerow([neutralise(str(c)) for c in cells])
-                if parents:
-                    parents.offer(extra[1], extra[4], int(extra[2]), values, extra[0])
+        compress = self._failure_lines > self._gzip_from
+        out = RowsFile(self.directory, "failures.csv", compress=compress)
+        try:
+            with open(self._spool_path, encoding="utf-8") as spool:
+                writer = csv.writer(out)
+                writer.writerow([neutralise(c) for c in (*columns, *failure_extra(columns))])
+                parents = ParentFinder(self.tallies)  # the rows a missing reference points at
+                for line in spool:
+                    values, extra = json.loads(line)
+                    cells = [values.get(c, "") for c in columns] + extra
+                    writer.writerow([neutralise(str(c)) for c in cells])
+                    if parents:
+                        parents.offer(extra[1], extra[4], int(extra[2]), values, extra[0])
+        finally:
+            out.close()
         os.unlink(self._spool_path)
+        return out.path.name
 
     def finish(
         self, meta: dict[str, Any], *, extra_errors: list[str] | None = None
@@ -245,12 +278,15 @@ class ReportWriter:
         """Close the row files; write summary.json and report.md; return the summary."""
         self._record_rows.close()
         self._results_file.close()
-        self._write_failures_csv()
+        failures_name = self._write_failures_csv()
+        results_name = self._results_file.path.name
         errors = [e for t in self.tallies for e in t.accounting_errors(self.dry_run)]
         total_outcomes = sum(sum(t.outcomes.values()) for t in self.tallies)
-        if total_outcomes != self.lines_written:
+        if total_outcomes != self.lines_written + self.unlisted:
             errors.append(
-                f"{self.lines_written} lines in results.csv for {total_outcomes} outcomes"
+                f"{self.lines_written} lines in {results_name}"
+                + (f" and {self.unlisted} unchanged rows not listed" if self.unlisted else "")
+                + f" for {total_outcomes} outcomes"
             )
         errors += extra_errors or []
         steps = [
@@ -262,6 +298,12 @@ class ReportWriter:
             **meta,
             "dry_run": self.dry_run,
             **counted,
+            "files": {
+                "results": results_name,
+                "results_lines": self.lines_written,
+                "unchanged_listed": self.list_unchanged,
+                "failures": failures_name,
+            },
             "accounting_ok": not errors,
             "accounting_errors": errors,
         }

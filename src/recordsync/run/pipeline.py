@@ -97,6 +97,8 @@ class RunRequest:
     verify: bool | None = None
     """Read back a sample of each step's records (``--verify``/``--no-verify``); None: as
     the pipeline's and mappings' ``verify:`` say."""
+    list_unchanged: bool | None = None
+    """List unchanged rows in results.csv (None: the pipeline's ``report.list_unchanged``)."""
     tuning: Tuning | None = None
     """The process-wide tweaks for this run (:mod:`recordsync.tuning`); None: the process's
     setting (off in a library, unless :func:`recordsync.tuning.enable` was called; on from
@@ -351,6 +353,11 @@ def _run(
             progress=progress,
             retry_of=prepared.retry_of,
             pipeline_file=str(request.pipeline_path.resolve()),
+            list_unchanged=(
+                pipeline.report.list_unchanged
+                if request.list_unchanged is None
+                else request.list_unchanged
+            ),
         )
         try:
             schema_json = client.schema()

@@ -35,6 +35,7 @@ from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
 from recordsync.core.run_ids import first_attempt_started
 from recordsync.core.safety import resend_as_is_safe
 from recordsync.report.csvsafe import unneutralise
+from recordsync.report.rows_file import find_rows_file, open_rows_file
 from recordsync.report.writer import FAILURE_EXTRA
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.runner import RunResult
@@ -66,7 +67,7 @@ class FailuresFile:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._file = open(path, newline="", encoding="utf-8")  # noqa: SIM115
+        self._file = open_rows_file(path)  # failures.csv, or failures.csv.gz
         self._reader = csv.reader(self._file)
         header = [unneutralise(c) for c in next(self._reader, [])]
         extra = _own_columns(header)
@@ -104,8 +105,8 @@ def _own_columns(header: list[str]) -> tuple[str, ...]:
 def nothing_to_retry(report_dir: Path) -> str | None:
     """Why there is nothing to resend (no ``failed`` or ``in_doubt`` row in failures.csv), or
     None when there is something (or no failures.csv: :func:`retry_report` says so)."""
-    path = report_dir / "failures.csv"
-    if not path.is_file():
+    path = find_rows_file(report_dir, "failures.csv")
+    if path is None:
         return None
     statuses: Counter[str] = Counter()
     with FailuresFile(path) as failures:
@@ -130,9 +131,9 @@ def split_failures(report_dir: Path, out_dir: Path) -> dict[str, tuple[Path, dic
     Every cell is quoted, so a bare carriage return, a line break, a quote or a comma in a
     cell comes back exactly (a bare CR left unquoted would end the record for the reader);
     the CSV reader numbers lines by the line breaks in cells, as counted here."""
-    path = report_dir / "failures.csv"
-    if not path.is_file():
-        raise ConfigError(f"{path} not found", file=str(report_dir))
+    path = find_rows_file(report_dir, "failures.csv")
+    if path is None:
+        raise ConfigError(f"{report_dir / 'failures.csv'} not found", file=str(report_dir))
     steps: dict[str, tuple[Path, dict[int, Origin]]] = {}
     writers: dict[str, tuple[Any, Any, list[int]]] = {}
     with FailuresFile(path) as failures:
@@ -213,9 +214,9 @@ def _earlier_run(report_dir: Path, summary: dict[str, Any]) -> tuple[float | Non
     known = [s for s in starts if s is not None]
     since = min(known) if known else None
     ids: set[int] = set()
-    path = report_dir / "results.csv"
-    if path.is_file():
-        with open(path, newline="", encoding="utf-8") as f:
+    path = find_rows_file(report_dir, "results.csv")  # or results.csv.gz
+    if path is not None:
+        with open_rows_file(path) as f:
             for row in csv.DictReader(f):
                 rid = unneutralise(row.get("record_id") or "").strip()
                 if rid.isdigit():
@@ -245,7 +246,7 @@ def retry_report(
         if not parts:
             raise ConfigError(
                 nothing_to_retry(report_dir) or "nothing to retry",
-                file=str(report_dir / "failures.csv"),
+                file=str(find_rows_file(report_dir, "failures.csv") or report_dir),
             )
         steps = []
         origins: dict[str, dict[int, Origin]] = {}

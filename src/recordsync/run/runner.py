@@ -150,6 +150,7 @@ def run_plans(
     guards: VolumeGuards | None = None,
     readback: ReadBack | None = None,
     skill: SkillTrigger | None = None,
+    list_unchanged: bool = False,
 ) -> RunResult:
     """Run the steps in order and write the report. ``client=None`` with ``dry_run`` only.
 
@@ -159,7 +160,8 @@ def run_plans(
     guard says ``skip_step`` is reported with every row not sent.
     ``readback``: each step's sample read back once the step is over
     (:mod:`recordsync.run.verify`); ``skill``: triggered once the report is written, when
-    the run's outcome is one it lists (:mod:`recordsync.run.after_run`)."""
+    the run's outcome is one it lists (:mod:`recordsync.run.after_run`).
+    ``list_unchanged``: results.csv lists unchanged rows too (else they are counted only)."""
     if client is None and not options.dry_run:
         raise ValueError("a real run needs a client")
     started = datetime.now(UTC)
@@ -171,7 +173,9 @@ def run_plans(
             n += 1
         report_dir.rename(report_dir.with_name(f"{run_id}.partial-{n}"))
     try:
-        writer = ReportWriter(report_dir, dry_run=options.dry_run)
+        writer = ReportWriter(
+            report_dir, dry_run=options.dry_run, list_unchanged=list_unchanged
+        )
     except OSError as exc:
         raise ConfigError(
             f"cannot create the report directory: {exc.strerror}",

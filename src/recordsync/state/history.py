@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from statistics import median
 from typing import Any
 
+from recordsync.state.journal_codec import PACKED, decode
 from recordsync.state.store import StateStore
 
 DEFAULT_RETENTION_DAYS = 90
@@ -278,6 +279,13 @@ class RunHistory:
                     (run_id, pattern),
                 )
                 events.extend(_events_of(run_id, when, cur.fetchall(), key))
+            # a compressed chunk (journal_codec) cannot be searched in SQL: read in Python
+            cur = conn.execute(
+                "SELECT step, outcomes FROM chunk_log WHERE run_id = ?"
+                " AND outcomes IS NOT NULL AND outcomes LIKE ?",
+                (run_id, PACKED + "%"),
+            )
+            events.extend(_events_of(run_id, when, cur.fetchall(), key))
         for sk in state_keys:
             for source_key, mapping, rid, run_id, updated_at in conn.execute(
                 "SELECT l.source_key, s.mapping, l.record_id, l.last_run_id, l.updated_at"
@@ -307,7 +315,7 @@ def _events_of(
     run_id: str, started_at: str, chunks: Iterable[tuple[Any, ...]], key: str
 ) -> Iterator[KeyEvent]:
     for step, text in chunks:
-        for source_row, k, _hash, status, rid, error in json.loads(text):
+        for source_row, k, _hash, status, rid, error in decode(text):
             if k is not None and status != "retry" and _same_key(k, key):
                 yield KeyEvent(run_id, started_at, str(step), k, source_row, status, rid, error)
 

@@ -13,8 +13,8 @@ A source row has at most one final outcome per run and step: :meth:`Journal.begi
 refuses a row already journaled (kept in a bitmap per step, seeded from the journal).
 
 Storage (state schema version 3): one ``chunk_log`` record a chunk, its rows as JSON when
-it is begun and its outcomes as JSON when it is acknowledged: one insert and one update a
-chunk, not one a row.
+it is begun and its outcomes when it is acknowledged (JSON, compressed past a few rows:
+:mod:`recordsync.state.journal_codec`): one insert and one update a chunk, not one a row.
 
 Chunk states: ``queued`` (journaled; its request must not be written yet), ``begun`` (cleared
 to be sent: it may be on the wire), ``acked``, ``settled``. The runner clears a chunk only
@@ -39,9 +39,8 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import itemgetter
 
-import orjson
-
 from recordsync.core.errors import AccountingError, RecordsyncError
+from recordsync.state.journal_codec import decode, is_plain, json_text, pack
 from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash, outcome_rows
 from recordsync.state.journal_content import JournaledRows
 from recordsync.state.journal_records import (
@@ -129,16 +128,6 @@ class _Sorted:
     key: _Key
     rows: ToFold
     done: int = 0
-
-
-def json_text(rows: list[tuple[object, ...]]) -> str:
-    """A chunk's rows or outcomes as compact JSON text (never bytes: SQLite would store a
-    BLOB): orjson, or ``json.dumps`` for what orjson refuses (a lone surrogate, an integer
-    beyond 64 bits). Both read back alike, with ``json.loads`` and SQLite's JSON functions."""
-    try:
-        return orjson.dumps(rows).decode()
-    except orjson.JSONEncodeError:
-        return json.dumps(rows, separators=(",", ":"))
 
 
 Journaled = dict[int, tuple[str | None, str | None]]
@@ -265,7 +254,7 @@ class Journal:
         cur = self._conn.execute(sql + " AND outcomes IS NOT NULL", params)
         while batch := cur.fetchmany(200):
             for step_name, chunk_no, text in batch:
-                for sr, key, _hash, status, rid, error in json.loads(text):
+                for sr, key, _hash, status, rid, error in decode(text):
                     yield Outcome(step_name, chunk_no, sr, key, status, rid, error)
 
     def journaled_rows(self, run_id: str, step: str) -> JournaledRows:
@@ -276,7 +265,7 @@ class Journal:
         )
         found = JournaledRows(step)
         for chunk_no, text in self._conn.execute(sql, (run_id, step)):
-            for sr, key, input_hash, status, rid, error in json.loads(text):
+            for sr, key, input_hash, status, rid, error in decode(text):
                 if status in FINAL_STATUSES:
                     found.add(chunk_no, sr, key, input_hash, status, rid, error)
         return found
@@ -522,7 +511,7 @@ class Journal:
             (run_id, step, first, last),
         )
         for chunk_no, text in cur.fetchall():
-            for sr, key, input_hash, status, rid, _error in json.loads(text):
+            for sr, key, input_hash, status, rid, _error in decode(text):
                 if key is not None and status in FINAL_STATUSES:
                     rows.append((key, chunk_no, sr, rid, input_hash, status))
         rows.sort(key=_fold_order)
@@ -602,11 +591,11 @@ class Journal:
         defer: bool = False,
     ) -> None:
         """The chunk's outcomes, every row of it: final ones and (settling) ``retry``."""
-        text = json_text(outcome_rows(outcomes, journaled))
+        text = pack(outcome_rows(outcomes, journaled))
         conn.execute(
-            "UPDATE chunk_log SET rows = NULL, outcomes = ? WHERE run_id = ? AND step = ?"
-            " AND chunk_no = ?",
-            (text, run_id, step, chunk_no),
+            "UPDATE chunk_log SET rows = NULL, outcomes = ?, plain = plain * ? WHERE run_id = ?"
+            " AND step = ? AND chunk_no = ?",
+            (text, int(is_plain(text)), run_id, step, chunk_no),
         )
         conn.execute(
             "UPDATE chunks SET state = ?, acked_at = ? WHERE run_id = ? AND step = ?"
@@ -738,6 +727,9 @@ class Journal:
             if not keep_rows:
                 conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
         self._marks = {k: v for k, v in self._marks.items() if k[0] != run_id}
+        # The pages of the journal just deleted go back to the file system: a state file
+        # holds the ledger between runs, not the free space of the largest run's journal.
+        self.store.release_free_pages()
         # Fold the run's write-ahead log into the database now, so that the next run does not
         # pay for it on its first commit; and keep the -wal file small between runs.
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -844,7 +836,7 @@ class Journal:
                 if done is None:
                     marks.update(r[0] for r in json.loads(text))
                 else:
-                    marks.update(r[0] for r in json.loads(done) if r[3] != RETRY)
+                    marks.update(r[0] for r in decode(done) if r[3] != RETRY)
             self._marks[(run_id, step)] = marks
         return marks
 

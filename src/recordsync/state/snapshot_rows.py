@@ -13,6 +13,7 @@ from typing import Any
 import pyarrow as pa
 
 from recordsync.state.digests import SNAPSHOT_SCHEMA
+from recordsync.state.snapshot_codec import encode
 
 _d0, _d1 = itemgetter(0), itemgetter(1)
 _TEXT = frozenset({str, type(None)})
@@ -54,6 +55,11 @@ class Pending:
         self.record_id.extend(record_ids)
 
     def batch(self) -> pa.RecordBatch:
+        """The rows as the snapshot file keeps them (:mod:`.snapshot_codec`)."""
+        return encode(self.rows())
+
+    def rows(self) -> pa.RecordBatch:
+        """The rows as :data:`SNAPSHOT_SCHEMA` has them."""
         return pa.record_batch(
             [
                 pa.array(self.d0, pa.uint64()),

@@ -11,9 +11,11 @@ Life cycle, which keeps a snapshot from ever vouching for a ledger it did not se
 - a run that dies or is stopped, a retry (a partial source), ``--full-refresh`` and
   ``recordsync state reset`` leave no snapshot: the next run takes the full path once.
 
-Where: an Arrow file in ``snapshots/`` beside an SQLite state file; in a PostgreSQL state
-database, the same file's bytes in ``snapshot_blocks`` (:mod:`.pg_snapshots`), so the
-next run needs no local disk of this one (it writes and reads a temporary file).
+Form: an Arrow IPC file, a row's match rule and value left out where its key says them
+(:mod:`.snapshot_codec`). Where: in ``snapshots/`` beside an SQLite state file; in a
+PostgreSQL state database, the same file's bytes in ``snapshot_blocks``
+(:mod:`.pg_snapshots`), so the next run needs no local disk of this one (it writes and reads
+a temporary file).
 """
 
 from __future__ import annotations
@@ -33,8 +35,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.core.model import UnchangedBlock
-from recordsync.state.digests import SNAPSHOT_SCHEMA, Digests
+from recordsync.state.digests import Digests
 from recordsync.state.pg_snapshots import load_snapshot_blocks, store_snapshot_blocks
+from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA, decode, encode, stored_names
 from recordsync.state.snapshot_match import DigestIndex, key_hashes, take_rows
 from recordsync.state.snapshot_rows import Pending
 from recordsync.state.store import StateStore, drop_snapshots, utc_now
@@ -55,6 +58,7 @@ class Snapshot:
 
     def __init__(self, table: pa.Table, mapped: mmap.mmap | None = None) -> None:
         self.table = table  # memory-mapped batches, as written: never copied whole
+        self._compact = "in_key" in table.column_names  # the file's form (.snapshot_codec)
         self._mapped = mapped  # dropped from memory after each read: :meth:`release`
         self._batches = self.table.to_batches()  # zero-copy: the file's record batches
         self._index = DigestIndex(self._batches, release=self.release)
@@ -85,6 +89,8 @@ class Snapshot:
             keys = pc.binary_join_element_wise(
                 self.table.column("match_by"), self.table.column("match_value"), ":"
             )
+            if self._compact:  # a row whose rule and value are its key's: the key itself
+                keys = pc.if_else(self.table.column("in_key"), self.table.column("key"), keys)
             self._match_h = _sorted_hashes(keys)
             self.release()
         return self._match_h
@@ -102,10 +108,24 @@ class Snapshot:
 
     def take(self, idx: npt.NDArray[np.int64], names: list[str] | None = None) -> pa.Table:
         """Rows ``idx`` (in that order) of the columns ``names`` (None: all), batch by batch
-        (:func:`.snapshot_match.take_rows`)."""
-        out = take_rows(self.table, self._batches, self._starts, idx, names)
+        (:func:`.snapshot_match.take_rows`), as :data:`SNAPSHOT_SCHEMA` has them."""
+        if self._compact:
+            stored = take_rows(self.table, self._batches, self._starts, idx, stored_names(names))
+            out = decode(stored, names)
+        else:  # rows made in memory (tests, benchmarks): as they are
+            out = take_rows(self.table, self._batches, self._starts, idx, names)
         self.release()  # the rows taken are copies
         return out
+
+    def take_stored(self, idx: npt.NDArray[np.int64]) -> pa.Table:
+        """Rows ``idx`` as the snapshot file keeps them (:data:`SNAPSHOT_FILE_SCHEMA`)."""
+        out = take_rows(self.table, self._batches, self._starts, idx)
+        self.release()
+        if self._compact:
+            return out
+        return pa.Table.from_batches(
+            [encode(b) for b in out.to_batches()], schema=SNAPSHOT_FILE_SCHEMA
+        )
 
 
 def _sorted_hashes(keys: pa.ChunkedArray) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
@@ -147,7 +167,7 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
             table = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
         except (OSError, ValueError, pa.ArrowInvalid):
             return None  # gone, empty or damaged: the full path, and a new snapshot after it
-        if table.schema != SNAPSHOT_SCHEMA:
+        if table.schema != SNAPSHOT_FILE_SCHEMA:  # another recordsync's: the full path once
             return None
         return Snapshot(table, mapped)
     finally:
@@ -172,7 +192,7 @@ class SnapshotWriter:
                 old.unlink()
         self._tmp = self.path.with_suffix(".tmp")
         self._sink = pa.OSFile(str(self._tmp), "wb")
-        self._writer = pa.ipc.new_file(self._sink, SNAPSHOT_SCHEMA)
+        self._writer = pa.ipc.new_file(self._sink, SNAPSHOT_FILE_SCHEMA)
         self._p = Pending()
         self.rows = 0
         self.source: Snapshot | None = None
@@ -228,7 +248,7 @@ class SnapshotWriter:
     def _flush_carried(self) -> None:
         if self._carried and self.source is not None:
             idx = np.concatenate(self._carried)
-            for batch in self.source.take(idx).to_batches():
+            for batch in self.source.take_stored(idx).to_batches():
                 self._writer.write_batch(batch)
             self.rows += len(idx)
         self._carried, self._carried_rows = [], 0

@@ -47,6 +47,11 @@ from recordsync.tuning import sizes
 DB_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, StateDbError)
 """What a state database raises, whichever it is (SQLite or PostgreSQL)."""
 INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, StateDbIntegrityError)
+AUTO_VACUUM_INCREMENTAL = 2
+"""``PRAGMA auto_vacuum``'s value for INCREMENTAL."""
+VACUUM_FROM_PAGES = 4096
+"""Free pages (16 MiB of 4 KiB pages) from which a file made with ``auto_vacuum`` off is
+converted by :meth:`StateStore.release_free_pages`."""
 
 
 def default_state_path() -> Path:
@@ -82,6 +87,9 @@ class StateStore:
         try:
             self._conn = sqlite3.connect(path, isolation_level=None)
             self._conn.execute("PRAGMA busy_timeout = 10000")
+            # a new file gives the pages a finished run frees back (release_free_pages); an
+            # existing one keeps its mode until release_free_pages converts it
+            self._conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
             self._conn.execute("PRAGMA journal_mode = WAL")
             self._conn.execute("PRAGMA cache_size = -8192")  # 8 MiB page cache (docs/run.md)
             # checkpoint every ~40 MiB of log, not every 4 MiB (finish_run truncates the log)
@@ -155,6 +163,33 @@ class StateStore:
 
     def close(self) -> None:
         self._conn.close()
+
+    def release_free_pages(self) -> int:
+        """Give the pages left free in the SQLite file (a finished run's journal, a forgotten
+        ledger) back to the file system; returns how many. A file made before this
+        (``auto_vacuum`` off) is converted once, by a ``VACUUM``, when at least half of it
+        is free (it is rewritten: a few seconds per 100 MB); a busy file is left as it is
+        until the next time. PostgreSQL reclaims its own (autovacuum): nothing to do."""
+        if self.is_postgres or self._conn.in_transaction:
+            return 0
+        conn = self._conn
+        free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
+        if not free:
+            return 0
+        try:
+            if int(conn.execute("PRAGMA auto_vacuum").fetchone()[0]) == AUTO_VACUUM_INCREMENTAL:
+                # run to its end (execute() would step it once: one page)
+                conn.executescript("PRAGMA incremental_vacuum;")
+            elif free >= VACUUM_FROM_PAGES and 4 * free >= int(
+                conn.execute("PRAGMA page_count").fetchone()[0]
+            ):
+                conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
+                conn.execute("VACUUM")
+            else:
+                return 0
+        except sqlite3.OperationalError:  # busy (another pipeline's run), or no disk space
+            return 0
+        return free - int(conn.execute("PRAGMA freelist_count").fetchone()[0])
 
     def __enter__(self) -> StateStore:
         return self
@@ -317,6 +352,7 @@ class StateStore:
                 removed += cur.rowcount
                 conn.execute("DELETE FROM scopes WHERE scope_id = ?", (scope,))
         self._scopes.clear()
+        self.release_free_pages()
         return removed
 
 
