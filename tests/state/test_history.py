@@ -9,6 +9,7 @@ from pathlib import Path
 
 from recordsync.state import ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.history import HistoryRecord, RunHistory
+from recordsync.state.journal_codec import PACKED
 from recordsync.state.mirror import apply_deletes, plan_deletes
 from recordsync.state.schema import _V1, _V2, _V3, _V4, SCHEMA_VERSION
 
@@ -106,6 +107,20 @@ def test_a_keys_events_come_from_the_kept_journal_and_the_ledger(tmp_path: Path)
         assert runs.key_events("p", "k") == []  # a key is matched whole, never as a part
         assert runs.key_events("p", "k%") == []
         assert runs.key_events("p", "_1") == []
+
+
+def test_a_keys_events_are_found_in_compressed_chunks(tmp_path: Path) -> None:
+    """A chunk of a hundred rows is kept compressed (state.journal_codec): still searched."""
+    with StateStore(tmp_path / "s.db", durable=False) as store:
+        runs = RunHistory(store)
+        _journaled_run(store, "r1", [ChunkResult(i, "created", 100 + i) for i in range(1, 101)])
+        runs.record(rec("r1", "2026-11-01T02:00:00Z"))
+        (text,) = store.connection.execute("SELECT outcomes FROM chunk_log").fetchone()
+        assert text.startswith(PACKED)
+        events = runs.key_events("p", "k57")
+        assert [(e.run_id, e.status, e.record_id, e.source_row) for e in events] == [
+            ("r1", "created", 157, 57)
+        ]
 
 
 def test_the_retention_prunes_old_runs_but_never_the_ledger_or_a_running_run(
