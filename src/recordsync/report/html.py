@@ -121,10 +121,11 @@ def _reasons(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
     found = groups(tallies, str(summary.get("report_dir") or "<this directory>"))
     if not found:
         return []
+    failures = e(_row_files(summary)[0])
     out = [
         '<section><h2>Failure reasons</h2><p class="muted">Grouped with the values taken '
         "out; a few example rows each, and what to do. Every row and its own message: "
-        '<a href="failures.csv">failures.csv</a>.</p>'
+        f'<a href="{failures}">{failures}</a>.</p>'
     ]
     for g in found[:HTML_REASONS]:
         rows = "".join(_example_row(ex) for ex in g.examples)
@@ -144,7 +145,7 @@ def _reasons(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
     if rest:
         out.append(
             f'<p class="muted">{len(rest)} more reason groups, {sum(g.rows for g in rest)}'
-            " rows: see failures.csv.</p>"
+            f" rows: see {failures}.</p>"
         )
     return [*out, "</section>"]
 

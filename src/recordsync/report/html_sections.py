@@ -115,7 +115,8 @@ def merges(summary: dict[str, Any], tallies: list[StepTally]) -> list[str]:
 
 def next_steps_section(summary: dict[str, Any]) -> list[str]:
     """report.md's "Next steps" (recordsync.report.next_steps), failures.csv as a link."""
-    link = '<a href="failures.csv">failures.csv</a>'
+    name = e((summary.get("files") or {}).get("failures", "failures.csv"))
+    link = f'<a href="{name}">{name}</a>'
     items = [html_text(s).replace("<code>failures.csv</code>", link) for s in next_steps(summary)]
     if not items:
         return []
