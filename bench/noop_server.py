@@ -1,6 +1,7 @@
 """A no-op record service for benchmarks: checks and answers batch upserts, stores nothing.
 
-    python bench/noop_server.py META_JSON API_KEY     # prints its URL, serves until stdin closes
+    python bench/noop_server.py META_JSON API_KEY [DELAY_MS]  # prints its URL, serves until
+                                                              # its stdin closes
 
 Like the peers' minimal server: a Starlette app on uvicorn (the sandbox's settings: warning
 logs, no access log, no lifespan) on 127.0.0.1, on a port the OS picks. What a run needs
@@ -9,7 +10,14 @@ before it sends is answered from META_JSON (``{"schema": [...], "users": [...]}`
 ``POST /api/objects/{type}/batch`` is checked as the service interface says (the key: 401;
 an ``objects`` array of at most 100 entries: 400; a known object type: 404; each entry a
 JSON object with a string ``name``, else that entry ``failed``), and every other entry is
-answered ``created`` with a fresh id.
+answered ``created`` with a fresh id. ``DELAY_MS`` (default 0): each batch is answered that
+many milliseconds after it arrived (a service's own work, without its CPU), to measure how
+much of the round trips a client leaves unused.
+
+Its listening socket says TCP and sets ``TCP_NODELAY`` (:func:`listening_socket`), as the
+sandbox's server does: without it asyncio leaves Nagle's algorithm on for the accepted
+connections, and every keep-alive answer waits for the client's delayed ACK (~40 ms here),
+so every client, fast or slow, waits on the same stall and their ratio says nothing.
 
 It counts what arrived: ``GET /_counts`` answers ``{"requests"`` (batches answered 200)``,
 "entries": {type: n}, "distinct": {type: n}, "failed": {type: n}, "other": {"METHOD path":
@@ -24,6 +32,7 @@ exits or closes it), so a crashed benchmark leaves no server behind.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import subprocess
@@ -59,8 +68,21 @@ def _identity(entry: dict[str, Any]) -> str:
     return f"name:{entry.get('name')}"
 
 
-def create_app(meta: dict[str, Any], api_key: str) -> Starlette:
-    """The app; ``meta``: ``{"schema": [...], "users": [...]}``."""
+def listening_socket() -> socket.socket:
+    """A loopback TCP socket on a free port, bound, with ``TCP_NODELAY`` for what it accepts.
+
+    ``IPPROTO_TCP`` as the protocol, not 0: asyncio sets ``TCP_NODELAY`` only on accepted
+    sockets whose ``proto`` says TCP. The option is also set on the listener itself: Linux
+    passes it on to the connections it accepts."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def create_app(meta: dict[str, Any], api_key: str, delay_ms: float = 0.0) -> Starlette:
+    """The app; ``meta``: ``{"schema": [...], "users": [...]}``; ``delay_ms``: how long each
+    batch waits before it is answered."""
     slugs: dict[str, str] = {}
     for ot in meta["schema"]:
         slug = str(ot["slug"])
@@ -74,6 +96,7 @@ def create_app(meta: dict[str, Any], api_key: str) -> Starlette:
     seen: dict[str, Counter[str]] = {}
     other: Counter[str] = Counter()
     requests = [0]
+    delay = delay_ms / 1000
     schema_answer = orjson.dumps({"data": meta["schema"]})
     users_answer = orjson.dumps({"data": meta["users"]})
 
@@ -112,6 +135,8 @@ def create_app(meta: dict[str, Any], api_key: str) -> Starlette:
         created = len(objects) - sum(r["status"] == "failed" for r in results)
         failures = len(objects) - created
         summary = {"total": len(objects), "created": created, "updated": 0, "failed": failures}
+        if delay:
+            await asyncio.sleep(delay)
         return _json({"results": results, "summary": summary})
 
     async def schema(request: Request) -> Response:
@@ -181,10 +206,10 @@ def write_meta(path: Path) -> Path:
 
 
 @contextmanager
-def noop_server(meta: Path, api_key: str) -> Iterator[str]:
+def noop_server(meta: Path, api_key: str, delay_ms: float = 0.0) -> Iterator[str]:
     """The server in its own process; yields its base URL, stops it on exit."""
     proc = subprocess.Popen(
-        [sys.executable, __file__, str(meta), api_key],
+        [sys.executable, __file__, str(meta), api_key, str(delay_ms)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -211,9 +236,9 @@ def counts(url: str) -> dict[str, Any]:
 
 def main() -> None:
     meta = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-    app = create_app(meta, sys.argv[2])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    delay_ms = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    app = create_app(meta, sys.argv[2], delay_ms)
+    sock = listening_socket()
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
 
