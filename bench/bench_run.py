@@ -38,8 +38,9 @@ median round trip, e.g. no ~40 ms stall); an implausible one stops the benchmark
 verdict. Prints each round, the medians, a table of medians (wall, client CPU, peak RSS; for
 ``slow`` the share of the limit, requests x delay / wall), the load average, and one line per
 target with met / MISSED: recordsync (state on) ahead of every peer run, by median wall time,
-in every server; into ``slow`` at least 0.97x the bare loop's speed; peak RSS <= 200 MB at
-100k rows.
+in every server, and its client CPU per row (whole process, start-up included) at most drt
+tuned's into ``noop``; into ``slow`` at least 0.97x the bare loop's speed; peak RSS <= 200 MB
+at 100k rows.
 """
 
 from __future__ import annotations
@@ -336,6 +337,16 @@ def main() -> None:
                     f" {verdict(ratio >= 0.97)}"
                 )
             ran = [side for side in PEERS if side in med]
+            if "drt-tuned" in med and server == "noop":
+                cpu = {
+                    side: statistics.median(m.cpu for m in runs[server][side]) * 1e6 / ctx.rows
+                    for side in ("recordsync", "drt-tuned")
+                }
+                print(
+                    f"target into noop: client CPU per row, recordsync (state on) <= drt tuned:"
+                    f" {cpu['recordsync']:.1f} us against {cpu['drt-tuned']:.1f} us"
+                    f" {verdict(cpu['recordsync'] <= cpu['drt-tuned'])}"
+                )
             if ran:
                 lead = min(med[p] / med["recordsync"] for p in ran)
                 print(
