@@ -92,7 +92,7 @@ def drt_project(root: Path, csv: Path, url: str, key: str, batch_size: int) -> P
     model = (
         'SELECT "First Name" AS first, "Last Name" AS last, "Email" AS email,'
         ' "Phone" AS phone, "Title" AS title, TRY_CAST("Score" AS INTEGER) AS score'
-        f" FROM read_csv('{csv}', header=true, all_varchar=true)"
+        " FROM read_csv('" + str(csv).replace("'", "''") + "', header=true, all_varchar=true)"
     )
     template = BATCH_TEMPLATE.replace("\n", " ")
     sync = (
