@@ -7,10 +7,11 @@ no-op server (bench/noop_server.py): process start to exit of ``python -m record
 (state store on, a fresh state database each time) and of ``bench/bare_loop.py`` posting the
 same rows pre-encoded. Pairs interleaved, the order alternating; what arrived is checked after
 every run (every source row exactly once), and after every bare run that the baseline is
-plausible (plausible.py: no stalled server). Every module is byte-compiled before the clock
-starts, as an installed package has it (bench_run.Context.warm_up checks the bytecode is
-there). ``--baseline-src``: a third run per round, recordsync from another source tree (e.g.
-the main branch's ``src``), for a before/after in the same run.
+checked (plausible.py: a broken one stops it, one under its floor withholds the verdict). Every
+module is byte-compiled before the clock starts, as an installed package has it
+(bench_run.Context.warm_up checks the bytecode is there). ``--baseline-src``: a third run per
+round, recordsync from another source tree (e.g. the main branch's ``src``), for a before/after
+in the same run.
 
 Prints each round, the medians, the difference recordsync - bare (target: <= 0.3 s, quiet or
 loaded: the load average is printed with every round), the load average, and the target line
@@ -72,8 +73,9 @@ def main() -> None:
         gap = med["recordsync"] - med["bare"]
         loops = ctx.loops["noop"][-args.pairs :]
         print(
-            "baseline plausible (plausible.py): the bare loop's median round trip"
-            f" {statistics.median(t.median_ms for t in loops):.1f} ms in all {len(loops)} rounds"
+            "baseline (plausible.py): TCP_NODELAY on, the bare loop's median round trip"
+            f" {statistics.median(t.median_ms for t in loops):.1f} ms"
+            + (f"; under its floor in {len(low)} rounds" if (low := ctx.low.get("noop")) else "")
         )
         print(
             f"medians: recordsync {med['recordsync']:.3f} s ({cpu['recordsync']:.2f} s CPU),"
@@ -86,9 +88,13 @@ def main() -> None:
                 f"recordsync - baseline ({base}): {med['recordsync'] - med['baseline']:+.3f} s,"
                 f" {cpu['recordsync'] - cpu['baseline']:+.3f} s CPU"
             )
+        low = ctx.low.get("noop", [])
+        judged = (
+            f"no verdict (baseline under its floor: {low[0]})" if low else verdict(gap <= TARGET)
+        )
         print(
             f"target start-up, {args.rows:,}-row run within {TARGET} s of the bare loop:"
-            f" {gap:+.3f} s ({cpu['recordsync'] - cpu['bare']:+.3f} s CPU) {verdict(gap <= TARGET)}"
+            f" {gap:+.3f} s ({cpu['recordsync'] - cpu['bare']:+.3f} s CPU) {judged}"
         )
 
 

@@ -21,7 +21,7 @@ so every client, fast or slow, waits on the same stall and their ratio says noth
 
 It counts what arrived: ``GET /_counts`` answers ``{"requests"`` (batches answered 200)``,
 "entries": {type: n}, "distinct": {type: n}, "failed": {type: n}, "other": {"METHOD path":
-n}}``, where an
+n}, "nodelay": [0 or 1 for each connection it holds, this one included]}``, where an
 entry's identity is its ``match_value`` when it has ``match_by``, else its ``fields.email``,
 else its ``name``; ``entries == distinct == source rows`` means every row arrived exactly
 once. ``GET /_counts?identities=1`` adds ``{type: {identity: n}}``.
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -80,9 +81,33 @@ def listening_socket() -> socket.socket:
     return sock
 
 
-def create_app(meta: dict[str, Any], api_key: str, delay_ms: float = 0.0) -> Starlette:
+def connections_nodelay(port: int) -> list[int]:
+    """``TCP_NODELAY`` (0 or 1) of each connection this process accepted on ``port`` and
+    still holds (Linux: read through ``/proc/self/fd``)."""
+    out: list[int] = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            sock = socket.socket(fileno=os.dup(int(fd)))
+        except OSError:
+            continue  # not a socket
+        with sock:
+            try:
+                if sock.family != socket.AF_INET or sock.type != socket.SOCK_STREAM:
+                    continue
+                if sock.getsockname()[1] != port:
+                    continue
+                sock.getpeername()  # OSError for the listener: it has no peer
+                out.append(int(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0))
+            except OSError:
+                continue
+    return out
+
+
+def create_app(
+    meta: dict[str, Any], api_key: str, delay_ms: float = 0.0, port: int | None = None
+) -> Starlette:
     """The app; ``meta``: ``{"schema": [...], "users": [...]}``; ``delay_ms``: how long each
-    batch waits before it is answered."""
+    batch waits before it is answered; ``port``: the port it serves on (for ``nodelay``)."""
     slugs: dict[str, str] = {}
     for ot in meta["schema"]:
         slug = str(ot["slug"])
@@ -158,6 +183,8 @@ def create_app(meta: dict[str, Any], api_key: str, delay_ms: float = 0.0) -> Sta
                 "failed": dict(failed),
                 "other": dict(other),
             }
+        if port is not None:
+            answer["nodelay"] = connections_nodelay(port)
             if request.query_params.get("identities"):
                 answer["identities"] = {ot: dict(c) for ot, c in seen.items()}
         return _json(answer)
@@ -237,8 +264,8 @@ def counts(url: str) -> dict[str, Any]:
 def main() -> None:
     meta = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     delay_ms = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
-    app = create_app(meta, sys.argv[2], delay_ms)
     sock = listening_socket()
+    app = create_app(meta, sys.argv[2], delay_ms, port=sock.getsockname()[1])
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
 

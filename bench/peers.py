@@ -16,7 +16,8 @@ the comparison favours the peers.
   destination with a ``body_mode: batch`` template and ``max_records_per_request: 100``).
   ``tuned``: ``sync.batch_size: 10000`` (drt hands the destination 10,000 rows at a time,
   one HTTP client each); ``natural``: ``batch_size: 100``, drt's default, one client (and one
-  new connection) per request.
+  new connection) per request. Both without drt's default pacing (``rate_limit`` of 10
+  requests a second: ``requests_per_second: 0``), as no other side is paced.
 - dlt (``peer_dlt.py``: a ``@dlt.resource`` reading the CSV, a
   ``@dlt.destination(batch_size=100)`` posting each batch from one keep-alive
   ``httpx.Client``), dlt's normal extract, normalise and load steps in a fresh pipelines
@@ -111,6 +112,8 @@ def drt_project(root: Path, csv: Path, url: str, key: str, batch_size: int) -> P
         "sync:\n"
         "  mode: full\n"
         f"  batch_size: {batch_size}\n"
+        "  rate_limit:\n"
+        "    requests_per_second: 0\n"  # drt's default is 10 a second: off, as for the others
         "  on_error: fail\n"
     )
     (project / "syncs" / "contacts.yml").write_text(sync, encoding="utf-8")

@@ -33,8 +33,8 @@ def test_bench_run_compares_every_server_checks_its_baseline_and_prints_each_tar
     args = ["--rows", "150", "--slow-rows", "120", "--pairs", "1", "--no-state-too"]
     out = bench("bench_run.py", *args, "--servers", "noop", "sandbox", "slow")
     assert "round 1 noop" in out and "round 1 sandbox" in out and "round 1 slow" in out
-    for server in ("noop", "sandbox", "slow"):
-        assert f"{server}: baseline plausible (plausible.py)" in out
+    for server in ("noop", "sandbox", "slow"):  # under its floor on a loaded machine: no verdict
+        assert f"{server}: baseline (plausible.py): TCP_NODELAY on" in out
     assert "nostate" in out and "| 20 ms per answer (120 rows), share of the limit |" in out
     assert "target into slow: bare/recordsync >= 0.97x" in out
     assert "target peak RSS" in out
@@ -43,7 +43,7 @@ def test_bench_run_compares_every_server_checks_its_baseline_and_prints_each_tar
 def test_bench_startup_prints_the_difference_and_the_target() -> None:
     out = bench("bench_startup.py", "--rows", "120", "--pairs", "1")
     assert "round 1: recordsync" in out
-    assert "baseline plausible (plausible.py)" in out
+    assert "baseline (plausible.py): TCP_NODELAY on" in out
     assert "target start-up, 120-row run within 0.3 s of the bare loop" in out
 
 

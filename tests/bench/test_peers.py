@@ -43,6 +43,7 @@ def test_the_drt_project_posts_batches_of_100_to_the_given_url(tmp_path: Path) -
     assert sync["destination"]["headers"]["x-api-key"] == "sk_'key"
     assert sync["destination"]["max_records_per_request"] == 100
     assert sync["sync"]["batch_size"] == 10_000
+    assert sync["sync"]["rate_limit"] == {"requests_per_second": 0}  # drt paces 10/s else
     assert f"read_csv('{csv}'" not in sync["model"]  # the quote in the path is escaped
     assert "read_csv('" + str(csv).replace("'", "''") + "'" in sync["model"]
     profiles = yaml.safe_load((tmp_path / "home" / ".drt" / "profiles.yml").read_text())
