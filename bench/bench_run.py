@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import csv
 import json
 import os
 import shutil
@@ -72,12 +73,22 @@ from project import HERE, KEY, REPO, make_project, precompute, sandbox
 SETTINGS = {"noop": "no-op server", "sandbox": "the sandbox", "slow": "{delay} ms per answer"}
 
 
-def write_bodies(pipeline: Path, path: Path) -> int:
-    """The bare loop's request bodies, one a line; returns the number of entries."""
+def write_bodies(pipeline: Path, path: Path, modelled: Path | None = None) -> int:
+    """The bare loop's request bodies, one a line; returns the number of entries.
+    ``modelled``: also the same objects as a table for the peers (peers.py, ``modelled``)."""
     chunks = precompute(pipeline)
     with open(path, "wb") as f:
         for chunk in chunks:
             f.write(orjson.dumps({"objects": chunk}) + b"\n")
+    if modelled is not None:
+        with open(modelled, "w", newline="", encoding="utf-8") as f:
+            table = csv.writer(f)
+            table.writerow(["name", "email", "fields"])
+            for chunk in chunks:
+                for o in chunk:
+                    assert o["match_by"] == "email", o
+                    fields = orjson.dumps(o["fields"]).decode()
+                    table.writerow([o["name"], o["match_value"], fields])
     return sum(len(c) for c in chunks)
 
 
@@ -117,7 +128,8 @@ def one_run(side: str, server: str, tag: str, ctx: Context, src: Path | None = N
             cmd = [sys.executable, str(HERE / "floor_loop.py"), url, KEY, str(ctx.csv)]
             cmd += [str(state), str(reports / "results.csv")]
         elif side in PEERS:
-            cmd, cwd, home = peer_command(side, reports, ctx.csv, url, KEY)
+            table = ctx.modelled if ctx.peers_input == "modelled" else ctx.csv
+            cmd, cwd, home = peer_command(side, reports, table, url, KEY, ctx.peers_input)
             env = peer_env(env, home)
         else:
             cmd = [sys.executable, str(HERE / "bare_loop.py"), url, KEY, str(ctx.bodies)]
@@ -156,6 +168,7 @@ class Context:
         no_state: bool,
         pycache: Path | None = None,
         delay_ms: float = 20.0,
+        peers_input: str = "modelled",
     ) -> None:
         root.mkdir(parents=True, exist_ok=True)
         self.root, self.src, self.no_state, self.delay_ms = root, src, no_state, delay_ms
@@ -164,7 +177,9 @@ class Context:
         self.pipeline = make_project(root, rows)
         self.meta = write_meta(root / "meta.json")
         self.bodies = root / "bodies.jsonl"
-        entries = write_bodies(self.pipeline, self.bodies)
+        self.modelled = root / "modelled.csv"
+        self.peers_input = peers_input
+        entries = write_bodies(self.pipeline, self.bodies, self.modelled)
         self.emails = source_emails(self.pipeline)
         assert entries == len(self.emails) == rows, (entries, len(self.emails), rows)
         self.csv = self.pipeline.parent.parent / "data" / "contacts.csv"
@@ -212,7 +227,13 @@ class Context:
         imports only installed, compiled packages."""
         self.compile(self.src, *([baseline] if baseline is not None else []))
         small = Context(
-            self.root / "warm-up", 200, self.src, self.no_state, self.pycache, self.delay_ms
+            self.root / "warm-up",
+            200,
+            self.src,
+            self.no_state,
+            self.pycache,
+            self.delay_ms,
+            self.peers_input,
         )
         for server in servers:
             for side in sides:
@@ -247,6 +268,13 @@ def main() -> None:
     parser.add_argument(
         "--peers", action="store_true", help="also drt-core (tuned, natural) and dlt"
     )
+    parser.add_argument(
+        "--peers-input",
+        choices=("modelled", "raw"),
+        default="modelled",
+        help="what the peers read: the objects recordsync sends, as a modelled table (the"
+        " same objects arrive), or the raw CSV (they send four fields of it, unconverted)",
+    )
     parser.add_argument("--delay-ms", type=float, default=20.0, help="the slow server's wait")
     parser.add_argument(
         "--slow-rows", type=int, default=20_000, help="rows into the slow server (<= --rows)"
@@ -280,7 +308,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="recordsync-bench-") as tmp:
         root = Path(tmp)
         ctx = Context(
-            root / "main", args.rows, args.src.resolve(), args.no_state, None, args.delay_ms
+            root / "main",
+            args.rows,
+            args.src.resolve(),
+            args.no_state,
+            None,
+            args.delay_ms,
+            args.peers_input,
         )
         contexts = {server: ctx for server in args.servers}
         if "slow" in args.servers and args.slow_rows != args.rows:
@@ -291,6 +325,7 @@ def main() -> None:
                 args.no_state,
                 ctx.pycache,
                 args.delay_ms,
+                args.peers_input,
             )
         if args.floor:
             ctx.check_floor()
@@ -299,7 +334,8 @@ def main() -> None:
             f"{args.rows:,} contacts ({contexts.get('slow', ctx).rows:,} into the slow server,"
             f" {args.delay_ms:g} ms per answer), {args.pairs} rounds per server, recordsync from"
             f" {ctx.src}{f' (baseline {baseline})' if baseline else ''}, state store"
-            f" {'off' if args.no_state else 'on'}; sides {', '.join(sides)};"
+            f" {'off' if args.no_state else 'on'}; sides {', '.join(sides)}"
+            f"{f' (peers read the {args.peers_input} table)' if args.peers else ''};"
             f" load average {load()}",
             flush=True,
         )

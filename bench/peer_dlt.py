@@ -1,8 +1,9 @@
 """dlt as a peer (run in the peers' environment, see peers.py; not part of recordsync).
 
-    python bench/peer_dlt.py URL API_KEY CSV PIPELINES_DIR
+    python bench/peer_dlt.py URL API_KEY CSV PIPELINES_DIR [raw|modelled]
 
-A ``@dlt.resource`` yields the CSV's rows (``csv.DictReader``); a
+A ``@dlt.resource`` yields the CSV's rows (``csv.DictReader``; ``modelled``: the name, the
+e-mail and the ``fields`` object as JSON text, sent as it is; see peers.py); a
 ``@dlt.destination(batch_size=100)`` posts each batch of 100 as ``{"objects": [...]}`` to
 ``URL/api/objects/contacts/batch`` from one keep-alive ``httpx.Client`` and raises on any
 status but 200. dlt runs its usual extract, normalise and load steps in PIPELINES_DIR.
@@ -22,6 +23,7 @@ import orjson
 
 def main() -> None:
     url, key, source, pipelines_dir = sys.argv[1:5]
+    modelled = sys.argv[5:] == ["modelled"]
     client = httpx.Client(
         base_url=url, headers={"x-api-key": key, "content-type": "application/json"}, timeout=60
     )
@@ -29,6 +31,9 @@ def main() -> None:
     @dlt.resource(name="contacts", write_disposition="append")
     def contacts() -> Iterator[dict[str, Any]]:
         with open(source, newline="", encoding="utf-8") as f:
+            if modelled:
+                yield from csv.DictReader(f)
+                return
             for row in csv.DictReader(f):
                 score = row["Score"]
                 yield {
@@ -46,7 +51,9 @@ def main() -> None:
                 "name": item["name"],
                 "match_by": "email",
                 "match_value": item["email"],
-                "fields": {k: item[k] for k in ("email", "phone", "job_title", "lead_score")},
+                "fields": orjson.Fragment(item["fields"])
+                if modelled
+                else {k: item[k] for k in ("email", "phone", "job_title", "lead_score")},
             }
             for item in items
         ]

@@ -48,3 +48,15 @@ def test_the_drt_project_posts_batches_of_100_to_the_given_url(tmp_path: Path) -
     assert "read_csv('" + str(csv).replace("'", "''") + "'" in sync["model"]
     profiles = yaml.safe_load((tmp_path / "home" / ".drt" / "profiles.yml").read_text())
     assert profiles["bench"]["type"] == "duckdb"
+
+
+def test_the_modelled_template_sends_the_fields_object_as_it_is() -> None:
+    peers = load("peers")
+    template = jinja2.Environment(undefined=jinja2.StrictUndefined).from_string(
+        peers.MODELLED_TEMPLATE.replace("\n", " ")
+    )
+    fields = {"email": "z@x.example", "tags": ["vip"], "lead_score": 7, "note": 'a "b"'}
+    row = {"name": "Zoë O'Neil", "email": "z@x.example", "fields": json.dumps(fields)}
+    body = json.loads(template.render(rows=[row, row]))
+    one = {"name": "Zoë O'Neil", "match_by": "email", "match_value": "z@x.example"}
+    assert body["objects"] == [{**one, "fields": fields}, {**one, "fields": fields}]
