@@ -266,7 +266,11 @@ def main() -> None:
         "--no-state-too", action="store_true", help="also recordsync --no-state in every round"
     )
     parser.add_argument(
-        "--peers", action="store_true", help="also drt-core (tuned, natural) and dlt"
+        "--peers",
+        nargs="*",
+        choices=PEERS,
+        default=None,
+        help="also these peers (none named: all of them, drt-core tuned and natural, dlt)",
     )
     parser.add_argument(
         "--peers-input",
@@ -301,9 +305,9 @@ def main() -> None:
         *(["nostate"] * args.no_state_too),
         *(["baseline"] * (baseline is not None)),
         *(["floor"] * args.floor),
-        *(PEERS if args.peers else ()),
+        *((args.peers or PEERS) if args.peers is not None else ()),
     )
-    if args.peers:
+    if args.peers is not None:
         peer_python()  # installs them on first use, before any clock runs
     with tempfile.TemporaryDirectory(prefix="recordsync-bench-") as tmp:
         root = Path(tmp)
@@ -335,7 +339,7 @@ def main() -> None:
             f" {args.delay_ms:g} ms per answer), {args.pairs} rounds per server, recordsync from"
             f" {ctx.src}{f' (baseline {baseline})' if baseline else ''}, state store"
             f" {'off' if args.no_state else 'on'}; sides {', '.join(sides)}"
-            f"{f' (peers read the {args.peers_input} table)' if args.peers else ''};"
+            f"{f' (peers read the {args.peers_input} table)' if args.peers is not None else ''};"
             f" load average {load()}",
             flush=True,
         )
