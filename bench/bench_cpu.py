@@ -13,6 +13,10 @@ a first run) are answered from copies fetched from a sandbox before the clock st
 Prints each side's CPU seconds (``time.process_time``: user + sys of this process, every
 thread) per run, back to back, the order alternating, then the medians and their ratio.
 ``--profile FILE`` writes a cProfile of one more recordsync run (main thread only).
+Before the ratio, the baseline is checked (as plausible.py does over a socket): every side
+must have sent every row, and the bare loop taken at most ``BARE_MAX_MS_PER_REQUEST`` of CPU
+a request (0.2-0.3 ms on this machine, quiet): more means the loop does work it should not,
+and the ratio would flatter.
 The modules a run imports on first use are imported beforehand (bench/project.py).
 """
 
@@ -40,6 +44,7 @@ from recordsync.sandbox import create_app
 from recordsync.sandbox.server import run_in_thread
 
 BASE = "http://service.invalid"
+BARE_MAX_MS_PER_REQUEST = 2.0
 
 
 def metadata(root: Path) -> dict[str, bytes]:
@@ -126,6 +131,7 @@ def main() -> None:
         times: dict[str, list[float]] = {"recordsync": [], "bare": []}
         mains: list[float] = []
         walls: dict[str, list[float]] = {"recordsync": [], "bare": []}
+        counted: dict[str, int] = {}
         for n in range(args.repeat):
             order = ("recordsync", "bare") if n % 2 == 0 else ("bare", "recordsync")
             for side in order:
@@ -138,11 +144,21 @@ def main() -> None:
                     s, main_s, wall, rows = cpu(run_bare, bodies, meta)
                 times[side].append(s)
                 walls[side].append(wall)
+                counted[f"{side} {n + 1}"] = rows
                 print(
                     f"run {n + 1}: {side:10} {rows} rows, CPU {s:.2f} s (main {main_s:.2f} s),"
                     f" wall {wall:.2f} s"
                 )
         rs, bare = statistics.median(times["recordsync"]), statistics.median(times["bare"])
+        per_request = bare * 1000 / len(bodies)
+        if per_request > BARE_MAX_MS_PER_REQUEST or not all(
+            n == args.rows for n in counted.values()
+        ):
+            print(
+                f"baseline implausible, no ratio: the bare loop took {per_request:.2f} ms of CPU"
+                f" a request (at most {BARE_MAX_MS_PER_REQUEST}), rows sent {counted}"
+            )
+            sys.exit(2)
         print(
             f"median CPU: recordsync {rs:.2f} s (main thread {statistics.median(mains):.2f} s),"
             f" bare {bare:.2f} s, ratio {rs / bare:.2f}x; median wall: recordsync"

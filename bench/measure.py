@@ -38,8 +38,9 @@ class Measured:
     stderr: str
 
 
-def measure(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
-    """Run ``cmd`` (its first element an absolute executable path) through the launcher."""
+def measure(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Measured:
+    """Run ``cmd`` (its first element an absolute executable path) through the launcher,
+    in ``cwd`` (default: this process's)."""
     with tempfile.TemporaryDirectory(prefix="recordsync-measure-") as tmp:
         out, err = Path(tmp) / "out", Path(tmp) / "err"
         with open(err, "w") as stderr:
@@ -48,6 +49,7 @@ def measure(cmd: list[str], env: dict[str, str] | None = None) -> Measured:
                 env=os.environ.copy() if env is None else env,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
+                cwd=cwd,
                 check=True,
             )
         wall, code, maxrss_kb, cpu = out.read_text().split()

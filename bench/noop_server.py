@@ -1,6 +1,7 @@
 """A no-op record service for benchmarks: checks and answers batch upserts, stores nothing.
 
-    python bench/noop_server.py META_JSON API_KEY     # prints its URL, serves until stdin closes
+    python bench/noop_server.py META_JSON API_KEY [DELAY_MS]  # prints its URL, serves until
+                                                              # its stdin closes
 
 Like the peers' minimal server: a Starlette app on uvicorn (the sandbox's settings: warning
 logs, no access log, no lifespan) on 127.0.0.1, on a port the OS picks. What a run needs
@@ -9,11 +10,18 @@ before it sends is answered from META_JSON (``{"schema": [...], "users": [...]}`
 ``POST /api/objects/{type}/batch`` is checked as the service interface says (the key: 401;
 an ``objects`` array of at most 100 entries: 400; a known object type: 404; each entry a
 JSON object with a string ``name``, else that entry ``failed``), and every other entry is
-answered ``created`` with a fresh id.
+answered ``created`` with a fresh id. ``DELAY_MS`` (default 0): each batch is answered that
+many milliseconds after it arrived (a service's own work, without its CPU), to measure how
+much of the round trips a client leaves unused.
+
+Its listening socket says TCP and sets ``TCP_NODELAY`` (:func:`listening_socket`), as the
+sandbox's server does: without it asyncio leaves Nagle's algorithm on for the accepted
+connections, and every keep-alive answer waits for the client's delayed ACK (~40 ms here),
+so every client, fast or slow, waits on the same stall and their ratio says nothing.
 
 It counts what arrived: ``GET /_counts`` answers ``{"requests"`` (batches answered 200)``,
 "entries": {type: n}, "distinct": {type: n}, "failed": {type: n}, "other": {"METHOD path":
-n}}``, where an
+n}, "nodelay": [0 or 1 for each connection it holds, this one included]}``, where an
 entry's identity is its ``match_value`` when it has ``match_by``, else its ``fields.email``,
 else its ``name``; ``entries == distinct == source rows`` means every row arrived exactly
 once. ``GET /_counts?identities=1`` adds ``{type: {identity: n}}``.
@@ -24,7 +32,9 @@ exits or closes it), so a crashed benchmark leaves no server behind.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -59,8 +69,45 @@ def _identity(entry: dict[str, Any]) -> str:
     return f"name:{entry.get('name')}"
 
 
-def create_app(meta: dict[str, Any], api_key: str) -> Starlette:
-    """The app; ``meta``: ``{"schema": [...], "users": [...]}``."""
+def listening_socket() -> socket.socket:
+    """A loopback TCP socket on a free port, bound, with ``TCP_NODELAY`` for what it accepts.
+
+    ``IPPROTO_TCP`` as the protocol, not 0: asyncio sets ``TCP_NODELAY`` only on accepted
+    sockets whose ``proto`` says TCP. The option is also set on the listener itself: Linux
+    passes it on to the connections it accepts."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind(("127.0.0.1", 0))
+    return sock
+
+
+def connections_nodelay(port: int) -> list[int]:
+    """``TCP_NODELAY`` (0 or 1) of each connection this process accepted on ``port`` and
+    still holds (Linux: read through ``/proc/self/fd``)."""
+    out: list[int] = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            sock = socket.socket(fileno=os.dup(int(fd)))
+        except OSError:
+            continue  # not a socket
+        with sock:
+            try:
+                if sock.family != socket.AF_INET or sock.type != socket.SOCK_STREAM:
+                    continue
+                if sock.getsockname()[1] != port:
+                    continue
+                sock.getpeername()  # OSError for the listener: it has no peer
+                out.append(int(sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0))
+            except OSError:
+                continue
+    return out
+
+
+def create_app(
+    meta: dict[str, Any], api_key: str, delay_ms: float = 0.0, port: int | None = None
+) -> Starlette:
+    """The app; ``meta``: ``{"schema": [...], "users": [...]}``; ``delay_ms``: how long each
+    batch waits before it is answered; ``port``: the port it serves on (for ``nodelay``)."""
     slugs: dict[str, str] = {}
     for ot in meta["schema"]:
         slug = str(ot["slug"])
@@ -74,6 +121,7 @@ def create_app(meta: dict[str, Any], api_key: str) -> Starlette:
     seen: dict[str, Counter[str]] = {}
     other: Counter[str] = Counter()
     requests = [0]
+    delay = delay_ms / 1000
     schema_answer = orjson.dumps({"data": meta["schema"]})
     users_answer = orjson.dumps({"data": meta["users"]})
 
@@ -112,6 +160,8 @@ def create_app(meta: dict[str, Any], api_key: str) -> Starlette:
         created = len(objects) - sum(r["status"] == "failed" for r in results)
         failures = len(objects) - created
         summary = {"total": len(objects), "created": created, "updated": 0, "failed": failures}
+        if delay:
+            await asyncio.sleep(delay)
         return _json({"results": results, "summary": summary})
 
     async def schema(request: Request) -> Response:
@@ -133,6 +183,8 @@ def create_app(meta: dict[str, Any], api_key: str) -> Starlette:
                 "failed": dict(failed),
                 "other": dict(other),
             }
+        if port is not None:
+            answer["nodelay"] = connections_nodelay(port)
             if request.query_params.get("identities"):
                 answer["identities"] = {ot: dict(c) for ot, c in seen.items()}
         return _json(answer)
@@ -181,10 +233,10 @@ def write_meta(path: Path) -> Path:
 
 
 @contextmanager
-def noop_server(meta: Path, api_key: str) -> Iterator[str]:
+def noop_server(meta: Path, api_key: str, delay_ms: float = 0.0) -> Iterator[str]:
     """The server in its own process; yields its base URL, stops it on exit."""
     proc = subprocess.Popen(
-        [sys.executable, __file__, str(meta), api_key],
+        [sys.executable, __file__, str(meta), api_key, str(delay_ms)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -211,9 +263,9 @@ def counts(url: str) -> dict[str, Any]:
 
 def main() -> None:
     meta = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
-    app = create_app(meta, sys.argv[2])
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    delay_ms = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
+    sock = listening_socket()
+    app = create_app(meta, sys.argv[2], delay_ms, port=sock.getsockname()[1])
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import httpx
@@ -72,4 +73,26 @@ def test_batches_are_checked_and_answered(meta: Path) -> None:
     assert counts["entries"] == {"contacts": 3} and counts["failed"] == {"contacts": 1}
     assert counts["identities"] == {"contacts": {"email:ada@x.example": 2}}
     assert counts["other"] == {"GET /api/objects/contacts": 1}
+    # the connection it answered /_counts on (the client's one keep-alive connection) skips
+    # Nagle: the benchmarks stop on anything else (bench/plausible.py)
+    assert counts["nodelay"] == [1]
     assert json.loads(meta.read_text())["schema"]
+
+
+def test_the_listening_socket_says_tcp_and_its_connections_skip_nagle() -> None:
+    """Without TCP_NODELAY on the accepted connections every keep-alive answer waited for the
+    client's delayed ACK (~40 ms here) under asyncio's own loop: asyncio sets the option only
+    on accepted sockets whose proto says TCP, so the listener must say it (and Linux passes
+    the option itself on to what the listener accepts)."""
+    noop = load("noop_server")
+    listener = noop.listening_socket()
+    with listener:
+        assert listener.proto == socket.IPPROTO_TCP
+        assert listener.getsockname()[0] == "127.0.0.1"
+        listener.listen(1)
+        with socket.create_connection(listener.getsockname()) as client:
+            accepted, _ = listener.accept()
+            with accepted:
+                assert client.fileno() >= 0
+                assert accepted.proto == socket.IPPROTO_TCP
+                assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
