@@ -123,6 +123,19 @@ def test_a_keys_events_are_found_in_compressed_chunks(tmp_path: Path) -> None:
         ]
 
 
+def test_a_keys_events_follow_the_runs_order_within_one_second(tmp_path: Path) -> None:
+    """Run ids end in a random tag: two runs started in the same second are told apart by
+    the order they were kept in, not by their ids."""
+    with StateStore(tmp_path / "s.db", durable=False) as store:
+        runs = RunHistory(store)
+        _journaled_run(store, "t-zz", [ChunkResult(1, "created", 101)])
+        runs.record(rec("t-zz", "2026-11-01T02:00:00Z"))
+        _journaled_run(store, "t-aa", [ChunkResult(1, "updated", 101)])
+        runs.record(rec("t-aa", "2026-11-01T02:00:00Z"))
+        events = runs.key_events("p", "k1")
+        assert [(e.run_id, e.status) for e in events] == [("t-zz", "created"), ("t-aa", "updated")]
+
+
 def test_the_retention_prunes_old_runs_but_never_the_ledger_or_a_running_run(
     tmp_path: Path,
 ) -> None:

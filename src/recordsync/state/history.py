@@ -260,13 +260,12 @@ class RunHistory:
         value after its rule (``ann@x.io``). Read from the journal the runs kept (within the
         retention) and, for a delete, from the ledger."""
         conn = self.store.connection
-        started = {
-            str(r[0]): (str(r[1]), str(r[2]))
-            for r in conn.execute(
-                "SELECT run_id, started_at, state_key FROM run_history WHERE pipeline = ?",
-                (pipeline,),
-            ).fetchall()
-        }
+        rows = conn.execute(
+            "SELECT run_id, started_at, state_key, seq FROM run_history WHERE pipeline = ?",
+            (pipeline,),
+        ).fetchall()
+        started = {str(r[0]): (str(r[1]), str(r[2])) for r in rows}
+        order = {str(r[0]): int(r[3]) for r in rows}  # runs in the order they were kept
         state_keys = sorted({k for _, k in started.values()})
         events: list[KeyEvent] = []
         inner = {json.dumps(key)[1:-1], json.dumps(key, ensure_ascii=False)[1:-1]}
@@ -302,7 +301,13 @@ class RunHistory:
                     KeyEvent(run, when, str(mapping), str(source_key), None, "deleted", rid, None)
                 )
         unique = {(e.run_id, e.step, e.key, e.source_row, e.status): e for e in events}
-        return sorted(unique.values(), key=lambda e: (e.started_at, e.run_id, e.step))
+        # two runs may start within the same second: the order they were kept in decides (a
+        # delete by a run no longer kept comes last)
+        last = max(order.values(), default=0) + 1
+        return sorted(
+            unique.values(),
+            key=lambda e: (order.get(e.run_id, last), e.started_at, e.step, e.source_row or 0),
+        )
 
 
 def _same_key(stored: str, asked: str) -> bool:
