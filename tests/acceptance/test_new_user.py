@@ -192,7 +192,10 @@ def test_second_run_of_the_sample_pipeline_sends_nothing(tmp_path: Path) -> None
         assert one.code in (0, 1), one.err
         (first,) = report_dirs(reports)
         counts = {t: len(all_records(url, t)) for t in ("companies", "contacts", "deals")}
-        two = recordsync("run", pipeline, "--base-url", url, "--report-dir", reports, cwd=tmp_path)
+        two = recordsync(  # every row listed, unchanged ones too: compared line by line
+            "run", pipeline, "--base-url", url, "--report-dir", reports, "--list-unchanged",
+            cwd=tmp_path,
+        )
         assert two.code == one.code, two.err
         assert {t: len(all_records(url, t)) for t in counts} == counts
     second = next(d for d in report_dirs(reports) if d != first)
