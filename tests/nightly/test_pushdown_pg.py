@@ -81,12 +81,12 @@ def test_only_the_diff_leaves_the_database(
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute("UPDATE people SET score = '99' WHERE id = 12")
         fetched.rows = 0
-        third = run(pipeline, work, url)
+        third = run(pipeline, work, url, list_unchanged=True)
         step = step_of(third)
         assert (step["updated"], step["rows_unchanged"], step["created"]) == (1, 39, 0)
         assert third.summary["accounting_ok"]
         results = (third.report_dir / "results.csv").read_text(encoding="utf-8").splitlines()
-        assert len(results) == 41  # every row of the source, the unchanged ones included
+        assert len(results) == 41  # every row of the source (listed: unchanged ones too)
         assert fetched.rows == PASSES * 1
         after = stamps(url)
         written = [rid for rid, at in after.items() if before[rid] != at]
