@@ -89,15 +89,25 @@ def test_a_missing_key_column_a_bad_query_and_a_missing_database_name_the_option
     assert info.value.key == "source.database"
 
 
-@pytest.mark.parametrize(("engine", "module", "extra"), [("duckdb", "duckdb", "duckdb"),
-                                                        ("postgres", "psycopg", "postgres")])
+@pytest.mark.parametrize(
+    ("engine", "module", "package", "extra"),
+    [
+        ("duckdb", "duckdb", "duckdb", "duckdb"),
+        ("postgres", "adbc_driver_postgresql.dbapi", "adbc-driver-postgresql", "postgres"),
+    ],
+)
 def test_a_missing_engine_package_names_the_extra(
-    engine: str, module: str, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine: str,
+    module: str,
+    package: str,
+    extra: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
     monkeypatch.setenv("SOME_DSN", "postgresql://app@db/crm")
     more = {"engine": "postgres", "dsn_env": "SOME_DSN"} if engine == "postgres" else {}
-    with pytest.raises(SourceError, match=f"needs the Python package '{module}'") as info:
+    with pytest.raises(SourceError, match=f"needs the Python package '{package}'") as info:
         source_columns(_src(query="SELECT 1 AS id", **more), tmp_path)
     assert info.value.hint == f"pip install 'recordsync[{extra}]'"
 
