@@ -21,9 +21,10 @@ reports its own peak RSS (VmHWM), wall and CPU time:
 
 Each source has its no-op server (bench/noop_server.py), its counts set back to zero before
 each run: ``first`` must deliver each row once, ``rerun`` nothing, ``changed`` exactly the
-changed rows (their e-mails checked one by one). A run that delivers anything else stops the benchmark. ``--mapping-extra`` merges a
-YAML mapping fragment into the mapping (for example an option of another change-detection
-mode), so that modes can be compared on the same data.
+changed rows (their e-mails checked one by one). A run that delivers anything else stops
+the benchmark. ``--mapping-extra`` merges a YAML mapping fragment into the mapping (for
+example an option of another change-detection mode), so that modes can be compared on the
+same data.
 """
 
 from __future__ import annotations
@@ -200,7 +201,6 @@ def run_phase(root: Path, phase: str, url: str, env: dict[str, str]) -> dict[str
 def check_arrivals(url: str, phase: str, n: int, who: str) -> str:
     """What the fresh no-op server received, against what ``phase`` must send."""
     import httpx
-
     from noop_server import counts
 
     got = counts(url)
@@ -235,7 +235,6 @@ def main() -> None:
         child(Path(args.child[0]), args.child[1], args.child[2])
         return
     import httpx
-
     from noop_server import noop_server, write_meta
     from project import KEY
     from servers import postgres_server
