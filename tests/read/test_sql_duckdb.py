@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from recordsync.config.models import SourceConfig
 from recordsync.core.errors import SourceError
 from recordsync.read import iter_source, source_columns
+from recordsync.read.sql import duckdb_record_batches
 
 
 def _people(base: Path, n: int = 10) -> None:
@@ -131,3 +132,14 @@ def test_a_query_gives_back_every_row_in_key_order(
     got = [r for b in batches for r in b.batch.to_pylist()]
     assert got == [{"id": k, "text": rows[k]} for k in sorted(rows)]
     assert [int(n) for b in batches for n in b.rows] == list(range(1, len(rows) + 1))
+
+
+@pytest.mark.parametrize("params", [None, [3]])
+def test_the_duckdb_seam_streams_any_sql_in_its_own_order(params: list[int] | None) -> None:
+    con = duckdb.connect()
+    where = "i > ?" if params else "i > 3"
+    sql = f"SELECT i, i % 3 AS k FROM range(20) t(i) WHERE {where} ORDER BY k DESC, i"
+    batches = list(duckdb_record_batches(con, sql, params, batch_rows=4))
+    assert all(0 < b.num_rows <= 4 for b in batches)
+    got = [(r["i"], r["k"]) for b in batches for r in b.to_pylist()]
+    assert got == sorted(((i, i % 3) for i in range(4, 20)), key=lambda r: (-r[1], r[0]))

@@ -136,7 +136,7 @@ def duckdb_record_batches(
     """The rows of ``sql`` (``?`` or ``$1`` bound to ``params``) on the DuckDB connection
     ``con``, as record batches of at most ``batch_rows`` rows in the order the SQL gives them,
     streamed from DuckDB's Arrow reader (DuckDB's errors pass through)."""
-    rel = con.execute(sql, params) if params else con.sql(sql)
+    rel = con.sql(sql, params=params) if params else con.sql(sql)
     stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
     for batch in stream(batch_rows):  # to_arrow_reader: DuckDB 1.4 and later
         if batch.num_rows:
