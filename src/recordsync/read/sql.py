@@ -58,7 +58,7 @@ def _missing_extra(engine: str, package: str, extra: str) -> SourceError:
     )
 
 
-DUCKDB_MEMORY = "256MB"
+DUCKDB_MEMORY = "128MB"
 """DuckDB's working memory for a query source (mostly the sort of the result by key); what
 does not fit spills to a temporary directory, so a large query keeps recordsync's memory
 bounded (DuckDB's default is 80% of the machine's RAM)."""
