@@ -83,6 +83,7 @@ def _driver() -> Any:
 def _clean(exc: Exception, dsn: str) -> str:
     """The driver's message, without the query text it quotes and without the password."""
     text = re.sub(r"\s*Query was: .*?(?=\. SQLSTATE|\Z)", "", str(exc), flags=re.DOTALL)
+    text = re.sub(r"\[libpq\] (Execution error \[PGRES_\w+\]: )?", "", text)
     return redact(" ".join(text.split()), dsn)
 
 
