@@ -1,7 +1,7 @@
 """Benchmark a dry run's read + map + validate (``prepare_step``) of a contacts source read
 from PostgreSQL and from DuckDB, beside the same rows as a Parquet file.
 
-    python bench/bench_sql_sources.py [--rows 1000000] [--repeat 1]
+    python bench/bench_sql_sources.py [--rows 1000000] [--repeat 1] [--baseline-src DIR]
 
 Generates the contacts Parquet file of bench_dryrun.py (bench/out/, gitignored), loads it
 into a DuckDB database file and into a PostgreSQL server this script starts (initdb + pg_ctl
@@ -10,6 +10,8 @@ on a temporary directory, a unix socket only; tests/read/servers.py) with a key 
 default seed, as ``recordsync run --dry-run`` does. Reports wall and CPU time as rows/s and
 the child's peak RSS (VmHWM). The query sources read ``SELECT * FROM contacts`` ordered
 by ``rid`` (the key); the mapping is configs/contacts.yaml with only its source replaced.
+``--baseline-src DIR`` also runs each query case with recordsync imported from ``DIR`` (an
+older tree's ``src``), interleaved, and prints this tree's speed over the baseline's.
 """
 
 from __future__ import annotations
@@ -88,7 +90,11 @@ def child(kind: str, target: str, meta: Path) -> None:
     print(json.dumps(result | {"peak_rss_mb": round(rss_mb, 1)}))
 
 
-def run_case(kind: str, target: str, meta: Path, env: dict[str, str]) -> dict[str, Any]:
+def run_case(
+    kind: str, target: str, meta: Path, env: dict[str, str], src: Path | None = None
+) -> dict[str, Any]:
+    if src is not None:
+        env = dict(env, PYTHONPATH=str(src))
     out = subprocess.run(
         [sys.executable, __file__, "--child", kind, target, str(meta)],
         check=True,
@@ -104,6 +110,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=1, help="runs per case (the best is shown)")
     ap.add_argument("--cases", nargs="+", default=["parquet", "duckdb", "postgres"])
+    ap.add_argument("--baseline-src", type=Path, help="also run the query cases from this src")
     ap.add_argument("--child", nargs=3, metavar=("KIND", "TARGET", "META"))
     args = ap.parse_args()
     if args.child:
@@ -123,18 +130,34 @@ def main() -> None:
         print(f"loaded {n:,} rows into PostgreSQL in {time.perf_counter() - t0:.1f} s", flush=True)
         env = dict(os.environ, BENCH_PG_DSN=dsn)
         cases = (("parquet", str(pq_path)), ("duckdb", str(db)), ("postgres", ""))
+        sides: dict[str, Path | None] = {"": None}
+        if args.baseline_src is not None:
+            sides = {" (baseline)": args.baseline_src.resolve(), "": None}
         for kind, target in (c for c in cases if c[0] in args.cases):
-            runs = [run_case(kind, target, meta, env) for _ in range(args.repeat)]
-            secs = min(r["seconds"] for r in runs)
-            cpu = min(r["cpu_seconds"] for r in runs)
-            rss = max(r["peak_rss_mb"] for r in runs)
-            results.append({"case": kind, "n": n, "runs": runs})
-            print(
-                f"{kind:8} {n:>9,} rows  best of {len(runs)}: {secs:6.2f} s wall"
-                f" {n / secs:>9,.0f} rows/s  {cpu:6.2f} s CPU {n / cpu:>9,.0f} rows/CPU-s"
-                f"  peak RSS {rss:6.1f} MB",
-                flush=True,
-            )
+            best: dict[str, float] = {}
+            runs_of: dict[str, list[dict[str, Any]]] = {side: [] for side in sides}
+            for _ in range(args.repeat):
+                for side, src in sides.items():
+                    if side and kind == "parquet":
+                        continue
+                    runs_of[side].append(run_case(kind, target, meta, env, src))
+            for side, runs in runs_of.items():
+                if not runs:
+                    continue
+                secs = min(r["seconds"] for r in runs)
+                cpu = min(r["cpu_seconds"] for r in runs)
+                rss = max(r["peak_rss_mb"] for r in runs)
+                best[side] = secs
+                results.append({"case": kind + side, "n": n, "runs": runs})
+                print(
+                    f"{kind + side:19} {n:>9,} rows  best of {len(runs)}: {secs:6.2f} s wall"
+                    f" {n / secs:>9,.0f} rows/s  {cpu:6.2f} s CPU {n / cpu:>9,.0f} rows/CPU-s"
+                    f"  peak RSS {rss:6.1f} MB  load {os.getloadavg()[0]:.2f}",
+                    flush=True,
+                )
+            if len(best) == 2:
+                print(f"{kind}: this tree {best[' (baseline)'] / best['']:.2f}x as fast as the"
+                      " baseline", flush=True)
     (OUT / "results_sql_sources.json").write_text(json.dumps(results, indent=2))
 
 

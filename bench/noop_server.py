@@ -24,7 +24,8 @@ It counts what arrived: ``GET /_counts`` answers ``{"requests"`` (batches answer
 n}, "nodelay": [0 or 1 for each connection it holds, this one included]}``, where an
 entry's identity is its ``match_value`` when it has ``match_by``, else its ``fields.email``,
 else its ``name``; ``entries == distinct == source rows`` means every row arrived exactly
-once. ``GET /_counts?identities=1`` adds ``{type: {identity: n}}``.
+once. ``GET /_counts?identities=1`` adds ``{type: {identity: n}}``. ``DELETE /_counts``
+sets every count back to zero (what one of several runs against the same server sent).
 
 The process stops itself when its standard input closes (the benchmark holding the pipe
 exits or closes it), so a crashed benchmark leaves no server behind.
@@ -189,6 +190,15 @@ def create_app(
                 answer["identities"] = {ot: dict(c) for ot, c in seen.items()}
         return _json(answer)
 
+    async def reset(request: Request) -> Response:
+        with lock:
+            entries.clear()
+            failed.clear()
+            seen.clear()
+            other.clear()
+            requests[0] = 0
+        return _json({"reset": True})
+
     async def anything_else(request: Request) -> Response:
         with lock:
             other[f"{request.method} {request.url.path}"] += 1
@@ -201,6 +211,7 @@ def create_app(
             Route("/api/meta/schema", schema, methods=["GET"]),
             Route("/api/meta/users", users, methods=["GET"]),
             Route("/_counts", counts, methods=["GET"]),
+            Route("/_counts", reset, methods=["DELETE"]),
             Route("/{path:path}", anything_else, methods=methods),
         ]
     )

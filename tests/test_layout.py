@@ -20,6 +20,7 @@ PACKAGE = SRC / "recordsync"
 
 OPTIONAL = (
     "psycopg",
+    "adbc_driver_postgresql",
     "duckdb",
     "fsspec",
     "dagster",

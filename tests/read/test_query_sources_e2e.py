@@ -14,6 +14,7 @@ import pyarrow.fs as pafs
 import pytest
 
 from e2e.support import served, target  # tests/ is on sys.path (no __init__.py)
+from recordsync.core.errors import RecordsyncError
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 
@@ -117,6 +118,34 @@ def test_a_postgres_query_syncs_like_a_file(
     _three_runs(_project(tmp_path, source), tmp_path / "work", change, "query:postgres")
     for f in (tmp_path / "work" / "reports").rglob("*"):
         assert not f.is_file() or "Pw-n0t-in-reports" not in f.read_text(encoding="utf-8")
+
+
+def test_a_postgres_query_failing_on_a_row_stops_the_run_naming_the_source_and_column(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE e2e_people (id int, first text, email text, born date)")
+        conn.execute(
+            "INSERT INTO e2e_people SELECT g, 'Ann' || g, 'ann' || g || '@example.org',"
+            " CASE WHEN g = 25 THEN 'infinity'::date ELSE '2000-01-01'::date END"
+            " FROM generate_series(1, 30) g"
+        )
+    monkeypatch.setenv("E2E_PG_DSN", pg_url.replace("postgres@", "postgres:Pw-n0t-in-errors@"))
+    source = (
+        "  engine: postgres\n  dsn_env: E2E_PG_DSN\n  key: id\n  batch_size: 7\n"
+        "  query: SELECT id, first, email, born, '3' AS score FROM e2e_people"
+    )
+    pipeline = _project(tmp_path, source)
+    with served(tmp_path / "sandbox.db") as url:
+        try:
+            result = _run(pipeline, tmp_path / "work", url)
+        except RecordsyncError as exc:
+            message = str(exc)
+        else:
+            message = str(result.summary)
+            assert result.exit_code != 0, message
+    assert 'column "born" holds a date outside years 1 to 9999: infinity' in message
+    assert "query:postgres" in message and "Pw-n0t-in-errors" not in message
 
 
 def test_a_csv_on_s3_syncs_like_a_local_file(

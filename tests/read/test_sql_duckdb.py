@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from recordsync.config.models import SourceConfig
 from recordsync.core.errors import SourceError
 from recordsync.read import iter_source, source_columns
+from recordsync.read.sql import duckdb_record_batches
 
 
 def _people(base: Path, n: int = 10) -> None:
@@ -89,15 +90,25 @@ def test_a_missing_key_column_a_bad_query_and_a_missing_database_name_the_option
     assert info.value.key == "source.database"
 
 
-@pytest.mark.parametrize(("engine", "module", "extra"), [("duckdb", "duckdb", "duckdb"),
-                                                        ("postgres", "psycopg", "postgres")])
+@pytest.mark.parametrize(
+    ("engine", "module", "package", "extra"),
+    [
+        ("duckdb", "duckdb", "duckdb", "duckdb"),
+        ("postgres", "adbc_driver_postgresql.dbapi", "adbc-driver-postgresql", "postgres"),
+    ],
+)
 def test_a_missing_engine_package_names_the_extra(
-    engine: str, module: str, extra: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    engine: str,
+    module: str,
+    package: str,
+    extra: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setitem(sys.modules, module, None)  # import fails as if not installed
     monkeypatch.setenv("SOME_DSN", "postgresql://app@db/crm")
     more = {"engine": "postgres", "dsn_env": "SOME_DSN"} if engine == "postgres" else {}
-    with pytest.raises(SourceError, match=f"needs the Python package '{module}'") as info:
+    with pytest.raises(SourceError, match=f"needs the Python package '{package}'") as info:
         source_columns(_src(query="SELECT 1 AS id", **more), tmp_path)
     assert info.value.hint == f"pip install 'recordsync[{extra}]'"
 
@@ -121,3 +132,14 @@ def test_a_query_gives_back_every_row_in_key_order(
     got = [r for b in batches for r in b.batch.to_pylist()]
     assert got == [{"id": k, "text": rows[k]} for k in sorted(rows)]
     assert [int(n) for b in batches for n in b.rows] == list(range(1, len(rows) + 1))
+
+
+@pytest.mark.parametrize("params", [None, [3]])
+def test_the_duckdb_seam_streams_any_sql_in_its_own_order(params: list[int] | None) -> None:
+    con = duckdb.connect()
+    where = "i > ?" if params else "i > 3"
+    sql = f"SELECT i, i % 3 AS k FROM range(20) t(i) WHERE {where} ORDER BY k DESC, i"
+    batches = list(duckdb_record_batches(con, sql, params, batch_rows=4))
+    assert all(0 < b.num_rows <= 4 for b in batches)
+    got = [(r["i"], r["k"]) for b in batches for r in b.to_pylist()]
+    assert got == sorted(((i, i % 3) for i in range(4, 20)), key=lambda r: (-r[1], r[0]))

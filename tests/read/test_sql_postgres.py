@@ -66,18 +66,19 @@ def test_rows_stream_in_key_order_with_column_types(
     assert all(b.batch.schema == schema for b in batches)  # one type per column
 
 
-def test_the_cursor_is_server_side_and_read_only(
+def test_the_rows_are_copied_out_in_binary_by_a_read_only_session(
     people: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     monkeypatch.setenv("TEST_SOURCE_DSN", people)
     it = pg_batches(_src(query="SELECT * FROM people", batch_size=5), None)  # no read-ahead
     next(it)
-    with psycopg.connect(people) as conn:  # the query's cursor lives on the server
-        cursors = conn.execute(
-            "SELECT query FROM pg_stat_activity WHERE state = 'idle in transaction'"
+    with psycopg.connect(people) as conn:  # the rows leave the server as binary COPY
+        queries = conn.execute(
+            "SELECT query FROM pg_stat_activity WHERE datname = current_database()"
             " AND pid <> pg_backend_pid()"
         ).fetchall()
-    assert len(cursors) == 1 and cursors[0][0].startswith("FETCH FORWARD 5 FROM")
+    assert len(queries) == 1 and queries[0][0].startswith("COPY (SELECT")
+    assert queries[0][0].rstrip().endswith("TO STDOUT (FORMAT binary)")
     it.close()
     writes = _src(query="SELECT id, nextval('people_seq') AS n FROM people")
     with pytest.raises(SourceError, match="read-only transaction"):

@@ -1,9 +1,10 @@
 """Query sources: the rows of a SQL query, streamed as Arrow record batches.
 
 DuckDB (embedded, the default engine) runs the query in-process over local files or a DuckDB
-database file, and hands its result over as an Arrow stream. PostgreSQL is read through a
-psycopg 3 server-side cursor, ``batch_size`` rows at a time, turned into Arrow columns typed
-from the result's column types (:mod:`.sql_pg`). Either way memory holds about one batch.
+database file, and hands its result over as an Arrow stream (:func:`duckdb_record_batches`).
+PostgreSQL is read by the ADBC PostgreSQL driver, which decodes the server's binary COPY
+output into Arrow (:mod:`.sql_pg`). Either way no row becomes Python values, and memory holds
+about one batch.
 
 The query is wrapped as ``SELECT <columns> FROM (<query>) ORDER BY <key>``: every pass over
 the source (the duplicate scan, then the rows) sees the rows in the same order, so a row's
@@ -14,7 +15,7 @@ report, and the key columns identify it across runs.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,7 @@ def _missing_extra(engine: str, package: str, extra: str) -> SourceError:
     )
 
 
-DUCKDB_MEMORY = "256MB"
+DUCKDB_MEMORY = "128MB"
 """DuckDB's working memory for a query source (mostly the sort of the result by key); what
 does not fit spills to a temporary directory, so a large query keeps recordsync's memory
 bounded (DuckDB's default is 80% of the machine's RAM)."""
@@ -121,13 +122,25 @@ def _duckdb_batches(
         import duckdb
         try:
             try:
-                rel = con.sql(wrapped_query(src, columns))
-                stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
-                yield from stream(src.batch_size)  # to_arrow_reader: DuckDB 1.4 and later
+                yield from duckdb_record_batches(con, wrapped_query(src, columns), None,
+                                                 batch_rows=src.batch_size)
             except duckdb.Error as exc:
                 raise _duckdb_error(src, exc) from None
         finally:
             con.close()
+
+
+def duckdb_record_batches(
+    con: Any, sql: str, params: Sequence[Any] | None = None, *, batch_rows: int
+) -> Iterator[pa.RecordBatch]:
+    """The rows of ``sql`` (``?`` or ``$1`` bound to ``params``) on the DuckDB connection
+    ``con``, as record batches of at most ``batch_rows`` rows in the order the SQL gives them,
+    streamed from DuckDB's Arrow reader (DuckDB's errors pass through)."""
+    rel = con.sql(sql, params=params) if params else con.sql(sql)
+    stream = getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch
+    for batch in stream(batch_rows):  # to_arrow_reader: DuckDB 1.4 and later
+        if batch.num_rows:
+            yield batch
 
 
 def sql_columns(src: SourceConfig, base_dir: Path) -> list[str]:
