@@ -103,3 +103,12 @@ def test_reasons_past_the_cap_are_counted_as_other_reasons() -> None:
     assert len(t.reasons) == MAX_REASONS + 1
     assert t.reasons["reason 0"] == 2 and t.reasons["(other reasons)"] == 2
     assert "one reason too many" not in t.reasons
+
+
+def test_an_incremental_pass_says_which_rows_it_read() -> None:
+    """A step that read a cursor's window: ``incremental_window`` in its summary (the
+    history does not take its ``rows_read`` as the source's volume); a whole read: none."""
+    t = tally(3, 0, unchanged=3)
+    assert "incremental_window" not in t.as_json(False)
+    t.window = "rows with updated_at from 2026-11-28T00:00:00Z"
+    assert t.as_json(False)["incremental_window"] == t.window

@@ -168,3 +168,10 @@ def test_the_writer_refuses_totals_that_are_not_the_sums(
     assert not summary["accounting_ok"]
     assert RunResult(summary, tmp_path / "run").exit_code == 1
     assert "MISMATCH" in (tmp_path / "run" / "report.md").read_text("utf-8")
+
+
+def test_a_total_missing_from_the_totals_is_named_as_zero() -> None:
+    a = StepTally("a", "a.yaml", "contacts", read=2)
+    summary: dict[str, Any] = {"steps": [a.as_json(False)], "totals": totals([a])}
+    del summary["totals"]["rows_read"]
+    assert totals_errors(summary) == ["totals: rows_read is 0 but the steps add up to 2"]
