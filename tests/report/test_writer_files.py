@@ -160,13 +160,12 @@ def test_results_csv_is_compressed_past_the_writers_threshold(
 
 
 WRITE_UNDER_AN_ASCII_LOCALE = r"""
-import sys
 from pathlib import Path
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.report.tally import StepTally
 from recordsync.report.writer import ReportWriter
 
-writer = ReportWriter(Path(sys.argv[1]), dry_run=False)
+writer = ReportWriter(Path(OUT), dry_run=False)  # OUT: set by whoever runs it
 tally = StepTally("contacts", "m", "contacts")
 writer.start_step(tally)
 row = PreparedRow(SourceRow("in.csv", 2, {"Name": "Zo\u00eb"}), RowStatus.INVALID)
@@ -177,7 +176,7 @@ writer.finish({"target": "cr\u00e8me"})
 
 def test_report_files_are_utf_8_whatever_the_locale(tmp_path: Path) -> None:
     """Under a locale whose encoding is ASCII (no UTF-8 mode), non-ASCII rows, errors and
-    names still reach every report file, as UTF-8."""
+    names still reach every report file, as UTF-8: the same bytes as written here."""
     env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}
     env["PYTHONCOERCECLOCALE"] = "0"  # else Python itself switches a C locale to UTF-8
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
@@ -188,15 +187,17 @@ def test_report_files_are_utf_8_whatever_the_locale(tmp_path: Path) -> None:
         "ascii",
         "US-ASCII",
     )  # the locale this test means (the mutants it kills need it)
-    out = tmp_path / "run"
+    here, there = tmp_path / "here", tmp_path / "c-locale"
+    exec(WRITE_UNDER_AN_ASCII_LOCALE, {"OUT": str(here)})  # here, in this process
     done = subprocess.run(
-        [sys.executable, "-c", WRITE_UNDER_AN_ASCII_LOCALE, str(out)],
+        [sys.executable, "-c", f"OUT = {str(there)!r}\n{WRITE_UNDER_AN_ASCII_LOCALE}"],
         env=env,
         capture_output=True,
         text=True,
     )
     assert done.returncode == 0, done.stderr
-    failures = (out / "failures.csv").read_bytes().decode("utf-8")
+    failures = (there / "failures.csv").read_bytes().decode("utf-8")
     assert "Zoë" in failures and "naïve value" in failures
-    for name in ("summary.json", "report.md", "report.html"):
-        assert "crème" in (out / name).read_bytes().decode("utf-8"), name
+    for name in ("failures.csv", "summary.json", "report.md", "report.html"):
+        assert (there / name).read_bytes() == (here / name).read_bytes(), name
+        assert "crème" in (there / name).read_bytes().decode("utf-8") or name == "failures.csv"
