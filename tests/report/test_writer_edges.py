@@ -233,3 +233,72 @@ def test_records_shared_across_a_spilled_block_are_still_found(
     assert writer._record_rows.spilled >= 2
     assert tally.shared_examples == ["in.csv:7 landed on record 9, like row 3"]
     writer.finish({})
+
+
+def unchanged(n: int) -> PreparedRow:
+    return PreparedRow(SourceRow("in.csv", n, {"Name": f"R{n}"}), RowStatus.UNCHANGED)
+
+
+def test_unchanged_rows_are_counted_not_listed_by_default(tmp_path: Path) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    tally.read = tally.sent = 1
+    writer.record(tally, unchanged(2), RowStatus.UNCHANGED, 7)
+    writer.record(tally, unchanged(3), RowStatus.UNCHANGED, 8)
+    writer.record_block(tally, block("in.csv", [4, 5, 6], "email", "a@x.io"))
+    writer.record_block(tally, block("in.csv", [9], None, None))
+    created = PreparedRow(SourceRow("in.csv", 10, {}), RowStatus.VALID, {"name": "A"})
+    writer.record(tally, created, RowStatus.CREATED, 11)
+    tally.read += 6
+    assert writer.unlisted == 6 and writer.lines_written == 1
+    summary = writer.finish({})
+    assert [r[2] for r in results(tmp_path / "run")] == ["10"]
+    assert tally.outcomes[RowStatus.UNCHANGED] == 6
+    assert summary["accounting_ok"], summary["accounting_errors"]
+
+
+def test_results_lines_that_disagree_with_the_outcomes_name_the_unlisted_rows(
+    tmp_path: Path,
+) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    writer.record_block(tally, block("in.csv", [2, 3], None, None))
+    tally.outcomes[RowStatus.CREATED] += 1  # an outcome without its results line
+    errors = writer.finish({})["accounting_errors"]
+    assert "0 lines in results.csv and 2 unchanged rows not listed for 3 outcomes" in errors
+    listed = ReportWriter(tmp_path / "listed", dry_run=False, list_unchanged=True)
+    listed.start_step(tally := StepTally("contacts", "m", "contacts"))
+    listed.record_block(tally, block("in.csv", [2, 3], None, None))
+    tally.outcomes[RowStatus.CREATED] += 1
+    assert "2 lines in results.csv for 3 outcomes" in listed.finish({})["accounting_errors"]
+
+
+def test_a_failing_rows_reason_keeps_its_status_and_match_key(tmp_path: Path) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    sent = {"match_by": "email", "match_value": 4.0, "fields": {}}
+    writer.record(tally, prepared(2, sent), RowStatus.FAILED, None, "HTTP 500 boom")
+    writer.record(tally, prepared(3, {"fields": {}}), RowStatus.IN_DOUBT, None, "timed out")
+    writer.finish({})
+    [(failed, examples), (doubt, doubted)] = tally.examples.items()
+    assert tally.reason_status == {failed: RowStatus.FAILED, doubt: RowStatus.IN_DOUBT}
+    assert [e.key for e in examples] == ["email 4"] and [e.key for e in doubted] == [None]
+
+
+def test_a_missing_reference_names_the_not_ok_row_it_points_at(tmp_path: Path) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    companies = StepTally("companies", "m", "companies")
+    writer.start_step(companies)
+    company = PreparedRow(SourceRow("co.csv", 4, {"Domain": "Acme.com"}), RowStatus.INVALID)
+    writer.record(companies, company, RowStatus.INVALID, None, "bad domain")
+    contacts = StepTally("contacts", "m", "contacts")
+    writer.start_step(contacts)
+    missing = "no 'companies' record with key 'acme.com'"
+    writer.record(contacts, prepared(2, {"fields": {}}), RowStatus.FAILED, None, missing)
+    writer.finish({})
+    found = contacts.parents[("companies", "acme.com")]
+    assert (found.source_file, found.source_row, found.error) == ("co.csv", 4, "bad domain")
+    assert companies.parents == {}

@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import csv
 import errno
+import gzip
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -93,3 +98,106 @@ def test_a_full_disk_names_the_report_directory(tmp_path: Path) -> None:
             guarded.write("x")
         with pytest.raises(RunAborted, match=where + "Input/output error"):
             guarded.close()
+
+
+def test_summary_json_names_the_row_files(tmp_path: Path) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    writer.record(tally, failing(2, A="1"), RowStatus.INVALID, None, "bad")
+    files = {"results": "results.csv", "results_lines": 1, "unchanged_listed": False}
+    files["failures"] = "failures.csv"
+    assert writer.finish({})["files"] == files
+    text = (tmp_path / "run" / "summary.json").read_text(encoding="utf-8")
+    assert json.loads(text)["files"] == files
+    listed = ReportWriter(tmp_path / "listed", dry_run=False, list_unchanged=True)
+    assert listed.finish({})["files"]["unchanged_listed"] is True
+
+
+def test_summary_json_replaces_a_temporary_file_beside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """summary.json appears whole: written as summary.json.tmp, then renamed."""
+    replaced: list[tuple[str, str]] = []
+    real = os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        replaced.append((str(src), str(dst)))
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    ReportWriter(tmp_path / "run", dry_run=False).finish({})
+    run = tmp_path / "run"
+    assert replaced == [(str(run / "summary.json.tmp"), str(run / "summary.json"))]
+
+
+@pytest.mark.parametrize(("failures", "name"), [(2, "failures.csv"), (3, "failures.csv.gz")])
+def test_failures_csv_is_compressed_past_the_threshold(
+    tmp_path: Path, failures: int, name: str
+) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=False, gzip_from=2)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    for n in range(failures):
+        writer.record(tally, failing(n + 2, A=str(n)), RowStatus.INVALID, None, "bad")
+    assert writer.finish({})["files"]["failures"] == name
+    opener = gzip.open if name.endswith(".gz") else open
+    with opener(tmp_path / "run" / name, "rt", newline="", encoding="utf-8") as f:
+        assert [r[0] for r in csv.reader(f)] == ["A", *map(str, range(failures))]
+
+
+@pytest.mark.parametrize(("rows", "name"), [(2, "results.csv"), (3, "results.csv.gz")])
+def test_results_csv_is_compressed_past_the_writers_threshold(
+    tmp_path: Path, rows: int, name: str
+) -> None:
+    writer = ReportWriter(tmp_path / "run", dry_run=True, gzip_from=2)
+    tally = StepTally("contacts", "m", "contacts")
+    writer.start_step(tally)
+    for n in range(rows):
+        row = PreparedRow(SourceRow("in.csv", n + 2, {}), RowStatus.VALID, {"name": "A"})
+        writer.record(tally, row, RowStatus.VALID)
+    assert writer.finish({})["files"]["results"] == name
+
+
+WRITE_UNDER_AN_ASCII_LOCALE = r"""
+from pathlib import Path
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
+from recordsync.report.tally import StepTally
+from recordsync.report.writer import ReportWriter
+
+writer = ReportWriter(Path(OUT), dry_run=False)  # OUT: set by whoever runs it
+tally = StepTally("contacts", "m", "contacts")
+writer.start_step(tally)
+row = PreparedRow(SourceRow("in.csv", 2, {"Name": "Zo\u00eb"}), RowStatus.INVALID)
+writer.record(tally, row, RowStatus.INVALID, None, "na\u00efve value 'Zo\u00eb'")
+writer.finish({"target": "cr\u00e8me"})
+"""
+
+
+def test_report_files_are_utf_8_whatever_the_locale(tmp_path: Path) -> None:
+    """Under a locale whose encoding is ASCII (no UTF-8 mode), non-ASCII rows, errors and
+    names still reach every report file, as UTF-8: the same bytes as written here."""
+    env = {**os.environ, "LC_ALL": "C", "LANG": "C", "PYTHONUTF8": "0"}
+    env["PYTHONCOERCECLOCALE"] = "0"  # else Python itself switches a C locale to UTF-8
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    env.pop("PYTHONIOENCODING", None)
+    probe = [sys.executable, "-c", "import locale; print(locale.getencoding())"]
+    assert subprocess.run(probe, env=env, capture_output=True, text=True).stdout.strip() in (
+        "ANSI_X3.4-1968",
+        "ascii",
+        "US-ASCII",
+    )  # the locale this test means (the mutants it kills need it)
+    here, there = tmp_path / "here", tmp_path / "c-locale"
+    exec(WRITE_UNDER_AN_ASCII_LOCALE, {"OUT": str(here)})  # here, in this process
+    done = subprocess.run(
+        [sys.executable, "-c", f"OUT = {str(there)!r}\n{WRITE_UNDER_AN_ASCII_LOCALE}"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    failures = (there / "failures.csv").read_bytes().decode("utf-8")
+    assert "Zoë" in failures and "naïve value" in failures
+    for name in ("failures.csv", "summary.json", "report.md", "report.html"):
+        assert (there / name).read_bytes() == (here / name).read_bytes(), name
+        assert "crème" in (there / name).read_bytes().decode("utf-8") or name == "failures.csv"

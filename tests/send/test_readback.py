@@ -12,6 +12,7 @@ from recordsync.send.readback import (
     EMPTY,
     MAX_PAGES,
     PAGE,
+    Gone,
     Mark,
     NameReader,
     Unreadable,
@@ -212,3 +213,56 @@ def test_a_record_after_an_older_one_still_counts() -> None:
     held += [{"id": 2, "name": "A", "updated_at": AT}]
     found = reader(pager(held, [], has_more=False)).written_since("A", MARK)
     assert [r["id"] for r in found] == [2]
+
+
+def test_a_record_is_read_by_its_id() -> None:
+    record = {"id": 7, "name": "A", "amount": 3}
+    assert reader(one(record)).record(7) == record
+    assert reader(one({"id": "7", "name": "A"})).record(7) == {"id": "7", "name": "A"}
+
+
+def test_a_record_read_by_id_asks_for_its_type() -> None:
+    paths: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        return one({"id": 7})(request)
+
+    reader(handler).record(7)
+    assert paths == ["/api/objects/deals"]
+
+
+def test_a_record_that_is_not_there_is_gone() -> None:
+    """A 404 on a read by id says the record is gone, not that there is no list endpoint."""
+    with pytest.raises(Gone, match=r"^GET /api/objects/deals: the record is gone \(GET "):
+        reader(one(None, 404)).record(7)
+
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ({"id": 8, "name": "A"}, r"^GET /api/objects/deals\?id=7: the answer is another record$"),
+        ({"name": "A"}, r"^GET /api/objects/deals\?id=7: the answer is another record$"),
+        ([{"id": 7}], r"^GET /api/objects/deals: the answer has no 'data' dict$"),
+        (None, r"^GET /api/objects/deals: the answer has no 'data' dict$"),
+    ],
+)
+def test_a_record_read_by_id_that_is_not_that_record_is_unreadable(record: Any, why: str) -> None:
+    with pytest.raises(Unreadable, match=why) as caught:
+        reader(one(record)).record(7)
+    assert not isinstance(caught.value, Gone)
+
+
+def test_the_reader_counts_every_request_it_sent() -> None:
+    """``tries``: each request, retries included (none before the first read)."""
+    answers = iter([httpx.Response(503, json={}), httpx.Response(429, json={})])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return next(answers, None) or one({"id": 7})(request)
+
+    counted = reader(handler)
+    assert counted.tries == 0
+    counted.record(7)
+    assert counted.tries == 3
+    counted.record(7)
+    assert counted.tries == 4
