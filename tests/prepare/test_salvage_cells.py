@@ -133,3 +133,30 @@ def test_cells_are_split_with_the_sources_quote() -> None:
     mapper = BatchMapper(cfg, base_dir=Path("."), schema=None, users=None)
     r = bad_row(BadLine(4, 'a,"b,c"', "malformed line"), "f.csv", ["Name", "Email"], mapper)
     assert r.source.values == {"Name": "a", "Email": '"b', "_extra_cells": ['c"']}
+
+
+LEDGER = (
+    "object_type: contacts\nsource: {path: m.csv}\nname: Name\nmatch_by: [email]\n"
+    "fields: {email: Email}\nledger_key: {column: Ext}\nmirror_deletes: {enabled: true}\n"
+)
+
+
+def test_a_ledger_key_with_an_unreadable_character_hides_the_key() -> None:
+    cfg = MappingConfig.model_validate(yaml.safe_load(LEDGER))
+    mapper = BatchMapper(cfg, base_dir=Path("."), schema=None, users=None)
+    columns = ["Name", "Email", "Ext"]
+    bad = bad_row(
+        BadLine(4, "Ben,ben@m.example,E\ufffd1,x", "malformed line"), "f.csv", columns, mapper
+    )
+    assert bad.salvage == Salvage(
+        [], [], "line 4: its ledger key column 'Ext' holds a character that could not be read"
+    )
+    # the unreadable character elsewhere in the line: every key it may hold is kept
+    fine = bad_row(
+        BadLine(4, "B\ufffdn,ben@m.example,E1,x", "malformed line"), "f.csv", columns, mapper
+    )
+    assert fine.salvage is not None and fine.salvage.hides is None
+    assert "email:ben@m.example" in fine.salvage.keys and len(fine.salvage.alignments) == 3
+    # an empty ledger key cell is read as empty, not as unreadable
+    empty = bad_row(BadLine(4, "Ben,ben@m.example,,", "malformed line"), "f.csv", columns, mapper)
+    assert empty.salvage is not None and empty.salvage.hides is None
