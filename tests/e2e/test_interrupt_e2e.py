@@ -26,7 +26,11 @@ def test_ctrl_c_says_where_and_that_the_next_run_resumes_and_it_does(tmp_path: P
     pipeline = write_pipeline(tmp_path, ROWS)
     env = {**os.environ, "RECORDSYNC_API_KEY": KEY}
     db = tmp_path / "state" / "state.db"
-    with served(tmp_path / "sandbox.db", ["latency:40ms:path=/batch"]) as url:
+    # past the fourth batch, each answer takes 0.4 s more: when the third chunk is
+    # acknowledged, seconds of sending are left for the signal to land in (on a loaded
+    # machine too), and the resumed run stays short
+    slow = ["latency:40ms:path=/batch", "latency:400ms:path=/batch:after=4"]
+    with served(tmp_path / "sandbox.db", slow) as url:
         first = subprocess.Popen(
             command(pipeline, url, tmp_path),
             env=env,
