@@ -22,6 +22,10 @@ from .test_kill_resume import acked_chunks, command, write_pipeline
 ROWS = 2000
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_says_where_and_that_the_next_run_resumes_and_it_does(tmp_path: Path) -> None:
     pipeline = write_pipeline(tmp_path, ROWS)
     env = {**os.environ, "RECORDSYNC_API_KEY": KEY}
@@ -38,6 +42,9 @@ def test_ctrl_c_says_where_and_that_the_next_run_resumes_and_it_does(tmp_path: P
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
+            # as from a terminal: a child inherits an ignored SIGINT (some test or library of
+            # this process may have set it), and Python then never raises KeyboardInterrupt
+            preexec_fn=_default_sigint,
         )
         deadline = time.monotonic() + 300  # a guard against a hang, not a bound to meet
         while acked_chunks(db) < 3 and first.poll() is None and time.monotonic() < deadline:
