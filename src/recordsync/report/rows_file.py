@@ -19,7 +19,7 @@ import shutil
 from pathlib import Path
 from typing import IO
 
-from recordsync.report.file_guard import report_write_error
+from recordsync.report.file_guard import GuardedFile, report_write_error
 
 GZIP_FROM = 100_000
 """Data lines from which a row file is written compressed (about 10 MB of results.csv)."""
@@ -36,32 +36,25 @@ def _gzip_writer(path: Path) -> tuple[gzip.GzipFile, io.TextIOWrapper]:
     return raw, text
 
 
-class RowsFile:
+class RowsFile(GuardedFile):
     """A text file of CSV lines in ``directory`` named ``name`` (``results.csv``), written
     compressed to ``name + ".gz"`` once :meth:`count` has been told of more than
-    ``gzip_from`` lines, or from the start with ``compress``."""
+    ``gzip_from`` lines, or from the start with ``compress``; its failed writes stop the run
+    as a :class:`GuardedFile`'s do."""
 
-    __slots__ = ("_directory", "_file", "_gzip_from", "compressed", "lines", "path")
+    __slots__ = ("_gzip_from", "compressed", "lines", "path")
 
     def __init__(
         self, directory: Path, name: str, *, gzip_from: int = GZIP_FROM, compress: bool = False
     ) -> None:
-        self._directory = directory
         self._gzip_from = gzip_from
         self.lines = 0
         self.compressed = False
         self.path = directory / name
-        self._file: IO[str] = open(  # noqa: SIM115
-            self.path, "w", 1 << 20, "utf-8", newline=""
-        )
+        plain: IO[str] = open(self.path, "w", 1 << 20, "utf-8", newline="")  # noqa: SIM115
+        super().__init__(plain, directory)
         if compress:
             self._compress()
-
-    def write(self, text: str) -> int:
-        try:
-            return self._file.write(text)
-        except OSError as exc:
-            raise report_write_error(self._directory, exc) from None
 
     def count(self, lines: int) -> None:
         """``lines`` more data lines were written: past the threshold, compress."""
@@ -84,16 +77,6 @@ class RowsFile:
         self._file = text
         self.path = target
         self.compressed = True
-
-    @property
-    def closed(self) -> bool:
-        return self._file.closed
-
-    def close(self) -> None:
-        try:
-            self._file.close()
-        except OSError as exc:  # the buffered rest could not be written
-            raise report_write_error(self._directory, exc) from None
 
 
 def find_rows_file(report_dir: Path, name: str) -> Path | None:
