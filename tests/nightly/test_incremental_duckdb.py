@@ -11,6 +11,7 @@ import duckdb
 from tests.nightly.support import project, run, stamp_all, step_of, written_since_stamp
 
 from e2e.support import served  # tests/ is on sys.path
+from recordsync.state.ledger_rows import status_sql
 
 MAPPING = """object_type: contacts
 source:
@@ -43,7 +44,8 @@ def test_a_duckdb_query_is_read_from_its_watermark(tmp_path: Path) -> None:
         second = run(pipeline, work, url)
         assert (step_of(second)["rows_read"], step_of(second)["rows_sent"]) == (1, 0)
         with sqlite3.connect(work / "state.db") as conn:  # as if its last send had failed
-            conn.execute("UPDATE ledger SET last_status = 'failed' WHERE source_key = '3'")
+            failed = status_sql("failed")
+            conn.execute(f"UPDATE ledger SET last_status = {failed} WHERE source_key = '3'")
         stamp_all(work / "sandbox.db")
         with duckdb.connect(str(db)) as con:  # committed late, inside the look-back
             con.execute(

@@ -9,6 +9,7 @@ import pytest
 from recordsync.core.errors import RowError
 from recordsync.nightly.refs import ReferenceResolver
 from recordsync.state import StateStore
+from recordsync.state.ledger_rows import status_sql
 
 
 def domain_key(value: str) -> str | None:
@@ -30,7 +31,7 @@ def companies(store: StateStore) -> StateStore:
         ],
     )
     store.connection.execute(
-        "UPDATE ledger SET last_status = 'deleted' WHERE source_key = 'initech.com'"
+        f"UPDATE ledger SET last_status = {status_sql('deleted')} WHERE source_key = 'initech.com'"
     )
     return store
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from recordsync.core.model import RowStatus
 from recordsync.state import ChangeDetector, SendReason, StateStore, input_hash, ledger_match
 from recordsync.state.journal_content import JournaledRows
+from recordsync.state.ledger_rows import status_sql
 
 from .conftest import prepared
 
@@ -53,7 +54,8 @@ def test_in_doubt_and_deleted_rows_are_sent_again(store: StateStore) -> None:
     assert row_a.payload is not None and row_b.payload is not None
     _ack(store, "r1", [("a@x", 1, input_hash(row_a.payload), "in_doubt")])
     _ack(store, "r1", [("b@x", 2, input_hash(row_b.payload), "created")])
-    store.connection.execute("UPDATE ledger SET last_status = 'deleted' WHERE source_key = 'b@x'")
+    deleted = status_sql("deleted")
+    store.connection.execute(f"UPDATE ledger SET last_status = {deleted} WHERE source_key = 'b@x'")
     result = ChangeDetector(store, "p", "contacts").classify([row_a, row_b])
     assert [t.reason for t in result.to_send] == [SendReason.RETRY, SendReason.REAPPEARED]
     assert [t.was_in_doubt for t in result.to_send] == [True, False]

@@ -19,6 +19,7 @@ from recordsync.state.journal_columns import (
     outcome_rows,
 )
 from recordsync.state.journal_records import ChunkResult, JournalRow
+from recordsync.state.ledger_rows import STATUS_CODES, pack_hash
 from recordsync.state.store import ACKED_FAILED, ACKED_SENT
 
 Journaled = dict[int, tuple[str | None, str | None]]
@@ -45,8 +46,8 @@ def _kept_row_by_row(
     scope: int,
     outcomes: list[ChunkResult],
     journaled: dict[int, tuple[str | None, str | None]],
-    run_id: str,
-    now: str,
+    run_no: int,
+    now: int,
 ) -> list[tuple[object, ...]]:
     """The ledger rows an acknowledgement keeps, by the rules one row at a time."""
     rows: list[tuple[object, ...]] = []
@@ -55,9 +56,9 @@ def _kept_row_by_row(
         if k is None:
             continue
         if o.status in ACKED_SENT:
-            rows.append((scope, k, o.record_id, h, o.status, run_id, now))
+            rows.append((scope, k, o.record_id, pack_hash(h), STATUS_CODES[o.status], run_no, now))
         elif o.status in ACKED_FAILED:
-            rows.append((scope, k, None, None, o.status, run_id, now))
+            rows.append((scope, k, None, None, STATUS_CODES[o.status], run_no, now))
     return rows
 
 
@@ -90,8 +91,8 @@ def test_kept_ledger_rows_match_the_row_by_row_rules(
         rows, in_order = fold._to_fold.get(("r", "s", "m"), ([], True))
         assert in_order
         assert fold.unfolded_rows == len(rows)
-        now = rows[0][6] if rows else ""
-        assert rows == _kept_row_by_row(scope, outcomes, journaled, "r", now)
+        now = rows[0][6] if rows else 0
+        assert rows == _kept_row_by_row(scope, outcomes, journaled, store.run_number("r"), now)
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=30)
@@ -105,7 +106,8 @@ def test_a_chunk_all_keyed_and_sent_keeps_every_row(tmp_path: Path, statuses: li
         fold._keep_to_fold("r", "s", "m", 1, outcomes, journaled)
         rows, _ = fold._to_fold[("r", "s", "m")]
         assert [r[:5] for r in rows] == [
-            (scope, f"k{i}", 100 + i, f"h{i}", s) for i, s in enumerate(statuses)
+            (scope, f"k{i}", 100 + i, pack_hash(f"h{i}"), STATUS_CODES[s])
+            for i, s in enumerate(statuses)
         ]
 
 

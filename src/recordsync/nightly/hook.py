@@ -86,6 +86,7 @@ from recordsync.state import journal_columns as columns
 from recordsync.state.checkpoint import BackgroundCheckpoints
 from recordsync.state.journal_content import JournaledRows
 from recordsync.state.keyspace import KeySpace, hold_key_spaces
+from recordsync.state.ledger_rows import LIVE_SQL
 from recordsync.state.location import PgUrl
 from recordsync.state.snapshots import SnapshotWriter, take
 from recordsync.state.store import DB_ERRORS
@@ -200,8 +201,8 @@ class StateHook:
         if not ask or scope is None:
             return {}
         rows = self.store.connection.execute(
-            "SELECT source_key, record_id FROM ledger WHERE scope_id = ? AND last_status !="
-            f" 'deleted' AND record_id IN ({','.join('?' * len(ask))})",
+            f"SELECT source_key, record_id FROM ledger WHERE scope_id = ? AND {LIVE_SQL}"
+            f" AND record_id IN ({','.join('?' * len(ask))})",
             (scope, *ask),
         ).fetchall()
         out: dict[int, list[str]] = {}
@@ -328,9 +329,7 @@ class StateHook:
             return None
         fp = plan.fingerprint() if plan.fingerprint is not None else None
         made = fp or config.model_dump_json().encode()  # ref fields: the config alone
-        window = CursorWindow(
-            self.store, self.pipeline, plan.name, config, _base_dir(config), made
-        )
+        window = CursorWindow(self.store, self.pipeline, plan.name, config, _base_dir(config), made)
         force = None
         if self.full_refresh:
             force = "--full-refresh"

@@ -35,6 +35,7 @@ from recordsync.config.models import MappingConfig
 from recordsync.core.errors import SourceError
 from recordsync.read.sql import iter_sql
 from recordsync.read.sql_diff import ONE, keys_sql, max_query, since_query, watermark_sql
+from recordsync.state.ledger_rows import status_sql
 from recordsync.state.store import StateStore
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class CursorWindow:
             return []
         rows = self.store.connection.execute(
             "SELECT source_key FROM ledger WHERE scope_id = ? AND last_status IN"
-            " ('failed', 'in_doubt') LIMIT ?",
+            f" ({status_sql('failed', 'in_doubt')}) LIMIT ?",
             (scope, MAX_RETRY_KEYS + 1),
         ).fetchall()
         return None if len(rows) > MAX_RETRY_KEYS else [str(r[0]) for r in rows]

@@ -38,7 +38,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from recordsync.reconcile.holds import holds
-from recordsync.state.ledger_rows import utc_now
+from recordsync.state.ledger_rows import DELETED, LIVE_SQL, status_sql, utc_now
 
 PAGE = 200
 MAX_EDITED = 50_000
@@ -243,7 +243,7 @@ def check(
         int(r[0]): str(r[1])
         for r in conn.execute(
             "SELECT record_id, last_status FROM ledger WHERE scope_id = ? AND record_id IS NOT"
-            " NULL AND last_status <> 'deleted'",
+            f" NULL AND {LIVE_SQL}",
             (scope_id,),
         )
     }
@@ -264,7 +264,10 @@ def apply(conn: sqlite3.Connection, scope_id: int, finding: Finding) -> None:
         conn.execute("UPDATE ledger SET input_hash = NULL WHERE scope_id = ?", (scope_id,))
     for ids, sql in (
         (finding.edited, "UPDATE ledger SET input_hash = NULL"),
-        (finding.vanished, "UPDATE ledger SET input_hash = NULL, last_status = 'deleted'"),
+        (
+            finding.vanished,
+            f"UPDATE ledger SET input_hash = NULL, last_status = {status_sql(DELETED)}",
+        ),
     ):
         for start in range(0, len(ids), 500):
             part = ids[start : start + 500]

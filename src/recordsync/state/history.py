@@ -25,6 +25,7 @@ from statistics import median
 from typing import Any
 
 from recordsync.state.journal_codec import PACKED, decode
+from recordsync.state.ledger_rows import DELETED, epoch_text, status_sql
 from recordsync.state.store import StateStore
 
 DEFAULT_RETENTION_DAYS = 90
@@ -287,16 +288,17 @@ class RunHistory:
             events.extend(_events_of(run_id, when, cur.fetchall(), key))
         for sk in state_keys:
             for source_key, mapping, rid, run_id, updated_at in conn.execute(
-                "SELECT l.source_key, s.mapping, l.record_id, l.last_run_id, l.updated_at"
-                " FROM ledger l JOIN scopes s ON s.scope_id = l.scope_id WHERE s.pipeline = ?"
-                " AND l.last_status = 'deleted' AND (l.source_key = ?"
+                "SELECT l.source_key, s.mapping, l.record_id, r.run_id, l.updated_at"
+                " FROM ledger l JOIN scopes s ON s.scope_id = l.scope_id"
+                " LEFT JOIN run_numbers r ON r.run_no = l.last_run WHERE s.pipeline = ?"
+                f" AND l.last_status = {status_sql(DELETED)} AND (l.source_key = ?"
                 " OR l.source_key LIKE ? ESCAPE '\\')",
                 (sk, key, _like(f":{key}")[:-1]),  # the key, or its value after the rule
             ).fetchall():
                 if not _same_key(str(source_key), key):
                     continue
                 run = str(run_id) if run_id is not None else ""
-                when = started.get(run, (str(updated_at), ""))[0]
+                when = started.get(run, (epoch_text(updated_at), ""))[0]
                 events.append(
                     KeyEvent(run, when, str(mapping), str(source_key), None, "deleted", rid, None)
                 )

@@ -60,17 +60,23 @@ from recordsync.state.ledger_rows import (
     ACKED_SENT,
     LEDGER_ON_CONFLICT,
     LEDGER_UPSERT,
+    STATUS_CODES,
+    epoch_now,
+    pack_hash,
     utc_now,
     write_acknowledged,
 )
 from recordsync.state.store import INTEGRITY_ERRORS, StateStore
 from recordsync.state.targets import pipeline_of
 
+_STATUS_CODE = " ".join(f"WHEN '{name}' THEN {code}" for name, code in STATUS_CODES.items())
+
 _FOLD = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run_id, updated_at)"
+    " last_run, updated_at)"
     " SELECT ?1, key, CASE WHEN status IN ('created', 'updated') THEN record_id END,"
-    " CASE WHEN status IN ('created', 'updated') THEN input_hash END, status, ?3, ?2"
+    " CASE WHEN status IN ('created', 'updated') THEN rs_pack_hash(input_hash) END,"
+    f" CASE status {_STATUS_CODE} END, ?7, ?2"
     " FROM (SELECT l.chunk_no, json_extract(j.value, '$[0]') AS source_row,"
     " json_extract(j.value, '$[1]') AS key, json_extract(j.value, '$[2]') AS input_hash,"
     " json_extract(j.value, '$[3]') AS status, json_extract(j.value, '$[4]') AS record_id"
@@ -107,11 +113,11 @@ _status, _record_id = itemgetter(1), itemgetter(2)
 """A :class:`ChunkResult`'s status and record id."""
 
 
-ToFold = list[tuple[int, str, int | None, str | None, str, str, str]]
+ToFold = list[tuple[int, str, int | None, bytes | None, int, int, int]]
 
 
-"""Ledger upserts (:data:`recordsync.state.ledger_rows.LEDGER_UPSERT` parameters) kept from the
-acknowledgements, in journal order."""
+"""Ledger upserts (:data:`recordsync.state.ledger_rows.LEDGER_UPSERT` parameters, as stored)
+kept from the acknowledgements, in journal order."""
 
 
 _Key = tuple[str, str, str]
@@ -356,7 +362,8 @@ class Journal:
         before = len(rows)
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
-        now = utc_now()  # the ledger's updated_at: when the outcome was acknowledged
+        now = epoch_now()  # the ledger's updated_at: when the outcome was acknowledged
+        run_no = self.store.run_number(run_id)
         ordered = sorted(outcomes, key=_by_row)  # source-row order within the chunk
         pairs = list(map(journaled.__getitem__, map(_by_row, ordered)))  # (key, input hash)
         statuses = list(map(str, map(_status, ordered)))
@@ -367,9 +374,9 @@ class Journal:
                     repeat(scope),
                     map(_by_row, pairs),
                     map(_record_id, ordered),
-                    map(_by_key, pairs),
-                    statuses,
-                    repeat(run_id),
+                    map(pack_hash, map(_by_key, pairs)),
+                    map(STATUS_CODES.__getitem__, statuses),
+                    repeat(run_no),
                     repeat(now),
                 )
             )
@@ -377,10 +384,11 @@ class Journal:
             for o, (k, h), status in zip(ordered, pairs, statuses, strict=True):
                 if k is None:
                     continue
+                code = STATUS_CODES.get(status)
                 if status in ACKED_SENT:
-                    rows.append((scope, k, o.record_id, h, status, run_id, now))
+                    rows.append((scope, k, o.record_id, pack_hash(h), code, run_no, now))
                 elif status in ACKED_FAILED:
-                    rows.append((scope, k, None, None, status, run_id, now))
+                    rows.append((scope, k, None, None, code, run_no, now))
         self.unfolded_rows += len(rows) - before
         self._to_fold[key] = (rows, in_order and chunk_no > high)
 
@@ -497,7 +505,8 @@ class Journal:
             (run_id, step, first, last),
         ).fetchone()
         if odd is None and self.store.json_functions:
-            return int(conn.execute(_FOLD, (scope, utc_now(), run_id, step, first, last)).rowcount)
+            params = (scope, epoch_now(), run_id, step, first, last, self.store.run_number(run_id))
+            return int(conn.execute(_FOLD, params).rowcount)
         return self._fold_in_python(conn, scope, run_id, step, first, last)
 
     def _fold_in_python(
@@ -515,7 +524,8 @@ class Journal:
                 if key is not None and status in FINAL_STATUSES:
                     rows.append((key, chunk_no, sr, rid, input_hash, status))
         rows.sort(key=_fold_order)
-        return write_acknowledged(conn, scope, run_id, ((r[0], r[3], r[4], r[5]) for r in rows))
+        run_no = self.store.run_number(run_id)
+        return write_acknowledged(conn, scope, run_no, ((r[0], r[3], r[4], r[5]) for r in rows))
 
     def fold_run(self, run_id: str) -> int:
         """Fold every acknowledged outcome of ``run_id`` into the ledger again (idempotent:
@@ -610,7 +620,7 @@ class Journal:
         write_acknowledged(
             conn,
             scope,
-            run_id,
+            self.store.run_number(run_id),
             (
                 (journaled[o.source_row][0], o.record_id, journaled[o.source_row][1], str(o.status))
                 for o in outcomes
@@ -696,6 +706,7 @@ class Journal:
                 )
             else:
                 conn.execute("UPDATE runs SET attempts = attempts + 1 WHERE run_id = ?", (run_id,))
+            self.store.run_number(run_id)  # the ledger's name for it, given before any ack
         info = self.run(run_id)
         assert info is not None
         self._running.add(run_id)

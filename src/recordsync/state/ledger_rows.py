@@ -3,20 +3,85 @@
 (:mod:`recordsync.state.journal`): what an acknowledged result writes.
 
     created / updated   record_id (kept when the service gave none), input_hash, status, run
-    failed / in_doubt   only last_status and last_run_id: the row is sent again next run
+    failed / in_doubt   only last_status and last_run: the row is sent again next run
     anything else       ignored (unchanged, invalid and duplicate rows were not sent)
+
+How a row is stored (schema version 6; :class:`Entry` gives it back as text):
+
+    input_hash    16 bytes (the 32 hex characters of :func:`recordsync.state.hashing.input_hash`
+                  as bytes); any other text, tagged so that it is never 16 bytes long
+                  (:func:`pack_hash`, :func:`unpack_hash`)
+    last_status   a small integer (:data:`STATUS_CODES`)
+    last_run      the run's number in ``run_numbers`` (run_no → run_id)
+    updated_at    epoch seconds (UTC)
 """
 
 from __future__ import annotations
 
+import re
 import sqlite3
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 ACKED_SENT = frozenset({"created", "updated"})
 ACKED_FAILED = frozenset({"failed", "in_doubt"})
 DELETED = "deleted"
+
+STATUS_CODES: dict[str, int] = {"created": 0, "updated": 1, "failed": 2, "in_doubt": 3, DELETED: 4}
+"""A ledger status as stored. ``created`` and ``updated`` (nearly every row) are 0 and 1, which
+SQLite keeps in a row's header alone: no byte of payload."""
+STATUS_NAMES: dict[int, str] = {code: name for name, code in STATUS_CODES.items()}
+
+
+def status_sql(*names: str) -> str:
+    """The stored codes of ``names`` as SQL literals, comma-separated (for ``IN (...)``, ``=``)."""
+    return ", ".join(str(STATUS_CODES[n]) for n in names)
+
+
+LIVE_SQL = f"last_status <> {status_sql(DELETED)}"
+"""SQL: the entry is not marked deleted."""
+
+_HASH = re.compile(r"[0-9a-f]{32}")
+_HASH_BYTES = 16
+
+
+def pack_hash(text: str | None) -> bytes | None:
+    """An input hash as the ledger keeps it: 32 lowercase hex characters as their 16 bytes;
+    any other text as its UTF-8 bytes behind a tag byte (0, or 1 with a trailing 0 byte where
+    that would make 16 bytes), so that only a hash is ever 16 bytes long."""
+    if text is None:
+        return None
+    if len(text) == 32 and _HASH.fullmatch(text):
+        return bytes.fromhex(text)
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) + 1 == _HASH_BYTES:
+        return b"\x01" + raw + b"\x00"
+    return b"\x00" + raw
+
+
+def unpack_hash(stored: Any) -> str | None:
+    """The text :func:`pack_hash` was given (a value of the ledger's ``input_hash``)."""
+    if stored is None:
+        return None
+    raw = bytes(stored)
+    if len(raw) == _HASH_BYTES:
+        return raw.hex()
+    if raw[:1] == b"\x01":
+        return raw[1:-1].decode("utf-8", "surrogatepass")
+    return raw[1:].decode("utf-8", "surrogatepass")
+
+
+def epoch_now() -> int:
+    """The ledger's ``updated_at`` for now: epoch seconds."""
+    return int(time.time())
+
+
+def epoch_text(seconds: Any) -> str:
+    """A ledger ``updated_at`` (epoch seconds) as ISO 8601 UTC text, as :func:`utc_now` writes."""
+    when = datetime.fromtimestamp(int(seconds or 0), UTC)
+    return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Entry(NamedTuple):
@@ -28,6 +93,21 @@ class Entry(NamedTuple):
     last_status: str
     last_run_id: str | None
     updated_at: str
+
+
+ENTRY_SQL = (
+    "SELECT l.source_key, l.record_id, l.input_hash, l.last_status, r.run_id, l.updated_at"
+    " FROM ledger l LEFT JOIN run_numbers r ON r.run_no = l.last_run"
+)
+"""The columns :func:`entry` reads (the ledger as ``l``; add ``WHERE l....``)."""
+
+
+def entry(row: tuple[Any, ...]) -> Entry:
+    """An :data:`ENTRY_SQL` row as an :class:`Entry` (hash, status and time as text)."""
+    key, record_id, stored, code, run_id, updated = row
+    return Entry(
+        key, record_id, unpack_hash(stored), STATUS_NAMES[int(code)], run_id, epoch_text(updated)
+    )
 
 
 class AckRow(NamedTuple):
@@ -43,13 +123,15 @@ def utc_now() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+_SENT_CODES = status_sql(*sorted(ACKED_SENT))
+
 LEDGER_ON_CONFLICT = (
     " ON CONFLICT (scope_id, source_key) DO UPDATE SET"
-    " record_id = CASE WHEN excluded.last_status IN ('created', 'updated')"
+    f" record_id = CASE WHEN excluded.last_status IN ({_SENT_CODES})"
     " THEN coalesce(excluded.record_id, ledger.record_id) ELSE ledger.record_id END,"
-    " input_hash = CASE WHEN excluded.last_status IN ('created', 'updated')"
+    f" input_hash = CASE WHEN excluded.last_status IN ({_SENT_CODES})"
     " THEN excluded.input_hash ELSE ledger.input_hash END,"
-    " last_status = excluded.last_status, last_run_id = excluded.last_run_id,"
+    " last_status = excluded.last_status, last_run = excluded.last_run,"
     " updated_at = excluded.updated_at"
 )
 """The ledger update rules, for an insert of ledger rows (one at a time here, or in bulk from
@@ -57,31 +139,35 @@ the journal: ``recordsync.state.journal``)."""
 
 LEDGER_UPSERT = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run_id, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)" + LEDGER_ON_CONFLICT
+    " last_run, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)" + LEDGER_ON_CONFLICT
 )
 """The ledger update rules, one row at a time: created / updated write the record id (kept
 when none is given) and the hash; failed / in_doubt only the status and run (a new key gets
-no record id and no hash). ``recordsync.state.journal`` applies the same rules in bulk."""
+no record id and no hash). ``recordsync.state.journal`` applies the same rules in bulk.
+Parameters as stored: :func:`pack_hash`, :data:`STATUS_CODES`, the run's number, epoch
+seconds."""
 
 
 def write_acknowledged(
     conn: sqlite3.Connection,
     scope: int,
-    run_id: str,
+    run_no: int,
     rows: Iterable[tuple[str | None, int | None, str | None, str]],
 ) -> int:
     """The ledger update rules (module docstring), inside the caller's transaction; in row
-    order (a key given twice ends with its last result)."""
-    now = utc_now()
+    order (a key given twice ends with its last result). ``run_no``: the run's number
+    (:meth:`recordsync.state.store.StateStore.run_number`)."""
+    now = epoch_now()
     params: list[tuple[object, ...]] = []
     for key, record_id, input_hash, status in rows:
         if key is None:
             continue
         status = str(status)
         if status in ACKED_SENT:
-            params.append((scope, key, record_id, input_hash, status, run_id, now))
+            code = STATUS_CODES[status]
+            params.append((scope, key, record_id, pack_hash(input_hash), code, run_no, now))
         elif status in ACKED_FAILED:
-            params.append((scope, key, None, None, status, run_id, now))
+            params.append((scope, key, None, None, STATUS_CODES[status], run_no, now))
     if params:
         conn.executemany(LEDGER_UPSERT, params)
     return len(params)

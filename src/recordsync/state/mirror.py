@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from recordsync.core.errors import ApiError, AuthError, ObjectTypeNotFound, RunAborted
-from recordsync.state.store import DELETED, StateStore, utc_now
+from recordsync.state.ledger_rows import LIVE_SQL, STATUS_CODES, epoch_now
+from recordsync.state.store import DELETED, StateStore
 from recordsync.state.targets import pipeline_of
 
-_LIVE = "record_id IS NOT NULL AND last_status <> 'deleted'"
+_LIVE = f"record_id IS NOT NULL AND {LIVE_SQL}"
 
 DEFAULT_MAX_SHARE = 0.10
 """Suggested default for a mapping's ``mirror_deletes.max_share`` when mirror deletes are on."""
@@ -145,10 +146,11 @@ def apply_deletes(
             result.failed.append((key, record_id, str(exc)))
             continue
         with plan.store.transaction() as conn:
+            run_no = None if run_id is None else plan.store.run_number(run_id)
             conn.execute(
-                "UPDATE ledger SET last_status = ?, input_hash = NULL, last_run_id = ?,"
+                "UPDATE ledger SET last_status = ?, input_hash = NULL, last_run = ?,"
                 " updated_at = ? WHERE scope_id = ? AND source_key = ?",
-                (DELETED, run_id, utc_now(), scope, key),
+                (STATUS_CODES[DELETED], run_no, epoch_now(), scope, key),
             )
         result.deleted.append((key, record_id))
     return result

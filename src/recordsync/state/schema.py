@@ -1,8 +1,13 @@
 """The tables of the state database, versioned with ``PRAGMA user_version``.
 
     scopes      (scope_id, pipeline, mapping)               one row per pipeline and mapping
-    ledger      (scope_id, source_key) → record_id, input_hash, last_status, last_run_id,
-                updated_at                                  the identity ledger
+    ledger      (scope_id, source_key) → record_id, input_hash, last_status, last_run,
+                updated_at                                  the identity ledger; since
+                version 6 compact: the hash as 16 bytes, the status a small integer, the
+                run a number from ``run_numbers``, the time epoch seconds
+                (recordsync.state.ledger_rows); up to version 5 all of them text
+    run_numbers run_no → run_id                             (version 6) the runs the ledger
+                names
     runs        run_id → pipeline, state, started_at, finished_at, attempts
     chunks      (run_id, step, chunk_no) → mapping, first_source_row, row_count, state
     snapshots   scope_id → run_id, fingerprint, file, row_count   (version 2) the source-row
@@ -37,8 +42,9 @@ import sqlite3
 from collections.abc import Callable
 
 from recordsync.core.errors import ConfigError
+from recordsync.state.ledger_rows import STATUS_CODES, pack_hash
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -161,6 +167,40 @@ CREATE INDEX IF NOT EXISTS run_history_by_key ON run_history (state_key, seq)
 """
 
 
+_STATUS_CASE = " ".join(f"WHEN '{name}' THEN {code}" for name, code in STATUS_CODES.items())
+
+_V6 = f"""
+CREATE TABLE IF NOT EXISTS run_numbers (
+    run_no INTEGER PRIMARY KEY,
+    run_id TEXT NOT NULL UNIQUE
+);
+ALTER TABLE ledger RENAME TO ledger_v5;
+CREATE TABLE ledger (
+    scope_id INTEGER NOT NULL,
+    source_key TEXT NOT NULL,
+    record_id INTEGER,
+    input_hash BLOB,
+    last_status INTEGER NOT NULL,
+    last_run INTEGER,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (scope_id, source_key)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO run_numbers (run_id)
+    SELECT last_run_id FROM ledger_v5 WHERE last_run_id IS NOT NULL
+    GROUP BY last_run_id ORDER BY min(updated_at);
+INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status, last_run,
+    updated_at)
+    SELECT l.scope_id, l.source_key, l.record_id, rs_pack_hash(l.input_hash),
+    CASE l.last_status {_STATUS_CASE} ELSE {STATUS_CODES["failed"]} END, r.run_no,
+    coalesce(CAST(strftime('%s', l.updated_at) AS INTEGER), 0)
+    FROM ledger_v5 l LEFT JOIN run_numbers r ON r.run_id = l.last_run_id
+    ORDER BY l.scope_id, l.source_key;
+DROP TABLE ledger_v5
+"""
+"""Version 6: the ledger compact (module docstring). A status version 5 did not know is kept
+as ``failed``: the row is sent again."""
+
+
 def _v3_copy(conn: sqlite3.Connection) -> None:
     """The per-row journal of version 1 and 2 (``chunk_rows``) into ``chunk_log``: a begun
     chunk's rows (all ``pending``) as ``rows``, an acknowledged or settled one's as
@@ -211,11 +251,19 @@ _STEPS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None] | None], ...]
     (3, _V3, _v3_copy),
     (4, _V4, None),
     (5, _V5, None),
+    (6, _V6, None),
 )
+
+
+def register_functions(conn: sqlite3.Connection) -> None:
+    """The SQL functions the state's statements use on this connection: ``rs_pack_hash``
+    (:func:`recordsync.state.ledger_rows.pack_hash`: this SQLite may have no ``unhex``)."""
+    conn.create_function("rs_pack_hash", 1, pack_hash, deterministic=True)
 
 
 def migrate(conn: sqlite3.Connection, path: str) -> None:
     """Create or upgrade the schema to :data:`SCHEMA_VERSION`."""
+    register_functions(conn)
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
         raise ConfigError(

@@ -31,10 +31,10 @@ from recordsync.state import pg
 from recordsync.state.ledger_rows import ACKED_FAILED as ACKED_FAILED
 from recordsync.state.ledger_rows import ACKED_SENT as ACKED_SENT
 from recordsync.state.ledger_rows import DELETED as DELETED
+from recordsync.state.ledger_rows import ENTRY_SQL, STATUS_NAMES, entry, write_acknowledged
 from recordsync.state.ledger_rows import AckRow as AckRow
 from recordsync.state.ledger_rows import Entry as Entry
 from recordsync.state.ledger_rows import utc_now as utc_now
-from recordsync.state.ledger_rows import write_acknowledged
 from recordsync.state.location import DEFAULT_STATE_PATH as DEFAULT_STATE_PATH
 from recordsync.state.location import STATE_PATH_ENV as STATE_PATH_ENV
 from recordsync.state.location import PgUrl, StateLocation, state_location
@@ -71,6 +71,7 @@ class StateStore:
     def __init__(self, path: str | Path | PgUrl | None = None, *, durable: bool = True) -> None:
         self.location: StateLocation = state_location(path)
         self._scopes: dict[tuple[str, str], int] = {}
+        self._run_numbers: dict[str, int] = {}
         if isinstance(self.location, PgUrl):
             conn = pg.PgConnection(self.location, durable=durable)
             try:
@@ -158,8 +159,24 @@ class StateStore:
             yield self._conn
         except BaseException:
             self._conn.execute("ROLLBACK")
+            self._run_numbers.clear()  # a number given inside it may be gone with it
             raise
         self._conn.execute("COMMIT")
+
+    def run_number(self, run_id: str) -> int:
+        """The number the ledger names run ``run_id`` by (``run_numbers``), given on first
+        use (in the caller's transaction, or one of its own)."""
+        known = self._run_numbers.get(run_id)
+        if known is not None:
+            return known
+        sql = "SELECT run_no FROM run_numbers WHERE run_id = ?"
+        row = self._conn.execute(sql, (run_id,)).fetchone()
+        if row is None:
+            with self.transaction() as conn:
+                conn.execute("INSERT OR IGNORE INTO run_numbers (run_id) VALUES (?)", (run_id,))
+                row = conn.execute(sql, (run_id,)).fetchone()
+        self._run_numbers[run_id] = int(row[0])
+        return int(row[0])
 
     def close(self) -> None:
         self._conn.close()
@@ -245,12 +262,8 @@ class StateStore:
             where, params = "IN (SELECT value FROM json_each(?))", (scope, json.dumps(keys))
         else:
             where, params = f"IN ({','.join('?' * len(keys))})", (scope, *keys)
-        sql = (
-            "SELECT source_key, record_id, input_hash, last_status, last_run_id, updated_at"
-            f" FROM ledger WHERE scope_id = ? AND source_key {where}"
-        )
-        make = Entry._make
-        out.update({row[0]: make(row) for row in self._conn.execute(sql, params).fetchall()})
+        sql = f"{ENTRY_SQL} WHERE l.scope_id = ? AND l.source_key {where}"
+        out.update({row[0]: entry(row) for row in self._conn.execute(sql, params).fetchall()})
 
     def has_entries(self, pipeline: str, mapping: str) -> bool:
         """Whether the ledger of (pipeline, mapping) holds any entry."""
@@ -271,17 +284,15 @@ class StateStore:
         if scope is None:
             return
         cur = self._conn.execute(
-            "SELECT source_key, record_id, input_hash, last_status, last_run_id, updated_at"
-            " FROM ledger WHERE scope_id = ? ORDER BY source_key",
-            (scope,),
+            f"{ENTRY_SQL} WHERE l.scope_id = ? ORDER BY l.source_key", (scope,)
         )
         while rows := cur.fetchmany(5000):
-            yield from map(Entry._make, rows)
+            yield from map(entry, rows)
 
     def keys(self, pipeline: str, mapping: str) -> Iterator[str]:
         """Every source key of (pipeline, mapping), streamed in key order."""
-        for entry in self.entries(pipeline, mapping):
-            yield entry.source_key
+        for found in self.entries(pipeline, mapping):
+            yield found.source_key
 
     def pipelines(self) -> list[str]:
         rows = self._conn.execute("SELECT DISTINCT pipeline FROM scopes ORDER BY 1")
@@ -302,8 +313,8 @@ class StateStore:
             " GROUP BY s.mapping, l.last_status",
             (pipeline,),
         )
-        for mapping, status, n in rows:
-            out.setdefault(mapping, {})[status] = n
+        for mapping, code, n in rows:
+            out.setdefault(mapping, {})[STATUS_NAMES[int(code)]] = n
         return out
 
     # -- writes ----------------------------------------------------------------------
@@ -319,7 +330,7 @@ class StateStore:
         scope = self.scope_id(pipeline, mapping)
         assert scope is not None
         with self.transaction() as conn:
-            return write_acknowledged(conn, scope, run_id, rows)
+            return write_acknowledged(conn, scope, self.run_number(run_id), rows)
 
     def forget(self, pipeline: str, mapping: str | None = None) -> int:
         """``recordsync state reset``: drop what the store knows of one mapping (its ledger
