@@ -384,11 +384,11 @@ class Journal:
             for o, (k, h), status in zip(ordered, pairs, statuses, strict=True):
                 if k is None:
                     continue
-                code = STATUS_CODES.get(status)
                 if status in ACKED_SENT:
+                    code = STATUS_CODES[status]
                     rows.append((scope, k, o.record_id, pack_hash(h), code, run_no, now))
                 elif status in ACKED_FAILED:
-                    rows.append((scope, k, None, None, code, run_no, now))
+                    rows.append((scope, k, None, None, STATUS_CODES[status], run_no, now))
         self.unfolded_rows += len(rows) - before
         self._to_fold[key] = (rows, in_order and chunk_no > high)
 
