@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import zlib
 from typing import Any
 
@@ -23,6 +24,7 @@ PACKED = "~"
 """The first character of a compressed text."""
 PACK_FROM = 512
 """Characters of JSON from which a chunk's outcomes are compressed."""
+_LONG_DIGITS = re.compile(rb"[0-9]{19}")
 _LEVEL = 1  # zlib's fastest: most of the gain (a 100-row chunk: 9.3 kB → 3.2 kB)
 
 
@@ -60,7 +62,24 @@ def without_hashes(text: str) -> str:
     finished run keeps (``recordsync history --key``); its hashes are in the ledger. The hash
     is most of a compressed row (a 100-row chunk of e-mail keys: about 43 bytes a row, 13
     without)."""
-    return pack([(sr, key, None, *rest) for sr, key, _hash, *rest in decode(text)])
+    if not text.startswith(PACKED):
+        return pack([(sr, key, None, *rest) for sr, key, _hash, *rest in decode(text)])
+    raw = zlib.decompress(base64.b64decode(text[len(PACKED) :]))
+    if _LONG_DIGITS.search(raw):  # orjson would read an integer beyond 64 bits as a float
+        return pack([(sr, key, None, *rest) for sr, key, _hash, *rest in decode(text)])
+    try:
+        rows: list[list[Any]] = orjson.loads(raw)  # about twice as fast as json.loads
+    except orjson.JSONDecodeError:  # a lone surrogate
+        return pack([(sr, key, None, *rest) for sr, key, _hash, *rest in decode(text)])
+    for row in rows:
+        row[2] = None
+    try:
+        lean = orjson.dumps(rows)
+    except orjson.JSONEncodeError:
+        return pack([tuple(row) for row in rows])
+    if len(lean) < PACK_FROM:
+        return lean.decode("utf-8")
+    return PACKED + base64.b64encode(zlib.compress(lean, _LEVEL)).decode("ascii")
 
 
 def is_plain(text: str) -> bool:
