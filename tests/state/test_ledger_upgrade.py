@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore
+from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore, schema
 from recordsync.state import input_hash as hash_of
 from recordsync.state.history import RunHistory
 from recordsync.state.ledger_rows import STATUS_CODES, Entry, pack_hash, unpack_hash
@@ -173,3 +174,40 @@ def test_a_hash_round_trips_and_only_a_hash_takes_16_bytes(text: str) -> None:
     is_hash = len(text) == 32 and all(c in "0123456789abcdef" for c in text)
     assert (len(stored) == 16) == is_hash
     assert pack_hash(None) is None and unpack_hash(None) is None
+
+
+class _Racing:
+    """A connection that lets another process upgrade the file just before it takes the
+    write lock (``BEGIN IMMEDIATE``)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self.conn, self.path, self.raced = conn, path, False
+
+    def create_function(self, *args: Any, **kwargs: Any) -> None:
+        self.conn.create_function(*args, **kwargs)
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql.startswith("BEGIN") and not self.raced:
+            self.raced = True
+            StateStore(self.path, durable=False).close()  # the other process's upgrade
+        return self.conn.execute(sql, *args)
+
+
+def test_an_upgrade_done_by_another_process_meanwhile_is_not_done_twice(tmp_path: Path) -> None:
+    """Two runs open a version 5 file at once: the second one waits for the write lock and
+    then finds version 6; it must not rewrite the ledger again (its text columns are gone)."""
+    path = tmp_path / "state.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    for script in (_V1, _V2, _V3, _V4, _V5):
+        for statement in script.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+    conn.execute("PRAGMA user_version = 5")
+    conn.execute("INSERT INTO scopes (scope_id, pipeline, mapping) VALUES (1, 'p', 'contacts')")
+    _fill_v5(conn)
+    racing = _Racing(conn, path)
+    schema.migrate(racing, str(path))  # type: ignore[arg-type]
+    assert racing.raced
+    conn.close()
+    with StateStore(path, durable=False) as store:
+        assert list(store.entries("p", "contacts")) == _expected()

@@ -261,9 +261,8 @@ def register_functions(conn: sqlite3.Connection) -> None:
     conn.create_function("rs_pack_hash", 1, pack_hash, deterministic=True)
 
 
-def migrate(conn: sqlite3.Connection, path: str) -> None:
-    """Create or upgrade the schema to :data:`SCHEMA_VERSION`."""
-    register_functions(conn)
+def _current(conn: sqlite3.Connection, path: str) -> bool:
+    """Whether the schema is this version's; ConfigError for a newer one."""
     version = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if version > SCHEMA_VERSION:
         raise ConfigError(
@@ -272,10 +271,20 @@ def migrate(conn: sqlite3.Connection, path: str) -> None:
             file=path,
             hint="upgrade recordsync, or point --state-db at another file",
         )
-    if version == SCHEMA_VERSION:
+    return version == SCHEMA_VERSION
+
+
+def migrate(conn: sqlite3.Connection, path: str) -> None:
+    """Create or upgrade the schema to :data:`SCHEMA_VERSION`."""
+    register_functions(conn)
+    if _current(conn, path):
         return
     conn.execute("BEGIN IMMEDIATE")
     try:
+        if _current(conn, path):  # upgraded by another process while this one waited
+            conn.execute("ROLLBACK")
+            return
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
         for target, script, then in _STEPS:
             if version < target:
                 for statement in script.split(";"):
