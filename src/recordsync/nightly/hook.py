@@ -329,7 +329,9 @@ class StateHook:
             return None
         fp = plan.fingerprint() if plan.fingerprint is not None else None
         made = fp or config.model_dump_json().encode()  # ref fields: the config alone
-        window = CursorWindow(self.store, self.pipeline, plan.name, config, _base_dir(config), made)
+        window = CursorWindow(
+            self.store, self.pipeline, plan.name, config, _base_dir(config), made
+        )
         force = None
         if self.full_refresh:
             force = "--full-refresh"
