@@ -58,7 +58,7 @@ from recordsync.run.plans import build_plans
 from recordsync.run.target import Target
 from recordsync.state.digests import SNAPSHOT_SCHEMA, row_digests
 from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA, encode
-from recordsync.state.snapshots import Snapshot
+from recordsync.state.snapshots import Snapshot, opened
 
 TITLE = 4  # "Title" column of bench_run's CSV
 NEW_TITLE = "Nightly Engineer"
@@ -179,8 +179,12 @@ def decide(
         with sqlite3.connect(root / "state.db") as conn:
             file, saved = conn.execute("SELECT file, fingerprint FROM snapshots").fetchone()
         assert bytes(saved) == fp, "the snapshot's fingerprint is not the run's"
-        with pa.memory_map(str(root / "snapshots" / file)) as source:
+        registered = root / "snapshots" / file
+        plain = opened(registered)  # decompressed beside it, as a run takes it
+        with pa.memory_map(str(plain)) as source:
             snap = Snapshot(pa.ipc.open_file(source).read_all())
+        if plain != registered:
+            plain.unlink()
     unchanged = other = 0
     for item in plan.digested(snap, fp, None):
         if type(item) is UnchangedBlock:

@@ -18,7 +18,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 
 import recordsync.prepare.digests as prepare_digests
@@ -27,6 +26,7 @@ from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore, snapshot_match
 from recordsync.state.digest_runs import SortedDigests
+from recordsync.state.snapshots import file_reader
 from recordsync.tuning import sizes
 
 from .support import REPO, only_key, served
@@ -265,8 +265,7 @@ def _snapshots(work: Path) -> list[tuple[str, list[dict[str, Any]]]]:
     """Each snapshot the last run left (by scope), its rows."""
     out = []
     for path in sorted((work / "state" / "snapshots").glob("*.arrow")):
-        with pa.memory_map(str(path)) as f:
-            table = pa.ipc.open_file(f).read_all()
+        table = file_reader(path).read_all()
         out.append((path.name.split("-")[0], table.to_pylist()))
     assert len(out) == 2
     return out

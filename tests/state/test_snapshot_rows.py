@@ -17,7 +17,7 @@ from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.nightly.hook import _keep_rows, keep_row
 from recordsync.state import StateStore
 from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA
-from recordsync.state.snapshots import SnapshotWriter
+from recordsync.state.snapshots import SnapshotWriter, file_reader
 
 Row = tuple[tuple[int, int], str, str | None, Any, int]
 ROW = st.tuples(
@@ -41,7 +41,7 @@ def _batches(path: Path, chunks: list[list[Row]], column_wise: bool) -> list[pa.
                 for row in chunk:
                     writer.add(*row)
         writer.commit(b"fp")
-        reader = pa.ipc.open_file(str(writer.path))
+        reader = file_reader(writer.path)
         return [reader.get_batch(i) for i in range(reader.num_record_batches)]
 
 
@@ -96,7 +96,7 @@ def test_an_acknowledged_chunk_keeps_the_rows_keep_row_keeps(
                         if res.status in (RowStatus.CREATED, RowStatus.UPDATED):
                             keep_row(writer, row, res.record_id)
             writer.commit(b"fp")
-            reader = pa.ipc.open_file(str(writer.path))
+            reader = file_reader(writer.path)
             written.append([reader.get_batch(i) for i in range(reader.num_record_batches)])
     chunk_wise, row_wise = written
     assert pa.Table.from_batches(chunk_wise, SNAPSHOT_FILE_SCHEMA).equals(
