@@ -166,3 +166,19 @@ def test_a_share_outside_0_to_1_is_rejected(ledger: StateStore, share: float) ->
 def test_a_share_of_1_allows_every_record_but_an_empty_source(ledger: StateStore) -> None:
     plan = plan_deletes(ledger, "p", "contacts", ["gone"], max_count=None, max_share=1)
     assert len(plan.deletes) == 10
+
+
+def test_a_deleted_entry_names_the_run_that_deleted_it(ledger: StateStore) -> None:
+    """The ledger keeps which run marked a key deleted (``recordsync history --key``), by its
+    number in ``run_numbers``; a delete outside a run names none."""
+    seen = [f"k{i}" for i in range(10) if i not in (3, 7)]
+    plan = plan_deletes(ledger, "p", "contacts", seen, max_count=None, max_share=None)
+    apply_deletes(DeletePlan(ledger, "p", "contacts", 10, 8, plan.deletes[:1]), lambda rid: None)
+    apply_deletes(
+        DeletePlan(ledger, "p", "contacts", 10, 8, plan.deletes[1:]), lambda rid: None, run_id="r9"
+    )
+    outside, in_run = ledger.get("p", "contacts", "k3"), ledger.get("p", "contacts", "k7")
+    assert outside is not None and in_run is not None
+    assert (outside.last_status, outside.last_run_id, outside.record_id) == ("deleted", None, 103)
+    assert (in_run.last_status, in_run.last_run_id, in_run.input_hash) == ("deleted", "r9", None)
+    assert in_run.updated_at >= outside.updated_at > "2026"
