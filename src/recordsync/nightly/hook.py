@@ -685,6 +685,7 @@ def open_state(
     key_spaces: Sequence[KeySpace] = (),
     wait_for_lock: float = 0.0,
     settings: HookSettings | None = None,
+    store: StateStore | None = None,
 ) -> Iterator[StateHook]:
     """Lock the pipeline and its ``key_spaces`` (:mod:`recordsync.state.keyspace`), settle a
     run that died, start ``run_id``; yield the hook. ``wait_for_lock``: seconds to wait for
@@ -695,8 +696,14 @@ def open_state(
     (default: ``pipeline``).
 
     ``durable=False`` (WAL, ``synchronous=NORMAL``): a committed chunk survives the process
-    being killed; ``durable=True`` also fsyncs every commit, to survive a power cut."""
-    store = StateStore(path, durable=durable)
+    being killed; ``durable=True`` also fsyncs every commit, to survive a power cut.
+
+    ``store``: the store at ``path``, already open with the same ``durable`` (a run's own,
+    opened once for its binding, its checks and this hook): used and left open; None:
+    opened here and closed at the end."""
+    own = store is None
+    if store is None:
+        store = StateStore(path, durable=durable)
     try:
         lock_name = lock_name or pipeline
         lock = store.pipeline_lock(lock_name)
@@ -734,7 +741,8 @@ def open_state(
                 if background is not None:
                     background.close()
     finally:
-        store.close()
+        if own:
+            store.close()
 
 
 def keep_row(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:

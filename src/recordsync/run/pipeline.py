@@ -334,6 +334,7 @@ def _run(
     state_db = state_location(request.state_db)
     own = http is None
     http_client = http if http is not None else make_http_client(base_url=target.base_url)
+    kept = ExitStack()  # the run's state store: opened once, closed when the run ends
     try:
         client = RecordServiceClient(
             http_client, target.base_url, target.api_key, retry=request.retry
@@ -379,9 +380,12 @@ def _run(
             return next(iter(client.list_records(object_type, page_size=1)), None) is not None
 
         key = name  # the state key: the pipeline's name and its target
+        store: StateStore | None = None
         if request.state and hook is None:
             identity = TargetIdentity.read(target.state_identity, users)
             try:
+                if not options.dry_run:  # one connection for the binding, the checks, the hook
+                    store = kept.enter_context(StateStore(state_db, durable=request.durable_state))
                 bound = bind_target(
                     state_db,
                     name,
@@ -389,6 +393,7 @@ def _run(
                     dry_run=options.dry_run,
                     wait_for_lock=request.wait_for_lock,
                     adopt=request.adopt_state,
+                    store=store,
                 )
             except _STATE_ERRORS as exc:  # nothing was sent yet
                 raise state_write_error(state_db, exc, sent=False) from None
@@ -397,7 +402,7 @@ def _run(
             if first is not None:
                 warnings = [*warnings, first]
         if request.state and hook is None and not request.allow_recreate:
-            refused = recreate_refusal(state_db, key, run_steps, has_records)
+            refused = recreate_refusal(state_db, key, run_steps, has_records, store=store)
             if refused is not None and not options.dry_run:
                 raise ConfigError(refused, hint=RECREATE_HINT)
             if refused is not None:
@@ -464,6 +469,7 @@ def _run(
                         key_spaces=spaces,
                         wait_for_lock=request.wait_for_lock,
                         settings=settings,
+                        store=store,
                     )
                 )
             except _STATE_ERRORS as exc:  # nothing was sent yet
@@ -492,5 +498,8 @@ def _run(
                 raise state_write_error(state_db, exc, sent=True) from None
         return result
     finally:
-        if own:
-            http_client.close()
+        try:
+            kept.close()
+        finally:
+            if own:
+                http_client.close()
