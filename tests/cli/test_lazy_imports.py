@@ -191,17 +191,25 @@ def test_pydantic_plugins_stay_on_when_the_environment_asks_for_them(tmp_path: P
 
 def test_importing_pauses_the_collector_and_restores_it() -> None:
     """recordsync.cli.startup.importing: the GC off in the block when the ``gc_pause`` switch
-    is on, as it was after it (also after an error); nothing changes with the switch off."""
+    is on, one full collection after it (unless ``collect=False``), and the GC as it was
+    (also after an error); nothing changes with the switch off."""
     import gc
 
     from recordsync.cli.startup import importing
     from recordsync.tuning import Tuning, using
 
+    def full() -> int:
+        return int(gc.get_stats()[2]["collections"])
+
     assert gc.isenabled()
     with using(Tuning.all()):
+        before = full()
         with importing():
             assert not gc.isenabled()
-        assert gc.isenabled()
+        assert gc.isenabled() and full() == before + 1
+        with importing(collect=False):
+            assert not gc.isenabled()
+        assert gc.isenabled() and full() == before + 1
         with pytest.raises(ImportError), importing():
             raise ImportError("a module that fails to import")
         assert gc.isenabled()

@@ -35,12 +35,13 @@ it was set already (recordsync starts no child process that would inherit it).
 (:func:`importing`): importing a run's modules (numpy, pyarrow, pydantic and its models,
 recordsync's own) allocates about 110,000 tracked objects, all alive until the process ends;
 with the collector on, CPython walks them again and again as they are made (~30-50 ms of a
-run's start-up). It is paused for the imports (``gc_pause``, :mod:`recordsync.tuning`) and
-runs as before once they are done.
+run's start-up). It is paused for the imports (``gc_pause``, :mod:`recordsync.tuning`),
+collects once when they are done, and runs as before.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Iterator, Sequence
@@ -48,7 +49,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from recordsync.tuning.gcpause import gc_paused
+from recordsync import tuning
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -130,12 +131,26 @@ class _AfterPyarrow:
 
 
 @contextmanager
-def importing() -> Iterator[None]:
+def importing(*, collect: bool = True) -> Iterator[None]:
     """Around the import of a command's modules: the cyclic garbage collector paused (with
-    the ``gc_pause`` switch of :mod:`recordsync.tuning`, on from the command line), and
-    restored as it was after the block, even on error."""
-    with gc_paused():
+    the ``gc_pause`` switch of :mod:`recordsync.tuning`, on from the command line), then one
+    full collection (``collect``), and the collector as it was before, even on error. The
+    collection walks what the imports made once and records it as long-lived; left to
+    CPython, the first collections after the pause would walk it again, generation after
+    generation. ``collect=False``: more imports follow (the command's own), whose block
+    collects."""
+    if not tuning.current().gc_pause:
         yield
+        return
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            if collect:
+                gc.collect()
+            gc.enable()
 
 
 def leave_out_unused() -> None:
