@@ -30,6 +30,7 @@ def record(code, exit=os._exit, out=sys.argv[1]):
             "modules": sorted(sys.modules),
             "gc": gc.isenabled(),
             "plugins_looked_up": loader is not None and loader._plugins is not None,
+            "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
         }, f)
     exit(code)
 os._exit = record
@@ -110,6 +111,8 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     assert got["gc"] is True
     # pydantic built the run's models without looking for plugins in every distribution
     assert "pydantic" in modules and got["plugins_looked_up"] is False
+    # numpy loaded OpenBLAS with no threads of its own (a run does no linear algebra)
+    assert "numpy" in modules and got["blas_threads"] == "1"
     assert "recordsync.cli.run_cmds" in modules and "recordsync.run.pipeline" in modules
     # the nightly fast path's digests (state store on) and pyarrow's conversions: no pandas;
     # httpx without its command line (rich, pygments: a run without a terminal shows no bar)
@@ -182,11 +185,13 @@ def test_pyarrow_converts_python_values_without_pandas_and_to_pandas_still_works
     assert got == {"before": False, "frame": {"a": [1, 2], "b": ["x", "y"]}, "after": True}
 
 
-def test_pydantic_plugins_stay_on_when_the_environment_asks_for_them(tmp_path: Path) -> None:
-    """``PYDANTIC_DISABLE_PLUGINS`` set by the user (here: none disabled) is left as it is."""
-    env = dict(os.environ, PYDANTIC_DISABLE_PLUGINS="")
+def test_the_environments_own_settings_are_left_as_they_are(tmp_path: Path) -> None:
+    """``PYDANTIC_DISABLE_PLUGINS`` (here: none disabled) and ``OPENBLAS_NUM_THREADS`` set by
+    the user are left as they are."""
+    env = dict(os.environ, PYDANTIC_DISABLE_PLUGINS="", OPENBLAS_NUM_THREADS="2")
     got = run_into_a_service(tmp_path, env)
     assert got["code"] == 0 and got["plugins_looked_up"] is True
+    assert got["blas_threads"] == "2"
 
 
 def test_importing_pauses_the_collector_and_restores_it() -> None:

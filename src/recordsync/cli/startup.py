@@ -31,6 +31,11 @@ ms in a small one). recordsync's models are its own configuration files, which n
 asked to see, so ``PYDANTIC_DISABLE_PLUGINS`` is set to ``__all__`` for the process, unless
 it was set already (recordsync starts no child process that would inherit it).
 
+**numpy's BLAS threads**: importing numpy starts OpenBLAS, which starts a thread per core
+and warms them up (~25 ms of CPU at start-up on two cores, and threads that compete with the
+run's own). recordsync does no linear algebra (no ``numpy.linalg``, ``dot`` or ``matmul``),
+so ``OPENBLAS_NUM_THREADS`` is set to 1 for the process unless it was set already.
+
 **The cyclic garbage collector while a command's modules are imported**
 (:func:`importing`): importing a run's modules (numpy, pyarrow, pydantic and its models,
 recordsync's own) allocates about 110,000 tracked objects, all alive until the process ends;
@@ -156,6 +161,8 @@ def importing(*, collect: bool = True) -> Iterator[None]:
 def leave_out_unused() -> None:
     """Everything the module docstring lists, for this process (idempotent)."""
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    if "numpy" not in sys.modules:  # read once, when numpy loads OpenBLAS
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if not any(isinstance(f, _Refuse) for f in sys.meta_path) and not any(
         name in sys.modules for name in _REFUSED_ALWAYS
     ):
