@@ -13,6 +13,7 @@ from tests.send.support import people_project
 from recordsync.core.errors import AuthError
 from recordsync.run.pipeline import read_service
 from recordsync.state import StateStore
+from recordsync.state.lock import PipelineLock
 
 
 @pytest.mark.parametrize(("flags", "synchronous"), [(["--durable-state"], 2), ([], 1)])
@@ -118,3 +119,21 @@ def test_a_state_store_that_cannot_be_opened_stops_the_run_before_anything_is_se
         state[1] = str(tmp_path / "state.db")
         assert cli("run", "run.yaml", "--base-url", url, *state) == 0
         assert len(all_records(url, "contacts")) == 5
+
+
+def test_a_run_takes_its_pipelines_lock_once(
+    project: Path, cli: Callable[..., int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline's lock is taken once, before the target is bound, and held to the run's
+    end (not released between the binding and the run, where another run could start)."""
+    people_project(project, 3, name="locked")
+    taken: list[str] = []
+    acquire = PipelineLock.acquire
+
+    def counted(self: PipelineLock) -> None:
+        taken.append(self.pipeline)
+        acquire(self)
+
+    monkeypatch.setattr(PipelineLock, "acquire", counted)
+    assert cli("run", "run.yaml", "--quiet", "--state-db", "st/state.db") == 0
+    assert taken == ["locked"]

@@ -399,7 +399,8 @@ def _run(
 
         def open_store() -> StateStore | None:
             """A real run's state store, opened once: the binding of the target, the check of
-            a ledger-only step and the run's hook share one connection."""
+            a ledger-only step and the run's hook share one connection (and the pipeline's
+            lock, taken once)."""
             if not opens_store:
                 return None
             return kept.enter_context(StateStore(state_db, durable=request.durable_state))
@@ -429,6 +430,10 @@ def _run(
         if request.state and hook is None:
             identity = TargetIdentity.read(target.state_identity, users)
             try:
+                if store is not None:  # held from the binding of the target to the run's end
+                    lock = store.pipeline_lock(name)
+                    lock.wait = request.wait_for_lock
+                    kept.enter_context(lock)
                 bound = bind_target(
                     state_db,
                     name,
