@@ -11,7 +11,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pytest
 from tests.e2e.support import KEY, served
 
 import recordsync
@@ -19,10 +21,17 @@ import recordsync
 SRC = str(Path(recordsync.__file__).resolve().parents[1])  # the tree under test, not an install
 
 # the console script's own path (recordsync.cli.entry), its last call recording sys.modules
-SCRIPT = """import json, os, sys
+SCRIPT = """import gc, json, os, sys
 def record(code, exit=os._exit, out=sys.argv[1]):
+    loader = sys.modules.get("pydantic.plugin._loader")
     with open(out, "w") as f:
-        json.dump({"code": code, "modules": sorted(sys.modules)}, f)
+        json.dump({
+            "code": code,
+            "modules": sorted(sys.modules),
+            "gc": gc.isenabled(),
+            "plugins_looked_up": loader is not None and loader._plugins is not None,
+            "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+        }, f)
     exit(code)
 os._exit = record
 from recordsync.cli import entry
@@ -46,6 +55,11 @@ OTHER_SOURCES = ("pyarrow.parquet", "pyarrow.fs", "pyarrow._s3fs", "recordsync.r
 
 
 def imported(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[int, set[str]]:
+    got = recorded(tmp_path, *args, env=env)
+    return got["code"], set(got["modules"])
+
+
+def recorded(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     out = tmp_path / "modules.json"
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
@@ -58,8 +72,8 @@ def imported(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> t
         check=True,
         timeout=600,
     )
-    got = json.loads(out.read_text(encoding="utf-8"))
-    return got["code"], set(got["modules"])
+    got: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return got
 
 
 def tops(modules: set[str]) -> set[str]:
@@ -72,7 +86,8 @@ def test_help_imports_no_data_or_http_stack(tmp_path: Path) -> None:
     assert tops(modules).isdisjoint({*NEVER, "pandas", "httpx", "rich"}), sorted(tops(modules))
 
 
-def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> None:
+def run_into_a_service(tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """A two-row ``recordsync run`` into the sandbox over loopback, in a fresh interpreter."""
     (tmp_path / "d.csv").write_text(
         "Email,Name\nada@x.example,Ada\nben@x.example,Ben\n", encoding="utf-8"
     )
@@ -81,11 +96,23 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
         "match_by: [{by: email, column: Email}]\nfields: {email: Email}\n",
         encoding="utf-8",
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RECORDSYNC_")}
+    given = os.environ if env is None else env
+    env = {k: v for k, v in given.items() if not k.startswith("RECORDSYNC_")}
     env["RECORDSYNC_API_KEY"] = KEY
     with served(tmp_path / "sandbox.db") as url:
-        code, modules = imported(tmp_path, "run", "d.yaml", "--base-url", url, env=env)
+        return recorded(tmp_path, "run", "d.yaml", "--base-url", url, env=env)
+
+
+def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> None:
+    got = run_into_a_service(tmp_path)
+    code, modules = got["code"], set(got["modules"])
     assert code == 0
+    # the garbage collector, paused while the command's modules were imported, runs again
+    assert got["gc"] is True
+    # pydantic built the run's models without looking for plugins in every distribution
+    assert "pydantic" in modules and got["plugins_looked_up"] is False
+    # numpy loaded OpenBLAS with no threads of its own (a run does no linear algebra)
+    assert "numpy" in modules and got["blas_threads"] == "1"
     assert "recordsync.cli.run_cmds" in modules and "recordsync.run.pipeline" in modules
     # the nightly fast path's digests (state store on) and pyarrow's conversions: no pandas;
     # httpx without its command line (rich, pygments: a run without a terminal shows no bar)
@@ -156,3 +183,47 @@ def test_pyarrow_converts_python_values_without_pandas_and_to_pandas_still_works
     )
     got = json.loads(done.stdout)
     assert got == {"before": False, "frame": {"a": [1, 2], "b": ["x", "y"]}, "after": True}
+
+
+def test_the_environments_own_settings_are_left_as_they_are(tmp_path: Path) -> None:
+    """``PYDANTIC_DISABLE_PLUGINS`` (here: none disabled) and ``OPENBLAS_NUM_THREADS`` set by
+    the user are left as they are."""
+    env = dict(os.environ, PYDANTIC_DISABLE_PLUGINS="", OPENBLAS_NUM_THREADS="2")
+    got = run_into_a_service(tmp_path, env)
+    assert got["code"] == 0 and got["plugins_looked_up"] is True
+    assert got["blas_threads"] == "2"
+
+
+def test_importing_pauses_the_collector_and_restores_it() -> None:
+    """recordsync.cli.startup.importing: the GC off in the block when the ``gc_pause`` switch
+    is on, one full collection after it (unless ``collect=False``), and the GC as it was
+    (also after an error); nothing changes with the switch off."""
+    import gc
+
+    from recordsync.cli.startup import importing
+    from recordsync.tuning import Tuning, using
+
+    def full() -> int:
+        return int(gc.get_stats()[2]["collections"])
+
+    assert gc.isenabled()
+    with using(Tuning.all()):
+        before = full()
+        with importing():
+            assert not gc.isenabled()
+        assert gc.isenabled() and full() == before + 1
+        with importing(collect=False):
+            assert not gc.isenabled()
+        assert gc.isenabled() and full() == before + 1
+        with pytest.raises(ImportError), importing():
+            raise ImportError("a module that fails to import")
+        assert gc.isenabled()
+        gc.disable()
+        try:
+            with importing():
+                assert not gc.isenabled()
+            assert not gc.isenabled()  # off before: left off
+        finally:
+            gc.enable()
+    with using(Tuning()), importing():
+        assert gc.isenabled()

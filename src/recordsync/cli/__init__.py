@@ -16,6 +16,7 @@ import traceback
 import click
 
 from recordsync import tuning
+from recordsync.cli.startup import importing, leave_out_unused
 from recordsync.core.errors import RecordsyncError, exit_code_for
 from recordsync.core.version import __version__
 
@@ -29,7 +30,8 @@ class _LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
-            module = importlib.import_module(f"recordsync.cli.{COMMAND_MODULES[cmd_name]}")
+            with importing(collect=False):  # run and retry collect after their imports
+                module = importlib.import_module(f"recordsync.cli.{COMMAND_MODULES[cmd_name]}")
             for command in module.COMMANDS:
                 self.add_command(command)
         return super().get_command(ctx, cmd_name)
@@ -71,10 +73,8 @@ def entry() -> None:
     after the output is flushed.
 
     Before the command: :func:`recordsync.cli.startup.leave_out_unused` (pandas, which
-    pyarrow would import on its first conversion of a Python value, and httpx's command
-    line; only here, where the whole process is recordsync's)."""
-    from recordsync.cli.startup import leave_out_unused
-
+    pyarrow would import on its first conversion of a Python value, httpx's command line,
+    pydantic's plugins; only here, where the whole process is recordsync's)."""
     leave_out_unused()
     code: int
     try:

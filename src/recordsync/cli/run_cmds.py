@@ -16,6 +16,7 @@ from recordsync.cli.options import (
     state_db_option,
     wait_for_lock_option,
 )
+from recordsync.cli.startup import importing
 from recordsync.core.errors import EXIT_OK, ConfigError, RecordsyncError
 from recordsync.state.location import StateLocation
 
@@ -198,8 +199,9 @@ def run_command(
     mirror-delete limit, pipeline already running, an error found after a send); 130
     interrupted (Ctrl-C: the next run resumes it).
     """
-    from recordsync.run.pipeline import RunRequest, run_pipeline
-    from recordsync.run.target import sandbox_db_for
+    with importing():
+        from recordsync.run.pipeline import RunRequest, run_pipeline
+        from recordsync.run.target import sandbox_db_for
 
     if not pipeline.is_file():
         raise click.BadParameter(f"{pipeline} does not exist", param_hint="PIPELINE")
@@ -270,8 +272,9 @@ def retry_command(
 
     Exit 0 with a message when there is nothing to resend (invalid rows are not resent).
     """
-    from recordsync.run.pipeline import RunRequest
-    from recordsync.run.retry import nothing_to_retry, read_summary, retry_report
+    with importing():
+        from recordsync.run.pipeline import RunRequest
+        from recordsync.run.retry import nothing_to_retry, read_summary, retry_report
 
     summary = read_summary(report_dir)
     nothing = nothing_to_retry(report_dir)

@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from itertools import repeat
 from operator import attrgetter
@@ -686,6 +686,7 @@ def open_state(
     key_spaces: Sequence[KeySpace] = (),
     wait_for_lock: float = 0.0,
     settings: HookSettings | None = None,
+    store: StateStore | None = None,
 ) -> Iterator[StateHook]:
     """Lock the pipeline and its ``key_spaces`` (:mod:`recordsync.state.keyspace`), settle a
     run that died, start ``run_id``; yield the hook. ``wait_for_lock``: seconds to wait for
@@ -696,12 +697,21 @@ def open_state(
     (default: ``pipeline``).
 
     ``durable=False`` (WAL, ``synchronous=NORMAL``): a committed chunk survives the process
-    being killed; ``durable=True`` also fsyncs every commit, to survive a power cut."""
-    store = StateStore(path, durable=durable)
+    being killed; ``durable=True`` also fsyncs every commit, to survive a power cut.
+
+    ``store``: the store at ``path``, already open with the same ``durable`` (a run's own,
+    opened once for its binding, its checks and this hook), its pipeline lock held by the
+    caller: used and left open, the lock not taken again; None: opened and locked here,
+    closed at the end."""
+    own = store is None
+    if store is None:
+        store = StateStore(path, durable=durable)
     try:
         lock_name = lock_name or pipeline
-        lock = store.pipeline_lock(lock_name)
-        lock.wait = wait_for_lock
+        lock: AbstractContextManager[object] = nullcontext()
+        if own:
+            lock = taken = store.pipeline_lock(lock_name)
+            taken.wait = wait_for_lock
         spaces = hold_key_spaces(key_spaces, pipeline=lock_name, store=store, wait=wait_for_lock)
         with lock, spaces:
             journal = Journal(
@@ -735,7 +745,8 @@ def open_state(
                 if background is not None:
                     background.close()
     finally:
-        store.close()
+        if own:
+            store.close()
 
 
 def keep_row(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:

@@ -32,17 +32,23 @@ def recreate_refusal(
     pipeline: str,
     run_steps: list[tuple[str, Any]],
     has_records: Callable[[str], bool],
+    store: StateStore | None = None,
 ) -> str | None:
     """Why the run must not go on (see the module docstring), or None. Not for a run that
-    resumes an incomplete one: its journal holds what it created."""
+    resumes an incomplete one: its journal holds what it created. ``store``: the store at
+    ``state_db``, already open (left open here); None: opened here if it exists."""
     if not any(service_key(m) is None and ledger_keyed(m) for _, m in run_steps):
         return None  # no ledger-only step: nothing to refuse (and no ledger to count)
     counts: dict[str, dict[str, int]] = {}
-    if state_exists(state_db):
-        with StateStore(state_db) as store:
-            if Journal(store, pipeline).last_incomplete_run() is not None:
+    if store is not None:
+        if Journal(store, pipeline).last_incomplete_run() is not None:
+            return None
+        counts = store.counts(pipeline)
+    elif state_exists(state_db):
+        with StateStore(state_db) as opened:
+            if Journal(opened, pipeline).last_incomplete_run() is not None:
                 return None
-            counts = store.counts(pipeline)
+            counts = opened.counts(pipeline)
     return refuse_recreate(
         run_steps, counts, has_records, pipeline=pipeline_of(pipeline), state_db=state_db
     )

@@ -14,10 +14,11 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -59,6 +60,8 @@ from recordsync.validate.refs_check import check_refs
 from recordsync.validate.schema import Schema
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 _STATE_ERRORS: tuple[type[Exception], ...] = (OSError, *DB_ERRORS)
 """What opening or writing the state store raises (a file, or a PostgreSQL server)."""
@@ -227,6 +230,38 @@ def _run_pipeline(
         return go(opened)
 
 
+def read_service(
+    client: RecordServiceClient, beside: Callable[[], _T]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], _T]:
+    """The service's schema and users, and what ``beside()`` returns: both GETs are asked at
+    once, each on a worker thread, while this thread runs ``beside`` (local work that needs
+    neither answer: the state store's open), so that no one of them waits for another.
+
+    Nothing is sent before this returns, and what fails is raised as if one after the other:
+    an ApiError of a GET (the schema's first) once both GETs are over, whatever ``beside``
+    did (its result is dropped: its caller closes what it opened); else ``beside``'s own
+    error, once both answers are in. Interrupted (Ctrl-C), it returns at once: a GET still
+    in flight ends on its own."""
+    pool = ThreadPoolExecutor(2, thread_name_prefix="recordsync-meta")
+    done = False
+    try:
+        schema = pool.submit(client.schema)
+        users = pool.submit(client.users)
+        try:
+            beside_result = beside()
+        except Exception:
+            wait((schema, users))
+            schema.result()  # an ApiError first
+            users.result()
+            raise
+        wait((schema, users))
+        answers = schema.result(), users.result()  # the schema's error first
+        done = True
+        return answers[0], answers[1], beside_result
+    finally:
+        pool.shutdown(wait=done, cancel_futures=not done)
+
+
 def _record_stopped(
     state_db: StateLocation,
     name: str,
@@ -334,6 +369,7 @@ def _run(
     state_db = state_location(request.state_db)
     own = http is None
     http_client = http if http is not None else make_http_client(base_url=target.base_url)
+    kept = ExitStack()  # the run's state store: opened once, closed when the run ends
     try:
         client = RecordServiceClient(
             http_client, target.base_url, target.api_key, retry=request.retry
@@ -359,10 +395,20 @@ def _run(
                 else request.list_unchanged
             ),
         )
-        try:
-            schema_json = client.schema()
-            users = client.users()
+        opens_store = request.state and hook is None and not options.dry_run
+
+        def open_store() -> StateStore | None:
+            """A real run's state store, opened once: the binding of the target, the check of
+            a ledger-only step and the run's hook share one connection (and the pipeline's
+            lock, taken once)."""
+            if not opens_store:
+                return None
+            return kept.enter_context(StateStore(state_db, durable=request.durable_state))
+
+        try:  # the store is opened while the schema and the users are asked for
+            schema_json, users, store = read_service(client, open_store)
         except ApiError as exc:  # 401/3xx, 5xx after the retries, unreachable: nothing sent
+            kept.close()  # the store, if it was opened: the stopped run is kept by its own
             stop = exc.with_hint(target.auth_hint()) if isinstance(exc, AuthError) else exc
             stopped = report_to(
                 build_plans(pipeline, None, None, wrap, steps, check=False),
@@ -374,6 +420,8 @@ def _run(
                 runtime = time.monotonic() - began
                 _record_stopped(state_db, name, stopped, pipeline, notify, env, runtime)
             return stopped
+        except _STATE_ERRORS as exc:  # the store cannot be opened: nothing was sent yet
+            raise state_write_error(state_db, exc, sent=False) from None
 
         def has_records(object_type: str) -> bool:
             return next(iter(client.list_records(object_type, page_size=1)), None) is not None
@@ -382,6 +430,10 @@ def _run(
         if request.state and hook is None:
             identity = TargetIdentity.read(target.state_identity, users)
             try:
+                if store is not None:  # held from the binding of the target to the run's end
+                    lock = store.pipeline_lock(name)
+                    lock.wait = request.wait_for_lock
+                    kept.enter_context(lock)
                 bound = bind_target(
                     state_db,
                     name,
@@ -389,6 +441,7 @@ def _run(
                     dry_run=options.dry_run,
                     wait_for_lock=request.wait_for_lock,
                     adopt=request.adopt_state,
+                    store=store,
                 )
             except _STATE_ERRORS as exc:  # nothing was sent yet
                 raise state_write_error(state_db, exc, sent=False) from None
@@ -397,7 +450,7 @@ def _run(
             if first is not None:
                 warnings = [*warnings, first]
         if request.state and hook is None and not request.allow_recreate:
-            refused = recreate_refusal(state_db, key, run_steps, has_records)
+            refused = recreate_refusal(state_db, key, run_steps, has_records, store=store)
             if refused is not None and not options.dry_run:
                 raise ConfigError(refused, hint=RECREATE_HINT)
             if refused is not None:
@@ -464,6 +517,7 @@ def _run(
                         key_spaces=spaces,
                         wait_for_lock=request.wait_for_lock,
                         settings=settings,
+                        store=store,
                     )
                 )
             except _STATE_ERRORS as exc:  # nothing was sent yet
@@ -492,5 +546,8 @@ def _run(
                 raise state_write_error(state_db, exc, sent=True) from None
         return result
     finally:
-        if own:
-            http_client.close()
+        try:
+            kept.close()
+        finally:
+            if own:
+                http_client.close()

@@ -51,24 +51,38 @@ def bind_target(
     dry_run: bool,
     wait_for_lock: float = 0.0,
     adopt: bool = False,
+    store: StateStore | None = None,
 ) -> BoundTarget:
     """The run's target in the state store at ``path`` (:mod:`recordsync.state.targets`):
     recorded (or found) under the pipeline's lock by a real run; only looked up by a dry run,
-    which writes nothing (and opens no store that does not exist)."""
+    which writes nothing (and opens no store that does not exist). ``store``: the store at
+    ``path``, already open and the pipeline's lock held on it by the caller (a real run's
+    own, kept for the whole run): left open and locked here; None: opened, locked and
+    closed here."""
+    if store is not None and not dry_run:
+        return _bind(store, path, pipeline, identity, adopt)
     if dry_run and not state_exists(path):
         return BoundTarget(None, state_key(pipeline, None), identity.url, True, ())
-    with StateStore(path, durable=False) as store:
+    with StateStore(path, durable=False) as opened:
         if dry_run:
-            return bind(store.connection, pipeline, identity, write=False)
-        lock = store.pipeline_lock(pipeline)
+            return bind(opened.connection, pipeline, identity, write=False)
+        lock = opened.pipeline_lock(pipeline)
         lock.wait = wait_for_lock
-        with lock, store.transaction() as conn:
-            return bind(
-                conn,
-                pipeline,
-                identity,
-                write=True,
-                adopt=adopt,
-                state_db=path,
-                postgres=store.is_postgres,
-            )
+        with lock:
+            return _bind(opened, path, pipeline, identity, adopt)
+
+
+def _bind(
+    store: StateStore, path: StateLocation, pipeline: str, identity: TargetIdentity, adopt: bool
+) -> BoundTarget:
+    """A real run's binding, under the pipeline's lock."""
+    with store.transaction() as conn:
+        return bind(
+            conn,
+            pipeline,
+            identity,
+            write=True,
+            adopt=adopt,
+            state_db=path,
+            postgres=store.is_postgres,
+        )
