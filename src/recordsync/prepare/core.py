@@ -20,7 +20,9 @@ import numpy as np
 
 from recordsync.config.models import MappingConfig
 from recordsync.core.model import Blocks, PreparedRow, RowStatus, Salvage, SourceRow
+from recordsync.map.columns import MappedBatch
 from recordsync.map.engine import BatchMapper
+from recordsync.map.rows import MappedColumns
 from recordsync.prepare.dups import (
     ROW_BITS,
     Duplicates,
@@ -74,9 +76,20 @@ def _blocks_of(
     src = mapper.mapping.source
     mirror = mapper.mapping.mirror_deletes.enabled
     hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror and src.kind == "csv" else {}
-    for part in _slices(sb, slice_rows or len(sb.rows)):
+    size = slice_rows or len(sb.rows)
+    # sliced: the batch is mapped once, column by column; each slice builds its own rows
+    columns: MappedColumns | None = None
+    start = 0
+    for part in _slices(sb, size):
         with gcb.building():
-            rows = _build_rows(part, mapper, dups, fidx, policy, max_request_bytes, merges)
+            if columns is None and len(part.rows) < len(sb.rows):
+                columns = mapper.map_columns(sb.batch)
+            stop = start + len(part.rows)
+            mapped = columns.rows(start, stop) if columns is not None else None
+            rows = _build_rows(
+                part, mapper, dups, fidx, policy, max_request_bytes, merges, mapped
+            )
+        start = stop
         for r in rows if hiding else ():
             why = hiding.get(r.source.source_row)
             if why is not None and r.salvage is None:
@@ -126,9 +139,11 @@ def _build_rows(
     policy: str,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
     merges: MergeScan | None = None,
+    mapped: MappedBatch | None = None,
 ) -> list[PreparedRow]:
+    """``sb``'s prepared rows; ``mapped``: its rows as mapped already (else mapped here)."""
     columns = sb.batch.schema.names
-    mb = mapper.map_batch(sb.batch)
+    mb = mapped if mapped is not None else mapper.map_batch(sb.batch)
     too_large = oversized(sb.batch, mb.payloads, max_request_bytes)
     if too_large:  # fails alone, as invalid (validate/entry_size.py)
         mb.errors = [too_large.get(i, e) if e is None else e for i, e in enumerate(mb.errors)]
