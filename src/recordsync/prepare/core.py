@@ -40,6 +40,7 @@ from recordsync.read.batch import BatchValues
 from recordsync.read.sql import null_keys
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.keys import NORMALIZERS, cell_text
+from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import BatchGC
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
 from recordsync.validate.schema import Schema
@@ -77,15 +78,18 @@ def _blocks_of(
     mirror = mapper.mapping.mirror_deletes.enabled
     hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror and src.kind == "csv" else {}
     size = slice_rows or len(sb.rows)
-    # sliced: the batch is mapped once, column by column; each slice builds its own rows
+    # sliced: the batch is mapped column by column a window of several slices at a time
+    # (``sizes.MAP_ROWS``), each slice building its own rows from its window's columns
+    window = max(size, sizes.MAP_ROWS)
     columns: MappedColumns | None = None
-    start = 0
+    start = at = 0  # the slice's first row; the window's
     for part in _slices(sb, size):
+        stop = start + len(part.rows)
         with gcb.building():
-            if columns is None and len(part.rows) < len(sb.rows):
-                columns = mapper.map_columns(sb.batch)
-            stop = start + len(part.rows)
-            mapped = columns.rows(start, stop) if columns is not None else None
+            if len(part.rows) < len(sb.rows) and (columns is None or stop > at + len(columns)):
+                at = start
+                columns = mapper.map_columns(sb.batch.slice(at, window))
+            mapped = columns.rows(start - at, stop - at) if columns is not None else None
             rows = _build_rows(
                 part, mapper, dups, fidx, policy, max_request_bytes, merges, mapped
             )
