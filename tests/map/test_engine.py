@@ -3,6 +3,7 @@ the output."""
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 
 import pyarrow as pa
@@ -175,3 +176,76 @@ def test_a_multi_select_value_map_applies_to_each_item(tmp_path: Path) -> None:
     assert out.errors[:4] == [None] * 4
     assert "'Unknown' is not an option" in (out.errors[4] or "")
     assert got[5] == ["vip", "press", "partner"]  # a list target: its items
+
+
+SLICED = """\
+object_type: contacts
+source: {path: x.csv}
+name: {template: "{First} {Last}"}
+match_by: [email, {by: id, column: Id}, name]
+profile_image_url: Pic
+fields:
+  email: Email
+  stage: Stage
+  last_contacted: {column: Seen, date_format: "%d/%m/%Y"}
+"""
+SLICED_CELLS = {
+    **{k: CELLS[k] for k in ("First", "Last", "Email", "Id", "Seen")},
+    "Pic": st.sampled_from(["", "https://x.io/a.png", "not a url", "  "]),
+    "Stage": st.sampled_from(["lead", "leads", "customer", "", "cust0mer"]),
+}
+
+
+def sliced_mapper(tmp_path: Path) -> BatchMapper:
+    options = tuple(SelectOption(v, v.title()) for v in ("lead", "customer"))
+    fields = {
+        "email": FieldDef("email", "email"),
+        "stage": FieldDef("stage", "select", options=options),
+        "last_contacted": FieldDef("last_contacted", "date"),
+    }
+    otype = ObjectType(None, "contacts", "Contacts", "contact", fields)
+    (tmp_path / "s.yaml").write_text(SLICED)
+    return BatchMapper(
+        load_mapping(tmp_path / "s.yaml"),
+        base_dir=tmp_path,
+        schema=Schema({"contacts": otype}, {}),
+        users=None,
+    )
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    rows=st.lists(st.fixed_dictionaries(SLICED_CELLS), min_size=1, max_size=40),
+    cuts=st.lists(st.integers(0, 40), max_size=4),
+)
+def test_a_batch_mapped_once_gives_each_slice_the_rows_its_own_mapping_gives(
+    tmp_path: Path, rows: list[dict[str, str]], cuts: list[int]
+) -> None:
+    """A sending run maps a read batch once and builds its rows a slice at a time: each
+    slice's rows (inputs, errors, hints, keys, owners) are those of mapping the slice."""
+    m = sliced_mapper(tmp_path)
+    batch = pa.RecordBatch.from_pylist(rows)
+    n = batch.num_rows
+    columns = m.map_columns(batch)
+    assert len(columns) == n
+    assert columns.rows() == m.map_batch(batch)
+    bounds = sorted({0, n, *(c for c in cuts if c <= n)})
+    for start, stop in pairwise(bounds):
+        part = columns.rows(start, stop)
+        assert part == m.map_batch(batch.slice(start, stop - start))
+        assert len({id(p) for p in part.payloads}) == stop - start  # every row its own dict
+
+
+def test_a_slice_of_mapped_columns_keeps_its_hints_and_images(tmp_path: Path) -> None:
+    rows = [
+        {"First": "A", "Last": "B", "Email": "a@x.io", "Id": "", "Seen": "", "Pic": "", "Stage": s}
+        for s in ("lead", "lead", "leads", "customer")
+    ]
+    rows[3]["Pic"] = "https://x.io/a.png"
+    part = sliced_mapper(tmp_path).map_columns(pa.RecordBatch.from_pylist(rows)).rows(2, 4)
+    assert set(part.hints) == {0}
+    assert part.hints[0]["field"] == "stage"
+    assert "profile_image_url" not in part.payloads[0]
+    assert part.payloads[1]["profile_image_url"] == "https://x.io/a.png"

@@ -16,6 +16,7 @@ from recordsync.core.errors import ConfigError
 from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.prepare import prepare_step
 from recordsync.sandbox import create_app
+from recordsync.tuning import sizes
 from recordsync.validate import Schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -347,18 +348,35 @@ def test_a_batch_prepared_in_slices_keeps_every_row_and_malformed_line_in_line_o
 
 
 @pytest.mark.parametrize("name", ["contacts", "companies"])
+@pytest.mark.parametrize("map_rows", [1, 20, 64, 100_000])
 def test_slices_prepare_exactly_what_whole_batches_do(
-    name: str, meta: tuple[Schema, list[dict[str, Any]]]
+    name: str, map_rows: int, meta: tuple[Schema, list[dict[str, Any]]], monkeypatch: Any
 ) -> None:
-    """A sending run prepares read batches in slices (``slice_rows``); the sample exports,
-    with their malformed line, duplicates and invalid rows, come out the same either way."""
+    """A sending run prepares read batches in slices (``slice_rows``), mapped column by
+    column a window of ``sizes.MAP_ROWS`` rows at a time (less than a slice, not a multiple
+    of one, the whole batch); the sample exports, with their malformed line, duplicates and
+    invalid rows, come out the same either way."""
     mapping = load_mapping(CONFIGS / f"{name}.yaml")
+    monkeypatch.setattr(sizes, "MAP_ROWS", map_rows)
 
     def run(slice_rows: int | None) -> list[tuple[Any, ...]]:
         rows = prepare_step(
             mapping, base_dir=CONFIGS, schema=meta[0], users=meta[1], slice_rows=slice_rows
         )
-        return [(r.source.source_row, r.status, r.payload, r.key, r.error) for r in rows]
+        return [
+            (
+                r.source.source_row,
+                r.status,
+                r.payload,
+                r.match_by,
+                r.match_value,
+                r.key,
+                r.error,
+                r.owner_resolution,
+                r.suggestions,
+            )
+            for r in rows
+        ]
 
     whole = run(None)
     assert len(whole) >= 200

@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from recordsync.config.models import FieldSpec, MappingConfig, MatchRule
 from recordsync.map.columns import Column, MappedBatch, label_of, match_keys, nul_errors
 from recordsync.map.fields import extract, separators_for
-from recordsync.map.rows import payload_dicts
+from recordsync.map.rows import MappedColumns
 from recordsync.resolve.owners import OwnerResolver
 from recordsync.validate.config_check import check_mapping
 from recordsync.validate.distinct import Memo, Outcome, map_distinct
@@ -226,6 +226,11 @@ class BatchMapper:
 
     def map_batch(self, batch: pa.RecordBatch) -> MappedBatch:
         """Map one batch."""
+        return self.map_columns(batch).rows()
+
+    def map_columns(self, batch: pa.RecordBatch) -> MappedColumns:
+        """Map one batch column by column, its batch inputs not built yet
+        (:meth:`MappedColumns.rows` builds those of any range of its rows)."""
         n = batch.num_rows
         m = self.mapping
         name = self.column("name", m.name, batch)
@@ -274,22 +279,14 @@ class BatchMapper:
                 if keys[i] is None and errors[i] is None:
                     errors[i] = f"no usable match key: {rules} empty (on_missing_key: fail)"
         field_cols = fields + ([owner_col] if owner_col is not None else [])
-        # one batch input per row (compiled dict displays); absent fields deleted afterwards
-        payloads = payload_dicts(
+        return MappedColumns(
             name.values,
+            field_cols,
+            image,
+            errors,
+            row_hints,
+            keys,
             bys,
             match_vals,
-            [c.key for c in field_cols],
-            [c.values for c in field_cols],
-        )
-        for c in field_cols:
-            if not c.present.all():
-                key = c.key
-                for i in np.flatnonzero(~c.present).tolist():
-                    del payloads[i]["fields"][key]
-        if image is not None:
-            for i in np.flatnonzero(image.present).tolist():
-                payloads[i]["profile_image_url"] = image.values[i]
-        return MappedBatch(
-            payloads, errors, row_hints, keys, bys, match_vals, owner_how or [None] * n
+            owner_how or [None] * n,
         )

@@ -1,4 +1,5 @@
-"""Build one batch input dict per row from column lists, fast.
+"""Build one batch input dict per row from column lists, fast; a batch's mapped columns
+(:class:`MappedColumns`) made into the batch inputs of any range of its rows.
 
 ``[dict(zip(keys, cells)) for cells in zip(*columns)]`` grows every dict one key at a time
 and goes through a tuple and a zip per row. A dict display (``{k0: v0, k1: v1, ...}``) in a
@@ -12,8 +13,13 @@ from user files) are passed in as values of the function's namespace, never as t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
+
+import numpy as np
+
+from recordsync.map.columns import Column, MappedBatch
 
 RowDicts = Callable[..., list[dict[str, Any]]]
 
@@ -60,3 +66,72 @@ def payload_dicts(
                 p = out[i]
                 out[i] = {"name": p["name"], "fields": p["fields"]}
     return out
+
+
+@dataclass(slots=True)
+class MappedColumns:
+    """A batch mapped column by column (values checked, errors and match keys found), its
+    batch inputs not built yet: :meth:`rows` builds those of any range of its rows. A run
+    that sends maps a read batch once and builds its rows a slice at a time: the column
+    work (Arrow calls with a fixed cost each) is not repeated per slice."""
+
+    names: list[Any]
+    fields: list[Column]
+    """The columns under ``fields`` (the owner's last), in the mapping's order."""
+    image: Column | None
+    """``profile_image_url``, when mapped."""
+    errors: list[str | None]
+    hints: dict[int, dict[str, Any]]
+    keys: list[str | None]
+    match_by: list[str | None]
+    match_value: list[Any]
+    owners: list[str | None]
+
+    def __len__(self) -> int:
+        return len(self.errors)
+
+    def rows(self, start: int = 0, stop: int | None = None) -> MappedBatch:
+        """The batch inputs and per-row outputs of rows ``start`` to ``stop`` (default: all),
+        indexed from 0 (``hints`` too); absent fields left out of each input."""
+        n = len(self.errors)
+        stop = n if stop is None else min(stop, n)
+        if not 0 <= start <= stop:
+            raise ValueError(f"rows {start} to {stop} of a batch of {n}")
+        whole = start == 0 and stop == n
+
+        def cut(items: list[Any]) -> list[Any]:
+            return items if whole else items[start:stop]
+
+        fields = self.fields
+        payloads = payload_dicts(
+            cut(self.names),
+            cut(self.match_by),
+            cut(self.match_value),
+            [c.key for c in fields],
+            [cut(c.values) for c in fields],
+        )
+        for c in fields:
+            present = c.present[start:stop]
+            if not present.all():
+                key = c.key
+                for i in np.flatnonzero(~present).tolist():
+                    del payloads[i]["fields"][key]
+        image = self.image
+        if image is not None:
+            values = image.values
+            for i in np.flatnonzero(image.present[start:stop]).tolist():
+                payloads[i]["profile_image_url"] = values[start + i]
+        hints = (
+            self.hints
+            if whole
+            else {i - start: h for i, h in self.hints.items() if start <= i < stop}
+        )
+        return MappedBatch(
+            payloads,
+            cut(self.errors),
+            hints,
+            cut(self.keys),
+            cut(self.match_by),
+            cut(self.match_value),
+            cut(self.owners),
+        )

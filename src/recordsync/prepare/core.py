@@ -20,7 +20,9 @@ import numpy as np
 
 from recordsync.config.models import MappingConfig
 from recordsync.core.model import Blocks, PreparedRow, RowStatus, Salvage, SourceRow
+from recordsync.map.columns import MappedBatch
 from recordsync.map.engine import BatchMapper
+from recordsync.map.rows import MappedColumns
 from recordsync.prepare.dups import (
     ROW_BITS,
     Duplicates,
@@ -38,6 +40,7 @@ from recordsync.read.batch import BatchValues
 from recordsync.read.sql import null_keys
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.keys import NORMALIZERS, cell_text
+from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import BatchGC
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES, oversized
 from recordsync.validate.schema import Schema
@@ -74,9 +77,23 @@ def _blocks_of(
     src = mapper.mapping.source
     mirror = mapper.mapping.mirror_deletes.enabled
     hiding = hiding_rows(sb.batch, sb.rows, src.delimiter) if mirror and src.kind == "csv" else {}
-    for part in _slices(sb, slice_rows or len(sb.rows)):
+    size = slice_rows or len(sb.rows)
+    # sliced: the batch is mapped column by column a window of several slices at a time
+    # (``sizes.MAP_ROWS``), each slice building its own rows from its window's columns
+    window = max(size, sizes.MAP_ROWS)
+    columns: MappedColumns | None = None
+    start = at = 0  # the slice's first row; the window's
+    for part in _slices(sb, size):
+        stop = start + len(part.rows)
         with gcb.building():
-            rows = _build_rows(part, mapper, dups, fidx, policy, max_request_bytes, merges)
+            if len(part.rows) < len(sb.rows) and (columns is None or stop > at + len(columns)):
+                at = start
+                columns = mapper.map_columns(sb.batch.slice(at, window))
+            mapped = columns.rows(start - at, stop - at) if columns is not None else None
+            rows = _build_rows(
+                part, mapper, dups, fidx, policy, max_request_bytes, merges, mapped
+            )
+        start = stop
         for r in rows if hiding else ():
             why = hiding.get(r.source.source_row)
             if why is not None and r.salvage is None:
@@ -126,9 +143,11 @@ def _build_rows(
     policy: str,
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
     merges: MergeScan | None = None,
+    mapped: MappedBatch | None = None,
 ) -> list[PreparedRow]:
+    """``sb``'s prepared rows; ``mapped``: its rows as mapped already (else mapped here)."""
     columns = sb.batch.schema.names
-    mb = mapper.map_batch(sb.batch)
+    mb = mapped if mapped is not None else mapper.map_batch(sb.batch)
     too_large = oversized(sb.batch, mb.payloads, max_request_bytes)
     if too_large:  # fails alone, as invalid (validate/entry_size.py)
         mb.errors = [too_large.get(i, e) if e is None else e for i, e in enumerate(mb.errors)]

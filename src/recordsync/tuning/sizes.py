@@ -24,6 +24,12 @@ so that the run's main thread returns to its chunks (acknowledging, reporting, q
 next) between slices instead of leaving the service waiting for a whole batch. A dry run
 prepares whole batches: slices cost about 25% of its speed."""
 
+MAP_ROWS = 8192
+"""Rows mapped and validated column by column at a time when a run sends (a read batch's
+:data:`SLICE_ROWS` slices share them): each Arrow call has a fixed cost, paid once per this
+many rows rather than per slice, while the mapped columns held ahead of the slices' rows stay
+a few megabytes."""
+
 VALUE_MEMO_MAX = 65_536
 """Distinct values whose check outcome a column remembers across batches."""
 
