@@ -49,7 +49,7 @@ from recordsync.state.snapshots import Snapshot
 
 log = logging.getLogger(__name__)
 
-FORMAT_TAG = b"recordsync-database-digest-v1\n"
+FORMAT_TAG = b"recordsync-database-digest-v2\n"  # v2: PostgreSQL hashtextextended
 BLOCK_ROWS = 65_536
 """Unchanged rows reported in one block."""
 _NAMES = ["key", "match_by", "match_value", "record_id"]

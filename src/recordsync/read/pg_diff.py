@@ -10,6 +10,7 @@ time zone is UTC (the digest covers the text of timestamps). Without the privile
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,12 +20,22 @@ from recordsync.core.errors import SourceError
 from recordsync.read.sql_diff import (
     SYNCED,
     create_synced,
+    diff_counts_sql,
+    diff_keys_sql,
     diff_rows_query,
+    diff_rows_sql,
     diff_table_sql,
     literal,
+    pg_digest_sql,
     qualified,
 )
 from recordsync.read.sql_pg import _dsn
+
+log = logging.getLogger(__name__)
+
+DIGEST_TYPE = "bigint"
+"""The type of ``synced.digest`` (:func:`.sql_diff.pg_digest_sql`); a table of another
+shape (an earlier recordsync's) is made again."""
 
 
 class DiffUnavailable(Exception):
@@ -41,6 +52,7 @@ class DigestTable:
         self.scope = scope
         self.schema = src.state_schema
         self.diff_table = qualified(self.schema, "diff_" + scope)
+        self.keys_table = qualified(self.schema, "keys_" + scope)
         self.synced = qualified(self.schema, SYNCED)
         self.columns: list[tuple[str, str]] = []
         """The query's columns and their types' names (set by :meth:`open`)."""
@@ -114,11 +126,7 @@ class DigestTable:
                     f"{label}: the database user may not create tables in schema"
                     f" {self.schema!r} (CREATE privilege on the schema)"
                 )
-            for statement in create_synced(self.schema):
-                try:
-                    conn.execute(statement)
-                except psycopg.errors.UniqueViolation:  # another run created it meanwhile
-                    conn.execute(statement)
+            self._create()
             ok = conn.execute(
                 f"SELECT has_table_privilege({literal(self.synced)}, 'SELECT, INSERT, DELETE')"
             ).fetchone()[0]
@@ -140,22 +148,73 @@ class DigestTable:
         except psycopg.Error as exc:
             raise self._fail(exc) from None
 
+    def _create(self) -> None:
+        """The schema and its table of synced rows, when missing; a table whose digest is of
+        another type is made again (its scopes then take a full pass)."""
+        import psycopg
+
+        conn = self._conn
+        for statement in create_synced(self.schema, digest=DIGEST_TYPE):
+            try:
+                conn.execute(statement)
+            except psycopg.errors.UniqueViolation:  # another run created it meanwhile
+                conn.execute(statement)
+        typ = conn.execute(
+            "SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid ="
+            f" {literal(self.synced)}::regclass AND attname = 'digest'"
+        ).fetchone()
+        if typ is None or typ[0] != DIGEST_TYPE:
+            conn.execute(f"DROP TABLE {self.synced}")
+            self._create()
+
     def diff(self, key: str, columns: list[str], salt: bytes, *, full: bool) -> None:
         """Materialize the diff of the query against the synced rows; ``full``: forget the
-        scope's synced rows first (every row is then new)."""
+        scope's synced rows first (every row is then new). A diff pass joins only keys and
+        digests, then reads the rows of the keys it found (:func:`.sql_diff.diff_keys_sql`);
+        when a synced key is held by more than one row it takes the one query that finds
+        them (:func:`.sql_diff.diff_table_sql`). One snapshot of the database throughout
+        (repeatable read)."""
         import psycopg
 
         assert self.src.query is not None
-        conn = self._conn
+        query, conn = self.src.query, self._conn
+        digest = pg_digest_sql(columns, salt)
         try:
             with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                conn.execute("SET LOCAL jit = off")  # compiling costs more than it saves here
                 conn.execute(f"DROP TABLE IF EXISTS {self.diff_table}")
+                conn.execute(f"DROP TABLE IF EXISTS {self.keys_table}")
                 if full:
                     conn.execute(f"DELETE FROM {self.synced} WHERE scope = %s", (self.scope,))
-                sql = diff_table_sql(self.src.query, key, columns, salt, self.schema, self.scope)
+                elif self._keys(query, key, digest):
+                    for statement in diff_rows_sql(query, key, digest, self.schema, self.scope):
+                        conn.execute(statement.encode())
+                    conn.execute(f"DROP TABLE {self.keys_table}")
+                    return
+                else:
+                    conn.execute(f"DROP TABLE {self.keys_table}")
+                    log.info(
+                        "%s: a synced key is held by more than one row: the diff takes the"
+                        " query that finds every row of such keys",
+                        self.src.label,
+                    )
+                sql = diff_table_sql(
+                    query, key, columns, salt, self.schema, self.scope, digest=digest
+                )
                 conn.execute(sql.encode())
         except psycopg.Error as exc:
             raise self._fail(exc) from None
+
+    def _keys(self, query: str, key: str, digest: str) -> bool:
+        """The diff's keys (:func:`.sql_diff.diff_keys_sql`); whether no synced key is held
+        by more than one row (every row of the others is then among the keys found)."""
+        conn = self._conn
+        conn.execute(diff_keys_sql(query, key, digest, self.schema, self.scope).encode())
+        rows, synced, new, vanished = conn.execute(
+            diff_counts_sql(query, self.schema, self.scope).encode()
+        ).fetchone()
+        return bool(rows - new == synced - vanished)
 
     def source_update(self) -> dict[str, Any]:
         """The source options the step reads instead of its own: the diff's rows, with the
