@@ -126,9 +126,12 @@ class DigestTable:
                     f"{label}: the database user may not create tables in schema"
                     f" {self.schema!r} (CREATE privilege on the schema)"
                 )
-            self._create()
+            self._create(schema=has is None)
+            # one privilege at a time: given a list, has_table_privilege asks for any of them
+            table = literal(self.synced)
             ok = conn.execute(
-                f"SELECT has_table_privilege({literal(self.synced)}, 'SELECT, INSERT, DELETE')"
+                f"SELECT has_table_privilege({table}, 'SELECT') AND has_table_privilege({table},"
+                f" 'INSERT') AND has_table_privilege({table}, 'DELETE')"
             ).fetchone()[0]
             if not ok:
                 raise DiffUnavailable(
@@ -148,13 +151,16 @@ class DigestTable:
         except psycopg.Error as exc:
             raise self._fail(exc) from None
 
-    def _create(self) -> None:
-        """The schema and its table of synced rows, when missing; a table whose digest is of
-        another type is made again (its scopes then take a full pass)."""
+    def _create(self, *, schema: bool) -> None:
+        """The table of synced rows (and the schema: ``schema``), when missing; a table whose
+        digest is of another type is made again (its scopes then take a full pass). An
+        existing schema is not created again: ``CREATE SCHEMA IF NOT EXISTS`` asks for the
+        database's CREATE privilege even then."""
         import psycopg
 
         conn = self._conn
-        for statement in create_synced(self.schema, digest=DIGEST_TYPE):
+        statements = create_synced(self.schema, digest=DIGEST_TYPE)
+        for statement in statements if schema else statements[1:]:
             try:
                 conn.execute(statement)
             except psycopg.errors.UniqueViolation:  # another run created it meanwhile
@@ -165,7 +171,7 @@ class DigestTable:
         ).fetchone()
         if typ is None or typ[0] != DIGEST_TYPE:
             conn.execute(f"DROP TABLE {self.synced}")
-            self._create()
+            self._create(schema=False)
 
     def diff(self, key: str, columns: list[str], salt: bytes, *, full: bool) -> None:
         """Materialize the diff of the query against the synced rows; ``full``: forget the
