@@ -145,6 +145,43 @@ def test_vanished_keys_are_mirror_deleted_within_the_guards(
         assert len(all_records(url, "contacts")) == 38
 
 
+def test_vanished_keys_above_max_count_are_refused(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three keys vanish from the database's diff with ``max_count: 2``: refused (exit 3),
+    nothing deleted, found without reading a row; ``--allow-mass-deletes`` deletes them."""
+    limited = MAPPING.replace("max_share: 0.5}", "max_share: 0.5, max_count: 2}")
+    pipeline = project(tmp_path / "p", limited)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        assert run(pipeline, work, url).exit_code == 0  # a diff pass from here on
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM people WHERE id IN (5, 6, 7)")
+        fetched.rows = 0
+        refused = run(pipeline, work, url)
+        assert refused.exit_code == 3
+        assert "3 of 40 records (7.5%) left the source, above mirror_deletes.max_count 2" in str(
+            refused.error
+        )
+        assert fetched.rows == 0
+        assert len(all_records(url, "contacts")) == 40
+
+        allowed = run(pipeline, work, url, allow_mass_deletes=True)
+        assert (allowed.exit_code, step_of(allowed)["deleted"]) == (0, 3)
+        emails = {r["email"] for r in all_records(url, "contacts")}
+        assert len(emails) == 37 and "ann6@example.org" not in emails
+        fetched.rows = 0
+        after = run(pipeline, work, url)
+        assert (after.exit_code, step_of(after)["rows_unchanged"], step_of(after)["deleted"]) == (
+            0,
+            37,
+            0,
+        )
+        assert fetched.rows == 0
+
+
 SETUPS = {
     # no schema yet, no CREATE on the database
     "database": ([], "may not create schema 'recordsync' (CREATE privilege on the database)"),
