@@ -49,7 +49,7 @@ from recordsync.state.snapshots import Snapshot
 
 log = logging.getLogger(__name__)
 
-FORMAT_TAG = b"recordsync-database-digest-v2\n"  # v2: PostgreSQL hashtextextended
+FORMAT_TAG = b"recordsync-database-digest-v2\n"  # v2: PostgreSQL 64-bit hashes
 BLOCK_ROWS = 65_536
 """Unchanged rows reported in one block."""
 _NAMES = ["key", "match_by", "match_value", "record_id"]
@@ -110,6 +110,7 @@ class Pushdown:
         h = blake2b(FORMAT_TAG, digest_size=16)
         h.update(fp)
         h.update(self.config.source.engine.encode())
+        h.update(f"{self.table.digest_kind}\x00".encode())
         for name, typ in self.table.columns:
             h.update(f"{name}\x00{typ}\x00".encode())
         return h.digest()

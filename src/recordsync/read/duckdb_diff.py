@@ -42,6 +42,8 @@ class DuckDiffTable:
         self.diff_table = _CATALOG + qualified(self.schema, "diff_" + scope)
         self.synced = _CATALOG + qualified(self.schema, SYNCED)
         self.columns: list[tuple[str, str]] = []
+        self.digest_kind = "md5"
+        """Which digest the diff computes (:func:`.sql_diff.digest_sql`)."""
         self._con: Any = None
 
     def _fail(self, exc: Exception) -> SourceError:

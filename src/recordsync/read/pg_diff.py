@@ -56,6 +56,9 @@ class DigestTable:
         self.synced = qualified(self.schema, SYNCED)
         self.columns: list[tuple[str, str]] = []
         """The query's columns and their types' names (set by :meth:`open`)."""
+        self.digest_kind = ""
+        """Which digest the server computes (:func:`.sql_diff.pg_digest_sql`; set by
+        :meth:`open`): part of the step's fingerprint."""
         self._conn: Any = None
         self._dsn = ""
 
@@ -105,6 +108,8 @@ class DigestTable:
                 ).fetchall()
             }
             self.columns = [(d.name, names.get(d.type_code, str(d.type_code))) for d in desc]
+            version = int(conn.execute("SHOW server_version_num").fetchone()[0])
+            self.digest_kind = "per-value" if version >= 140000 else "row-text"
         except psycopg.Error as exc:
             raise self._fail(exc) from None
         schema = literal(self.schema)
@@ -184,7 +189,7 @@ class DigestTable:
 
         assert self.src.query is not None
         query, conn = self.src.query, self._conn
-        digest = pg_digest_sql(columns, salt)
+        digest = pg_digest_sql(columns, salt, per_value=self.digest_kind == "per-value")
         try:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
