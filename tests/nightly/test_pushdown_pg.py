@@ -182,6 +182,31 @@ def test_vanished_keys_above_max_count_are_refused(
         assert fetched.rows == 0
 
 
+def test_a_synced_key_returned_twice_is_read_with_both_rows(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row copied under a key the database's table holds: neither copy differs from the
+    synced digest, yet both are read (the diff's counts show a key held twice) and reported
+    as duplicates; the other rows stay in the database."""
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        assert run(pipeline, work, url).exit_code == 0
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("INSERT INTO people VALUES (5, 'Ann5', 'ann5@example.org', '10')")
+        stamp_all(work / "sandbox.db")
+        fetched.rows = 0
+        twice = run(pipeline, work, url)
+        step = step_of(twice)
+        assert twice.exit_code == 1 and twice.summary["accounting_ok"]
+        # the first copy wins and is found unchanged by the ledger; the second is a duplicate
+        assert (step["rows_read"], step["rows_unchanged"], step["rows_duplicate"]) == (41, 40, 1)
+        assert fetched.rows == PASSES * 2
+        assert written_since_stamp(url) == set()
+
+
 SETUPS = {
     # no schema yet, no CREATE on the database
     "database": ([], "may not create schema 'recordsync' (CREATE privilege on the database)"),
