@@ -130,7 +130,8 @@ class DuckDiffTable:
         )
         return int(row[0])
 
-    def update(self, acked: Iterable[str]) -> int:
+    def update(self, acked: Iterable[Any]) -> int:
+        """As :meth:`.pg_diff.DigestTable.update`; ``acked``: arrays of keys."""
         import duckdb
         import pyarrow as pa
 
@@ -142,7 +143,8 @@ class DuckDiffTable:
                 f" coalesce(_rs_key, _rs_old_key) FROM {self.diff_table})",
                 [self.scope],
             )
-            con.register("rs_acked", pa.table({"key": pa.array(list(acked), pa.string())}))
+            keys = pa.chunked_array(list(acked), pa.string())
+            con.register("rs_acked", pa.table({"key": keys}))
             con.execute(
                 f"INSERT INTO {self.synced} (scope, key, digest) SELECT DISTINCT ON"
                 f" (d._rs_key) ?, d._rs_key, d._rs_digest FROM {self.diff_table} AS d"

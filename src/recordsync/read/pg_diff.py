@@ -14,6 +14,10 @@ import logging
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from recordsync.config.models import SourceConfig
 from recordsync.config.sqlsource import redact
 from recordsync.core.errors import SourceError
@@ -36,6 +40,24 @@ log = logging.getLogger(__name__)
 DIGEST_TYPE = "bigint"
 """The type of ``synced.digest`` (:func:`.sql_diff.pg_digest_sql`); a table of another
 shape (an earlier recordsync's) is made again."""
+
+
+_ESCAPES = (("\\", "\\\\"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
+"""COPY's text form: a backslash, a newline, a carriage return and a tab escaped."""
+
+
+def copy_text(keys: pa.Array) -> bytes:
+    """``keys`` (strings, none null) as lines of COPY's text form."""
+    if not len(keys):
+        return b""
+    text = keys.cast(pa.string())
+    for plain, escaped in _ESCAPES:
+        text = pc.replace_substring(text, plain, escaped)
+    lines = pc.binary_join_element_wise(text, pa.scalar(""), "\n")  # "<key>\n" each
+    offsets, data = lines.buffers()[1:3]
+    assert offsets is not None and data is not None
+    ends = np.frombuffer(offsets, dtype=np.int32)[lines.offset : lines.offset + len(lines) + 1]
+    return bytes(data.to_pybytes()[int(ends[0]) : int(ends[-1])])
 
 
 class DiffUnavailable(Exception):
@@ -256,7 +278,7 @@ class DigestTable:
         ).fetchone()
         return int(row[0])
 
-    def update(self, acked: Iterable[str]) -> int:
+    def update(self, acked: Iterable[pa.Array]) -> int:
         """After the step's ledger is written: the diff's keys leave the synced rows, then
         the ``acked`` keys (rows that ended created, updated or unchanged) come back with
         their new digest; the diff goes. How many keys are synced now."""
@@ -272,8 +294,8 @@ class DigestTable:
                 )
                 conn.execute("CREATE TEMP TABLE rs_acked (key text) ON COMMIT DROP")
                 with conn.cursor().copy("COPY rs_acked (key) FROM STDIN") as copy:
-                    for key in acked:
-                        copy.write_row((key,))
+                    for keys in acked:  # COPY's text form, an array at a time
+                        copy.write(copy_text(keys))
                 conn.execute(
                     f"INSERT INTO {self.synced} (scope, key, digest) SELECT DISTINCT ON"
                     f" (d._rs_key) %s, d._rs_key, d._rs_digest FROM {self.diff_table} AS d"
