@@ -244,5 +244,6 @@ def _left_out(snapshot: Snapshot, diff_keys: list[str]) -> np.ndarray[Any, Any]:
     if not diff_keys:
         return np.arange(len(keys), dtype=np.int64)
     found = pc.is_in(keys, value_set=pa.array(diff_keys, pa.string()))
+    snapshot.release()  # the file's keys, read once: out of memory again
     mask = pc.invert(pc.fill_null(found, False))
     return np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False))).astype(np.int64)
