@@ -198,6 +198,12 @@ def child(root: Path, phase: str, url: str, pipeline: Path, state: Path) -> None
     start = vm_hwm_mb()
     t = time.perf_counter()
     c = time.process_time()
+    profile = None
+    if phase in os.environ.get("BENCH_PROFILE", "").split(","):  # where the run's time goes
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
     result = run_pipeline(
         RunRequest(
             pipeline,
@@ -210,6 +216,11 @@ def child(root: Path, phase: str, url: str, pipeline: Path, state: Path) -> None
         target=Target(url, Secret(KEY), "bench", "bench"),
     )
     wall = time.perf_counter() - t
+    if profile is not None:
+        import pstats
+
+        profile.disable()
+        pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
     totals = result.summary["totals"]
     print(json.dumps({
         "peak_mb": round(vm_hwm_mb(), 1), "start_mb": round(start, 1), "wall": round(wall, 2),
@@ -253,6 +264,8 @@ def run_phase(
     )
     if out.returncode != 0:
         sys.exit(f"the {phase} run failed:\n{out.stderr[-4000:]}")
+    if phase in os.environ.get("BENCH_PROFILE", "").split(","):
+        print(out.stderr[-12000:], file=sys.stderr)
     got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     time.sleep(0.5)  # the backends reaped
     got["server_cpu"] = round(server_cpu(dsn) - before, 2)
@@ -352,11 +365,15 @@ def compare(args: argparse.Namespace) -> None:
                     return got
 
                 one("first", pushed, state_a, "first")
-                shutil.copytree(state_a.parent, state_b.parent)
-                one("switch", client, state_b, "rerun")
+                if not args.no_client:
+                    shutil.copytree(state_a.parent, state_b.parent)
+                    one("switch", client, state_b, "rerun")
                 walls: dict[str, list[float]] = {"client": [], "pushdown": []}
                 for _ in range(args.pairs):
-                    walls["client"].append(one("rerun-client", client, state_b, "rerun")["wall"])
+                    if not args.no_client:
+                        walls["client"].append(
+                            one("rerun-client", client, state_b, "rerun")["wall"]
+                        )
                     walls["pushdown"].append(
                         one("rerun-pushdown", pushed, state_a, "rerun")["wall"]
                     )
@@ -369,6 +386,8 @@ def compare(args: argparse.Namespace) -> None:
                     one("changed-client", client, state_b, "changed")
                 if args.switch_back:
                     one("back", pushed, state_b, "rerun")
+                if args.no_client:
+                    continue
                 ratio = statistics.median(walls["client"]) / statistics.median(walls["pushdown"])
                 verdict = (
                     f"{source} {n:,} rows: unchanged re-run, full-read path"
@@ -407,6 +426,8 @@ def main() -> None:
                     help="--pushdown: interleaved pairs of unchanged re-runs")
     ap.add_argument("--client-changed", action="store_true",
                     help="--pushdown: the 1%% run by the full-read path too")
+    ap.add_argument("--no-client", action="store_true",
+                    help="--pushdown: the database's mode alone (no state B, no ratio)")
     ap.add_argument("--switch-back", action="store_true",
                     help="--pushdown: state B back in the database's mode at the end")
     ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)

@@ -57,7 +57,7 @@ class Claims:
         if self._index is None:
             self._index = self._make_index()
         hashes, rows = self._index
-        h = hash(match_key) & _MASK
+        h = np.uint32(hash(match_key) & _MASK)  # of the array's type: no copy of it to compare
         i = int(np.searchsorted(hashes, h))
         while i < len(hashes) and hashes[i] == h:
             row = int(rows[i])
