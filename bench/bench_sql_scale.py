@@ -3,6 +3,8 @@ no-op server, with what arrived counted at the server.
 
     python bench/bench_sql_scale.py [--rows 1000000 [10000000]] [--sources postgres duckdb]
                                     [--phases dry first rerun changed] [--mapping-extra YAML]
+    python bench/bench_sql_scale.py --pushdown [--pairs 2] [--client-changed] [--switch-back]
+                                    [--rows ...] [--sources ...]
 
 For each size, the contacts of bench/project.py (the same columns and kinds of values, made
 by SQL, with a key column ``rid``) are made by the databases themselves: a table in a
@@ -25,6 +27,28 @@ changed rows (their e-mails checked one by one). A run that delivers anything el
 the benchmark. ``--mapping-extra`` merges a YAML mapping fragment into the mapping (for
 example an option of another change-detection mode), so that modes can be compared on the
 same data.
+
+``--pushdown`` compares, on the same table, change detection in the database
+(``change_detection: database``) with today's full-read path (the client's digests):
+
+- ``first``: the first run with change detection in the database (state A): every row sent
+  once, the database's table of synced rows filled;
+- state A is copied to state B (its store and snapshot files), and B's step switched to the
+  client's change detection. One state holds one snapshot a step, for the mode that wrote it:
+  switching modes on one state makes the next run a full pass (nothing is sent again, the
+  ledger finds every row unchanged), and switching back does the same on the database's side.
+  Two states let each mode keep its own snapshot;
+- ``switch``: B's first run in the client's mode (no snapshot of that mode: every row read,
+  mapped and checked against the ledger; nothing may arrive);
+- ``--pairs`` times, interleaved: ``rerun-client`` (B) and ``rerun-pushdown`` (A), the
+  unchanged re-runs (nothing may arrive); their median walls give the ratio (target >= 4x);
+- 1% of the rows change; ``changed-pushdown`` (A), and with ``--client-changed``
+  ``changed-client`` (B): exactly the changed rows must arrive;
+- ``--switch-back``: B's step back in the database's mode (its snapshot is the client's: a
+  full pass; nothing may arrive).
+
+Besides the child's wall, CPU and peak RSS, each run prints the PostgreSQL server's CPU
+(the postmaster's own and its reaped backends': the diff runs there).
 """
 
 from __future__ import annotations
@@ -123,11 +147,15 @@ def write_parquet(path: Path, n: int, changed: bool) -> None:
     tmp.replace(path)
 
 
-def make_project(root: Path, source: str, extra: dict[str, Any]) -> Path:
-    """A pipeline of one step: configs/contacts.yaml reading ``source`` as a query."""
+def make_project(
+    root: Path, source: str, extra: dict[str, Any], suffix: str = ""
+) -> Path:
+    """A pipeline of one step: configs<suffix>/contacts.yaml reading ``source`` as a query
+    (pipeline ``pipelines<suffix>/bench.yaml``; every suffix's pipeline is named ``bench``
+    and its step ``contacts``: the same scope in a state store)."""
     import shutil
 
-    configs = root / "configs"
+    configs = root / f"configs{suffix}"
     configs.mkdir()
     mapping = yaml.safe_load((ROOT / "configs" / "contacts.yaml").read_text(encoding="utf-8"))
     if source == "postgres":
@@ -137,22 +165,24 @@ def make_project(root: Path, source: str, extra: dict[str, Any]) -> Path:
         }
     else:
         mapping["source"] = {
-            "query": "SELECT * FROM '../data/contacts.parquet'", "key": "rid", "name": "contacts"
+            "query": f"SELECT * FROM '{(root / 'data' / 'contacts.parquet').as_posix()}'",
+            "key": "rid", "name": "contacts",
         }
     mapping.update(extra)
     (configs / "contacts.yaml").write_text(yaml.safe_dump(mapping, sort_keys=False), "utf-8")
     shutil.copy(ROOT / "configs" / "owners.yaml", configs / "owners.yaml")
-    pipelines = root / "pipelines"
+    pipelines = root / f"pipelines{suffix}"
     pipelines.mkdir()
     (pipelines / "bench.yaml").write_text(
-        "name: bench\nsteps:\n  - ../configs/contacts.yaml\nsend:\n  chunk_size: 100\n"
+        f"name: bench\nsteps:\n  - ../configs{suffix}/contacts.yaml\nsend:\n"
+        "  chunk_size: 100\n"
         "  canary_chunk_size: 100\n",
         encoding="utf-8",
     )
     return pipelines / "bench.yaml"
 
 
-def child(root: Path, phase: str, url: str) -> None:
+def child(root: Path, phase: str, url: str, pipeline: Path, state: Path) -> None:
     """Run one phase in this process and print a JSON line."""
     from recordsync.cli.startup import leave_out_unused
 
@@ -168,34 +198,78 @@ def child(root: Path, phase: str, url: str) -> None:
     start = vm_hwm_mb()
     t = time.perf_counter()
     c = time.process_time()
+    profile = None
+    if phase in os.environ.get("BENCH_PROFILE", "").split(","):  # where the run's time goes
+        import cProfile
+
+        profile = cProfile.Profile()
+        profile.enable()
     result = run_pipeline(
         RunRequest(
-            root / "pipelines" / "bench.yaml",
+            pipeline,
             dry_run=phase == "dry",
             state=phase != "dry",
             report_dir=root / "reports",
-            state_db=root / "state.db",
+            state_db=state,
             tuning=Tuning.all(),
         ),
         target=Target(url, Secret(KEY), "bench", "bench"),
     )
     wall = time.perf_counter() - t
+    if profile is not None:
+        import pstats
+
+        profile.disable()
+        pstats.Stats(profile, stream=sys.stderr).sort_stats("cumulative").print_stats(40)
     totals = result.summary["totals"]
     print(json.dumps({
         "peak_mb": round(vm_hwm_mb(), 1), "start_mb": round(start, 1), "wall": round(wall, 2),
         "cpu": round(time.process_time() - c, 2), "rows_read": totals["rows_read"],
-        "exit": result.exit_code,
+        "exit": result.exit_code, "warnings": result.summary.get("warnings", []),
+        "totals": {k: v for k, v in totals.items() if isinstance(v, int) and v},
+        # the no-op server stores nothing: a read-back finds nothing (exit 1 alone)
+        "reason": {
+            k: v for k, v in {
+                "verify_failed": (result.summary.get("verify") or {}).get("failed"),
+                "guards": result.summary.get("guards"),
+            }.items() if v
+        },
     }))
 
 
-def run_phase(root: Path, phase: str, url: str, env: dict[str, str]) -> dict[str, Any]:
+def server_cpu(dsn: str) -> float:
+    """The PostgreSQL server's CPU seconds so far: the postmaster's own and its reaped
+    children's (every backend of a closed connection); 0.0 without a server."""
+    import psutil
+
+    if not dsn:
+        return 0.0
+    host = dsn.split("host=", 1)[1].split("&", 1)[0]
+    pid = int((Path(host) / "data" / "postmaster.pid").read_text().split()[0])
+    t = psutil.Process(pid).cpu_times()
+    return float(t.user + t.system + t.children_user + t.children_system)
+
+
+def run_phase(
+    root: Path, phase: str, url: str, env: dict[str, str],
+    pipeline: Path | None = None, state: Path | None = None,
+) -> dict[str, Any]:
+    pipeline = pipeline or root / "pipelines" / "bench.yaml"
+    state = state or root / "state.db"
+    dsn = env.get("BENCH_PG_DSN", "")
+    before = server_cpu(dsn)
     out = subprocess.run(
-        [sys.executable, __file__, "--child", str(root), phase, url],
+        [sys.executable, __file__, "--child", str(root), phase, url, str(pipeline), str(state)],
         capture_output=True, text=True, env=env,
     )
     if out.returncode != 0:
         sys.exit(f"the {phase} run failed:\n{out.stderr[-4000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    if phase in os.environ.get("BENCH_PROFILE", "").split(","):
+        print(out.stderr[-12000:], file=sys.stderr)
+    got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    time.sleep(0.5)  # the backends reaped
+    got["server_cpu"] = round(server_cpu(dsn) - before, 2)
+    return got
 
 
 def check_arrivals(url: str, phase: str, n: int, who: str) -> str:
@@ -209,7 +283,7 @@ def check_arrivals(url: str, phase: str, n: int, who: str) -> str:
     others = {k: v for k, v in got["entries"].items() if k != "contacts"}
     if phase == "first":
         ok = entries == distinct == n and not others
-    elif phase in ("rerun", "dry"):
+    elif phase in ("rerun", "dry", "switch", "back") or phase.startswith("rerun-"):
         ok = entries == 0 and not others
     else:
         want = changed_emails(n)
@@ -222,6 +296,123 @@ def check_arrivals(url: str, phase: str, n: int, who: str) -> str:
     return f"{entries:,} arrived"
 
 
+def show(got: dict[str, Any], arrived: str) -> None:
+    n = got["rows"]
+    print(
+        f"{got['source']:8} {n:>11,} rows {got['phase']:16} {got['wall']:8.1f} s"
+        f" {n / got['wall']:>10,.0f} rows/s  CPU {got['cpu']:7.1f} s"
+        f" (server {got['server_cpu']:6.1f} s)  peak RSS {got['peak_mb']:6.0f} MB"
+        f"  exit {got['exit']}  {arrived}  load {got['load']:.2f}",
+        flush=True,
+    )
+    print(f"    totals: {got.get('totals')}; {got.get('reason') or ''}", flush=True)
+    for w in got.get("warnings", []):
+        print(f"    warning: {w}", flush=True)
+
+
+def compare(args: argparse.Namespace) -> None:
+    """``--pushdown``: the module's docstring."""
+    import shutil
+    import statistics
+
+    import httpx
+    from noop_server import noop_server, write_meta
+    from project import KEY
+    from servers import postgres_server
+
+    extra = yaml.safe_load(args.mapping_extra) or {}
+    print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
+    results: list[dict[str, Any]] = []
+    verdicts: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="recordsync-sqlscale-") as tmp, ExitStack() as stack:
+        base = Path(tmp)
+        meta = write_meta(base / "meta.json")
+        dsn = stack.enter_context(postgres_server()) if "postgres" in args.sources else ""
+        env = dict(os.environ, BENCH_PG_DSN=dsn)
+        for n in args.rows:
+            for source in args.sources:
+                root = base / f"{source}-{n}"
+                (root / "data").mkdir(parents=True)
+                t = time.perf_counter()
+                if source == "postgres":
+                    load_postgres(dsn, n)
+                else:
+                    write_parquet(root / "data" / "contacts.parquet", n, changed=False)
+                print(f"{source}: {n:,} rows made in {time.perf_counter() - t:.1f} s", flush=True)
+                pushed = make_project(root, source, extra)
+                make_project(root, source, extra, "-client")  # the client's: as it was
+                pd_map = root / "configs" / "contacts.yaml"
+                mapping = yaml.safe_load(pd_map.read_text(encoding="utf-8"))
+                mapping["source"]["change_detection"] = "database"
+                pd_map.write_text(yaml.safe_dump(mapping, sort_keys=False), "utf-8")
+                client = root / "pipelines-client" / "bench.yaml"
+                state_a = root / "a" / "state.db"
+                state_b = root / "b" / "state.db"
+                state_a.parent.mkdir()
+                url = stack.enter_context(noop_server(meta, KEY))
+
+                def one(
+                    phase: str, pipeline: Path, state: Path, kind: str,
+                    root: Path = root, url: str = url, n: int = n, source: str = source,
+                ) -> dict[str, Any]:
+                    httpx.delete(url + "/_counts", timeout=60).raise_for_status()
+                    got = run_phase(root, phase, url, env, pipeline, state)
+                    arrived = check_arrivals(url, kind, n, f"{source} {phase} {n:,}")
+                    got |= {"source": source, "rows": n, "phase": phase, "arrived": arrived,
+                            "load": round(os.getloadavg()[0], 2)}
+                    results.append(got)
+                    show(got, arrived)
+                    return got
+
+                one("first", pushed, state_a, "first")
+                if not args.no_client:
+                    shutil.copytree(state_a.parent, state_b.parent)
+                    one("switch", client, state_b, "rerun")
+                walls: dict[str, list[float]] = {"client": [], "pushdown": []}
+                for _ in range(args.pairs):
+                    if not args.no_client:
+                        walls["client"].append(
+                            one("rerun-client", client, state_b, "rerun")["wall"]
+                        )
+                    walls["pushdown"].append(
+                        one("rerun-pushdown", pushed, state_a, "rerun")["wall"]
+                    )
+                if source == "postgres":
+                    change_postgres(dsn)
+                else:
+                    write_parquet(root / "data" / "contacts.parquet", n, changed=True)
+                one("changed-pushdown", pushed, state_a, "changed")
+                if args.client_changed:
+                    one("changed-client", client, state_b, "changed")
+                if args.switch_back:
+                    one("back", pushed, state_b, "rerun")
+                if args.no_client:
+                    continue
+                ratio = statistics.median(walls["client"]) / statistics.median(walls["pushdown"])
+                verdict = (
+                    f"{source} {n:,} rows: unchanged re-run, full-read path"
+                    f" {statistics.median(walls['client']):.1f} s / in the database"
+                    f" {statistics.median(walls['pushdown']):.1f} s (medians of"
+                    f" {args.pairs}): {ratio:.2f}x (target >= 4x: "
+                    f"{'met' if ratio >= 4 else 'missed'})"
+                )
+                print(verdict, flush=True)
+                verdicts.append(verdict)
+    for v in verdicts:
+        print(v)
+    for source in args.sources:
+        for phase in ("first", "rerun-pushdown", "changed-pushdown"):
+            peaks = [r["peak_mb"] for r in results if r["source"] == source
+                     and r["phase"] == phase]
+            if len(args.rows) > 1 and peaks:
+                print(f"{source} {phase}: peak RSS {max(peaks):.0f} MB at most"
+                      f" (target: <= 300 MB, flat from {args.rows[0]:,} to {args.rows[-1]:,})")
+    out = ROOT / "bench" / "out"
+    out.mkdir(exist_ok=True)
+    (out / "results_sql_scale_pushdown.json").write_text(json.dumps(results, indent=2))
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000])
@@ -229,10 +420,24 @@ def main() -> None:
                     default=["postgres", "duckdb"])
     ap.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES))
     ap.add_argument("--mapping-extra", default="{}", help="YAML merged into the mapping")
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument("--pushdown", action="store_true",
+                    help="compare change_detection: database with the full-read path")
+    ap.add_argument("--pairs", type=int, default=2,
+                    help="--pushdown: interleaved pairs of unchanged re-runs")
+    ap.add_argument("--client-changed", action="store_true",
+                    help="--pushdown: the 1%% run by the full-read path too")
+    ap.add_argument("--no-client", action="store_true",
+                    help="--pushdown: the database's mode alone (no state B, no ratio)")
+    ap.add_argument("--switch-back", action="store_true",
+                    help="--pushdown: state B back in the database's mode at the end")
+    ap.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        child(Path(args.child[0]), args.child[1], args.child[2])
+        c = args.child
+        child(Path(c[0]), c[1], c[2], Path(c[3]), Path(c[4]))
+        return
+    if args.pushdown:
+        compare(args)
         return
     import httpx
     from noop_server import noop_server, write_meta
@@ -277,13 +482,7 @@ def main() -> None:
                     got |= {"source": source, "rows": n, "phase": phase,
                             "load": round(os.getloadavg()[0], 2)}
                     results.append(got)
-                    print(
-                        f"{source:8} {n:>11,} rows {phase:8} {got['wall']:8.1f} s"
-                        f" {n / got['wall']:>10,.0f} rows/s  CPU {got['cpu']:7.1f} s"
-                        f"  peak RSS {got['peak_mb']:6.0f} MB  exit {got['exit']}  {arrived}"
-                        f"  load {got['load']:.2f}",
-                        flush=True,
-                    )
+                    show(got, arrived)
     for source in args.sources:
         for phase in args.phases:
             peaks = [r["peak_mb"] for r in results if r["source"] == source

@@ -1,7 +1,9 @@
 """A run of tests/nightly/test_pushdown_pg.py's project in a process of its own that kills
 itself with SIGKILL at a given point (the kill -9 tests): ``python pushdown_child.py POINT
 PIPELINE WORK URL``. POINT: ``update`` (the step's ledger is written, the database's table
-of synced rows not yet) or ``ack`` (the first chunk is acknowledged in the journal)."""
+of synced rows not yet), ``commit`` (the table updated, the step's new snapshot not yet
+registered), ``diff`` (inside the diff's transaction, its first table made) or ``ack`` (the
+first chunk is acknowledged in the journal). PostgreSQL's and DuckDB's tables alike."""
 
 from __future__ import annotations
 
@@ -12,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from e2e.support import target
+from recordsync.nightly.acked_keys import AckedKeysWriter
+from recordsync.read.duckdb_diff import DuckDiffTable
 from recordsync.read.pg_diff import DigestTable
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
@@ -26,6 +30,17 @@ def main() -> None:
     point, pipeline, work, url = sys.argv[1:5]
     if point == "update":
         DigestTable.update = _die  # type: ignore[method-assign]
+        DuckDiffTable.update = _die  # type: ignore[method-assign]
+    elif point == "commit":
+        AckedKeysWriter.commit = _die  # type: ignore[method-assign]
+    elif point == "diff":  # PostgreSQL: the keys' table made, the rows' not (one transaction)
+        keys = DigestTable._keys
+
+        def keys_then_die(self: DigestTable, *a: Any) -> Any:
+            keys(self, *a)
+            _die()
+
+        DigestTable._keys = keys_then_die  # type: ignore[method-assign]
     else:
         real = Journal.ack_chunk
 

@@ -145,42 +145,136 @@ def test_vanished_keys_are_mirror_deleted_within_the_guards(
         assert len(all_records(url, "contacts")) == 38
 
 
-def test_without_write_access_it_says_so_and_reads_the_whole_query(
+def test_vanished_keys_above_max_count_are_refused(
     tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Three keys vanish from the database's diff with ``max_count: 2``: refused (exit 3),
+    nothing deleted, found without reading a row; ``--allow-mass-deletes`` deletes them."""
+    limited = MAPPING.replace("max_share: 0.5}", "max_share: 0.5, max_count: 2}")
+    pipeline = project(tmp_path / "p", limited)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        assert run(pipeline, work, url).exit_code == 0  # a diff pass from here on
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("DELETE FROM people WHERE id IN (5, 6, 7)")
+        fetched.rows = 0
+        refused = run(pipeline, work, url)
+        assert refused.exit_code == 3
+        assert "3 of 40 records (7.5%) left the source, above mirror_deletes.max_count 2" in str(
+            refused.error
+        )
+        assert fetched.rows == 0
+        assert len(all_records(url, "contacts")) == 40
+
+        allowed = run(pipeline, work, url, allow_mass_deletes=True)
+        assert (allowed.exit_code, step_of(allowed)["deleted"]) == (0, 3)
+        emails = {r["email"] for r in all_records(url, "contacts")}
+        assert len(emails) == 37 and "ann6@example.org" not in emails
+        fetched.rows = 0
+        after = run(pipeline, work, url)
+        assert (after.exit_code, step_of(after)["rows_unchanged"], step_of(after)["deleted"]) == (
+            0,
+            37,
+            0,
+        )
+        assert fetched.rows == 0
+
+
+def test_a_synced_key_returned_twice_is_read_with_both_rows(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A row copied under a key the database's table holds: neither copy differs from the
+    synced digest, yet both are read (the diff's counts show a key held twice) and reported
+    as duplicates; the other rows stay in the database."""
+    pipeline = project(tmp_path / "p", MAPPING)
+    work = tmp_path / "work"
+    fetched = Fetched(monkeypatch)
+    with served(work / "sandbox.db") as url:
+        assert run(pipeline, work, url).exit_code == 0
+        assert run(pipeline, work, url).exit_code == 0
+        with psycopg.connect(db, autocommit=True) as conn:
+            conn.execute("INSERT INTO people VALUES (5, 'Ann5', 'ann5@example.org', '10')")
+        stamp_all(work / "sandbox.db")
+        fetched.rows = 0
+        twice = run(pipeline, work, url)
+        step = step_of(twice)
+        assert twice.exit_code == 1 and twice.summary["accounting_ok"]
+        # the first copy wins and is found unchanged by the ledger; the second is a duplicate
+        assert (step["rows_read"], step["rows_unchanged"], step["rows_duplicate"]) == (41, 40, 1)
+        assert fetched.rows == PASSES * 2
+        assert written_since_stamp(url) == set()
+
+
+SETUPS = {
+    # no schema yet, no CREATE on the database
+    "database": ([], "may not create schema 'recordsync' (CREATE privilege on the database)"),
+    # the schema made by an administrator, the user may use it but not create tables in it
+    "schema": (
+        ["CREATE SCHEMA recordsync", "GRANT USAGE ON SCHEMA recordsync TO {role}"],
+        "may not create tables in schema 'recordsync' (CREATE privilege on the schema)",
+    ),
+    # the schema and its table made by an administrator, the table only readable
+    "table": (
+        [
+            "CREATE SCHEMA recordsync",
+            "GRANT USAGE, CREATE ON SCHEMA recordsync TO {role}",
+            "CREATE TABLE recordsync.synced (scope text NOT NULL, key text NOT NULL,"
+            " digest bigint NOT NULL, PRIMARY KEY (scope, key))",
+            "GRANT SELECT ON recordsync.synced TO {role}",
+        ],
+        "may not write table recordsync.synced (SELECT, INSERT and DELETE privileges)",
+    ),
+}
+
+
+@pytest.mark.parametrize("setup", sorted(SETUPS))
+def test_without_write_access_it_says_so_and_reads_the_whole_query(
+    tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch, setup: str
+) -> None:
+    statements, said = SETUPS[setup]
+    role = f"pd_reader_{setup}"  # roles outlive a test's database
     with psycopg.connect(db, autocommit=True) as conn:
-        conn.execute("CREATE ROLE pd_reader LOGIN")
-        conn.execute("GRANT SELECT ON people TO pd_reader")
-    monkeypatch.setenv("PUSH_PG_DSN", db.replace("postgres@", "pd_reader@"))
+        conn.execute(f"CREATE ROLE {role} LOGIN")
+        conn.execute(f"GRANT SELECT ON people TO {role}")
+        for statement in statements:
+            conn.execute(statement.format(role=role))
+    monkeypatch.setenv("PUSH_PG_DSN", db.replace("postgres@", f"{role}@"))
     pipeline = project(tmp_path / "p", MAPPING)
     work = tmp_path / "work"
     fetched = Fetched(monkeypatch)
     with served(work / "sandbox.db") as url:
         first = run(pipeline, work, url)
-        assert first.exit_code == 0
+        assert first.exit_code == 0, first.error
         warnings = [w for w in first.summary["warnings"] if "change_detection" in w]
         assert len(warnings) == 1, first.summary["warnings"]
         (warning,) = warnings
-        assert "query:postgres" in warning and "CREATE privilege on the database" in warning
-        assert "pd_reader@" not in warning  # no connection string
+        assert "query:postgres" in warning and said in warning
+        assert f"{role}@" not in warning  # no connection string
         fetched.rows = 0
         second = run(pipeline, work, url)  # today's path: every row read, none sent
         assert (step_of(second)["rows_unchanged"], step_of(second)["rows_sent"]) == (40, 0)
         assert fetched.rows >= 40
     with psycopg.connect(db) as conn:
-        assert conn.execute(
-            "SELECT count(*) FROM pg_namespace WHERE nspname = 'recordsync'"
-        ).fetchone() == (0,)
+        tables = conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = 'recordsync'"
+        ).fetchall()
+        assert tables == ([] if setup == "database" else [("synced",)] if setup == "table" else [])
+        if setup == "table":
+            assert conn.execute("SELECT count(*) FROM recordsync.synced").fetchone() == (0,)
 
 
-@pytest.mark.parametrize("point", ["update", "ack"])
+@pytest.mark.parametrize("point", ["update", "commit", "ack", "diff"])
 def test_killed_mid_step_the_resumed_run_sends_nothing_twice(
     tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch, point: str
 ) -> None:
     """Killed after the step's ledger is written but before the database's table is updated
-    (``update``), or after the first acknowledged chunk (``ack``, one row a chunk): the next
-    run resumes, sends only what was never acknowledged, and the run after it is a full pass
-    that sends nothing and leaves the table as it should be."""
+    (``update``), after that update but before the step's snapshot is registered
+    (``commit``), after the first acknowledged chunk (``ack``, one row a chunk), or inside
+    the diff's transaction before anything is sent (``diff``): the next run resumes, sends
+    only what was never acknowledged, and the run after it is a full pass that sends nothing
+    and leaves the table as it should be."""
     pipeline = project(tmp_path / "p", MAPPING)
     (tmp_path / "p" / "p.yaml").write_text(
         "name: pd\nsend: {chunk_size: 1, canary_chunk_size: 1}\n"
@@ -197,9 +291,19 @@ def test_killed_mid_step_the_resumed_run_sends_nothing_twice(
         stamp_all(work / "sandbox.db")
         killed(point, pipeline, work, url)
         sent_before_kill = written_since_stamp(url)
-        # acknowledged before the kill: every changed row (update), the first one (ack)
-        acked = changed if point == "update" else {"ann3@example.org"}
+        # acknowledged before the kill: every changed row (update, commit), the first one
+        # (ack), none (diff)
+        acked = {
+            "update": changed, "commit": changed, "ack": {"ann3@example.org"}, "diff": set()
+        }[point]
         assert acked <= sent_before_kill <= changed
+        if point == "diff":  # nothing sent; the transaction's tables went with it
+            assert sent_before_kill == set()
+            with psycopg.connect(db) as conn:
+                left = conn.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = 'recordsync'"
+                ).fetchall()
+            assert left == [("synced",)]
         stamp_all(work / "sandbox.db")
 
         resumed = run(pipeline, work, url)

@@ -1,17 +1,25 @@
 """The SQL of change detection in the database (recordsync.read.sql_diff), run by DuckDB:
 the row digest tells rows apart exactly when their mapped cells differ, and the diff keeps
-the new, changed, vanished and repeated keys (PostgreSQL runs the same text in
-tests/nightly/test_pushdown_pg.py)."""
+the new, changed, vanished and repeated keys (PostgreSQL runs the same diff in
+tests/nightly/test_pushdown_pg.py); PostgreSQL's own digests against the session's server."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import duckdb
-from hypothesis import example, given
+import pytest
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from recordsync.read.sql_diff import create_synced, diff_table_sql, digest_sql, literal
+from recordsync.read.sql_diff import (
+    create_synced,
+    diff_table_sql,
+    digest_sql,
+    literal,
+    pg_digest_sql,
+)
 
 cells = st.one_of(st.none(), st.text(alphabet="a|:-1\\x'", max_size=4))
 rows = st.tuples(cells, cells, cells)
@@ -72,3 +80,44 @@ def test_the_diff_keeps_new_changed_vanished_and_repeated_keys() -> None:
         (5, "5", "5", False),
     ]
     assert literal("it's") == "'it''s'"
+
+
+@pytest.fixture(scope="module")
+def pg(pg_server: str) -> Iterator[Any]:
+    """One connection to a fresh database of the session's PostgreSQL for the module."""
+    import psycopg
+    from tests.pg_support import new_database
+
+    with psycopg.connect(new_database(pg_server), autocommit=True) as c:
+        c.execute("SET TIME ZONE 'UTC'")
+        yield c
+
+
+@pytest.mark.parametrize("per_value", [True, False])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(x=rows, y=rows)
+@example(x=("a|", "b", None), y=("a", "|b", None))
+@example(x=(None, "", "x"), y=("", None, "x"))  # a null and an empty text
+@example(x=("a,b", None, None), y=("a", "b", None))  # a separator of the row's text
+@example(x=('"', None, None), y=('\\"', None, None))
+def test_postgres_digests_tell_rows_apart(pg: Any, per_value: bool, x: Any, y: Any) -> None:
+    """PostgreSQL's digests (both forms): equal exactly when the cells are, as text."""
+    sql = pg_digest_sql(["a", "b", "c"], b"salt", per_value=per_value)
+    got = pg.execute(
+        f"SELECT {sql} FROM (VALUES (%s::text, %s::text, %s::text), (%s, %s, %s))"
+        " AS q(a, b, c)",
+        (*x, *y),
+    ).fetchall()
+    assert (got[0][0] == got[1][0]) == (x == y)
+
+
+def test_postgres_digests_follow_the_salt_and_the_values_text(pg: Any) -> None:
+    one, two = (pg_digest_sql(["a"], s) for s in (b"one", b"two"))
+    q = "FROM (VALUES (1.0::numeric), (1.00::numeric)) AS q(a)"
+    a, b = (r[0] for r in pg.execute(f"SELECT {one} {q}").fetchall())
+    assert a != b  # equal numbers, another text: another value sent
+    assert pg.execute(f"SELECT {one} {q} LIMIT 1").fetchone() != pg.execute(
+        f"SELECT {two} {q} LIMIT 1"
+    ).fetchone()

@@ -49,11 +49,11 @@ class AckedKeysWriter(SnapshotWriter):
         for row in zip(digests, keys, match_bys, match_values, record_ids, strict=True):
             self.add(*row)
 
-    def acked(self) -> Iterator[str]:
-        """The keys added, in the order they came."""
-        for arr in self._arrays:
-            yield from arr.to_pylist()
-        yield from self._keys
+    def acked(self) -> Iterator[pa.Array]:
+        """The keys added, in the order they came, an array at a time."""
+        yield from self._arrays
+        if self._keys:
+            yield pa.array(self._keys, pa.string())
 
     @property
     def acked_count(self) -> int:

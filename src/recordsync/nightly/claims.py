@@ -2,16 +2,22 @@
 (:mod:`.pushdown`): a row read from the diff whose match key (``email:ann@x.io``,
 ``name:Acme``) is an unchanged row's would be written onto that row's record, so it is held
 ``merged`` instead of sent (a type the service deduplicates, ``merges: hold``). Looked up by
-the hashes the snapshot keeps of its match keys, each hit confirmed on the key's text."""
+32-bit hashes of the unchanged rows' match keys, made a slice of the snapshot at a time when
+the first row is asked for (never every key's text at once: 8 bytes a row in all), each hit
+confirmed on the key's text."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 
 from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.state.snapshots import Snapshot
+from recordsync.tuning.sizes import SNAPSHOT_FLUSH_ROWS
+
+_MASK = 0xFFFFFFFF
 
 
 class Claims:
@@ -21,23 +27,41 @@ class Claims:
         self.snapshot = snapshot
         self.pos = pos
         self._index: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None
-        self.unchanged = np.zeros(0, dtype=bool)
+
+    def _make_index(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
+        """The unchanged rows' match keys' hashes (32 bits), sorted, and each one's row."""
+        parts: list[np.ndarray[Any, Any]] = []
+        rows: list[np.ndarray[Any, Any]] = []
+        for i in range(0, len(self.pos), SNAPSHOT_FLUSH_ROWS):
+            at = self.pos[i : i + SNAPSHOT_FLUSH_ROWS]
+            got = self.snapshot.take(at, ["match_by", "match_value"])
+            keys = pc.binary_join_element_wise(
+                got.column("match_by"), got.column("match_value"), ":"
+            )
+            listed = keys.to_pylist()
+            has = np.fromiter((k is not None for k in listed), bool, len(listed))
+            parts.append(
+                np.fromiter(
+                    (hash(k) & _MASK for k in listed if k is not None), np.uint32, int(has.sum())
+                )
+            )
+            rows.append(np.asarray(at[has], dtype=np.int64))
+        hashes = np.concatenate([np.zeros(0, np.uint32), *parts])
+        where = np.concatenate([np.zeros(0, np.int64), *rows])
+        order = np.argsort(hashes, kind="stable")
+        return hashes[order], where[order]
 
     def owner(self, match_key: str) -> str | None:
         """The ledger key of the unchanged row whose match key is ``match_key``, or None.
         The index is made at the first row asked for (an unchanged run asks for none)."""
         if self._index is None:
-            self._index = self.snapshot.match_key_hashes()
-            self.unchanged = np.zeros(len(self.snapshot), dtype=bool)
-            self.unchanged[self.pos] = True
+            self._index = self._make_index()
         hashes, rows = self._index
-        h = hash(match_key)
+        h = np.uint32(hash(match_key) & _MASK)  # of the array's type: no copy of it to compare
         i = int(np.searchsorted(hashes, h))
         while i < len(hashes) and hashes[i] == h:
             row = int(rows[i])
             i += 1
-            if not self.unchanged[row]:
-                continue
             got = self.snapshot.take(
                 np.array([row], dtype=np.int64), ["match_by", "match_value", "key"]
             )

@@ -49,7 +49,7 @@ from recordsync.state.snapshots import Snapshot
 
 log = logging.getLogger(__name__)
 
-FORMAT_TAG = b"recordsync-database-digest-v1\n"
+FORMAT_TAG = b"recordsync-database-digest-v2\n"  # v2: PostgreSQL 64-bit hashes
 BLOCK_ROWS = 65_536
 """Unchanged rows reported in one block."""
 _NAMES = ["key", "match_by", "match_value", "record_id"]
@@ -110,6 +110,7 @@ class Pushdown:
         h = blake2b(FORMAT_TAG, digest_size=16)
         h.update(fp)
         h.update(self.config.source.engine.encode())
+        h.update(f"{self.table.digest_kind}\x00".encode())
         for name, typ in self.table.columns:
             h.update(f"{name}\x00{typ}\x00".encode())
         return h.digest()
@@ -243,5 +244,6 @@ def _left_out(snapshot: Snapshot, diff_keys: list[str]) -> np.ndarray[Any, Any]:
     if not diff_keys:
         return np.arange(len(keys), dtype=np.int64)
     found = pc.is_in(keys, value_set=pa.array(diff_keys, pa.string()))
+    snapshot.release()  # the file's keys, read once: out of memory again
     mask = pc.invert(pc.fill_null(found, False))
     return np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False))).astype(np.int64)

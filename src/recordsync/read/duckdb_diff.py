@@ -42,6 +42,8 @@ class DuckDiffTable:
         self.diff_table = _CATALOG + qualified(self.schema, "diff_" + scope)
         self.synced = _CATALOG + qualified(self.schema, SYNCED)
         self.columns: list[tuple[str, str]] = []
+        self.digest_kind = "md5"
+        """Which digest the diff computes (:func:`.sql_diff.digest_sql`)."""
         self._con: Any = None
 
     def _fail(self, exc: Exception) -> SourceError:
@@ -128,7 +130,8 @@ class DuckDiffTable:
         )
         return int(row[0])
 
-    def update(self, acked: Iterable[str]) -> int:
+    def update(self, acked: Iterable[Any]) -> int:
+        """As :meth:`.pg_diff.DigestTable.update`; ``acked``: arrays of keys."""
         import duckdb
         import pyarrow as pa
 
@@ -140,7 +143,8 @@ class DuckDiffTable:
                 f" coalesce(_rs_key, _rs_old_key) FROM {self.diff_table})",
                 [self.scope],
             )
-            con.register("rs_acked", pa.table({"key": pa.array(list(acked), pa.string())}))
+            keys = pa.chunked_array(list(acked), pa.string())
+            con.register("rs_acked", pa.table({"key": keys}))
             con.execute(
                 f"INSERT INTO {self.synced} (scope, key, digest) SELECT DISTINCT ON"
                 f" (d._rs_key) ?, d._rs_key, d._rs_digest FROM {self.diff_table} AS d"

@@ -10,8 +10,13 @@ time zone is UTC (the digest covers the text of timestamps). Without the privile
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from recordsync.config.models import SourceConfig
 from recordsync.config.sqlsource import redact
@@ -19,12 +24,40 @@ from recordsync.core.errors import SourceError
 from recordsync.read.sql_diff import (
     SYNCED,
     create_synced,
+    diff_counts_sql,
+    diff_keys_sql,
     diff_rows_query,
+    diff_rows_sql,
     diff_table_sql,
     literal,
+    pg_digest_sql,
     qualified,
 )
 from recordsync.read.sql_pg import _dsn
+
+log = logging.getLogger(__name__)
+
+DIGEST_TYPE = "bigint"
+"""The type of ``synced.digest`` (:func:`.sql_diff.pg_digest_sql`); a table of another
+shape (an earlier recordsync's) is made again."""
+
+
+_ESCAPES = (("\\", "\\\\"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
+"""COPY's text form: a backslash, a newline, a carriage return and a tab escaped."""
+
+
+def copy_text(keys: pa.Array) -> bytes:
+    """``keys`` (strings, none null) as lines of COPY's text form."""
+    if not len(keys):
+        return b""
+    text = keys.cast(pa.string())
+    for plain, escaped in _ESCAPES:
+        text = pc.replace_substring(text, plain, escaped)
+    lines = pc.binary_join_element_wise(text, pa.scalar(""), "\n")  # "<key>\n" each
+    offsets, data = lines.buffers()[1:3]
+    assert offsets is not None and data is not None
+    ends = np.frombuffer(offsets, dtype=np.int32)[lines.offset : lines.offset + len(lines) + 1]
+    return bytes(data.to_pybytes()[int(ends[0]) : int(ends[-1])])
 
 
 class DiffUnavailable(Exception):
@@ -41,9 +74,13 @@ class DigestTable:
         self.scope = scope
         self.schema = src.state_schema
         self.diff_table = qualified(self.schema, "diff_" + scope)
+        self.keys_table = qualified(self.schema, "keys_" + scope)
         self.synced = qualified(self.schema, SYNCED)
         self.columns: list[tuple[str, str]] = []
         """The query's columns and their types' names (set by :meth:`open`)."""
+        self.digest_kind = ""
+        """Which digest the server computes (:func:`.sql_diff.pg_digest_sql`; set by
+        :meth:`open`): part of the step's fingerprint."""
         self._conn: Any = None
         self._dsn = ""
 
@@ -93,6 +130,8 @@ class DigestTable:
                 ).fetchall()
             }
             self.columns = [(d.name, names.get(d.type_code, str(d.type_code))) for d in desc]
+            version = int(conn.execute("SHOW server_version_num").fetchone()[0])
+            self.digest_kind = "per-value" if version >= 140000 else "row-text"
         except psycopg.Error as exc:
             raise self._fail(exc) from None
         schema = literal(self.schema)
@@ -114,13 +153,12 @@ class DigestTable:
                     f"{label}: the database user may not create tables in schema"
                     f" {self.schema!r} (CREATE privilege on the schema)"
                 )
-            for statement in create_synced(self.schema):
-                try:
-                    conn.execute(statement)
-                except psycopg.errors.UniqueViolation:  # another run created it meanwhile
-                    conn.execute(statement)
+            self._create(schema=has is None)
+            # one privilege at a time: given a list, has_table_privilege asks for any of them
+            table = literal(self.synced)
             ok = conn.execute(
-                f"SELECT has_table_privilege({literal(self.synced)}, 'SELECT, INSERT, DELETE')"
+                f"SELECT has_table_privilege({table}, 'SELECT') AND has_table_privilege({table},"
+                f" 'INSERT') AND has_table_privilege({table}, 'DELETE')"
             ).fetchone()[0]
             if not ok:
                 raise DiffUnavailable(
@@ -140,22 +178,76 @@ class DigestTable:
         except psycopg.Error as exc:
             raise self._fail(exc) from None
 
+    def _create(self, *, schema: bool) -> None:
+        """The table of synced rows (and the schema: ``schema``), when missing; a table whose
+        digest is of another type is made again (its scopes then take a full pass). An
+        existing schema is not created again: ``CREATE SCHEMA IF NOT EXISTS`` asks for the
+        database's CREATE privilege even then."""
+        import psycopg
+
+        conn = self._conn
+        statements = create_synced(self.schema, digest=DIGEST_TYPE)
+        for statement in statements if schema else statements[1:]:
+            try:
+                conn.execute(statement)
+            except psycopg.errors.UniqueViolation:  # another run created it meanwhile
+                conn.execute(statement)
+        typ = conn.execute(
+            "SELECT format_type(atttypid, NULL) FROM pg_attribute WHERE attrelid ="
+            f" {literal(self.synced)}::regclass AND attname = 'digest'"
+        ).fetchone()
+        if typ is None or typ[0] != DIGEST_TYPE:
+            conn.execute(f"DROP TABLE {self.synced}")
+            self._create(schema=False)
+
     def diff(self, key: str, columns: list[str], salt: bytes, *, full: bool) -> None:
         """Materialize the diff of the query against the synced rows; ``full``: forget the
-        scope's synced rows first (every row is then new)."""
+        scope's synced rows first (every row is then new). A diff pass joins only keys and
+        digests, then reads the rows of the keys it found (:func:`.sql_diff.diff_keys_sql`);
+        when a synced key is held by more than one row it takes the one query that finds
+        them (:func:`.sql_diff.diff_table_sql`). One snapshot of the database throughout
+        (repeatable read)."""
         import psycopg
 
         assert self.src.query is not None
-        conn = self._conn
+        query, conn = self.src.query, self._conn
+        digest = pg_digest_sql(columns, salt, per_value=self.digest_kind == "per-value")
         try:
             with conn.transaction():
+                conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                conn.execute("SET LOCAL jit = off")  # compiling costs more than it saves here
                 conn.execute(f"DROP TABLE IF EXISTS {self.diff_table}")
+                conn.execute(f"DROP TABLE IF EXISTS {self.keys_table}")
                 if full:
                     conn.execute(f"DELETE FROM {self.synced} WHERE scope = %s", (self.scope,))
-                sql = diff_table_sql(self.src.query, key, columns, salt, self.schema, self.scope)
+                elif self._keys(query, key, digest):
+                    for statement in diff_rows_sql(query, key, digest, self.schema, self.scope):
+                        conn.execute(statement.encode())
+                    conn.execute(f"DROP TABLE {self.keys_table}")
+                    return
+                else:
+                    conn.execute(f"DROP TABLE {self.keys_table}")
+                    log.info(
+                        "%s: a synced key is held by more than one row: the diff takes the"
+                        " query that finds every row of such keys",
+                        self.src.label,
+                    )
+                sql = diff_table_sql(
+                    query, key, columns, salt, self.schema, self.scope, digest=digest
+                )
                 conn.execute(sql.encode())
         except psycopg.Error as exc:
             raise self._fail(exc) from None
+
+    def _keys(self, query: str, key: str, digest: str) -> bool:
+        """The diff's keys (:func:`.sql_diff.diff_keys_sql`); whether no synced key is held
+        by more than one row (every row of the others is then among the keys found)."""
+        conn = self._conn
+        conn.execute(diff_keys_sql(query, key, digest, self.schema, self.scope).encode())
+        rows, synced, new, vanished = conn.execute(
+            diff_counts_sql(query, self.schema, self.scope).encode()
+        ).fetchone()
+        return bool(rows - new == synced - vanished)
 
     def source_update(self) -> dict[str, Any]:
         """The source options the step reads instead of its own: the diff's rows, with the
@@ -186,7 +278,7 @@ class DigestTable:
         ).fetchone()
         return int(row[0])
 
-    def update(self, acked: Iterable[str]) -> int:
+    def update(self, acked: Iterable[pa.Array]) -> int:
         """After the step's ledger is written: the diff's keys leave the synced rows, then
         the ``acked`` keys (rows that ended created, updated or unchanged) come back with
         their new digest; the diff goes. How many keys are synced now."""
@@ -202,8 +294,8 @@ class DigestTable:
                 )
                 conn.execute("CREATE TEMP TABLE rs_acked (key text) ON COMMIT DROP")
                 with conn.cursor().copy("COPY rs_acked (key) FROM STDIN") as copy:
-                    for key in acked:
-                        copy.write_row((key,))
+                    for keys in acked:  # COPY's text form, an array at a time
+                        copy.write(copy_text(keys))
                 conn.execute(
                     f"INSERT INTO {self.synced} (scope, key, digest) SELECT DISTINCT ON"
                     f" (d._rs_key) %s, d._rs_key, d._rs_digest FROM {self.diff_table} AS d"

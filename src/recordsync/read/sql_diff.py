@@ -2,21 +2,29 @@
 of a cursor's incremental read (``incremental``): pure text, run by :mod:`.pg_diff` and
 :mod:`.sql` (docs/state.md, "Large tables").
 
-**The row digest** is ``md5`` of a canonical text of the source columns the mapping reads,
-salted with the step's fingerprint (the mapping config, the service's schema, the users, the
-owners file, the recordsync version, and the query's column names and types): each column as
-``-`` when null, else its text's length, ``:`` and its text (PostgreSQL's own text of the
-value, in a session whose time zone is UTC), joined with ``|``. The length prefix makes the
-text unambiguous whatever a value holds. Equal digests mean equal cells in the mapped
-columns under an equal fingerprint, hence an equal batch input.
+**The row digest** covers a canonical text of the source columns the mapping reads, salted
+with the step's fingerprint (the mapping config, the service's schema, the users, the owners
+file, the recordsync version, and the query's column names and types). On PostgreSQL
+(:func:`pg_digest_sql`) it is ``hash_record_extended`` (64 bits, seeded with the salt) of the
+row of those columns' texts (each value's own text, in a session whose time zone is UTC,
+hashed under the C collation; a null and an empty text differ); before PostgreSQL 14,
+``hashtextextended`` of the row's text (``ROW(...)::text``: a null is an empty field, an
+empty or special text is quoted). On DuckDB (:func:`digest_sql`) it is ``md5`` of each column as
+``-`` when null, else its text's length, ``:`` and its text, joined with ``|``. Equal digests
+mean equal cells in the mapped columns under an equal fingerprint, hence an equal batch
+input (64 bits: a changed row keeps its digest with a chance of one in 2^64).
 
 **The table of synced rows**, ``<schema>.synced``, holds ``(scope, key, digest)``: ``scope``
 names the pipeline, its target and the mapping (:func:`scope_of`), ``key`` the row's key as
-text. **The diff** is one query, materialized in ``<schema>.diff_<scope>``: the source's rows
-with their digest and key (``_rs_digest``, ``_rs_key``, ``_rs_n``: rows sharing the key),
-joined in full with the scope's synced rows (``_rs_old_key``), keeping the new rows (no
-synced key), the changed ones (another digest), every row of a key the source holds more than
-once, and the vanished keys (a synced key no row has: ``_rs_digest`` null).
+text. **The diff** is materialized in ``<schema>.diff_<scope>``: the source's rows with their
+digest and key (``_rs_digest``, ``_rs_key``, ``_rs_n``: rows sharing the key) and the scope's
+synced key (``_rs_old_key``), keeping the new rows (no synced key), the changed ones (another
+digest), every row of a key the source holds more than once, and the vanished keys (a synced
+key no row has: ``_rs_digest`` null). :func:`diff_table_sql` is one query (a full join and a
+window over every row: DuckDB, and PostgreSQL's full passes). On PostgreSQL a diff pass takes
+two narrower ones (:func:`diff_keys_sql`, :func:`diff_rows_sql`): the keys and digests alone
+are joined with the synced rows (no sort, no row wider than a key and a digest), then only
+the rows of the keys found are read again.
 """
 
 from __future__ import annotations
@@ -46,13 +54,14 @@ def qualified(schema: str, table: str) -> str:
     return f"{quote_ident(schema)}.{quote_ident(table)}"
 
 
-def create_synced(schema: str, catalog: str = "") -> list[str]:
+def create_synced(schema: str, catalog: str = "", digest: str = "uuid") -> list[str]:
     """The statements creating the state schema and its table of synced rows (idempotent);
-    ``catalog``: the attached DuckDB database (``rs.``) they live in."""
+    ``catalog``: the attached DuckDB database (``rs.``) they live in; ``digest``: the digest
+    column's type (PostgreSQL: ``bigint``)."""
     return [
         f"CREATE SCHEMA IF NOT EXISTS {catalog}{quote_ident(schema)}",
         f"CREATE TABLE IF NOT EXISTS {catalog}{qualified(schema, SYNCED)} (scope text NOT NULL,"
-        " key text NOT NULL, digest uuid NOT NULL, PRIMARY KEY (scope, key))",
+        f" key text NOT NULL, digest {digest} NOT NULL, PRIMARY KEY (scope, key))",
     ]
 
 
@@ -77,6 +86,19 @@ def digest_sql(columns: list[str], salt: bytes) -> str:
     return "md5(" + " || '|' || ".join(parts) + ")::uuid"
 
 
+def pg_digest_sql(columns: list[str], salt: bytes, *, per_value: bool = True) -> str:
+    """PostgreSQL's digest of a row of ``q`` over ``columns`` (a bigint; the module's
+    docstring). ``per_value`` (PostgreSQL 14 and later): ``hash_record_extended`` of the row
+    of the values' texts, each hashed apart under the C collation (a null and an empty text
+    differ), about half the work of ``hashtextextended`` of the whole row's text (before 14)."""
+    seed = int.from_bytes(blake2b(salt, digest_size=8).digest(), "big", signed=True)
+    if per_value:
+        texts = ", ".join(f'q.{quote_ident(c)}::text COLLATE "C"' for c in columns)
+        return f"hash_record_extended(ROW({texts}), {seed})"
+    row = ", ".join(f"q.{quote_ident(c)}" for c in columns)
+    return f"hashtextextended(ROW({row})::text, {seed})"
+
+
 def diff_table_sql(
     query: str,
     key: str,
@@ -85,10 +107,13 @@ def diff_table_sql(
     schema: str,
     scope: str,
     catalog: str = "",
+    digest: str | None = None,
 ) -> str:
     """``CREATE UNLOGGED TABLE <schema>.diff_<scope> AS ...``: the one query of the diff
-    (``catalog``: DuckDB's attached state database, ``rs.``; a plain table there)."""
+    (``catalog``: DuckDB's attached state database, ``rs.``; a plain table there;
+    ``digest``: the row digest's expression, :func:`digest_sql` when None)."""
     body = query.strip().rstrip(";")
+    digest = digest or digest_sql(columns, salt)
     synced = catalog + qualified(schema, SYNCED)
     duck = bool(catalog)
     kt = key_text(key, duckdb=duck)
@@ -96,7 +121,7 @@ def diff_table_sql(
     return (
         f"{create} {catalog}{qualified(schema, 'diff_' + scope)} AS\n"
         f"SELECT s.*, t.key AS _rs_old_key FROM (\n"
-        f"  SELECT q.*, {digest_sql(columns, salt)} AS _rs_digest,"
+        f"  SELECT q.*, {digest} AS _rs_digest,"
         f" {kt} AS _rs_key,"
         f" count(*) OVER (PARTITION BY {kt}) AS _rs_n\n"
         f"  FROM (\n{body}\n) AS q\n"
@@ -104,6 +129,62 @@ def diff_table_sql(
         " AS t ON t.key = s._rs_key\n"
         "WHERE s._rs_key IS NULL OR t.key IS NULL OR t.digest <> s._rs_digest OR s._rs_n > 1"
     )
+
+
+def diff_keys_sql(query: str, key: str, digest: str, schema: str, scope: str) -> str:
+    """PostgreSQL's first query of a diff pass: ``<schema>.keys_<scope>``, the keys and
+    digests of the new and changed rows (``_rs_key``, ``_rs_digest``; ``_rs_old_key``: the
+    synced key) and the vanished keys (``_rs_digest`` null). Every row of the query is
+    digested, and only its key and digest are joined (in full) with the synced rows: no row
+    wider than that is sorted or spilled. Keys the source holds more than once are not
+    found here (:func:`diff_counts_sql` tells whether there are any among the synced keys)."""
+    body = query.strip().rstrip(";")
+    kt = key_text(key)
+    return (
+        f"CREATE UNLOGGED TABLE {qualified(schema, 'keys_' + scope)} AS\n"
+        "SELECT s._rs_key, s._rs_digest, t.key AS _rs_old_key FROM (\n"
+        f"  SELECT {kt} AS _rs_key, {digest} AS _rs_digest FROM (\n{body}\n) AS q\n"
+        f") AS s FULL JOIN (SELECT key, digest FROM {qualified(schema, SYNCED)}"
+        f" WHERE scope = {literal(scope)}) AS t ON t.key = s._rs_key\n"
+        "WHERE s._rs_key IS NULL OR t.key IS NULL OR t.digest <> s._rs_digest"
+    )
+
+
+def diff_counts_sql(query: str, schema: str, scope: str) -> str:
+    """One row after :func:`diff_keys_sql`: the query's rows, the scope's synced keys, the
+    rows it found with no synced key, and the vanished keys. When no synced key is held by
+    two rows, the rows with a synced key (the first less the third) are exactly as many as
+    the synced keys some row has (the second less the fourth)."""
+    body = query.strip().rstrip(";")
+    keys = qualified(schema, "keys_" + scope)
+    return (
+        f"SELECT (SELECT count(*) FROM (\n{body}\n) AS q),"
+        f" (SELECT count(*) FROM {qualified(schema, SYNCED)} WHERE scope = {literal(scope)}),"
+        f" (SELECT count(*) FROM {keys} WHERE _rs_digest IS NOT NULL AND _rs_old_key IS NULL),"
+        f" (SELECT count(*) FROM {keys} WHERE _rs_digest IS NULL)"
+    )
+
+
+def diff_rows_sql(query: str, key: str, digest: str, schema: str, scope: str) -> list[str]:
+    """PostgreSQL's second step of a diff pass: ``<schema>.diff_<scope>`` (the shape of
+    :func:`diff_table_sql`'s) from the rows whose key :func:`diff_keys_sql` found (and the
+    rows without a key), digested again as read, then the vanished keys."""
+    body = query.strip().rstrip(";")
+    kt = key_text(key)
+    keys = qualified(schema, "keys_" + scope)
+    diff = qualified(schema, "diff_" + scope)
+    return [
+        f"CREATE UNLOGGED TABLE {diff} AS\n"
+        "SELECT s.*, o._rs_old_key FROM (\n"
+        f"  SELECT q.*, {digest} AS _rs_digest, {kt} AS _rs_key,"
+        f" count(*) OVER (PARTITION BY {kt}) AS _rs_n\n"
+        f"  FROM (\n{body}\n) AS q\n"
+        f"  WHERE {kt} IS NULL OR {kt} IN (SELECT _rs_key FROM {keys})\n"
+        f") AS s LEFT JOIN (SELECT DISTINCT _rs_old_key FROM {keys}"
+        " WHERE _rs_old_key IS NOT NULL) AS o ON o._rs_old_key = s._rs_key",
+        f"INSERT INTO {diff} (_rs_old_key) SELECT _rs_old_key FROM {keys}"
+        " WHERE _rs_digest IS NULL",
+    ]
 
 
 def diff_rows_query(schema: str, scope: str, columns: list[str]) -> str:

@@ -102,7 +102,7 @@ class Snapshot:
         self._compact = "in_key" in table.column_names  # the file's form (.snapshot_codec)
         self._mapped = mapped  # dropped from memory after each read: :meth:`release`
         self._batches = self.table.to_batches()  # zero-copy: the file's record batches
-        self._index = DigestIndex(self._batches, release=self.release)
+        self._digests: DigestIndex | None = None  # made when first matched (:meth:`match`)
         self._match_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._key_h: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None = None
         self._starts = np.cumsum([0, *(b.num_rows for b in self._batches)], dtype=np.int64)
@@ -118,8 +118,10 @@ class Snapshot:
 
     def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Per row: the snapshot row with the same digest, or -1 (:mod:`.snapshot_match`)."""
-        found = self._index.match(digests, ok)
-        if self._index.on_disk:
+        if self._digests is None:  # a step whose change detection runs in the database never
+            self._digests = DigestIndex(self._batches, release=self.release)  # matches
+        found = self._digests.match(digests, ok)
+        if self._digests.on_disk:
             self.release()  # the file's digests read where the rows were expected
         return found
 
