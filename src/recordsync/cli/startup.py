@@ -49,12 +49,12 @@ from __future__ import annotations
 import gc
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from recordsync import tuning
+from recordsync.tuning.gcpause import gc_paused
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -135,8 +135,7 @@ class _AfterPyarrow:
         return None
 
 
-@contextmanager
-def importing(*, collect: bool = True) -> Iterator[None]:
+def importing(*, collect: bool = True) -> AbstractContextManager[None]:
     """Around the import of a command's modules: the cyclic garbage collector paused (with
     the ``gc_pause`` switch of :mod:`recordsync.tuning`, on from the command line), then one
     full collection (``collect``), and the collector as it was before, even on error. The
@@ -144,18 +143,11 @@ def importing(*, collect: bool = True) -> Iterator[None]:
     CPython, the first collections after the pause would walk it again, generation after
     generation. ``collect=False``: more imports follow (the command's own), whose block
     collects."""
-    if not tuning.current().gc_pause:
-        yield
-        return
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if collect:
-                gc.collect()
-            gc.enable()
+    return gc_paused(_collect if collect else None)
+
+
+def _collect() -> None:
+    gc.collect()
 
 
 def leave_out_unused() -> None:

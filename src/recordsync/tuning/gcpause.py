@@ -34,10 +34,11 @@ from contextlib import AbstractContextManager, contextmanager
 from recordsync import tuning
 
 
-def gc_paused() -> AbstractContextManager[None]:
+def gc_paused(on_resume: Callable[[], None] | None = None) -> AbstractContextManager[None]:
     """Pause the cyclic GC for the block; restore its previous state, even on error (with
-    the ``gc_pause`` switch off, :mod:`recordsync.tuning`: nothing)."""
-    return _paused(None)
+    the ``gc_pause`` switch off, :mod:`recordsync.tuning`: nothing). ``on_resume()`` runs
+    just before the GC runs again (only when it was running before the block)."""
+    return _paused(on_resume)
 
 
 @contextmanager
