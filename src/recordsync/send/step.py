@@ -16,13 +16,10 @@ reads, journals and queues the chunks and writes every row to the report, settle
 from __future__ import annotations
 
 import contextlib
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from itertools import accumulate, chain, compress, islice, repeat
-from operator import attrgetter, is_
-from typing import cast
+from itertools import chain
 
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.errors import RecordsyncError
@@ -43,9 +40,6 @@ from recordsync.send.plan import (
 from recordsync.send.sender import ChunkAborted, ChunkSender
 from recordsync.send.step_gate import ChunkGate, NotSent, QueuedChunk, paced
 from recordsync.tuning import sizes
-
-_status, _payload = attrgetter("status"), attrgetter("payload")
-_VALID = RowStatus.VALID
 
 __all__ = [
     "ChunkHook",
@@ -116,49 +110,28 @@ class StepRunner:
         else:
             source = plan.rows()
         lists = getattr(source, "lists", None) if sender is not None else None
-        blocks: Iterator[list[Item]] = iter(())
-        rows: Iterator[Item] = iter(())
-        if lists is not None:
-            blocks = paced(lists, self._gate.pace)
-        else:
-            rows = iter(source)
+        rows: Iterator[Item] = (
+            chain.from_iterable(paced(lists, self._gate.pace))
+            if lists is not None
+            else iter(source)
+        )
         limit = self.options.canary_size or self.options.chunk_size
         buffer: list[Item] = []
         self._loose = buffer  # a source that fails part-way: these rows are reported not sent
         valid = buffered = 0
         pool = ThreadPoolExecutor(1, "recordsync-send") if sender is not None else None
         try:
-            for block in blocks:  # a list at a time: cut where a chunk fills, in C
-                rows = iter(block)  # what a stop leaves of it is drained below
-                at = 0
-                plain = _plain(block)
-                while at < len(block):
-                    if plain is None:  # a block of rows found unchanged among them
-                        row = next(rows)
-                        at += 1
-                        taken, counted = _take(buffer, row)
-                        tally.read += taken
-                        buffered += taken
-                        valid += counted
-                    else:
-                        room = sizes.STEP_FLUSH_ROWS - buffered
-                        stop, counted = _cut(plain, at, limit - valid, room)
-                        buffer.extend(islice(rows, stop - at))
-                        tally.read += stop - at
-                        buffered += stop - at
-                        valid += counted
-                        at = stop
-                    if valid >= limit or buffered >= sizes.STEP_FLUSH_ROWS:
-                        self._advance(tally, sender, pool, buffer)
-                        if valid:
-                            limit = self.options.chunk_size
-                        buffer, valid, buffered = [], 0, 0
-                        self._loose = buffer
             for row in rows:
-                taken, counted = _take(buffer, row)
-                tally.read += taken
-                buffered += taken
-                valid += counted
+                if type(row) is UnchangedBlock:
+                    tally.read += len(row)
+                    buffered += len(row)
+                    buffer.append(row)
+                else:
+                    assert isinstance(row, PreparedRow)
+                    tally.read += 1
+                    buffered += 1
+                    buffer.append(checked(row))
+                    valid += row.status is RowStatus.VALID
                 if valid >= limit or buffered >= sizes.STEP_FLUSH_ROWS:
                     self._advance(tally, sender, pool, buffer)
                     if valid:
@@ -177,7 +150,7 @@ class StepRunner:
             tally.aborted = str(stop.message)
             self._gate.flush_ack()
             self._retract_queue(tally, stop)
-            self._drain(tally, chain(rows, chain.from_iterable(blocks)), stop)
+            self._drain(tally, rows, stop)
             raise
         finally:
             self._gate.stopped = True  # whatever is still queued (an unexpected error) stays unsent
@@ -462,38 +435,6 @@ def _asked_once(
         return known[key]
 
     return again
-
-
-def _take(buffer: list[Item], row: Item) -> tuple[int, int]:
-    """Buffer one item (a row, checked, or a block of unchanged rows); how many source rows
-    it holds and how many of them are to send."""
-    buffer.append(row)
-    if type(row) is UnchangedBlock:
-        return len(row), 0
-    assert isinstance(row, PreparedRow)
-    checked(row)
-    return 1, row.status is RowStatus.VALID
-
-
-def _plain(block: list[Item]) -> list[int] | None:
-    """For a list of rows only (each checked here): the running count of its valid rows;
-    None for a list holding a block of unchanged rows (taken an item at a time)."""
-    if UnchangedBlock in set(map(type, block)):
-        return None
-    if not all(map(_payload, compress(block, map(is_, map(_status, block), repeat(_VALID))))):
-        for row in block:
-            checked(cast(PreparedRow, row))
-    return list(accumulate(map(is_, map(_status, block), repeat(_VALID))))
-
-
-def _cut(running: list[int], start: int, want_valid: int, want_rows: int) -> tuple[int, int]:
-    """Where to stop taking rows from ``start`` (``running``: :func:`_plain`'s counts): at
-    the row that brings ``want_valid`` valid rows, or ``want_rows`` rows, or at the end of the
-    list; and the valid rows taken."""
-    before = running[start - 1] if start else 0
-    filled = bisect_left(running, before + want_valid, start) + 1
-    stop = min(filled, start + want_rows, len(running))
-    return stop, running[stop - 1] - before
 
 
 def checked(row: PreparedRow) -> PreparedRow:
