@@ -58,11 +58,14 @@ class Scan:
         """No snapshot to match: the digests (for the next snapshot only) are made in the
         second pass, batch by batch, not before the first row can be sent."""
         files: dict[str, int] = {}
-        slow_h: list[npt.NDArray[np.int64]] = []  # match-key hashes of unmatched rows
+        # match-key hashes of unmatched rows, and their ledger keys (ledger_key only): the
+        # pairs grouped on disk past a limit (HashRuns); kept in lists too only when there is
+        # a snapshot to compare them with (its clashes: few rows unless the export changed)
+        slow_h: list[npt.NDArray[np.int64]] = []
         slow_ids: list[npt.NDArray[np.int64]] = []
-        final_h: list[npt.NDArray[np.int64]] = []  # their ledger keys (ledger_key only)
+        final_h: list[npt.NDArray[np.int64]] = []
         final_ids: list[npt.NDArray[np.int64]] = []
-        first_run = HashRuns()  # match-key hashes when there is no snapshot to compare with
+        match_runs, ledger_runs = HashRuns(), HashRuns()
         last = -1  # the highest snapshot row matched so far
         in_order = True  # every snapshot row matched after the one before: none twice
         columns = mapper.columns_used
@@ -110,8 +113,10 @@ class Scan:
                 sub_ids = ids[slow]
                 if mapping.ledger_key is not None:  # rows sharing a declared ledger key
                     h, has = key_hashes(ledger_keys(mapping, sub.batch))
-                    final_h.append(h)
-                    final_ids.append(sub_ids[has])
+                    ledger_runs.add(h, sub_ids[has])
+                    if snapshot is not None:
+                        final_h.append(h)
+                        final_ids.append(sub_ids[has])
                 if not mapping.match_by:
                     continue
                 if snapshot is None:
@@ -119,15 +124,15 @@ class Scan:
                     # compare with): the key strings are never made, as in
                     # prepare.Duplicates.scan
                     h, has = mapper.key_hashes(sub.batch)
-                    first_run.add(h[has], sub_ids[has])  # spilled to disk past a limit
+                    match_runs.add(h[has], sub_ids[has])
                     continue
                 h, has = key_hashes(mapper.keys_only(sub.batch))
+                match_runs.add(h, sub_ids[has])
                 slow_h.append(h)
                 slow_ids.append(sub_ids[has])
         self.files = list(files)
         self._fidx = files
-        groups = first_run.shared() if first_run.added else shared_hashes(slow_h, slow_ids)
-        ledger_groups = shared_hashes(final_h, final_ids)
+        groups, ledger_groups = match_runs.shared(), ledger_runs.shared()
         demoted: list[int] = list(hidden)
         if snapshot is not None and slow_h:
             self._clashes(groups, slow_h, slow_ids, snapshot.hash_batches("match"), demoted)
