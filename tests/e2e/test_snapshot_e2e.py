@@ -134,6 +134,8 @@ def _run_counting(
 def test_the_fast_path_reports_exactly_what_the_full_path_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # snapshot files of many record batches: their key hashes are read a batch at a time
+    monkeypatch.setattr(sizes, "SNAPSHOT_FLUSH_ROWS", 64)
     pipeline, first, run1 = _first_run(tmp_path)
     assert run1.summary["accounting_ok"]
     store = StateStore(first / "state" / "state.db")
@@ -247,6 +249,7 @@ def test_the_fast_path_with_its_per_row_arrays_on_disk_reports_the_same(
             sorted_on_disk.append(self.size)
 
     monkeypatch.setattr(sizes, "SEEN_SPILL_ROWS", 7)
+    monkeypatch.setattr(sizes, "DUPLICATE_SPILL_ROWS", 5)  # the key hashes' groups too
     monkeypatch.setattr(SeenLog, "append", counting)
     monkeypatch.setattr(sizes, "SNAPSHOT_MEMORY_ROWS", 5)
     monkeypatch.setattr(snapshot_match, "SortedDigests", Sorted)
