@@ -26,7 +26,7 @@ from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
 from recordsync.state import StateStore, snapshot_match
 from recordsync.state.digest_runs import SortedDigests
-from recordsync.state.snapshots import file_reader
+from recordsync.state.snapshots import Snapshot, file_reader
 from recordsync.tuning import sizes
 
 from .support import REPO, only_key, served
@@ -134,6 +134,8 @@ def _run_counting(
 def test_the_fast_path_reports_exactly_what_the_full_path_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # snapshot files of many record batches: their key hashes are read a batch at a time
+    monkeypatch.setattr(sizes, "SNAPSHOT_FLUSH_ROWS", 64)
     pipeline, first, run1 = _first_run(tmp_path)
     assert run1.summary["accounting_ok"]
     store = StateStore(first / "state" / "state.db")
@@ -156,7 +158,14 @@ def test_the_fast_path_reports_exactly_what_the_full_path_does(
     _clone(first, full_dir)
     shutil.rmtree(full_dir / "state" / "snapshots")  # the full path: no snapshot to use
 
-    fast, fast_mapped = _run_counting(monkeypatch, pipeline, fast_dir)
+
+    def whole(self: Snapshot) -> Any:
+        raise AssertionError("every snapshot row's key hash held at once")
+
+    with monkeypatch.context() as m:  # the clashes are found a snapshot batch at a time
+        m.setattr(Snapshot, "match_key_hashes", whole)
+        m.setattr(Snapshot, "key_hashes", whole)
+        fast, fast_mapped = _run_counting(monkeypatch, pipeline, fast_dir)
     full, full_mapped = _run_counting(monkeypatch, pipeline, full_dir)
 
     assert _results(fast.report_dir) == _results(full.report_dir)
@@ -247,6 +256,7 @@ def test_the_fast_path_with_its_per_row_arrays_on_disk_reports_the_same(
             sorted_on_disk.append(self.size)
 
     monkeypatch.setattr(sizes, "SEEN_SPILL_ROWS", 7)
+    monkeypatch.setattr(sizes, "DUPLICATE_SPILL_ROWS", 5)  # the key hashes' groups too
     monkeypatch.setattr(SeenLog, "append", counting)
     monkeypatch.setattr(sizes, "SNAPSHOT_MEMORY_ROWS", 5)
     monkeypatch.setattr(snapshot_match, "SortedDigests", Sorted)

@@ -174,19 +174,28 @@ def test_duplicate_scans_spilled_to_disk_give_the_same_rows(
         for name in ("c.yaml", "l.yaml"):
             mapping = load_mapping(tmp_path / name)
             out.append(seen(prepare_step(mapping, base_dir=tmp_path, schema=None, users=None)))
-        mapping = load_mapping(tmp_path / "c.yaml")
-        digested = prepare_digested(
-            mapping, base_dir=tmp_path, schema=None, users=None, snapshot=None, fp=b"fp"
-        )
-        out.append(seen(digested))
+        for name in ("c.yaml", "l.yaml"):  # a nightly first run: its first pass's scan
+            mapping = load_mapping(tmp_path / name)
+            before = len(made)
+            digested = prepare_digested(
+                mapping, base_dir=tmp_path, schema=None, users=None, snapshot=None, fp=b"fp"
+            )
+            out.append(seen(digested))
+            digest_spills.append(len(made) - before)
         return out
 
-    in_memory = outcomes()
     made: list[HashRuns] = []
+    digest_spills: list[int] = []
+    in_memory = outcomes()
     monkeypatch.setattr(sizes, "DUPLICATE_SPILL_ROWS", 4)
     monkeypatch.setattr(HashRuns, "_spill", _counting(HashRuns._spill, made))
     assert outcomes() == in_memory
     assert len(made) >= 3  # every scan went to disk
+    # the first pass's match keys, and with a ledger key its ledger keys too
+    assert digest_spills[2:] == [1, 2]
+    # the nightly first pass finds the duplicates prepare_step finds, ledger keys included
+    assert [r[:2] for r in in_memory[2]] == [r[:2] for r in in_memory[0]]
+    assert [r[:2] for r in in_memory[3]] == [r[:2] for r in in_memory[1]]
     assert sum(r[1] == RowStatus.DUPLICATE.value for r in in_memory[1]) > sum(
         r[1] == RowStatus.DUPLICATE.value for r in in_memory[0]
     )  # the ledger key groups more rows

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-import pytest
 
 from recordsync.state.snapshots import Snapshot
-from recordsync.tuning import sizes
 
 
 def table() -> pa.Table:
@@ -26,11 +24,14 @@ def table() -> pa.Table:
     )
 
 
-def test_key_hashes_made_in_blocks_are_those_made_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_hashes_made_in_blocks_are_those_made_at_once() -> None:
     whole = Snapshot(table())
     want = (whole.match_key_hashes(), whole.key_hashes())
-    monkeypatch.setattr(sizes, "SNAPSHOT_FLUSH_ROWS", 4)
-    blocks = Snapshot(table())
+    blocks = Snapshot(pa.Table.from_batches(table().to_batches(max_chunksize=4)))
+    # one record batch of the file at a time, in file order, each batch's own rows
+    parts = list(blocks.hash_batches("key"))
+    assert [start for start, _, _ in parts] == list(range(0, 23, 4))
+    assert [len(has) for _, _, has in parts] == [4, 4, 4, 4, 4, 3]
     got = (blocks.match_key_hashes(), blocks.key_hashes())
     for (h1, r1), (h2, r2) in zip(got, want, strict=True):
         assert h1.tolist() == h2.tolist() and r1.tolist() == r2.tolist()

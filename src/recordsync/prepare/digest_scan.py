@@ -12,6 +12,7 @@ only when the rows did not come in the snapshot's order.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from recordsync.map.engine import BatchMapper
 from recordsync.prepare.cell_sample import CellSample
 from recordsync.prepare.core import ROW_BITS, Duplicates, ledger_keys, shared_hashes
 from recordsync.prepare.dups import HashRuns
+from recordsync.prepare.owners import SnapshotOwners
 from recordsync.prepare.seen_log import Seen, SeenLog
 from recordsync.read import SourceBatch, iter_source
 from recordsync.read.swallow import hiding_rows
@@ -56,11 +58,14 @@ class Scan:
         """No snapshot to match: the digests (for the next snapshot only) are made in the
         second pass, batch by batch, not before the first row can be sent."""
         files: dict[str, int] = {}
-        slow_h: list[npt.NDArray[np.int64]] = []  # match-key hashes of unmatched rows
+        # match-key hashes of unmatched rows, and their ledger keys (ledger_key only): the
+        # pairs grouped on disk past a limit (HashRuns); kept in lists too only when there is
+        # a snapshot to compare them with (its clashes: few rows unless the export changed)
+        slow_h: list[npt.NDArray[np.int64]] = []
         slow_ids: list[npt.NDArray[np.int64]] = []
-        final_h: list[npt.NDArray[np.int64]] = []  # their ledger keys (ledger_key only)
+        final_h: list[npt.NDArray[np.int64]] = []
         final_ids: list[npt.NDArray[np.int64]] = []
-        first_run = HashRuns()  # match-key hashes when there is no snapshot to compare with
+        match_runs, ledger_runs = HashRuns(), HashRuns()
         last = -1  # the highest snapshot row matched so far
         in_order = True  # every snapshot row matched after the one before: none twice
         columns = mapper.columns_used
@@ -108,8 +113,10 @@ class Scan:
                 sub_ids = ids[slow]
                 if mapping.ledger_key is not None:  # rows sharing a declared ledger key
                     h, has = key_hashes(ledger_keys(mapping, sub.batch))
-                    final_h.append(h)
-                    final_ids.append(sub_ids[has])
+                    ledger_runs.add(h, sub_ids[has])
+                    if snapshot is not None:
+                        final_h.append(h)
+                        final_ids.append(sub_ids[has])
                 if not mapping.match_by:
                     continue
                 if snapshot is None:
@@ -117,20 +124,20 @@ class Scan:
                     # compare with): the key strings are never made, as in
                     # prepare.Duplicates.scan
                     h, has = mapper.key_hashes(sub.batch)
-                    first_run.add(h[has], sub_ids[has])  # spilled to disk past a limit
+                    match_runs.add(h[has], sub_ids[has])
                     continue
                 h, has = key_hashes(mapper.keys_only(sub.batch))
+                match_runs.add(h, sub_ids[has])
                 slow_h.append(h)
                 slow_ids.append(sub_ids[has])
         self.files = list(files)
         self._fidx = files
-        groups = first_run.shared() if first_run.added else shared_hashes(slow_h, slow_ids)
-        ledger_groups = shared_hashes(final_h, final_ids)
+        groups, ledger_groups = match_runs.shared(), ledger_runs.shared()
         demoted: list[int] = list(hidden)
         if snapshot is not None and slow_h:
-            self._clashes(groups, slow_h, slow_ids, snapshot.match_key_hashes(), demoted)
+            self._clashes(groups, slow_h, slow_ids, snapshot.hash_batches("match"), demoted)
         if snapshot is not None and final_h:
-            self._clashes(ledger_groups, final_h, final_ids, snapshot.key_hashes(), demoted)
+            self._clashes(ledger_groups, final_h, final_ids, snapshot.hash_batches("key"), demoted)
         if snapshot is not None and not in_order:
             _found_twice(self.seen, files, snapshot, groups, demoted)
         self.dups = (
@@ -144,13 +151,11 @@ class Scan:
             for s in kept:
                 s.kept = None
 
-    def owners(self) -> npt.NDArray[np.int64]:
-        """Identities of the rows found in the snapshot and not demoted: they have a record
-        of their own (the merge scan lets them claim their keys first)."""
-        files = self._fidx
-        found = [(np.int64(files[s.file]) << ROW_BITS) | s.rows[s.found >= 0] for s in self.seen]
-        ids = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
-        return ids[~np.isin(ids, self.demoted)] if len(self.demoted) else ids
+    def owners(self) -> SnapshotOwners:
+        """The rows found in the snapshot and not demoted: they have a record of their own
+        (the merge scan lets them claim their keys first). Asked in source order, a batch at
+        a time (:class:`.owners.SnapshotOwners`); close it before the second pass."""
+        return SnapshotOwners(self.seen, self._fidx, self.demoted)
 
     def _matched_by(self, snapshot_rows: npt.NDArray[np.int64]) -> dict[int, int]:
         """Snapshot row → the (last) source row that matched it, for ``snapshot_rows``."""
@@ -168,24 +173,33 @@ class Scan:
         groups: dict[int, list[int]],
         hashes: list[npt.NDArray[np.int64]],
         ids: list[npt.NDArray[np.int64]],
-        snap: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]],
+        snap: Iterable[tuple[int, npt.NDArray[np.int64], npt.NDArray[np.bool_]]],
         demoted: list[int],
     ) -> None:
         """Unmatched rows whose key hash is that of a snapshot row some row of this source
-        matched: that row is demoted, and joins the duplicate group of the key (``groups``)."""
-        sorted_h, order = snap
-        if not len(sorted_h):
-            return
+        matched: that row is demoted, and joins the duplicate group of the key (``groups``).
+        ``snap``: the snapshot's key hashes, a batch at a time in file order
+        (:meth:`Snapshot.hash_batches`): only the first snapshot row of each hash an
+        unmatched row has is kept, never every snapshot row's hash."""
         h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
-        pos = np.minimum(np.searchsorted(sorted_h, h_all), len(sorted_h) - 1)
-        hit = sorted_h[pos] == h_all
-        if not hit.any():
+        if not len(h_all):
             return
-        owner = self._matched_by(order[pos[hit]])
-        for hv, rid, j in zip(
-            h_all[hit].tolist(), id_all[hit].tolist(), pos[hit].tolist(), strict=True
-        ):
-            other = owner.get(int(order[j]), -1)
+        wanted = np.unique(h_all)
+        first: dict[int, int] = {}  # hash → the first snapshot row with it
+        for start, h, has in snap:
+            at = np.minimum(np.searchsorted(wanted, h), len(wanted) - 1)
+            hit = np.flatnonzero(wanted[at] == h)
+            if not len(hit):
+                continue
+            rows = np.flatnonzero(has)[hit] + start
+            for hv, row in zip(h[hit].tolist(), rows.tolist(), strict=True):
+                first.setdefault(hv, row)
+        if not first:
+            return
+        owner = self._matched_by(np.fromiter(first.values(), np.int64, len(first)))
+        known = np.isin(h_all, np.fromiter(first, np.int64, len(first)))
+        for hv, rid in zip(h_all[known].tolist(), id_all[known].tolist(), strict=True):
+            other = owner.get(first[hv], -1)
             if other < 0:
                 continue
             demoted.append(other)

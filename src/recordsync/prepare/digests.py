@@ -67,15 +67,20 @@ def prepare_digested(
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
     sample = CellSample(sample_cells) if sample_cells and snapshot is not None else None
     scan = Scan(mapper, mapping, base_dir, snapshot, fp, sample)
-    merges = scan_merges(
-        mapping,
-        base_dir=base_dir,
-        schema=schema,
-        users=users,
-        dups=scan.dups,
-        owners=scan.owners() if needed(mapping) else None,
-        owned=owned,
-    )
+    owners = scan.owners() if needed(mapping) else None
+    try:
+        merges = scan_merges(
+            mapping,
+            base_dir=base_dir,
+            schema=schema,
+            users=users,
+            dups=scan.dups,
+            owners=owners.member if owners is not None else None,
+            owned=owned,
+        )
+    finally:
+        if owners is not None:
+            owners.close()  # before the second pass reads the first pass's log
     return Blocks(
         _stream(mapping, base_dir, mapper, scan, snapshot, slice_rows, merges, max_request_bytes)
     )

@@ -40,6 +40,11 @@ DEDUP_FIELDS = ("email", "domain", "linkedin_url")
 Owned = Callable[[list[str]], set[str]]
 """``owned(keys)``: the source keys that have a record of their own in the ledger."""
 
+Owners = Callable[[npt.NDArray[np.int64]], npt.NDArray[np.bool_]]
+"""``owners(ids)``: per row identity of a batch, whether the row has a record of its own
+(found in the last run's snapshot: :class:`recordsync.prepare.owners.SnapshotOwners`); asked
+batch by batch in source order."""
+
 
 class MergeScan:
     """Row identity → (the row whose record it folds into, the rule), for one source."""
@@ -90,11 +95,11 @@ def scan_merges(
     schema: Schema | None,
     users: list[dict[str, Any]] | None,
     dups: Duplicates | None,
-    owners: npt.NDArray[np.int64] | None = None,
+    owners: Owners | None = None,
     owned: Owned | None = None,
 ) -> MergeScan | None:
     """Predict the rows that fold into another row's record (None: nothing to predict).
-    ``owners``: identities of rows with a record of their own; ``owned``: asked which of the
+    ``owners``: which rows have a record of their own; ``owned``: asked which of the
     other rows' keys have one in the ledger (those rows claim their keys first too)."""
     kind = needed(mapping)
     if kind is None:
@@ -103,7 +108,6 @@ def scan_merges(
     sub = mapping.model_copy(update={"fields": fields, "owner": None, "profile_image_url": None})
     mapper = BatchMapper(sub, base_dir=base_dir, schema=schema, users=users)
     losers = dups.losers(mapping.duplicates) if dups is not None else set()
-    owner_ids = np.sort(owners) if owners is not None else np.zeros(0, dtype=np.int64)
     files: dict[str, int] = {}
     keyed = _Keyed(len(RULES[kind]))
     for sb in iter_source(mapping.source, base_dir, sub.source_columns()):
@@ -112,7 +116,9 @@ def scan_merges(
             mb = mapper.map_batch(sb.batch)
         ids = (np.int64(fidx) << ROW_BITS) | sb.rows
         rids = ids.tolist()
-        is_owner = _member(ids, owner_ids).tolist()
+        is_owner = (
+            owners(ids) if owners is not None else np.zeros(len(ids), dtype=bool)
+        ).tolist()
         keys: list[str | None] = list(mb.keys)
         have: set[str] = set()
         if owned is not None:

@@ -27,7 +27,7 @@ import contextlib
 import mmap
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from hashlib import blake2b
 from pathlib import Path
 from typing import Any
@@ -127,23 +127,38 @@ class Snapshot:
 
     def match_key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Python hashes of the rows' match keys (``by:value``, as the mapping stage makes
-        them), sorted, and the snapshot row of each."""
+        them), sorted, and the snapshot row of each (16 bytes a snapshot row: a caller that
+        can stream reads :meth:`hash_batches` instead)."""
         if self._match_h is None:
-            keys = pc.binary_join_element_wise(
-                self.table.column("match_by"), self.table.column("match_value"), ":"
-            )
-            if self._compact:  # a row whose rule and value are its key's: the key itself
-                keys = pc.if_else(self.table.column("in_key"), self.table.column("key"), keys)
-            self._match_h = _sorted_hashes(keys)
-            self.release()
+            self._match_h = _sorted_hashes(self.hash_batches("match"))
         return self._match_h
 
     def key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """The same for the ledger keys."""
         if self._key_h is None:
-            self._key_h = _sorted_hashes(self.table.column("key"))
-            self.release()
+            self._key_h = _sorted_hashes(self.hash_batches("key"))
         return self._key_h
+
+    def hash_batches(
+        self, which: str
+    ) -> Iterator[tuple[int, npt.NDArray[np.int64], npt.NDArray[np.bool_]]]:
+        """Per record batch of the file, in file order: its first snapshot row, the Python
+        hashes of the ``which`` keys that are there (``"match"``: ``by:value``; ``"key"``:
+        the ledger key) and which rows have one. One batch's key strings at a time, the
+        mapped pages dropped after each."""
+        for start, batch in zip(self._starts.tolist(), self._batches, strict=False):
+            if which == "key":
+                keys = batch.column("key")
+            else:
+                keys = pc.binary_join_element_wise(
+                    batch.column("match_by"), batch.column("match_value"), ":"
+                )
+                if self._compact:  # a row whose rule and value are its key's: the key itself
+                    keys = pc.if_else(batch.column("in_key"), batch.column("key"), keys)
+            h, has = key_hashes(keys.to_pylist())
+            del keys
+            self.release()
+            yield start, h, has
 
     def column(self, name: str, idx: npt.NDArray[np.int64]) -> list[Any]:
         """Values of one column at snapshot rows ``idx``."""
@@ -171,14 +186,19 @@ class Snapshot:
         )
 
 
-def _sorted_hashes(keys: pa.ChunkedArray) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """Hashed ``sizes.SNAPSHOT_FLUSH_ROWS`` keys at a time (not every key string at once)."""
-    step = sizes.SNAPSHOT_FLUSH_ROWS
-    parts = [key_hashes(keys.slice(i, step).to_pylist()) for i in range(0, len(keys), step)]
-    h = np.concatenate([np.zeros(0, dtype=np.int64), *(p[0] for p in parts)])
-    has = np.concatenate([np.zeros(0, dtype=bool), *(p[1] for p in parts)])
-    order = np.argsort(h, kind="stable")
-    return h[order], np.flatnonzero(has).astype(np.int64)[order]
+def _sorted_hashes(
+    parts: Iterator[tuple[int, npt.NDArray[np.int64], npt.NDArray[np.bool_]]],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The hashes of :meth:`Snapshot.hash_batches`, sorted, and the snapshot row of each."""
+    hs: list[npt.NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)]
+    rows: list[npt.NDArray[np.int64]] = [np.zeros(0, dtype=np.int64)]
+    for start, h, has in parts:
+        hs.append(h)
+        rows.append(np.flatnonzero(has).astype(np.int64) + start)
+    h_all = np.concatenate(hs)
+    del hs
+    order = np.argsort(h_all, kind="stable")
+    return h_all[order], np.concatenate(rows)[order]
 
 
 def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Snapshot | None:

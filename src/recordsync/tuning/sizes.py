@@ -33,9 +33,11 @@ a few megabytes."""
 VALUE_MEMO_MAX = 65_536
 """Distinct values whose check outcome a column remembers across batches."""
 
-DUPLICATE_SPILL_ROWS = 1_000_000
-"""(hash, row identity) pairs the duplicate-key scan holds in memory; past it they go to
-disk, partitioned by the hash's top :data:`DUPLICATE_PARTITION_BITS` bits."""
+DUPLICATE_SPILL_ROWS = 262_144
+"""(hash, row identity) pairs a duplicate-key scan holds in memory (the duplicate scan's, the
+nightly first pass's match and ledger keys, each merge rule's); past it they go to disk,
+partitioned by the hash's top :data:`DUPLICATE_PARTITION_BITS` bits. Sorting the pairs held
+costs about five times their 16 bytes a pair at the moment they are grouped or spilled."""
 
 DUPLICATE_PARTITION_BITS = 6
 """64 partitions: a 10M-row source's duplicate scan sorts about 160k pairs at a time."""
