@@ -112,6 +112,20 @@ def changed_emails(n: int) -> set[str]:
     return out
 
 
+def made(base: Path, source: str, n: int, dsn: str) -> Path:
+    """A size's source: ``n`` rows loaded into the PostgreSQL table or written as the Parquet
+    file; the size's project folder (made here, with its ``data`` folder)."""
+    root = base / f"{source}-{n}"
+    (root / "data").mkdir(parents=True)
+    t = time.perf_counter()
+    if source == "postgres":
+        load_postgres(dsn, n)
+    else:
+        write_parquet(root / "data" / "contacts.parquet", n, changed=False)
+    print(f"{source}: {n:,} rows made in {time.perf_counter() - t:.1f} s", flush=True)
+    return root
+
+
 def load_postgres(dsn: str, n: int) -> None:
     import psycopg
 
@@ -331,14 +345,7 @@ def compare(args: argparse.Namespace) -> None:
         env = dict(os.environ, BENCH_PG_DSN=dsn)
         for n in args.rows:
             for source in args.sources:
-                root = base / f"{source}-{n}"
-                (root / "data").mkdir(parents=True)
-                t = time.perf_counter()
-                if source == "postgres":
-                    load_postgres(dsn, n)
-                else:
-                    write_parquet(root / "data" / "contacts.parquet", n, changed=False)
-                print(f"{source}: {n:,} rows made in {time.perf_counter() - t:.1f} s", flush=True)
+                root = made(base, source, n, dsn)
                 pushed = make_project(root, source, extra)
                 make_project(root, source, extra, "-client")  # the client's: as it was
                 pd_map = root / "configs" / "contacts.yaml"
@@ -454,14 +461,7 @@ def main() -> None:
         env = dict(os.environ, BENCH_PG_DSN=dsn)
         for n in args.rows:
             for source in args.sources:
-                root = base / f"{source}-{n}"
-                (root / "data").mkdir(parents=True)
-                t = time.perf_counter()
-                if source == "postgres":
-                    load_postgres(dsn, n)
-                else:
-                    write_parquet(root / "data" / "contacts.parquet", n, changed=False)
-                print(f"{source}: {n:,} rows made in {time.perf_counter() - t:.1f} s", flush=True)
+                root = made(base, source, n, dsn)
                 make_project(root, source, extra)
                 phases = [p for p in PHASES if p in args.phases]
                 if "first" not in phases and {"rerun", "changed"} & set(phases):
