@@ -87,6 +87,10 @@ larger snapshot's are sorted on disk in 2 ** :data:`DIGEST_PARTITION_BITS` parti
 DIGEST_PARTITION_BITS = 6
 """64 partitions for a snapshot's digests sorted on disk."""
 
+DIGEST_FIND_ROWS = 1024
+"""Digests looked up at a time in a snapshot's digests sorted on disk: each reads the 4 kB
+pages its place is on, 12 kB a query at most (12 MB a group)."""
+
 SNAPSHOT_BLOCK_BYTES = 8 << 20
 """Bytes of a snapshot file per row of a PostgreSQL state store's ``snapshot_blocks``."""
 
