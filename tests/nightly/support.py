@@ -84,6 +84,26 @@ def written_since_stamp(url: str) -> set[str]:
     return {str(r["email"]) for r in all_records(url, "contacts") if r["updated_at"] != SENTINEL}
 
 
+def refused_then_allowed(
+    pipeline: Path, work: Path, url: str, fetched: Fetched, *, total: int, gone: int
+) -> Any:
+    """``gone`` of ``total`` keys vanished from the database's diff, with
+    ``mirror_deletes.max_count: 2``: refused (exit 3, naming the count and the limit), nothing
+    deleted, found without reading a row; then ``--allow-mass-deletes`` deletes them (that
+    run's result)."""
+    fetched.rows = 0
+    refused = run(pipeline, work, url)
+    assert refused.exit_code == 3
+    share = f"{100 * gone / total:.1f}%"
+    limit = f"{gone} of {total} records ({share}) left the source, above mirror_deletes.max_count 2"
+    assert limit in str(refused.error)
+    assert fetched.rows == 0
+    assert len(all_records(url, "contacts")) == total
+    allowed = run(pipeline, work, url, allow_mass_deletes=True)
+    assert (allowed.exit_code, step_of(allowed)["deleted"]) == (0, gone)
+    return allowed
+
+
 def killed(point: str, pipeline: Path, work: Path, url: str) -> None:
     """The run, in a process of its own, killed with SIGKILL at ``point``
     (tests/nightly/pushdown_child.py)."""

@@ -14,6 +14,7 @@ from tests.nightly.support import (
     Fetched,
     killed,
     project,
+    refused_then_allowed,
     run,
     stamp_all,
     step_of,
@@ -97,16 +98,7 @@ def test_vanished_keys_above_max_count_are_refused(
         assert run(pipeline, work, url).exit_code == 0
         assert run(pipeline, work, url).exit_code == 0
         write(data, [i for i in ids if i not in (5, 6, 7)])
-        fetched.rows = 0
-        refused = run(pipeline, work, url)
-        assert refused.exit_code == 3
-        assert "3 of 30 records (10.0%) left the source, above mirror_deletes.max_count 2" in str(
-            refused.error
-        )
-        assert fetched.rows == 0
-        assert len(all_records(url, "contacts")) == 30
-        allowed = run(pipeline, work, url, allow_mass_deletes=True)
-        assert (allowed.exit_code, step_of(allowed)["deleted"]) == (0, 3)
+        refused_then_allowed(pipeline, work, url, fetched, total=30, gone=3)
         assert len(all_records(url, "contacts")) == 27
 
 

@@ -14,6 +14,7 @@ from tests.nightly.support import (
     Fetched,
     killed,
     project,
+    refused_then_allowed,
     run,
     stamp_all,
     stamps,
@@ -159,17 +160,7 @@ def test_vanished_keys_above_max_count_are_refused(
         assert run(pipeline, work, url).exit_code == 0  # a diff pass from here on
         with psycopg.connect(db, autocommit=True) as conn:
             conn.execute("DELETE FROM people WHERE id IN (5, 6, 7)")
-        fetched.rows = 0
-        refused = run(pipeline, work, url)
-        assert refused.exit_code == 3
-        assert "3 of 40 records (7.5%) left the source, above mirror_deletes.max_count 2" in str(
-            refused.error
-        )
-        assert fetched.rows == 0
-        assert len(all_records(url, "contacts")) == 40
-
-        allowed = run(pipeline, work, url, allow_mass_deletes=True)
-        assert (allowed.exit_code, step_of(allowed)["deleted"]) == (0, 3)
+        refused_then_allowed(pipeline, work, url, fetched, total=40, gone=3)
         emails = {r["email"] for r in all_records(url, "contacts")}
         assert len(emails) == 37 and "ann6@example.org" not in emails
         fetched.rows = 0
@@ -293,9 +284,9 @@ def test_killed_mid_step_the_resumed_run_sends_nothing_twice(
         sent_before_kill = written_since_stamp(url)
         # acknowledged before the kill: every changed row (update, commit), the first one
         # (ack), none (diff)
-        acked = {
-            "update": changed, "commit": changed, "ack": {"ann3@example.org"}, "diff": set()
-        }[point]
+        acked = {"update": changed, "commit": changed, "ack": {"ann3@example.org"}, "diff": set()}[
+            point
+        ]
         assert acked <= sent_before_kill <= changed
         if point == "diff":  # nothing sent; the transaction's tables went with it
             assert sent_before_kill == set()
