@@ -56,3 +56,37 @@ def test_transaction_rolls_back_on_error(store: Store) -> None:
 def test_find_by_key_rejects_other_columns(store: Store) -> None:
     with pytest.raises(ValueError):
         store.find_by_key(1, "data", "x")
+
+
+def _plan(store: Store, sql: str) -> str:
+    rows = store.db.execute("EXPLAIN QUERY PLAN " + sql).fetchall()  # traced: values bound
+    return " ".join(str(row[-1]) for row in rows)
+
+
+def test_a_page_of_the_newest_edits_is_read_through_an_index(store: Store) -> None:
+    # what a nightly run asks before each step (sort_by=updated_at desc) and at its end: the
+    # page must come from an index in order, not from sorting every record of the type
+    traced: list[str] = []
+    store.db.set_trace_callback(traced.append)
+    store.select(
+        "object_type_id = ? AND deleted_at IS NULL", [1], "updated_at DESC, id ASC", 200, 0
+    )
+    page = next(sql for sql in traced if "ORDER BY" in sql)
+    count = next(sql for sql in traced if "COUNT(*)" in sql)
+    detail = _plan(store, page)
+    assert "records_live_updated" in detail, detail
+    assert "TEMP B-TREE FOR ORDER BY" not in detail, detail  # "RIGHT PART": the ties only
+    assert "COVERING INDEX" in _plan(store, count)
+
+
+def test_an_older_sandbox_loses_the_index_the_new_ones_replace(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    Store(path).close()
+    old = Store(path)
+    old.db.execute("CREATE INDEX records_type_id ON records (object_type_id)")
+    old.close()
+    names = {
+        r[0] for r in Store(path).db.execute("SELECT name FROM sqlite_master WHERE type='index'")
+    }
+    assert "records_type_id" not in names
+    assert {"records_type_live", "records_live_updated"} <= names

@@ -44,6 +44,9 @@ PAGE = 200
 MAX_EDITED = 50_000
 """Records edited since the mark read at most; past that the step's whole ledger loses its
 hashes (every row is sent again), rather than paging on without end."""
+LOOKUP_IDS = 2_000
+"""Record ids looked up in the ledger by id at most (in statements of 500); past that they
+are picked out of one pass over the scope's ids."""
 MAX_UNKNOWN = 10_000
 """Records created since the mark that the ledger does not know, kept for matching at most."""
 
@@ -239,22 +242,53 @@ def check(
     if since is None:  # the target had no record of the type at the mark
         _, total_now = reader.list_page(object_type, limit=1, offset=0)
         finding.requests += 1
-    known = {
-        int(r[0]): str(r[1])
-        for r in conn.execute(
-            "SELECT record_id, last_status FROM ledger WHERE scope_id = ? AND record_id IS NOT"
-            f" NULL AND {LIVE_SQL}",
-            (scope_id,),
-        )
-    }
-    finding.edited = sorted(edited & known.keys())
+    candidates = edited | {rid for r in made_since if (rid := _record_id(r)) is not None}
+    known = _held(conn, scope_id, candidates)
+    finding.edited = sorted(edited & known)
     finding.unknown = [r for r in made_since if _record_id(r) not in known]
     expected = None if mark.total is None else mark.total + created
-    if total_now is not None and expected is not None and total_now < expected and known:
+    fewer = total_now is not None and expected is not None and total_now < expected
+    if fewer and _holds_any(conn, scope_id):
         live = set(_ids(reader, object_type, finding))
-        finding.vanished = sorted(known.keys() - live)
+        finding.vanished = sorted(r for r in _live_ids(conn, scope_id) if r not in live)
         finding.edited = [i for i in finding.edited if i in live]
     return finding
+
+
+_LIVE_IDS = (
+    f"SELECT record_id FROM ledger WHERE scope_id = ? AND record_id IS NOT NULL AND {LIVE_SQL}"
+)
+
+
+def _held(conn: sqlite3.Connection, scope_id: int, ids: set[int]) -> set[int]:
+    """Those of ``ids`` that are live records in the scope's ledger. A few are looked up by
+    id; more are picked out of one pass over the scope's ids. Either way, the ledger is never
+    held in memory: a nightly run with nothing edited in the target asks nothing here."""
+    if not ids:
+        return set()
+    if len(ids) > LOOKUP_IDS:
+        return {rid for rid in _live_ids(conn, scope_id) if rid in ids}
+    ordered = sorted(ids)
+    held: set[int] = set()
+    for start in range(0, len(ordered), 500):
+        part = ordered[start : start + 500]
+        held.update(
+            int(r[0])
+            for r in conn.execute(
+                f"{_LIVE_IDS} AND record_id IN ({','.join('?' * len(part))})", (scope_id, *part)
+            )
+        )
+    return held
+
+
+def _holds_any(conn: sqlite3.Connection, scope_id: int) -> bool:
+    return conn.execute(f"{_LIVE_IDS} LIMIT 1", (scope_id,)).fetchone() is not None
+
+
+def _live_ids(conn: sqlite3.Connection, scope_id: int) -> Iterator[int]:
+    """The scope's live record ids, streamed from the ledger."""
+    for (rid,) in conn.execute(_LIVE_IDS, (scope_id,)):
+        yield int(rid)
 
 
 def apply(conn: sqlite3.Connection, scope_id: int, finding: Finding) -> None:

@@ -45,7 +45,8 @@ def _index(name: str, columns: str, where: str = "") -> str:
 
 LIVE = "deleted_at IS NULL"
 INDEXES = {
-    "records_type_id": _index("records_type_id", "object_type_id"),
+    "records_type_live": _index("records_type_live", "object_type_id, deleted_at"),
+    "records_live_updated": _index("records_live_updated", "object_type_id, updated_at", LIVE),
     "records_live_name": _index("records_live_name", "object_type_id, name", LIVE),
     **{
         f"records_live_{key}": _index(
@@ -61,8 +62,11 @@ INDEXES = {
         )
     },
 }
-"""Secondary indexes by name: listing by type, match_by name, and one per dedup key (over
-live rows that have that key)."""
+"""Secondary indexes by name: listing and counting by type, the newest edits first (a nightly
+run reads ``sort_by=updated_at`` pages and the count to check the target), match_by name, and
+one per dedup key (over live rows that have that key)."""
+OBSOLETE_INDEXES = ("records_type_id",)
+"""Indexes of earlier sandboxes that :data:`INDEXES` replaces (dropped when a store opens)."""
 SKILL_RUNS = """
 CREATE TABLE IF NOT EXISTS skill_runs (
     id TEXT PRIMARY KEY,
@@ -132,6 +136,8 @@ class Store:
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.create_function("rs_fold", 1, _fold, deterministic=True)
         self.db.executescript(SCHEMA + SKILL_RUNS)
+        for name in OBSOLETE_INDEXES:
+            self.db.execute(f"DROP INDEX IF EXISTS {name}")
         for index in INDEXES.values():
             self.db.execute(index)
 
