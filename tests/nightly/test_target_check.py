@@ -5,6 +5,7 @@ sandbox is in tests/e2e/test_targets_e2e.py); the ledger is a real state store."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,25 @@ class Pages:
         return ordered[offset : offset + limit], len(self.records)
 
 
-def _store(tmp_path: Path, ids: range) -> tuple[StateStore, int]:
-    store = StateStore(tmp_path / "state.db")
+@pytest.fixture(params=["sqlite", "postgres"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """The state store's location: a SQLite file, or a fresh PostgreSQL database."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return tmp_path / "state.db"
+
+
+@pytest.fixture
+def opened() -> Iterator[list[StateStore]]:
+    stores: list[StateStore] = []
+    yield stores
+    for store in stores:
+        store.close()
+
+
+def _store(where: Any, ids: range, opened: list[StateStore]) -> tuple[StateStore, int]:
+    store = StateStore(where)
+    opened.append(store)
     rows = [(f"k{i}", i, "0" * 32, "created") for i in ids]
     store.record_acknowledged("p", "contacts", "run-1", rows)
     scope = store.scope_id("p", "contacts", create=False)
@@ -47,15 +65,12 @@ def _record(rid: int, updated: str = MARK, created: str = MARK) -> dict[str, Any
     return {"id": rid, "name": f"r{rid}", "updated_at": updated, "created_at": created}
 
 
-def _ledger_reads(store: StateStore) -> list[str]:
+def test_nothing_edited_asks_the_ledger_nothing(
+    tmp_path: Path, opened: list[StateStore]
+) -> None:
+    store, scope = _store(tmp_path / "state.db", range(1, 301), opened)
     traced: list[str] = []
     store.connection.set_trace_callback(traced.append)
-    return traced
-
-
-def test_nothing_edited_asks_the_ledger_nothing(tmp_path: Path) -> None:
-    store, scope = _store(tmp_path, range(1, 301))
-    traced = _ledger_reads(store)
     finding = check(
         Pages([_record(i) for i in range(1, 301)]),
         store.connection,
@@ -69,10 +84,10 @@ def test_nothing_edited_asks_the_ledger_nothing(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("lookup_ids", [2_000, 3])  # by id, and picked out of one pass
 def test_edited_created_and_vanished_records_are_told_apart(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, lookup_ids: int
+    where: Any, opened: list[StateStore], monkeypatch: pytest.MonkeyPatch, lookup_ids: int
 ) -> None:
     monkeypatch.setattr(target_check, "LOOKUP_IDS", lookup_ids)
-    store, scope = _store(tmp_path, range(1, 601))  # more than one IN statement of 500
+    store, scope = _store(where, range(1, 601), opened)  # more than one IN statement of 500
     edited = (5, 501, 502, 599)
     records = [  # 7 and 550 deleted
         _record(i, LATER if i in edited else MARK) for i in range(1, 601) if i not in (7, 550)
@@ -84,8 +99,10 @@ def test_edited_created_and_vanished_records_are_told_apart(
     assert finding.vanished == [7, 550]
 
 
-def test_a_deleted_ledger_entry_is_not_a_live_record(tmp_path: Path) -> None:
-    store, scope = _store(tmp_path, range(1, 4))
+def test_a_deleted_ledger_entry_is_not_a_live_record(
+    where: Any, opened: list[StateStore]
+) -> None:
+    store, scope = _store(where, range(1, 4), opened)
     with store.transaction() as tx:
         target_check.apply(tx, scope, target_check.Finding("contacts", vanished=[2]))
     records = [_record(1, LATER), _record(2, LATER, LATER)]  # 2: a new record, same id
