@@ -20,6 +20,19 @@ look is made right after pyarrow's own import, whoever imports it. It relies on 
 pyarrow API, so anything unexpected (a missing attribute, any exception) leaves pyarrow as
 it is.
 
+**pyarrow.compute's documentation of options** (~20 ms of a run's start-up, half of that
+module's import): importing ``pyarrow.compute`` wraps each of its ~290 compute functions in a
+Python function with a docstring and a signature, and for a function with options that means
+parsing the options class's docstring with numpydoc (pyarrow's vendored ``docscrape``) and
+reading the class's signature from its text (``inspect.signature``, through the tokenizer).
+A command's process never shows them. So while ``pyarrow.compute`` is imported (whoever
+imports it first), the numpydoc parser finds no sections and ``inspect.signature`` of a class
+of ``pyarrow._compute``, in that thread only, has no parameters; both are put back right
+after. The functions work as before (options by keyword or ``options=``); their docstrings
+and signatures leave the options out (``help(pc.utf8_trim)`` lists no ``characters``). It
+relies on private pyarrow API: should the import fail that way, the module is imported again
+as it is.
+
 **httpx's command line** (``httpx._main``: rich, pygments, click; ~30 ms): ``import httpx``
 imports it to offer ``httpx.main``, and falls back to a stub when it cannot be imported
 (httpx installed without its ``cli`` extra). recordsync never calls ``httpx.main``, so its
@@ -40,21 +53,28 @@ so ``OPENBLAS_NUM_THREADS`` is set to 1 for the process unless it was set alread
 (:func:`importing`): importing a run's modules (numpy, pyarrow, pydantic and its models,
 recordsync's own) allocates about 110,000 tracked objects, all alive until the process ends;
 with the collector on, CPython walks them again and again as they are made (~30-50 ms of a
-run's start-up). It is paused for the imports (``gc_pause``, :mod:`recordsync.tuning`),
-collects once when they are done, and runs as before.
+run's start-up). It is paused for the imports (``gc_pause``, :mod:`recordsync.tuning`) and
+runs as before once they are done. What they made is then parked in the permanent
+generation (``freeze_imports``, :mod:`recordsync.tuning.gcpause`), where no collection walks
+it, when the process is the command line's own (:func:`leave_out_unused` was called);
+otherwise (``main`` called in a test's or a library user's process, whose objects
+recordsync does not freeze) one full collection walks it once instead (20-40 ms: about a
+tenth of what a 1,000-row run adds to a bare loop).
 """
 
 from __future__ import annotations
 
 import gc
+import inspect
 import os
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from recordsync.tuning.gcpause import gc_paused
+from recordsync.tuning.gcpause import freeze_imports, gc_paused
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -94,64 +114,141 @@ def _look_without_pandas(pa: ModuleType) -> None:
         sys.meta_path.remove(block)
 
 
-class _ThenLook:
-    """pyarrow's own loader, then :func:`_look_without_pandas` on the module."""
+def _then_look(module: ModuleType, run: Callable[[], None]) -> None:
+    """pyarrow's import, then :func:`_look_without_pandas`."""
+    run()
+    _look_without_pandas(module)
 
-    def __init__(self, loader: Any) -> None:
-        self.loader = loader
+
+class _NoSections:
+    """Stands for pyarrow's numpydoc parser while pyarrow.compute is imported: a docstring
+    without sections (no parameters to list)."""
+
+    def __init__(self, docstring: object = None, config: object = None) -> None:
+        pass
+
+    def __getitem__(self, key: str) -> list[Any]:
+        return []
+
+
+_NO_PARAMETERS = inspect.Signature()
+_COMPUTE_DUNDERS = ("__name__", "__doc__", "__package__", "__loader__", "__spec__", "__file__")
+
+
+def _compute_without_option_docs(module: ModuleType, run: Callable[[], None]) -> None:
+    """pyarrow.compute's import with its options classes' docstrings not parsed (pyarrow's
+    vendored ``docscrape.NumpyDocString``) and their signatures not read (``inspect.signature``
+    of a class of ``pyarrow._compute``, in this thread only), then both as they were. Should
+    that fail (pyarrow changed), the module is imported again as it is."""
+    try:
+        from pyarrow.vendored import docscrape
+    except Exception:  # private API: whatever it is now, pyarrow.compute is left as it is
+        run()
+        return
+    parser, signature, here = docscrape.NumpyDocString, inspect.signature, threading.get_ident()
+
+    def options_signature(obj: Any, *args: Any, **kwargs: Any) -> inspect.Signature:
+        if (
+            threading.get_ident() == here
+            and isinstance(obj, type)
+            and obj.__module__ == "pyarrow._compute"
+        ):
+            return _NO_PARAMETERS
+        return signature(obj, *args, **kwargs)
+
+    docscrape.NumpyDocString = _NoSections
+    inspect.signature = options_signature
+    try:
+        run()
+        return
+    except Exception:
+        pass
+    finally:
+        docscrape.NumpyDocString, inspect.signature = parser, signature
+    kept = {k: module.__dict__[k] for k in _COMPUTE_DUNDERS if k in module.__dict__}
+    module.__dict__.clear()
+    module.__dict__.update(kept)
+    run()
+
+
+class _Hooked:
+    """A module's own loader, run by ``hook(module, run)`` (``run()`` executes the module)."""
+
+    def __init__(self, loader: Any, hook: Callable[[ModuleType, Callable[[], None]], None]):
+        self.loader, self.hook = loader, hook
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         module: ModuleType | None = self.loader.create_module(spec)
         return module
 
     def exec_module(self, module: ModuleType) -> None:
-        module.__loader__ = self.loader  # the module keeps pyarrow's own loader
+        module.__loader__ = self.loader  # the module keeps its own loader
         if module.__spec__ is not None:
             module.__spec__.loader = self.loader
-        sys.meta_path = [f for f in sys.meta_path if not isinstance(f, _AfterPyarrow)]
-        self.loader.exec_module(module)
-        _look_without_pandas(module)
+        sys.meta_path = [f for f in sys.meta_path if not _hooks(f, module.__name__)]
+        self.hook(module, lambda: self.loader.exec_module(module))
 
 
-class _AfterPyarrow:
-    """A meta-path finder: finds pyarrow through the other finders, with :class:`_ThenLook`
-    as its loader (which takes this finder out of ``sys.meta_path`` when pyarrow is loaded;
-    ``importlib.util.find_spec("pyarrow")`` alone changes nothing)."""
+class _Hook:
+    """A meta-path finder: finds the module ``name`` through the other finders, with
+    :class:`_Hooked` as its loader (which takes this finder out of ``sys.meta_path`` when the
+    module is loaded; ``importlib.util.find_spec(name)`` alone changes nothing)."""
+
+    def __init__(self, name: str, hook: Callable[[ModuleType, Callable[[], None]], None]):
+        self.name, self.hook = name, hook
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if fullname != "pyarrow":
+        if fullname != self.name:
             return None
         for finder in sys.meta_path:
-            if isinstance(finder, _AfterPyarrow):
+            if isinstance(finder, _Hook):
                 continue
             find = getattr(finder, "find_spec", None)
             spec: ModuleSpec | None = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _ThenLook(spec.loader)  # type: ignore[assignment]
+                    spec.loader = _Hooked(spec.loader, self.hook)  # type: ignore[assignment]
                 return spec
         return None
 
 
+def _hooks(finder: object, name: str) -> bool:
+    return isinstance(finder, _Hook) and finder.name == name
+
+
+def _hook(name: str, hook: Callable[[ModuleType, Callable[[], None]], None]) -> None:
+    """Import ``name`` through ``hook`` when it is first imported (once)."""
+    if name not in sys.modules and not any(_hooks(f, name) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Hook(name, hook))
+
+
+_own_process = False
+"""Whether :func:`leave_out_unused` was called: the process is the command line's own."""
+
+
 def importing(*, collect: bool = True) -> AbstractContextManager[None]:
     """Around the import of a command's modules: the cyclic garbage collector paused (with
-    the ``gc_pause`` switch of :mod:`recordsync.tuning`, on from the command line), then one
-    full collection (``collect``), and the collector as it was before, even on error. The
-    collection walks what the imports made once and records it as long-lived; left to
-    CPython, the first collections after the pause would walk it again, generation after
-    generation. ``collect=False``: more imports follow (the command's own), whose block
-    collects."""
+    the ``gc_pause`` switch of :mod:`recordsync.tuning`, on from the command line), then
+    what the imports made put out of the collector's way (``collect``), and the collector as
+    it was before, even on error. In the command line's own process, that is a freeze
+    (``freeze_imports``: no collection walks it again); elsewhere one full collection, which
+    walks it once and records it as long-lived. Left to CPython, the first collections after
+    the pause would walk it again, generation after generation. ``collect=False``: more
+    imports follow (the command's own), whose block collects."""
     return gc_paused(_collect if collect else None)
 
 
 def _collect() -> None:
-    gc.collect()
+    if not (_own_process and freeze_imports()):
+        gc.collect()
 
 
 def leave_out_unused() -> None:
     """Everything the module docstring lists, for this process (idempotent)."""
+    global _own_process
+    _own_process = True
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if "numpy" not in sys.modules:  # read once, when numpy loads OpenBLAS
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -159,10 +256,11 @@ def leave_out_unused() -> None:
         name in sys.modules for name in _REFUSED_ALWAYS
     ):
         sys.meta_path.insert(0, _Refuse(_REFUSED_ALWAYS))
+    _hook("pyarrow.compute", _compute_without_option_docs)
     if "pandas" in sys.modules:
         return
     pa = sys.modules.get("pyarrow")
     if pa is not None:
         _look_without_pandas(pa)
-    elif not any(isinstance(f, _AfterPyarrow) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterPyarrow())
+    else:
+        _hook("pyarrow", _then_look)
