@@ -120,6 +120,8 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     unused = {*NEVER, "pandas", "rich", "pygments"}
     assert tops(modules).isdisjoint(unused), sorted(tops(modules) & unused)
     assert "httpx._main" not in modules
+    # pydantic's plugin loader without the entry points of every distribution (plugins off)
+    assert "pydantic.plugin._loader" in modules and "importlib.metadata" not in modules
     loaded = {m for m in modules if m.startswith(OTHER_COMMANDS)}
     assert not loaded, sorted(loaded)
     assert modules.isdisjoint(OTHER_SOURCES), sorted(modules & set(OTHER_SOURCES))
@@ -239,6 +241,45 @@ def test_pyarrow_compute_imported_without_its_option_docs_works_as_before(case: 
     assert got["put_back"] is True
     assert got["options_signature"] == "(characters)"
     assert got["function_lists_options"] is (case == "pyarrow changed")
+
+
+PLUGIN_LOADER_AFTER_ENTRY = """import json, sys
+from recordsync.cli.startup import leave_out_unused
+leave_out_unused()
+from pydantic import BaseModel
+class Model(BaseModel):
+    a: int
+from pydantic.plugin import _loader
+before = "importlib.metadata" in sys.modules
+found = _loader.entry_points(group="pydantic")
+json.dump({"model": Model(a="1").a, "plugins": list(_loader.get_plugins()), "before": before,
+           "found": type(found).__name__, "after": "importlib.metadata" in sys.modules},
+          sys.stdout)
+"""
+
+
+def test_pydantics_plugin_loader_imports_importlib_metadata_only_when_asked() -> None:
+    """With plugins off (the CLI's start-up), pydantic's plugin loader is imported without
+    importlib.metadata; its ``entry_points`` imports it when called, and works."""
+    env = dict(os.environ)
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-c", PLUGIN_LOADER_AFTER_ENTRY],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    got = json.loads(done.stdout)
+    assert got == {
+        "model": 1,
+        "plugins": [],
+        "before": False,
+        "found": "EntryPoints",
+        "after": True,
+    }
 
 
 def test_the_environments_own_settings_are_left_as_they_are(tmp_path: Path) -> None:

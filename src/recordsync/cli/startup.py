@@ -44,6 +44,12 @@ ms in a small one). recordsync's models are its own configuration files, which n
 asked to see, so ``PYDANTIC_DISABLE_PLUGINS`` is set to ``__all__`` for the process, unless
 it was set already (recordsync starts no child process that would inherit it).
 
+**importlib.metadata** (~5 ms): pydantic's plugin loader imports it at the top of its
+module, to read the entry points of every installed distribution when plugins are on. With
+them off (above), its ``entry_points`` is a function that imports ``importlib.metadata`` when
+called (pydantic never calls it then); nothing else a run imports needs that module. As with
+pyarrow.compute, should that import fail, the loader is imported again as it is.
+
 **numpy's BLAS threads**: importing numpy starts OpenBLAS, which starts a thread per core
 and warms them up (~25 ms of CPU at start-up on two cores, and threads that compete with the
 run's own). recordsync does no linear algebra (no ``numpy.linalg``, ``dot`` or ``matmul``),
@@ -65,6 +71,7 @@ tenth of what a 1,000-row run adds to a bare loop).
 from __future__ import annotations
 
 import gc
+import importlib
 import inspect
 import os
 import sys
@@ -132,7 +139,7 @@ class _NoSections:
 
 
 _NO_PARAMETERS = inspect.Signature()
-_COMPUTE_DUNDERS = ("__name__", "__doc__", "__package__", "__loader__", "__spec__", "__file__")
+_DUNDERS = ("__name__", "__doc__", "__package__", "__loader__", "__spec__", "__file__")
 
 
 def _compute_without_option_docs(module: ModuleType, run: Callable[[], None]) -> None:
@@ -165,10 +172,46 @@ def _compute_without_option_docs(module: ModuleType, run: Callable[[], None]) ->
         pass
     finally:
         docscrape.NumpyDocString, inspect.signature = parser, signature
-    kept = {k: module.__dict__[k] for k in _COMPUTE_DUNDERS if k in module.__dict__}
+    _as_is(module, run)
+
+
+def _as_is(module: ModuleType, run: Callable[[], None]) -> None:
+    """Execute ``module`` again, from a clean namespace, after a hooked execution failed."""
+    kept = {k: module.__dict__[k] for k in _DUNDERS if k in module.__dict__}
     module.__dict__.clear()
     module.__dict__.update(kept)
     run()
+
+
+_PLUGINS_OFF = ("__all__", "1", "true")  # the values pydantic reads as "no plugins at all"
+
+
+def _plugin_loader_without_metadata(module: ModuleType, run: Callable[[], None]) -> None:
+    """pydantic's plugin loader, imported while ``PYDANTIC_DISABLE_PLUGINS`` says no plugins,
+    with its ``from importlib.metadata import entry_points`` given a function that imports
+    ``importlib.metadata`` when called (never, with plugins off); otherwise as it is."""
+    if "importlib.metadata" in sys.modules or os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in (
+        _PLUGINS_OFF
+    ):
+        run()
+        return
+    stand_in = ModuleType("importlib.metadata")
+    stand_in.entry_points = _entry_points  # type: ignore[attr-defined]
+    sys.modules["importlib.metadata"] = stand_in
+    try:
+        run()
+        return
+    except Exception:
+        pass
+    finally:
+        if sys.modules.get("importlib.metadata") is stand_in:
+            del sys.modules["importlib.metadata"]
+    _as_is(module, run)
+
+
+def _entry_points(**params: Any) -> Any:
+    """``importlib.metadata.entry_points``, imported when first called."""
+    return importlib.import_module("importlib.metadata").entry_points(**params)
 
 
 class _Hooked:
@@ -257,6 +300,7 @@ def leave_out_unused() -> None:
     ):
         sys.meta_path.insert(0, _Refuse(_REFUSED_ALWAYS))
     _hook("pyarrow.compute", _compute_without_option_docs)
+    _hook("pydantic.plugin._loader", _plugin_loader_without_metadata)
     if "pandas" in sys.modules:
         return
     pa = sys.modules.get("pyarrow")
