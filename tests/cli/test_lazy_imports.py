@@ -197,11 +197,12 @@ if sys.argv[1] == "pyarrow changed":  # the seam's stand-in no longer fits pyarr
         raise KeyError(key)
     startup._NoSections.__getitem__ = _changed
 startup.leave_out_unused()
-signature = inspect.signature
-from pyarrow.vendored import docscrape
-parser = docscrape.NumpyDocString
+import textwrap
+signature, dedent = inspect.signature, textwrap.dedent
 import pyarrow as pa
 import pyarrow.compute as pc
+docs_imported = "pyarrow.vendored.docscrape" in sys.modules
+from pyarrow.vendored import docscrape
 text = pa.array([" a-", None])
 json.dump({
     "by_keyword": pc.utf8_trim(text, characters=" -").to_pylist(),
@@ -210,8 +211,13 @@ json.dump({
     "cast": pc.cast(pa.array(["1"]), pa.int64()).to_pylist(),
     "function_lists_options": "characters : " in pc.utf8_trim.__doc__
     or "characters" in str(inspect.signature(pc.utf8_trim)),
-    "put_back": inspect.signature is signature and docscrape.NumpyDocString is parser,
+    "put_back": inspect.signature is signature and textwrap.dedent is dedent,
     "options_signature": str(inspect.signature(pc.TrimOptions)),
+    "docs_imported": docs_imported,
+    "docs_module": docscrape.NumpyDocString.__module__,
+    # pyarrow's own use of its docs after the import (user-defined functions' docstrings)
+    "options_docs_later": [p.name for p in pc._scrape_options_class_doc(pc.TrimOptions).params],
+    "dedent_later": pc.dedent("  a\\n  b"),
 }, sys.stdout)
 """
 
@@ -244,6 +250,11 @@ def test_pyarrow_compute_imported_without_its_option_docs_works_as_before(case: 
     assert got["put_back"] is True
     assert got["options_signature"] == "(characters)"
     assert got["function_lists_options"] is (case == "pyarrow changed")
+    # pyarrow's numpydoc module (and pydoc) imported only when pyarrow.compute is not quiet
+    assert got["docs_imported"] is (case == "pyarrow changed")
+    assert got["docs_module"] == "pyarrow.vendored.docscrape"
+    assert got["options_docs_later"] == ["characters"]
+    assert got["dedent_later"] == "a\nb"
 
 
 PLUGIN_LOADER_AFTER_ENTRY = """import json, sys

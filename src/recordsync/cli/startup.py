@@ -20,18 +20,21 @@ look is made right after pyarrow's own import, whoever imports it. It relies on 
 pyarrow API, so anything unexpected (a missing attribute, any exception) leaves pyarrow as
 it is.
 
-**pyarrow.compute's documentation of options** (~20 ms of a run's start-up, half of that
-module's import): importing ``pyarrow.compute`` wraps each of its ~290 compute functions in a
-Python function with a docstring and a signature, and for a function with options that means
-parsing the options class's docstring with numpydoc (pyarrow's vendored ``docscrape``) and
-reading the class's signature from its text (``inspect.signature``, through the tokenizer).
-A command's process never shows them. So while ``pyarrow.compute`` is imported (whoever
-imports it first), the numpydoc parser finds no sections and ``inspect.signature`` of a class
-of ``pyarrow._compute``, in that thread only, has no parameters; both are put back right
-after. The functions work as before (options by keyword or ``options=``); their docstrings
-and signatures leave the options out (``help(pc.utf8_trim)`` lists no ``characters``). It
-relies on private pyarrow API: should the import fail that way, the module is imported again
-as it is.
+**pyarrow.compute's documentation** (~30 ms of a run's start-up, two thirds of that module's
+import): importing ``pyarrow.compute`` wraps each of its ~290 compute functions in a Python
+function with a docstring and a signature, built with pyarrow's numpydoc module
+(``pyarrow.vendored.docscrape``, which imports pydoc) parsing each options class's
+docstring, ``inspect.signature`` reading each options class's signature from its text
+(through the tokenizer), and ``textwrap.dedent`` on every piece. A command's process never
+shows them. So while ``pyarrow.compute`` is imported (whoever imports it first), in that
+thread only: the numpydoc module is a stand-in whose parser finds no sections (the real one
+is not imported), ``inspect.signature`` of a class of ``pyarrow._compute`` has no
+parameters, and ``dedent`` leaves the text as it is; ``inspect.signature`` and
+``textwrap.dedent`` are put back right after (pyarrow.compute keeps functions that work as
+the real ones from then on). The functions work as before (options by keyword or
+``options=``); their docstrings and signatures leave the options out (``help(pc.utf8_trim)``
+lists no ``characters``). It relies on private pyarrow API: should the import fail that way,
+the module is imported again as it is.
 
 **httpx's command line** (``httpx._main``: rich, pygments, click; ~30 ms): ``import httpx``
 imports it to offer ``httpx.main``, and falls back to a stub when it cannot be imported
@@ -75,6 +78,7 @@ import importlib
 import inspect
 import os
 import sys
+import textwrap
 import threading
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -140,38 +144,77 @@ class _NoSections:
 
 _NO_PARAMETERS = inspect.Signature()
 _DUNDERS = ("__name__", "__doc__", "__package__", "__loader__", "__spec__", "__file__")
+_DOCSCRAPE = "pyarrow.vendored.docscrape"
+_quiet: set[int] = set()
+"""The threads importing pyarrow.compute now (:func:`_compute_without_option_docs`)."""
+_dedent, _signature = textwrap.dedent, inspect.signature
+
+
+def _option_docs(docstring: object, config: object = None) -> Any:
+    """pyarrow's ``docscrape.NumpyDocString``: no sections while pyarrow.compute is imported
+    (in that thread), else the real parser (pyarrow.compute keeps this function)."""
+    real = sys.modules.get(_DOCSCRAPE)
+    if threading.get_ident() in _quiet or real is _DOCS_STAND_IN:
+        return _NoSections()
+    real = importlib.import_module(_DOCSCRAPE)
+    return real.NumpyDocString(docstring, config)
+
+
+def _docs_attribute(name: str) -> Any:
+    """Any other name of the stand-in for pyarrow's docscrape: the real module's."""
+    real = importlib.import_module(_DOCSCRAPE)
+    if real is _DOCS_STAND_IN:  # asked while pyarrow.compute is imported: pyarrow changed
+        raise AttributeError(name)
+    return getattr(real, name)
+
+
+_DOCS_STAND_IN = ModuleType(_DOCSCRAPE)
+_DOCS_STAND_IN.NumpyDocString = _option_docs  # type: ignore[attr-defined]
+_DOCS_STAND_IN.__getattr__ = _docs_attribute  # type: ignore[method-assign]
+
+
+def _quiet_dedent(text: str) -> str:
+    """``textwrap.dedent``, which pyarrow.compute's docstrings go through: the text as it is
+    while pyarrow.compute is imported (in that thread)."""
+    return text if threading.get_ident() in _quiet else _dedent(text)
+
+
+def _quiet_signature(obj: Any, *args: Any, **kwargs: Any) -> inspect.Signature:
+    """``inspect.signature``: no parameters for a class of ``pyarrow._compute`` while
+    pyarrow.compute is imported (in that thread)."""
+    if (
+        threading.get_ident() in _quiet
+        and isinstance(obj, type)
+        and obj.__module__ == "pyarrow._compute"
+    ):
+        return _NO_PARAMETERS
+    return _signature(obj, *args, **kwargs)
 
 
 def _compute_without_option_docs(module: ModuleType, run: Callable[[], None]) -> None:
-    """pyarrow.compute's import with its options classes' docstrings not parsed (pyarrow's
-    vendored ``docscrape.NumpyDocString``) and their signatures not read (``inspect.signature``
-    of a class of ``pyarrow._compute``, in this thread only), then both as they were. Should
-    that fail (pyarrow changed), the module is imported again as it is."""
-    try:
-        from pyarrow.vendored import docscrape
-    except Exception:  # private API: whatever it is now, pyarrow.compute is left as it is
-        run()
-        return
-    parser, signature, here = docscrape.NumpyDocString, inspect.signature, threading.get_ident()
-
-    def options_signature(obj: Any, *args: Any, **kwargs: Any) -> inspect.Signature:
-        if (
-            threading.get_ident() == here
-            and isinstance(obj, type)
-            and obj.__module__ == "pyarrow._compute"
-        ):
-            return _NO_PARAMETERS
-        return signature(obj, *args, **kwargs)
-
-    docscrape.NumpyDocString = _NoSections
-    inspect.signature = options_signature
+    """pyarrow.compute's import with the documentation of its functions left as written:
+    pyarrow's numpydoc module (``docscrape``, which imports pydoc) not imported, the options
+    classes' docstrings not parsed and their signatures not read, the docstrings' pieces not
+    dedented; then ``textwrap.dedent`` and ``inspect.signature`` as they were (the module
+    keeps :func:`_quiet_dedent` and :func:`_option_docs`, which work as the real ones
+    afterwards). Should that fail (pyarrow changed), the module is imported again as it
+    is."""
+    here = threading.get_ident()
+    stand_in = _DOCSCRAPE not in sys.modules
+    if stand_in:
+        sys.modules[_DOCSCRAPE] = _DOCS_STAND_IN
+    _quiet.add(here)
+    textwrap.dedent, inspect.signature = _quiet_dedent, _quiet_signature
     try:
         run()
         return
     except Exception:
         pass
     finally:
-        docscrape.NumpyDocString, inspect.signature = parser, signature
+        textwrap.dedent, inspect.signature = _dedent, _signature
+        _quiet.discard(here)
+        if stand_in and sys.modules.get(_DOCSCRAPE) is _DOCS_STAND_IN:
+            del sys.modules[_DOCSCRAPE]
     _as_is(module, run)
 
 
