@@ -24,6 +24,7 @@ SRC = str(Path(recordsync.__file__).resolve().parents[1])  # the tree under test
 SCRIPT = """import gc, json, os, sys
 def record(code, exit=os._exit, out=sys.argv[1]):
     loader = sys.modules.get("pydantic.plugin._loader")
+    pc = sys.modules.get("pyarrow.compute")
     with open(out, "w") as f:
         json.dump({
             "code": code,
@@ -31,6 +32,7 @@ def record(code, exit=os._exit, out=sys.argv[1]):
             "gc": gc.isenabled(),
             "plugins_looked_up": loader is not None and loader._plugins is not None,
             "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "compute_option_docs": pc is not None and "characters : " in pc.utf8_trim.__doc__,
         }, f)
     exit(code)
 os._exit = record
@@ -117,6 +119,9 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     # the nightly fast path's digests (state store on) and pyarrow's conversions: no pandas;
     # httpx without its command line (rich, pygments: a run without a terminal shows no bar)
     assert {"recordsync.state.digests", "pyarrow.compute", "httpx"} <= modules
+    # pyarrow.compute imported without the docs of its functions' options, nor pydoc
+    assert got["compute_option_docs"] is False
+    assert modules.isdisjoint({"pyarrow.vendored.docscrape", "pydoc"})
     unused = {*NEVER, "pandas", "rich", "pygments"}
     assert tops(modules).isdisjoint(unused), sorted(tops(modules) & unused)
     assert "httpx._main" not in modules
