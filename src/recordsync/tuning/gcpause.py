@@ -122,7 +122,7 @@ class BatchGC:
         (the start-up objects :func:`freeze_imports` parked are not someone else's: this
         freeze takes them over, and :meth:`release` unfreezes them with the batch)."""
         global _imports_frozen
-        if gc.get_freeze_count() == 0 or _imports_frozen:
+        if _imports_frozen or gc.get_freeze_count() == 0:  # counting walks what is frozen
             gc.freeze()
             _imports_frozen = False
             self._frozen = True
