@@ -127,7 +127,7 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     assert "httpx._main" not in modules
     # pydantic's plugin loader without the entry points of every distribution (plugins off)
     assert "pydantic.plugin._loader" in modules and "importlib.metadata" not in modules
-    # numpy's masked arrays (~20 ms): a first run of e-mails and names converts no numpy
+    # numpy's masked arrays (~8 ms): a first run of e-mails and names converts no numpy
     # array to Arrow (pyarrow then looks at numpy.ma.MaskedArray) and calls no np.unique
     assert "numpy.ma" not in modules
     loaded = {m for m in modules if m.startswith(OTHER_COMMANDS)}
