@@ -24,6 +24,7 @@ SRC = str(Path(recordsync.__file__).resolve().parents[1])  # the tree under test
 SCRIPT = """import gc, json, os, sys
 def record(code, exit=os._exit, out=sys.argv[1]):
     loader = sys.modules.get("pydantic.plugin._loader")
+    pc = sys.modules.get("pyarrow.compute")
     with open(out, "w") as f:
         json.dump({
             "code": code,
@@ -31,6 +32,7 @@ def record(code, exit=os._exit, out=sys.argv[1]):
             "gc": gc.isenabled(),
             "plugins_looked_up": loader is not None and loader._plugins is not None,
             "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+            "compute_option_docs": pc is not None and "characters : " in pc.utf8_trim.__doc__,
         }, f)
     exit(code)
 os._exit = record
@@ -117,9 +119,17 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     # the nightly fast path's digests (state store on) and pyarrow's conversions: no pandas;
     # httpx without its command line (rich, pygments: a run without a terminal shows no bar)
     assert {"recordsync.state.digests", "pyarrow.compute", "httpx"} <= modules
+    # pyarrow.compute imported without the docs of its functions' options, nor pydoc
+    assert got["compute_option_docs"] is False
+    assert modules.isdisjoint({"pyarrow.vendored.docscrape", "pydoc"})
     unused = {*NEVER, "pandas", "rich", "pygments"}
     assert tops(modules).isdisjoint(unused), sorted(tops(modules) & unused)
     assert "httpx._main" not in modules
+    # pydantic's plugin loader without the entry points of every distribution (plugins off)
+    assert "pydantic.plugin._loader" in modules and "importlib.metadata" not in modules
+    # numpy's masked arrays (~8 ms): a first run of e-mails and names converts no numpy
+    # array to Arrow (pyarrow then looks at numpy.ma.MaskedArray) and calls no np.unique
+    assert "numpy.ma" not in modules
     loaded = {m for m in modules if m.startswith(OTHER_COMMANDS)}
     assert not loaded, sorted(loaded)
     assert modules.isdisjoint(OTHER_SOURCES), sorted(modules & set(OTHER_SOURCES))
@@ -185,6 +195,112 @@ def test_pyarrow_converts_python_values_without_pandas_and_to_pandas_still_works
     assert got == {"before": False, "frame": {"a": [1, 2], "b": ["x", "y"]}, "after": True}
 
 
+COMPUTE_AFTER_ENTRY = """import inspect, json, sys
+from recordsync.cli import startup
+if sys.argv[1] == "pyarrow changed":  # the seam's stand-in no longer fits pyarrow
+    def _changed(self, key):
+        raise KeyError(key)
+    startup._NoSections.__getitem__ = _changed
+startup.leave_out_unused()
+import textwrap
+signature, dedent = inspect.signature, textwrap.dedent
+import pyarrow as pa
+import pyarrow.compute as pc
+docs_imported = "pyarrow.vendored.docscrape" in sys.modules
+from pyarrow.vendored import docscrape
+text = pa.array([" a-", None])
+json.dump({
+    "by_keyword": pc.utf8_trim(text, characters=" -").to_pylist(),
+    "by_options": pc.utf8_trim(text, options=pc.TrimOptions(" -")).to_pylist(),
+    "regex": pc.match_substring_regex(pa.array(["ab", "x"]), pattern="^a").to_pylist(),
+    "cast": pc.cast(pa.array(["1"]), pa.int64()).to_pylist(),
+    "function_lists_options": "characters : " in pc.utf8_trim.__doc__
+    or "characters" in str(inspect.signature(pc.utf8_trim)),
+    "put_back": inspect.signature is signature and textwrap.dedent is dedent,
+    "options_signature": str(inspect.signature(pc.TrimOptions)),
+    "docs_imported": docs_imported,
+    "docs_module": docscrape.NumpyDocString.__module__,
+    # pyarrow's own use of its docs after the import (user-defined functions' docstrings)
+    "options_docs_later": [p.name for p in pc._scrape_options_class_doc(pc.TrimOptions).params],
+    "dedent_later": pc.dedent("  a\\n  b"),
+}, sys.stdout)
+"""
+
+
+def compute_after_entry(case: str) -> dict[str, Any]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-c", COMPUTE_AFTER_ENTRY, case],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    got: dict[str, Any] = json.loads(done.stdout)
+    return got
+
+
+@pytest.mark.parametrize("case", ["as today", "pyarrow changed"])
+def test_pyarrow_compute_imported_without_its_option_docs_works_as_before(case: str) -> None:
+    """After the CLI's start-up (recordsync.cli.startup), pyarrow.compute is imported without
+    parsing its options classes' docs and signatures: its functions take their options as
+    before, their docstrings and signatures leave the options out, and what was replaced
+    during the import is put back. Should pyarrow change so that the seam fails, the module
+    is imported as it is (its functions then list their options)."""
+    got = compute_after_entry(case)
+    assert got["by_keyword"] == got["by_options"] == ["a", None]
+    assert got["regex"] == [True, False] and got["cast"] == [1]
+    assert got["put_back"] is True
+    assert got["options_signature"] == "(characters)"
+    assert got["function_lists_options"] is (case == "pyarrow changed")
+    # pyarrow's numpydoc module (and pydoc) imported only when pyarrow.compute is not quiet
+    assert got["docs_imported"] is (case == "pyarrow changed")
+    assert got["docs_module"] == "pyarrow.vendored.docscrape"
+    assert got["options_docs_later"] == ["characters"]
+    assert got["dedent_later"] == "a\nb"
+
+
+PLUGIN_LOADER_AFTER_ENTRY = """import json, sys
+from recordsync.cli.startup import leave_out_unused
+leave_out_unused()
+from pydantic import BaseModel
+class Model(BaseModel):
+    a: int
+from pydantic.plugin import _loader
+before = "importlib.metadata" in sys.modules
+found = _loader.entry_points(group="pydantic")
+json.dump({"model": Model(a="1").a, "plugins": list(_loader.get_plugins()), "before": before,
+           "found": type(found).__name__, "after": "importlib.metadata" in sys.modules},
+          sys.stdout)
+"""
+
+
+def test_pydantics_plugin_loader_imports_importlib_metadata_only_when_asked() -> None:
+    """With plugins off (the CLI's start-up), pydantic's plugin loader is imported without
+    importlib.metadata; its ``entry_points`` imports it when called, and works."""
+    env = dict(os.environ)
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-c", PLUGIN_LOADER_AFTER_ENTRY],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    got = json.loads(done.stdout)
+    assert got == {
+        "model": 1,
+        "plugins": [],
+        "before": False,
+        "found": "EntryPoints",
+        "after": True,
+    }
+
+
 def test_the_environments_own_settings_are_left_as_they_are(tmp_path: Path) -> None:
     """``PYDANTIC_DISABLE_PLUGINS`` (here: none disabled) and ``OPENBLAS_NUM_THREADS`` set by
     the user are left as they are."""
@@ -194,10 +310,45 @@ def test_the_environments_own_settings_are_left_as_they_are(tmp_path: Path) -> N
     assert got["blas_threads"] == "2"
 
 
+IMPORTS_FROZEN = """import gc, json, sys
+from recordsync import tuning
+from recordsync.cli.startup import importing, leave_out_unused
+tuning.enable()
+leave_out_unused()
+full = gc.get_stats()[2]["collections"]
+with importing():
+    import recordsync.run.pipeline
+    paused = not gc.isenabled()
+json.dump({"paused": paused, "gc": gc.isenabled(), "frozen": gc.get_freeze_count(),
+           "full": gc.get_stats()[2]["collections"] - full}, sys.stdout)
+"""
+
+
+def test_the_command_lines_own_process_freezes_what_its_imports_made() -> None:
+    """In the command line's own process (``leave_out_unused`` called, as by ``entry``), what
+    a command's imports made is parked in the permanent generation after them, not walked by
+    a full collection; the collector runs again."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
+    done = subprocess.run(
+        [sys.executable, "-c", IMPORTS_FROZEN],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=True,
+        timeout=600,
+    )
+    got = json.loads(done.stdout)
+    assert got["paused"] is True and got["gc"] is True
+    assert got["full"] == 0
+    assert got["frozen"] > 10_000  # the run's modules: pyarrow, pydantic, recordsync, ...
+
+
 def test_importing_pauses_the_collector_and_restores_it() -> None:
     """recordsync.cli.startup.importing: the GC off in the block when the ``gc_pause`` switch
-    is on, one full collection after it (unless ``collect=False``), and the GC as it was
-    (also after an error); nothing changes with the switch off."""
+    is on, one full collection after it (unless ``collect=False``; in a process that is not
+    the command line's own, such as this one, nothing is frozen), and the GC as it was (also
+    after an error); nothing changes with the switch off."""
     import gc
 
     from recordsync.cli.startup import importing
@@ -211,7 +362,7 @@ def test_importing_pauses_the_collector_and_restores_it() -> None:
         before = full()
         with importing():
             assert not gc.isenabled()
-        assert gc.isenabled() and full() == before + 1
+        assert gc.isenabled() and full() == before + 1 and gc.get_freeze_count() == 0
         with importing(collect=False):
             assert not gc.isenabled()
         assert gc.isenabled() and full() == before + 1

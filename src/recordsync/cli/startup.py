@@ -20,6 +20,22 @@ look is made right after pyarrow's own import, whoever imports it. It relies on 
 pyarrow API, so anything unexpected (a missing attribute, any exception) leaves pyarrow as
 it is.
 
+**pyarrow.compute's documentation** (~30 ms of a run's start-up, two thirds of that module's
+import): importing ``pyarrow.compute`` wraps each of its ~290 compute functions in a Python
+function with a docstring and a signature, built with pyarrow's numpydoc module
+(``pyarrow.vendored.docscrape``, which imports pydoc) parsing each options class's
+docstring, ``inspect.signature`` reading each options class's signature from its text
+(through the tokenizer), and ``textwrap.dedent`` on every piece. A command's process never
+shows them. So while ``pyarrow.compute`` is imported (whoever imports it first), in that
+thread only: the numpydoc module is a stand-in whose parser finds no sections (the real one
+is not imported), ``inspect.signature`` of a class of ``pyarrow._compute`` has no
+parameters, and ``dedent`` leaves the text as it is; ``inspect.signature`` and
+``textwrap.dedent`` are put back right after (pyarrow.compute keeps functions that work as
+the real ones from then on). The functions work as before (options by keyword or
+``options=``); their docstrings and signatures leave the options out (``help(pc.utf8_trim)``
+lists no ``characters``). It relies on private pyarrow API: should the import fail that way,
+the module is imported again as it is.
+
 **httpx's command line** (``httpx._main``: rich, pygments, click; ~30 ms): ``import httpx``
 imports it to offer ``httpx.main``, and falls back to a stub when it cannot be imported
 (httpx installed without its ``cli`` extra). recordsync never calls ``httpx.main``, so its
@@ -31,6 +47,12 @@ ms in a small one). recordsync's models are its own configuration files, which n
 asked to see, so ``PYDANTIC_DISABLE_PLUGINS`` is set to ``__all__`` for the process, unless
 it was set already (recordsync starts no child process that would inherit it).
 
+**importlib.metadata** (~5 ms): pydantic's plugin loader imports it at the top of its
+module, to read the entry points of every installed distribution when plugins are on. With
+them off (above), its ``entry_points`` is a function that imports ``importlib.metadata`` when
+called (pydantic never calls it then); nothing else a run imports needs that module. As with
+pyarrow.compute, should that import fail, the loader is imported again as it is.
+
 **numpy's BLAS threads**: importing numpy starts OpenBLAS, which starts a thread per core
 and warms them up (~25 ms of CPU at start-up on two cores, and threads that compete with the
 run's own). recordsync does no linear algebra (no ``numpy.linalg``, ``dot`` or ``matmul``),
@@ -40,21 +62,30 @@ so ``OPENBLAS_NUM_THREADS`` is set to 1 for the process unless it was set alread
 (:func:`importing`): importing a run's modules (numpy, pyarrow, pydantic and its models,
 recordsync's own) allocates about 110,000 tracked objects, all alive until the process ends;
 with the collector on, CPython walks them again and again as they are made (~30-50 ms of a
-run's start-up). It is paused for the imports (``gc_pause``, :mod:`recordsync.tuning`),
-collects once when they are done, and runs as before.
+run's start-up). It is paused for the imports (``gc_pause``, :mod:`recordsync.tuning`) and
+runs as before once they are done. What they made is then parked in the permanent
+generation (``freeze_imports``, :mod:`recordsync.tuning.gcpause`), where no collection walks
+it, when the process is the command line's own (:func:`leave_out_unused` was called);
+otherwise (``main`` called in a test's or a library user's process, whose objects
+recordsync does not freeze) one full collection walks it once instead (20-40 ms: about a
+tenth of what a 1,000-row run adds to a bare loop).
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
+import inspect
 import os
 import sys
-from collections.abc import Sequence
+import textwrap
+import threading
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from recordsync.tuning.gcpause import gc_paused
+from recordsync.tuning.gcpause import freeze_imports, gc_paused
 
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
@@ -94,64 +125,216 @@ def _look_without_pandas(pa: ModuleType) -> None:
         sys.meta_path.remove(block)
 
 
-class _ThenLook:
-    """pyarrow's own loader, then :func:`_look_without_pandas` on the module."""
+def _then_look(module: ModuleType, run: Callable[[], None]) -> None:
+    """pyarrow's import, then :func:`_look_without_pandas`."""
+    run()
+    _look_without_pandas(module)
 
-    def __init__(self, loader: Any) -> None:
-        self.loader = loader
+
+class _NoSections:
+    """Stands for pyarrow's numpydoc parser while pyarrow.compute is imported: a docstring
+    without sections (no parameters to list)."""
+
+    def __init__(self, docstring: object = None, config: object = None) -> None:
+        pass
+
+    def __getitem__(self, key: str) -> list[Any]:
+        return []
+
+
+_NO_PARAMETERS = inspect.Signature()
+_DUNDERS = ("__name__", "__doc__", "__package__", "__loader__", "__spec__", "__file__")
+_DOCSCRAPE = "pyarrow.vendored.docscrape"
+_quiet: set[int] = set()
+"""The threads importing pyarrow.compute now (:func:`_compute_without_option_docs`)."""
+_dedent, _signature = textwrap.dedent, inspect.signature
+
+
+def _option_docs(docstring: object, config: object = None) -> Any:
+    """pyarrow's ``docscrape.NumpyDocString``: no sections while pyarrow.compute is imported
+    (in that thread), else the real parser (pyarrow.compute keeps this function)."""
+    real = sys.modules.get(_DOCSCRAPE)
+    if threading.get_ident() in _quiet or real is _DOCS_STAND_IN:
+        return _NoSections()
+    real = importlib.import_module(_DOCSCRAPE)
+    return real.NumpyDocString(docstring, config)
+
+
+def _docs_attribute(name: str) -> Any:
+    """Any other name of the stand-in for pyarrow's docscrape: the real module's."""
+    real = importlib.import_module(_DOCSCRAPE)
+    if real is _DOCS_STAND_IN:  # asked while pyarrow.compute is imported: pyarrow changed
+        raise AttributeError(name)
+    return getattr(real, name)
+
+
+_DOCS_STAND_IN = ModuleType(_DOCSCRAPE)
+_DOCS_STAND_IN.NumpyDocString = _option_docs  # type: ignore[attr-defined]
+_DOCS_STAND_IN.__getattr__ = _docs_attribute  # type: ignore[method-assign]
+
+
+def _quiet_dedent(text: str) -> str:
+    """``textwrap.dedent``, which pyarrow.compute's docstrings go through: the text as it is
+    while pyarrow.compute is imported (in that thread)."""
+    return text if threading.get_ident() in _quiet else _dedent(text)
+
+
+def _quiet_signature(obj: Any, *args: Any, **kwargs: Any) -> inspect.Signature:
+    """``inspect.signature``: no parameters for a class of ``pyarrow._compute`` while
+    pyarrow.compute is imported (in that thread)."""
+    if (
+        threading.get_ident() in _quiet
+        and isinstance(obj, type)
+        and obj.__module__ == "pyarrow._compute"
+    ):
+        return _NO_PARAMETERS
+    return _signature(obj, *args, **kwargs)
+
+
+def _compute_without_option_docs(module: ModuleType, run: Callable[[], None]) -> None:
+    """pyarrow.compute's import with the documentation of its functions left as written:
+    pyarrow's numpydoc module (``docscrape``, which imports pydoc) not imported, the options
+    classes' docstrings not parsed and their signatures not read, the docstrings' pieces not
+    dedented; then ``textwrap.dedent`` and ``inspect.signature`` as they were (the module
+    keeps :func:`_quiet_dedent` and :func:`_option_docs`, which work as the real ones
+    afterwards). Should that fail (pyarrow changed), the module is imported again as it
+    is."""
+    here = threading.get_ident()
+    stand_in = _DOCSCRAPE not in sys.modules
+    if stand_in:
+        sys.modules[_DOCSCRAPE] = _DOCS_STAND_IN
+    _quiet.add(here)
+    textwrap.dedent, inspect.signature = _quiet_dedent, _quiet_signature
+    try:
+        run()
+        return
+    except Exception:
+        pass
+    finally:
+        textwrap.dedent, inspect.signature = _dedent, _signature
+        _quiet.discard(here)
+        if stand_in and sys.modules.get(_DOCSCRAPE) is _DOCS_STAND_IN:
+            del sys.modules[_DOCSCRAPE]
+    _as_is(module, run)
+
+
+def _as_is(module: ModuleType, run: Callable[[], None]) -> None:
+    """Execute ``module`` again, from a clean namespace, after a hooked execution failed."""
+    kept = {k: module.__dict__[k] for k in _DUNDERS if k in module.__dict__}
+    module.__dict__.clear()
+    module.__dict__.update(kept)
+    run()
+
+
+_PLUGINS_OFF = ("__all__", "1", "true")  # the values pydantic reads as "no plugins at all"
+
+
+def _plugin_loader_without_metadata(module: ModuleType, run: Callable[[], None]) -> None:
+    """pydantic's plugin loader, imported while ``PYDANTIC_DISABLE_PLUGINS`` says no plugins,
+    with its ``from importlib.metadata import entry_points`` given a function that imports
+    ``importlib.metadata`` when called (never, with plugins off); otherwise as it is."""
+    if "importlib.metadata" in sys.modules or os.environ.get("PYDANTIC_DISABLE_PLUGINS") not in (
+        _PLUGINS_OFF
+    ):
+        run()
+        return
+    stand_in = ModuleType("importlib.metadata")
+    stand_in.entry_points = _entry_points  # type: ignore[attr-defined]
+    sys.modules["importlib.metadata"] = stand_in
+    try:
+        run()
+        return
+    except Exception:
+        pass
+    finally:
+        if sys.modules.get("importlib.metadata") is stand_in:
+            del sys.modules["importlib.metadata"]
+    _as_is(module, run)
+
+
+def _entry_points(**params: Any) -> Any:
+    """``importlib.metadata.entry_points``, imported when first called."""
+    return importlib.import_module("importlib.metadata").entry_points(**params)
+
+
+class _Hooked:
+    """A module's own loader, run by ``hook(module, run)`` (``run()`` executes the module)."""
+
+    def __init__(self, loader: Any, hook: Callable[[ModuleType, Callable[[], None]], None]):
+        self.loader, self.hook = loader, hook
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         module: ModuleType | None = self.loader.create_module(spec)
         return module
 
     def exec_module(self, module: ModuleType) -> None:
-        module.__loader__ = self.loader  # the module keeps pyarrow's own loader
+        module.__loader__ = self.loader  # the module keeps its own loader
         if module.__spec__ is not None:
             module.__spec__.loader = self.loader
-        sys.meta_path = [f for f in sys.meta_path if not isinstance(f, _AfterPyarrow)]
-        self.loader.exec_module(module)
-        _look_without_pandas(module)
+        sys.meta_path = [f for f in sys.meta_path if not _hooks(f, module.__name__)]
+        self.hook(module, lambda: self.loader.exec_module(module))
 
 
-class _AfterPyarrow:
-    """A meta-path finder: finds pyarrow through the other finders, with :class:`_ThenLook`
-    as its loader (which takes this finder out of ``sys.meta_path`` when pyarrow is loaded;
-    ``importlib.util.find_spec("pyarrow")`` alone changes nothing)."""
+class _Hook:
+    """A meta-path finder: finds the module ``name`` through the other finders, with
+    :class:`_Hooked` as its loader (which takes this finder out of ``sys.meta_path`` when the
+    module is loaded; ``importlib.util.find_spec(name)`` alone changes nothing)."""
+
+    def __init__(self, name: str, hook: Callable[[ModuleType, Callable[[], None]], None]):
+        self.name, self.hook = name, hook
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> ModuleSpec | None:
-        if fullname != "pyarrow":
+        if fullname != self.name:
             return None
         for finder in sys.meta_path:
-            if isinstance(finder, _AfterPyarrow):
+            if isinstance(finder, _Hook):
                 continue
             find = getattr(finder, "find_spec", None)
             spec: ModuleSpec | None = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _ThenLook(spec.loader)  # type: ignore[assignment]
+                    spec.loader = _Hooked(spec.loader, self.hook)  # type: ignore[assignment]
                 return spec
         return None
 
 
+def _hooks(finder: object, name: str) -> bool:
+    return isinstance(finder, _Hook) and finder.name == name
+
+
+def _hook(name: str, hook: Callable[[ModuleType, Callable[[], None]], None]) -> None:
+    """Import ``name`` through ``hook`` when it is first imported (once)."""
+    if name not in sys.modules and not any(_hooks(f, name) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Hook(name, hook))
+
+
+_own_process = False
+"""Whether :func:`leave_out_unused` was called: the process is the command line's own."""
+
+
 def importing(*, collect: bool = True) -> AbstractContextManager[None]:
     """Around the import of a command's modules: the cyclic garbage collector paused (with
-    the ``gc_pause`` switch of :mod:`recordsync.tuning`, on from the command line), then one
-    full collection (``collect``), and the collector as it was before, even on error. The
-    collection walks what the imports made once and records it as long-lived; left to
-    CPython, the first collections after the pause would walk it again, generation after
-    generation. ``collect=False``: more imports follow (the command's own), whose block
-    collects."""
+    the ``gc_pause`` switch of :mod:`recordsync.tuning`, on from the command line), then
+    what the imports made put out of the collector's way (``collect``), and the collector as
+    it was before, even on error. In the command line's own process, that is a freeze
+    (``freeze_imports``: no collection walks it again); elsewhere one full collection, which
+    walks it once and records it as long-lived. Left to CPython, the first collections after
+    the pause would walk it again, generation after generation. ``collect=False``: more
+    imports follow (the command's own), whose block collects."""
     return gc_paused(_collect if collect else None)
 
 
 def _collect() -> None:
-    gc.collect()
+    if not (_own_process and freeze_imports()):
+        gc.collect()
 
 
 def leave_out_unused() -> None:
     """Everything the module docstring lists, for this process (idempotent)."""
+    global _own_process
+    _own_process = True
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if "numpy" not in sys.modules:  # read once, when numpy loads OpenBLAS
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -159,10 +342,12 @@ def leave_out_unused() -> None:
         name in sys.modules for name in _REFUSED_ALWAYS
     ):
         sys.meta_path.insert(0, _Refuse(_REFUSED_ALWAYS))
+    _hook("pyarrow.compute", _compute_without_option_docs)
+    _hook("pydantic.plugin._loader", _plugin_loader_without_metadata)
     if "pandas" in sys.modules:
         return
     pa = sys.modules.get("pyarrow")
     if pa is not None:
         _look_without_pandas(pa)
-    elif not any(isinstance(f, _AfterPyarrow) for f in sys.meta_path):
-        sys.meta_path.insert(0, _AfterPyarrow())
+    else:
+        _hook("pyarrow", _then_look)

@@ -145,7 +145,8 @@ class Scan:
             if mapping.match_by or mapping.ledger_key is not None
             else None
         )
-        self.demoted = np.unique(np.array(demoted, dtype=np.int64))
+        # not np.unique: its first call imports numpy.ma (~8 ms of a small run's start-up)
+        self.demoted = np.array(sorted(set(demoted)), dtype=np.int64)
         if len(self.demoted) and not self.reread:  # demoted rows were not kept: read again
             self.reread = True
             for s in kept:
