@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
-from recordsync.nightly.hook import open_state
+from recordsync.nightly.opening import open_state
 from recordsync.run.runner import new_run_id, run_plans
 from recordsync.send.step import SendOptions
 from recordsync.state import Journal, StateStore

@@ -13,7 +13,8 @@ from tests.state.conftest import prepared
 
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import Item, PreparedRow, RowStatus, StepPlan, UnchangedBlock
-from recordsync.nightly.hook import StateHook, open_state
+from recordsync.nightly.hook import StateHook
+from recordsync.nightly.opening import open_state
 from recordsync.report.tally import StepTally
 from recordsync.state import StateStore
 from recordsync.tuning import sizes

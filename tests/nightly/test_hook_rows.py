@@ -10,7 +10,7 @@ import pytest
 from tests.state.conftest import prepared
 
 from recordsync.core.model import Blocks, Item, RowStatus, StepPlan, UnchangedBlock
-from recordsync.nightly.hook import open_state
+from recordsync.nightly.opening import open_state
 from recordsync.tuning import sizes
 
 

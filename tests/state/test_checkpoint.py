@@ -9,7 +9,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from recordsync.nightly.hook import open_state
+from recordsync.nightly.opening import open_state
 from recordsync.state import StateStore
 from recordsync.state.checkpoint import BackgroundCheckpoints, checkpoint_once
 

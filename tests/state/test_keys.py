@@ -136,7 +136,7 @@ def test_references_resolve_fail_or_unset(tmp_path: Path) -> None:
 def test_runs_commit_without_fsync_unless_durable(
     tmp_path: Path, durable: bool, level: int
 ) -> None:
-    from recordsync.nightly.hook import open_state
+    from recordsync.nightly.opening import open_state
 
     with open_state("p", tmp_path / "s.db", "r1", durable=durable) as hook:
         sync = hook.store.connection.execute("PRAGMA synchronous").fetchone()[0]

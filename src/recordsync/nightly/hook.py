@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import logging
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import repeat
 from operator import attrgetter
 from pathlib import Path
@@ -61,6 +62,7 @@ from recordsync.core.safety import resend_as_is_safe
 from recordsync.nightly.acked_keys import AckedKeysWriter
 from recordsync.nightly.incremental import CursorWindow
 from recordsync.nightly.ledger_prep import StepPrep
+from recordsync.nightly.mirror_step import Deleter, step_mirror_deletes
 from recordsync.nightly.pushdown import Pushdown
 from recordsync.nightly.ref_lookup import Fetch
 from recordsync.nightly.target_check import (
@@ -72,28 +74,21 @@ from recordsync.nightly.target_check import (
     read_mark,
     save_mark,
 )
-from recordsync.read.integrity import ENDS_MID_LINE, Stamp, changes, stamp_source
+from recordsync.read.integrity import Stamp, changes, stamp_source
 from recordsync.report.tally import StepTally
 from recordsync.state import (
     ChangeDetector,
     Journal,
     StateStore,
-    apply_deletes,
     ledger_match,
-    plan_deletes,
 )
 from recordsync.state import journal_columns as columns
 from recordsync.state.checkpoint import BackgroundCheckpoints
 from recordsync.state.journal_content import JournaledRows
-from recordsync.state.keyspace import KeySpace, hold_key_spaces
 from recordsync.state.ledger_rows import LIVE_SQL
-from recordsync.state.location import PgUrl
 from recordsync.state.snapshots import SnapshotWriter, take
 from recordsync.state.store import DB_ERRORS
 from recordsync.tuning import sizes
-
-Deleter = Callable[[str, int], object]
-"""``deleter(object_type, record_id)``: soft-delete one record (already gone is fine)."""
 
 log = logging.getLogger(__name__)
 _KEPT = frozenset({RowStatus.CREATED, RowStatus.UPDATED})
@@ -601,53 +596,18 @@ class StateHook:
                 prep.seen_keys = None
         if prep is None or prep.seen_keys is None:
             return
-        if guarded is not None:  # far fewer rows than the last healthy runs: nothing deleted
-            tally.mirror_skipped = guarded
-            log.warning("step %s: mirror deletes skipped: %s", plan.name, guarded)
-            prep.seen_keys = None
-            return
-        changed = self._changed(plan, prep.config)
-        why = changed or prep.mirror_skip
-        if why is not None:  # unreadable is not absent: rows may hide in it
-            cut = changed is not None or ENDS_MID_LINE in why
-            fix = (
-                "run again once the export is complete (write it under another name and"
-                " rename it when done)"
-                if cut
-                else "fix the line in the source"
-            )
-            tally.mirror_skipped = (
-                f"{why}; rows may be missing from what was read, so no record was deleted: {fix}"
-            )
-            log.warning("step %s: mirror deletes skipped: %s", plan.name, tally.mirror_skipped)
-            prep.seen_keys = None
-            return
-        md = prep.config.mirror_deletes
-        unlimited = self.allow_mass_deletes
-        deletes = plan_deletes(
+        step_mirror_deletes(
             self.store,
             self.pipeline,
-            plan.name,
-            prep.seen_keys,
-            max_count=None if unlimited else md.max_count,
-            max_share=None if unlimited else md.max_share,
+            plan,
+            prep,
+            tally,
+            guarded=guarded,
+            changed=partial(self._changed, plan, prep.config),
+            unlimited=self.allow_mass_deletes,
+            deleter=self.deleter,
+            run_id=self.run_id,
         )
-        prep.seen_keys = None
-        if not deletes.deletes:
-            return
-        deleter = self.deleter
-        if deleter is None:
-            raise RuntimeError("mirror deletes need a deleter (StateHook.deleter)")
-        done = apply_deletes(
-            deletes, lambda rid: deleter(plan.object_type, rid), run_id=self.run_id
-        )
-        tally.deleted += len(done.deleted)
-        tally.delete_failed += len(done.failed)
-        for key, rid, message in done.failed[:20]:
-            log.error(
-                "mirror delete of %s record %d (key %r) failed: %s", plan.name, rid, key, message
-            )
-
 
 def _keep_rows(snap: SnapshotWriter, rows: list[PreparedRow], results: list[EntryResult]) -> None:
     """Into the next snapshot: the rows of a chunk answered created / updated
@@ -671,82 +631,6 @@ def _keep_rows(snap: SnapshotWriter, rows: list[PreparedRow], results: list[Entr
     for r, res in zip(rows, results, strict=True):
         if res.status in _KEPT:
             keep_row(snap, r, res.record_id)
-
-
-@contextmanager
-def open_state(
-    pipeline: str,
-    path: Path | PgUrl | None,
-    run_id: str,
-    *,
-    full_refresh: bool = False,
-    resend_in_doubt: bool = False,
-    durable: bool = False,
-    lock_name: str | None = None,
-    key_spaces: Sequence[KeySpace] = (),
-    wait_for_lock: float = 0.0,
-    settings: HookSettings | None = None,
-    store: StateStore | None = None,
-) -> Iterator[StateHook]:
-    """Lock the pipeline and its ``key_spaces`` (:mod:`recordsync.state.keyspace`), settle a
-    run that died, start ``run_id``; yield the hook. ``wait_for_lock``: seconds to wait for
-    a lock another run holds before refusing; ``settings``: the run's side of the hook.
-
-    ``pipeline`` is the state key (:func:`recordsync.state.targets.state_key`: the pipeline
-    and its target); ``lock_name`` the pipeline's own name, which the lock is taken under
-    (default: ``pipeline``).
-
-    ``durable=False`` (WAL, ``synchronous=NORMAL``): a committed chunk survives the process
-    being killed; ``durable=True`` also fsyncs every commit, to survive a power cut.
-
-    ``store``: the store at ``path``, already open with the same ``durable`` (a run's own,
-    opened once for its binding, its checks and this hook), its pipeline lock held by the
-    caller: used and left open, the lock not taken again; None: opened and locked here,
-    closed at the end."""
-    own = store is None
-    if store is None:
-        store = StateStore(path, durable=durable)
-    try:
-        lock_name = lock_name or pipeline
-        lock: AbstractContextManager[object] = nullcontext()
-        if own:
-            lock = taken = store.pipeline_lock(lock_name)
-            taken.wait = wait_for_lock
-        spaces = hold_key_spaces(key_spaces, pipeline=lock_name, store=store, wait=wait_for_lock)
-        with lock, spaces:
-            journal = Journal(
-                store, pipeline, defer_ledger=True, slices=(sizes.FOLD_FROM, sizes.FOLD_SLICE)
-            )
-            info, resumed = journal.resume_or_start(run_id)
-            if resumed:
-                held = journal.settle_in_flight(info.run_id)
-                log.warning(
-                    "resuming run %s of %s (attempt %d): %d in-flight rows held in doubt",
-                    info.run_id,
-                    pipeline,
-                    info.attempts,
-                    len(held),
-                )
-            # SQLite's write-ahead log checkpointed while the run writes (PostgreSQL: the server's)
-            background = None if store.is_postgres else BackgroundCheckpoints(store.path)
-            try:
-                yield StateHook(
-                    store,
-                    journal,
-                    info.run_id,
-                    pipeline,
-                    full_refresh=full_refresh,
-                    resend_in_doubt=resend_in_doubt,
-                    resumed=resumed,
-                    settings=settings,
-                    background=background,
-                )
-            finally:
-                if background is not None:
-                    background.close()
-    finally:
-        if own:
-            store.close()
 
 
 def keep_row(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:

@@ -30,7 +30,8 @@ from recordsync.config.models import PipelineConfig
 from recordsync.config.unattended import NotifySettings
 from recordsync.core.errors import ApiError, AuthError, ConfigError
 from recordsync.nightly.dry_run_refs import refuse_refs_without_state
-from recordsync.nightly.hook import HookSettings, open_state
+from recordsync.nightly.hook import HookSettings
+from recordsync.nightly.opening import open_state
 from recordsync.run.guards import RECREATE_HINT, recreate_refusal, state_write_error
 from recordsync.run.history import record_run
 from recordsync.run.notify import missing_variables
