@@ -156,7 +156,7 @@ def test_a_keys_deletion_names_its_run_after_the_upgrade(tmp_path: Path) -> None
             (STATUS_CODES["deleted"], store.run_number("r1"), scope),
         )
         events = RunHistory(store).key_events("p", "k1")
-        assert {(e.run_id, e.status) for e in events} == {("r1", "created"), ("r1", "deleted")}
+        assert {(e.run_id, e.status) for e in events} == {("r1", "deleted")}
         assert store.get("p\x1f1", "s", "k1") == Entry(
             "k1",
             101,

@@ -40,7 +40,7 @@ from itertools import repeat
 from operator import itemgetter
 
 from recordsync.core.errors import AccountingError, RecordsyncError
-from recordsync.state.journal_codec import decode, is_plain, json_text, pack, without_hashes
+from recordsync.state.journal_codec import decode, is_plain, json_text, pack
 from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash, outcome_rows
 from recordsync.state.journal_content import JournaledRows
 from recordsync.state.journal_records import (
@@ -55,6 +55,7 @@ from recordsync.state.journal_records import (
     RunInfo,
     SourceRowSet,
 )
+from recordsync.state.kept_outcomes import keep_untold
 from recordsync.state.ledger_rows import (
     ACKED_FAILED,
     ACKED_SENT,
@@ -723,7 +724,8 @@ class Journal:
 
     def finish_run(self, run_id: str, state: str = "finished", *, keep_rows: bool = False) -> None:
         """Mark the run complete (``finished``, ``aborted``, ``abandoned``) once its report is
-        written. Its per-row journal is deleted unless ``keep_rows``; chunk counts stay.
+        written. Its per-row journal is deleted, or with ``keep_rows`` reduced to what the
+        ledger cannot tell (:mod:`.kept_outcomes`); chunk counts stay.
         Must not be called inside an open transaction."""
         if state == "running":
             raise ValueError("finish_run needs a final state, not 'running'")
@@ -735,8 +737,8 @@ class Journal:
                 "UPDATE runs SET state = ?, finished_at = ? WHERE run_id = ?",
                 (state, utc_now(), run_id),
             )
-            if keep_rows:
-                self._drop_hashes(conn, run_id)
+            if keep_rows:  # what the ledger cannot tell, for history --key
+                keep_untold(conn, self.store, self.pipeline, run_id)
             else:
                 conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
         self._marks = {k: v for k, v in self._marks.items() if k[0] != run_id}
@@ -746,30 +748,6 @@ class Journal:
         # Fold the run's write-ahead log into the database now, so that the next run does not
         # pay for it on its first commit; and keep the -wal file small between runs.
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def _drop_hashes(self, conn: sqlite3.Connection, run_id: str) -> None:
-        """A finished run's kept outcomes without their input hashes (folded into the ledger
-        already; :func:`.journal_codec.without_hashes`), a few hundred chunks at a time."""
-        after: tuple[str, int] = ("", -1)
-        while True:
-            batch = conn.execute(
-                "SELECT step, chunk_no, outcomes FROM chunk_log WHERE run_id = ?"
-                " AND outcomes IS NOT NULL AND (step > ? OR (step = ? AND chunk_no > ?))"
-                " ORDER BY step, chunk_no LIMIT 500",
-                (run_id, after[0], after[0], after[1]),
-            ).fetchall()
-            if not batch:
-                return
-            updates = []
-            for step, chunk_no, text in batch:
-                lean = without_hashes(text)
-                updates.append((lean, int(is_plain(lean)), run_id, step, chunk_no))
-            conn.executemany(
-                "UPDATE chunk_log SET outcomes = ?, plain = ? WHERE run_id = ? AND step = ?"
-                " AND chunk_no = ?",
-                updates,
-            )
-            after = (str(batch[-1][0]), int(batch[-1][1]))
 
     def begin_chunk(
         self,
