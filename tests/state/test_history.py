@@ -199,7 +199,7 @@ def test_on_postgresql_a_version_4_database_is_upgraded_and_the_history_works(
         version = store.connection.execute(
             "SELECT value FROM state_meta WHERE key = 'schema_version'"
         ).fetchone()[0]
-        assert version == "6"
+        assert version == str(SCHEMA_VERSION)
         runs = RunHistory(store)
         _journaled_run(
             store, "r1", [ChunkResult(1, "created", 101), ChunkResult(2, "failed", None, "e1")]

@@ -8,13 +8,10 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from hypothesis import given
-from hypothesis import strategies as st
-
 from recordsync.state import ChangeDetector, ChunkResult, Journal, JournalRow, StateStore, schema
 from recordsync.state import input_hash as hash_of
 from recordsync.state.history import RunHistory
-from recordsync.state.ledger_rows import STATUS_CODES, Entry, pack_hash, unpack_hash
+from recordsync.state.ledger_rows import STATUS_CODES, Entry
 from recordsync.state.schema import _V1, _V2, _V3, _V4, _V5, SCHEMA_VERSION
 
 from .conftest import prepared
@@ -45,6 +42,8 @@ def _expected() -> list[Entry]:
     out = []
     for key, rid, h, status, run, when in V5_ROWS:
         status = "failed" if status == "planned" else status
+        if h is not None and len(h) == 32 and h == h.lower():  # a hash: its first 64 bits
+            h = h[:16]  # (version 7)
         out.append(Entry(key, rid, h, status, run, when[:19] + ".000Z"))
     return out
 
@@ -103,13 +102,13 @@ def test_a_version_5_ledger_is_made_compact_and_reads_back_as_it_was(tmp_path: P
     conn.close()
     with StateStore(path, durable=False) as store:
         conn = store.connection
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
         assert "ledger_v5" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         kinds = conn.execute(
             "SELECT typeof(input_hash), length(input_hash), typeof(last_status),"
             " typeof(last_run), typeof(updated_at) FROM ledger WHERE source_key = 'b@x'"
         ).fetchone()
-        assert kinds == ("blob", 16, "integer", "integer", "integer")
+        assert kinds == ("blob", 8, "integer", "integer", "integer")
         _check_upgraded(store)
     with StateStore(path, durable=False) as store:  # opened again: nothing to upgrade
         assert store.get("p", "contacts", "b@x") == _expected()[1]
@@ -134,7 +133,7 @@ def test_on_postgresql_a_version_5_ledger_is_made_compact(pg_url: str) -> None:
             "SELECT input_hash, last_status, updated_at FROM ledger WHERE source_key = 'b@x'"
         ).fetchone()
         assert (bytes(stored[0]).hex(), stored[1], stored[2]) == (
-            V5_ROWS[1][2],
+            str(V5_ROWS[1][2])[:16],
             STATUS_CODES["updated"],
             1793584807,  # 2026-11-02T02:00:07Z
         )
@@ -165,15 +164,6 @@ def test_a_keys_deletion_names_its_run_after_the_upgrade(tmp_path: Path) -> None
             "r1",
             store.get("p\x1f1", "s", "k1").updated_at,  # type: ignore[union-attr]
         )
-
-
-@given(st.text(max_size=40) | st.binary(min_size=16, max_size=16).map(bytes.hex))
-def test_a_hash_round_trips_and_only_a_hash_takes_16_bytes(text: str) -> None:
-    stored = pack_hash(text)
-    assert stored is not None and unpack_hash(stored) == text
-    is_hash = len(text) == 32 and all(c in "0123456789abcdef" for c in text)
-    assert (len(stored) == 16) == is_hash
-    assert pack_hash(None) is None and unpack_hash(None) is None
 
 
 class _Racing:

@@ -6,11 +6,12 @@
     failed / in_doubt   only last_status and last_run: the row is sent again next run
     anything else       ignored (unchanged, invalid and duplicate rows were not sent)
 
-How a row is stored (schema version 6; :class:`Entry` gives it back as text):
+How a row is stored (schema version 7; :class:`Entry` gives it back as text):
 
-    input_hash    16 bytes (the 32 hex characters of :func:`recordsync.state.hashing.input_hash`
-                  as bytes); any other text, tagged so that it is never 16 bytes long
-                  (:func:`pack_hash`, :func:`unpack_hash`)
+    input_hash    8 bytes (the 16 hex characters of :func:`recordsync.state.hashing.input_hash`
+                  as bytes; version 6 kept the 16 bytes of a 128-bit hash); any other text,
+                  tagged so that it is never 8 bytes long (:func:`pack_hash`,
+                  :func:`unpack_hash`)
     last_status   a small integer (:data:`STATUS_CODES`)
     last_run      the run's number in ``run_numbers`` (run_no → run_id)
     updated_at    epoch seconds (UTC)
@@ -43,17 +44,18 @@ def status_sql(*names: str) -> str:
 LIVE_SQL = f"last_status <> {status_sql(DELETED)}"
 """SQL: the entry is not marked deleted."""
 
-_HASH = re.compile(r"[0-9a-f]{32}")
-_HASH_BYTES = 16
+_HASH = re.compile(r"[0-9a-f]+")
+_HASH_BYTES = 8
+_V6_HASH_BYTES = 16
 
 
 def pack_hash(text: str | None) -> bytes | None:
-    """An input hash as the ledger keeps it: 32 lowercase hex characters as their 16 bytes;
+    """An input hash as the ledger keeps it: 16 lowercase hex characters as their 8 bytes;
     any other text as its UTF-8 bytes behind a tag byte (0, or 1 with a trailing 0 byte where
-    that would make 16 bytes), so that only a hash is ever 16 bytes long."""
-    if text is None:
+    that would make 8 bytes), so that only a hash is ever 8 bytes long."""
+    if text is None:  # inline, not _pack: called for every row acknowledged
         return None
-    if len(text) == 32 and _HASH.fullmatch(text):
+    if len(text) == 2 * _HASH_BYTES and _HASH.fullmatch(text):
         return bytes.fromhex(text)
     raw = text.encode("utf-8", "surrogatepass")
     if len(raw) + 1 == _HASH_BYTES:
@@ -63,10 +65,43 @@ def pack_hash(text: str | None) -> bytes | None:
 
 def unpack_hash(stored: Any) -> str | None:
     """The text :func:`pack_hash` was given (a value of the ledger's ``input_hash``)."""
+    return _unpack(stored, _HASH_BYTES)
+
+
+def pack_hash_v6(text: str | None) -> bytes | None:
+    """:func:`pack_hash` as state schema version 6 kept a hash (32 hex characters as 16
+    bytes; other texts never 16 bytes long): for the upgrade of a version 5 ledger."""
+    return _pack(text, _V6_HASH_BYTES)
+
+
+def hash_v6_to_v7(stored: Any) -> bytes | None:
+    """A version 6 ledger's ``input_hash`` as version 7 keeps it: a hash's first 8 bytes (the
+    first 64 bits, which :func:`recordsync.state.hashing.input_hash` gives now); any other
+    text tagged anew."""
     if stored is None:
         return None
     raw = bytes(stored)
-    if len(raw) == _HASH_BYTES:
+    if len(raw) == _V6_HASH_BYTES:
+        return raw[:_HASH_BYTES]
+    return pack_hash(_unpack(raw, _V6_HASH_BYTES))
+
+
+def _pack(text: str | None, size: int) -> bytes | None:
+    if text is None:
+        return None
+    if len(text) == 2 * size and _HASH.fullmatch(text):
+        return bytes.fromhex(text)
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) + 1 == size:
+        return b"\x01" + raw + b"\x00"
+    return b"\x00" + raw
+
+
+def _unpack(stored: Any, size: int) -> str | None:
+    if stored is None:
+        return None
+    raw = bytes(stored)
+    if len(raw) == size:
         return raw.hex()
     if raw[:1] == b"\x01":
         return raw[1:-1].decode("utf-8", "surrogatepass")

@@ -22,13 +22,16 @@ import functools
 import re
 import socket
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from recordsync.core.errors import ConfigError
+from recordsync.state.hash_upgrade import cut_journal_hashes, cut_ledger_hashes_pg
 from recordsync.state.ledger_rows import STATUS_CODES
 from recordsync.state.location import STATE_PATH_ENV, PgUrl
 
 if TYPE_CHECKING:
+    import sqlite3
+
     import psycopg
 
 
@@ -40,7 +43,7 @@ class StateDbIntegrityError(StateDbError):
     """A constraint of the PostgreSQL state database refused a write."""
 
 
-SCHEMA_VERSION = 6  # the tables of recordsync.state.schema version 6
+SCHEMA_VERSION = 7  # the tables of recordsync.state.schema version 7
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS state_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -280,6 +283,10 @@ def migrate(conn: PgConnection) -> None:
             for statement in _V6_LEDGER.split(";"):
                 if statement.strip():
                     conn.execute(statement)
+        if version is not None and version < 7:  # 128-bit input hashes: cut to 64 bits
+            cut_ledger_hashes_pg(cast("sqlite3.Connection", conn))
+            if conn.execute("SELECT to_regclass('chunk_log')").fetchone()[0] is not None:
+                cut_journal_hashes(cast("sqlite3.Connection", conn))
         for statement in _SCHEMA.split(";"):
             if statement.strip():
                 conn.execute(statement)
