@@ -21,18 +21,39 @@ to nothing, and a first run keeps only its failures, instead of an outcome a row
 
 from __future__ import annotations
 
+import base64
 import sqlite3
+import zlib
 from collections import defaultdict
+from itertools import chain
 from typing import Any
 
-from recordsync.state.journal_codec import decode, is_plain, pack
+import orjson
+
+from recordsync.state.journal_codec import PACKED, decode, is_plain, pack
 from recordsync.state.journal_records import FINAL_STATUSES
 from recordsync.state.ledger_rows import ACKED_SENT, STATUS_CODES
-from recordsync.state.store import Head, StateStore
+from recordsync.state.store import StateStore
 
 _CHUNKS_AT_A_TIME = 500
 
 _KEY, _STATUS, _RECORD_ID, _ERROR = 1, 3, 4, 5
+
+_SENT_CODES = {name: STATUS_CODES[name] for name in ACKED_SENT}
+
+Said = tuple[str, int, int]
+"""(key, status code, record id): a sent outcome as the ledger row that repeats it holds it."""
+
+_NOT_REPEATED = (
+    "SELECT json_extract(j.value, '$[0]'), json_extract(j.value, '$[1]'),"
+    " json_extract(j.value, '$[2]') FROM json_each(?2) j LEFT JOIN ledger l"
+    " ON l.scope_id = ?1 AND l.source_key = json_extract(j.value, '$[0]')"
+    " WHERE l.source_key IS NULL OR l.last_run IS NOT ?3"
+    " OR l.last_status <> json_extract(j.value, '$[1]')"
+    " OR l.record_id IS NOT json_extract(j.value, '$[2]')"
+)
+"""The outcomes (a JSON array of :data:`Said`) the ledger of scope ?1 does not repeat for run
+?3: compared inside SQLite, a key at a time by the primary key; only those come back."""
 
 
 def keep_untold(conn: sqlite3.Connection, store: StateStore, pipeline: str, run_id: str) -> None:
@@ -52,18 +73,20 @@ def keep_untold(conn: sqlite3.Connection, store: StateStore, pipeline: str, run_
         ).fetchall()
         if not batch:
             return
-        chunks = [(str(s), int(n), str(m), decode(text)) for s, n, m, text in batch]
-        heads = _heads(store, pipeline, chunks)
+        chunks = [(str(s), int(n), str(m), _rows(text)) for s, n, m, text in batch]
+        saids = [_saids(rows) for _s, _n, _m, rows in chunks]
+        sent: dict[str, list[Said]] = defaultdict(list)
+        for (_step, _no, mapping, _chunk_rows), said in zip(chunks, saids, strict=True):
+            sent[mapping].extend(filter(None, said))
+        untold = {m: _not_repeated(store, pipeline, m, run_no, said) for m, said in sent.items()}
         updates: list[tuple[Any, ...]] = []
         gone: list[tuple[Any, ...]] = []
-        for step, chunk_no, mapping, rows in chunks:
-            said = heads.get(mapping, {})
+        for (step, chunk_no, mapping, rows), said in zip(chunks, saids, strict=True):
+            told = untold.get(mapping, set())
             kept = [
                 (r[0], r[_KEY], None, *r[_STATUS:])
-                for r in rows
-                if r[_KEY] is not None
-                and r[_STATUS] in FINAL_STATUSES
-                and ((head := _head_of(r, run_no)) is None or said.get(r[_KEY]) != head)
+                for r, s in zip(rows, said, strict=True)
+                if r[_KEY] is not None and r[_STATUS] in FINAL_STATUSES and (s is None or s in told)
             ]
             if kept:
                 text = pack(kept)
@@ -81,25 +104,50 @@ def keep_untold(conn: sqlite3.Connection, store: StateStore, pipeline: str, run_
         after = (chunks[-1][0], chunks[-1][1])
 
 
-def _head_of(row: list[Any], run_no: int) -> tuple[int, int, int] | None:
-    """The ledger row (run, status, record id) that would repeat a journaled outcome; None
-    for an outcome the ledger never repeats (a failure or hold: its reason; no record id)."""
-    if row[_STATUS] not in ACKED_SENT or row[_RECORD_ID] is None or row[_ERROR] is not None:
-        return None
-    return (run_no, STATUS_CODES[row[_STATUS]], row[_RECORD_ID])
+def _rows(text: str) -> list[list[Any]]:
+    """A chunk's outcomes (:func:`.journal_codec.decode`; orjson where it reads them alike:
+    about twice as fast)."""
+    if text.startswith(PACKED):
+        try:
+            rows: list[list[Any]] = orjson.loads(zlib.decompress(base64.b64decode(text[1:])))
+        except orjson.JSONDecodeError:  # a lone surrogate
+            return decode(text)
+        if float in set(map(type, chain.from_iterable(rows))):
+            return decode(text)  # an integer beyond 64 bits, read as a float: as json reads it
+        return rows
+    return decode(text)
 
 
-def _heads(
-    store: StateStore, pipeline: str, chunks: list[tuple[str, int, str, list[Any]]]
-) -> dict[str, dict[str, Head]]:
-    """mapping → the ledger rows of the keys these chunks sent (created / updated)."""
-    keys: dict[str, set[str]] = defaultdict(set)
-    for _step, _no, mapping, rows in chunks:
-        keys[mapping].update(
-            r[_KEY] for r in rows if r[_KEY] is not None and r[_STATUS] in ACKED_SENT
-        )
-    out: dict[str, dict[str, Head]] = {}
-    for mapping, wanted in keys.items():
-        scope = store.scope_id(pipeline, mapping, create=False)
-        out[mapping] = {} if scope is None or not wanted else store.heads(scope, sorted(wanted))
-    return out
+def _saids(rows: list[list[Any]]) -> list[Said | None]:
+    """Per outcome, the ledger row (key, status, record id) that would repeat it; None for an
+    outcome the ledger never repeats (no key; a failure or hold: its reason; no record id)."""
+    get = _SENT_CODES.get
+    return [
+        (key, code, rid)
+        if (code := get(status)) is not None
+        and key is not None
+        and rid is not None
+        and error is None
+        else None
+        for _sr, key, _hash, status, rid, error in rows
+    ]
+
+
+def _not_repeated(
+    store: StateStore, pipeline: str, mapping: str, run_no: int, said: list[Said]
+) -> set[Said]:
+    """Of ``said``, what the ledger of ``mapping`` does not repeat for run ``run_no``."""
+    scope = store.scope_id(pipeline, mapping, create=False)
+    if scope is None or not said:
+        return set(said)
+    keys = [s[0] for s in said]
+    if store.json_functions and "\x00" not in "".join(keys):
+        try:
+            text = orjson.dumps(said).decode()
+        except orjson.JSONEncodeError:  # a lone surrogate, an integer beyond 64 bits
+            text = None
+        if text is not None:
+            rows = store.connection.execute(_NOT_REPEATED, (scope, text, run_no)).fetchall()
+            return {(str(k), int(c), r) for k, c, r in rows}
+    heads = store.heads(scope, sorted(set(keys)))
+    return {s for s in said if heads.get(s[0]) != (run_no, s[1], s[2])}
