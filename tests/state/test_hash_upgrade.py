@@ -95,6 +95,17 @@ def _check_v7(store: StateStore, keys: list[str]) -> None:
     ).fetchall()
     assert [r[0] for r in stored] == [8, 8]
     entries = {e.source_key: e for e in store.entries("p", "contacts")}
+    # no time a row since version 7: the run's, the newest of the rows it wrote
+    assert {e.updated_at for e in entries.values()} == {"2026-11-02T02:00:07.000Z"}
+    columns = (
+        conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = 'ledger'"
+        )
+        if store.is_postgres
+        else conn.execute("SELECT name FROM pragma_table_info('ledger')")
+    )
+    assert "updated_at" not in {c[0] for c in columns.fetchall()}
     for i, text in enumerate(ODD):
         assert entries[f"o{i}@x"].input_hash == text
     # the rows hashed as version 6 did are unchanged now: nothing is sent again
@@ -144,7 +155,10 @@ def test_on_postgresql_a_version_6_state_is_upgraded_to_64_bit_hashes(pg_url: st
         conn = store.connection
         scope = store.scope_id("p", "contacts")
         assert scope is not None
-        keys = _v6_ledger(conn, scope, store.run_number("before"))
+        run_no = store.run_number("before")
+        conn.execute("ALTER TABLE ledger ADD COLUMN updated_at BIGINT NOT NULL DEFAULT 0")
+        conn.execute("ALTER TABLE run_numbers DROP COLUMN at")
+        keys = _v6_ledger(conn, scope, run_no)
         _v6_journal(conn, "p")
         conn.execute("UPDATE state_meta SET value = '6' WHERE key = 'schema_version'")
         assert conn.execute("SELECT length(input_hash) FROM ledger").fetchone()[0] > 8

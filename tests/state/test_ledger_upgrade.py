@@ -39,12 +39,17 @@ bytes, upper case), every status and one version 5 never wrote (kept as ``failed
 
 
 def _expected() -> list[Entry]:
+    """The rows as version 7 reads them: a hash's first 64 bits, and the time of the run
+    (the newest of its rows, to the second; none without a run)."""
+    newest: dict[str | None, str] = {}
+    for *_, run, when in V5_ROWS:
+        newest[run] = max(newest.get(run, ""), when[:19] + ".000Z")
     out = []
-    for key, rid, h, status, run, when in V5_ROWS:
+    for key, rid, h, status, run, _when in V5_ROWS:
         status = "failed" if status == "planned" else status
         if h is not None and len(h) == 32 and h == h.lower():  # a hash: its first 64 bits
-            h = h[:16]  # (version 7)
-        out.append(Entry(key, rid, h, status, run, when[:19] + ".000Z"))
+            h = h[:16]
+        out.append(Entry(key, rid, h, status, run, newest[run] if run is not None else ""))
     return out
 
 
@@ -106,9 +111,18 @@ def test_a_version_5_ledger_is_made_compact_and_reads_back_as_it_was(tmp_path: P
         assert "ledger_v5" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         kinds = conn.execute(
             "SELECT typeof(input_hash), length(input_hash), typeof(last_status),"
-            " typeof(last_run), typeof(updated_at) FROM ledger WHERE source_key = 'b@x'"
+            " typeof(last_run) FROM ledger WHERE source_key = 'b@x'"
         ).fetchone()
-        assert kinds == ("blob", 8, "integer", "integer", "integer")
+        assert kinds == ("blob", 8, "integer", "integer")
+        columns = [r[1] for r in conn.execute("PRAGMA table_info(ledger)")]
+        assert columns == [
+            "scope_id",
+            "source_key",
+            "record_id",
+            "input_hash",
+            "last_status",
+            "last_run",
+        ]  # no time a row (version 7): the run's
         _check_upgraded(store)
     with StateStore(path, durable=False) as store:  # opened again: nothing to upgrade
         assert store.get("p", "contacts", "b@x") == _expected()[1]
@@ -130,13 +144,19 @@ def test_on_postgresql_a_version_5_ledger_is_made_compact(pg_url: str) -> None:
         version = conn.execute("SELECT value FROM state_meta WHERE key = 'schema_version'")
         assert version.fetchone()[0] == str(SCHEMA_VERSION)
         stored = conn.execute(
-            "SELECT input_hash, last_status, updated_at FROM ledger WHERE source_key = 'b@x'"
+            "SELECT l.input_hash, l.last_status, r.at FROM ledger l JOIN run_numbers r"
+            " ON r.run_no = l.last_run WHERE l.source_key = 'b@x'"
         ).fetchone()
         assert (bytes(stored[0]).hex(), stored[1], stored[2]) == (
             str(V5_ROWS[1][2])[:16],
             STATUS_CODES["updated"],
-            1793584807,  # 2026-11-02T02:00:07Z
+            1793584809,  # 2026-11-02T02:00:09Z: the newest row of its run
         )
+        columns = conn.execute(
+            "SELECT column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND table_name = 'ledger'"
+        ).fetchall()
+        assert "updated_at" not in {c[0] for c in columns}
         _check_upgraded(store)
 
 

@@ -294,7 +294,7 @@ class RunHistory:
         journaled = {(e.run_id, e.key, e.status) for e in events}
         for sk in state_keys:
             for source_key, mapping, rid, run_id, updated_at, code in conn.execute(
-                "SELECT l.source_key, s.mapping, l.record_id, r.run_id, l.updated_at,"
+                "SELECT l.source_key, s.mapping, l.record_id, r.run_id, r.at,"
                 " l.last_status FROM ledger l JOIN scopes s ON s.scope_id = l.scope_id"
                 " LEFT JOIN run_numbers r ON r.run_no = l.last_run WHERE s.pipeline = ?"
                 " AND (l.source_key = ? OR l.source_key LIKE ? ESCAPE '\\')",

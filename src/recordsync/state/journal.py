@@ -62,7 +62,6 @@ from recordsync.state.ledger_rows import (
     LEDGER_ON_CONFLICT,
     LEDGER_UPSERT,
     STATUS_CODES,
-    epoch_now,
     pack_hash,
     utc_now,
     write_acknowledged,
@@ -74,10 +73,10 @@ _STATUS_CODE = " ".join(f"WHEN '{name}' THEN {code}" for name, code in STATUS_CO
 
 _FOLD = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run, updated_at)"
+    " last_run)"
     " SELECT ?1, key, CASE WHEN status IN ('created', 'updated') THEN record_id END,"
     " CASE WHEN status IN ('created', 'updated') THEN rs_pack_hash(input_hash) END,"
-    f" CASE status {_STATUS_CODE} END, ?7, ?2"
+    f" CASE status {_STATUS_CODE} END, ?6"
     " FROM (SELECT l.chunk_no, json_extract(j.value, '$[0]') AS source_row,"
     " json_extract(j.value, '$[1]') AS key, json_extract(j.value, '$[2]') AS input_hash,"
     " json_extract(j.value, '$[3]') AS status, json_extract(j.value, '$[4]') AS record_id"
@@ -114,7 +113,7 @@ _status, _record_id = itemgetter(1), itemgetter(2)
 """A :class:`ChunkResult`'s status and record id."""
 
 
-ToFold = list[tuple[int, str, int | None, bytes | None, int, int, int]]
+ToFold = list[tuple[int, str, int | None, bytes | None, int, int]]
 
 
 """Ledger upserts (:data:`recordsync.state.ledger_rows.LEDGER_UPSERT` parameters, as stored)
@@ -363,7 +362,6 @@ class Journal:
         before = len(rows)
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
-        now = epoch_now()  # the ledger's updated_at: when the outcome was acknowledged
         run_no = self.store.run_number(run_id)
         ordered = sorted(outcomes, key=_by_row)  # source-row order within the chunk
         pairs = list(map(journaled.__getitem__, map(_by_row, ordered)))  # (key, input hash)
@@ -378,7 +376,6 @@ class Journal:
                     map(pack_hash, map(_by_key, pairs)),
                     map(STATUS_CODES.__getitem__, statuses),
                     repeat(run_no),
-                    repeat(now),
                 )
             )
         else:
@@ -387,9 +384,9 @@ class Journal:
                     continue
                 if status in ACKED_SENT:
                     code = STATUS_CODES[status]
-                    rows.append((scope, k, o.record_id, pack_hash(h), code, run_no, now))
+                    rows.append((scope, k, o.record_id, pack_hash(h), code, run_no))
                 elif status in ACKED_FAILED:
-                    rows.append((scope, k, None, None, STATUS_CODES[status], run_no, now))
+                    rows.append((scope, k, None, None, STATUS_CODES[status], run_no))
         self.unfolded_rows += len(rows) - before
         self._to_fold[key] = (rows, in_order and chunk_no > high)
 
@@ -506,7 +503,7 @@ class Journal:
             (run_id, step, first, last),
         ).fetchone()
         if odd is None and self.store.json_functions:
-            params = (scope, epoch_now(), run_id, step, first, last, self.store.run_number(run_id))
+            params = (scope, run_id, step, first, last, self.store.run_number(run_id))
             return int(conn.execute(_FOLD, params).rowcount)
         return self._fold_in_python(conn, scope, run_id, step, first, last)
 

@@ -1,14 +1,14 @@
 """The tables of the state database, versioned with ``PRAGMA user_version``.
 
     scopes      (scope_id, pipeline, mapping)               one row per pipeline and mapping
-    ledger      (scope_id, source_key) → record_id, input_hash, last_status, last_run,
-                updated_at                                  the identity ledger; since
+    ledger      (scope_id, source_key) → record_id, input_hash, last_status, last_run
+                (and updated_at up to version 6)            the identity ledger; since
                 version 6 compact: the hash as bytes (8 since version 7: a 64-bit hash;
                 16 in version 6), the status a small integer, the run a number from
-                ``run_numbers``, the time epoch seconds (recordsync.state.ledger_rows); up
-                to version 5 all of them text
-    run_numbers run_no → run_id                             (version 6) the runs the ledger
-                names
+                ``run_numbers``, the time epoch seconds, a row's own up to version 6, the
+                run's since 7 (recordsync.state.ledger_rows); up to version 5 all text
+    run_numbers run_no → run_id, at                         (version 6) the runs the ledger
+                names; ``at`` (version 7): when the run got its number, epoch seconds
     runs        run_id → pipeline, state, started_at, finished_at, attempts
     chunks      (run_id, step, chunk_no) → mapping, first_source_row, row_count, state
     snapshots   scope_id → run_id, fingerprint, file, row_count   (version 2) the source-row
@@ -204,6 +204,11 @@ DROP TABLE ledger_v5
 as ``failed``: the row is sent again."""
 
 _V7 = """
+ALTER TABLE run_numbers ADD COLUMN at INTEGER;
+CREATE TEMP TABLE run_at AS SELECT last_run AS run_no, max(updated_at) AS at FROM ledger
+    WHERE last_run IS NOT NULL GROUP BY last_run;
+UPDATE run_numbers SET at = (SELECT a.at FROM temp.run_at a WHERE a.run_no = run_numbers.run_no);
+DROP TABLE temp.run_at;
 ALTER TABLE ledger RENAME TO ledger_v6;
 CREATE TABLE ledger (
     scope_id INTEGER NOT NULL,
@@ -212,17 +217,17 @@ CREATE TABLE ledger (
     input_hash BLOB,
     last_status INTEGER NOT NULL,
     last_run INTEGER,
-    updated_at INTEGER NOT NULL,
     PRIMARY KEY (scope_id, source_key)
 ) WITHOUT ROWID;
-INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status, last_run,
-    updated_at)
-    SELECT scope_id, source_key, record_id, rs_hash_v7(input_hash), last_status, last_run,
-    updated_at FROM ledger_v6 ORDER BY scope_id, source_key;
+INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status, last_run)
+    SELECT scope_id, source_key, record_id, rs_hash_v7(input_hash), last_status, last_run
+    FROM ledger_v6 ORDER BY scope_id, source_key;
 DROP TABLE ledger_v6
 """
-"""Version 7: the input hashes 64 bits (:mod:`recordsync.state.hash_upgrade`), the ledger
-rewritten in key order; then the journal of a run still running (:func:`cut_journal_hashes`)."""
+"""Version 7: the input hashes 64 bits (:mod:`recordsync.state.hash_upgrade`), and no time a
+row: the run's (``run_numbers.at``: for a run named before, the newest time of the rows it
+wrote); the ledger rewritten in key order; then the journal of a run still running
+(:func:`cut_journal_hashes`)."""
 
 
 def _v3_copy(conn: sqlite3.Connection) -> None:

@@ -31,7 +31,13 @@ from recordsync.state import pg
 from recordsync.state.ledger_rows import ACKED_FAILED as ACKED_FAILED
 from recordsync.state.ledger_rows import ACKED_SENT as ACKED_SENT
 from recordsync.state.ledger_rows import DELETED as DELETED
-from recordsync.state.ledger_rows import ENTRY_SQL, STATUS_NAMES, entry, write_acknowledged
+from recordsync.state.ledger_rows import (
+    ENTRY_SQL,
+    STATUS_NAMES,
+    entry,
+    epoch_now,
+    write_acknowledged,
+)
 from recordsync.state.ledger_rows import AckRow as AckRow
 from recordsync.state.ledger_rows import Entry as Entry
 from recordsync.state.ledger_rows import utc_now as utc_now
@@ -176,7 +182,10 @@ class StateStore:
         row = self._conn.execute(sql, (run_id,)).fetchone()
         if row is None:
             with self.transaction() as conn:
-                conn.execute("INSERT OR IGNORE INTO run_numbers (run_id) VALUES (?)", (run_id,))
+                conn.execute(
+                    "INSERT OR IGNORE INTO run_numbers (run_id, at) VALUES (?, ?)",
+                    (run_id, epoch_now()),
+                )
                 row = conn.execute(sql, (run_id,)).fetchone()
         self._run_numbers[run_id] = int(row[0])
         return int(row[0])
