@@ -80,8 +80,8 @@ _FOLD = (
     " FROM (SELECT l.chunk_no, json_extract(j.value, '$[0]') AS source_row,"
     " json_extract(j.value, '$[1]') AS key, json_extract(j.value, '$[2]') AS input_hash,"
     " json_extract(j.value, '$[3]') AS status, json_extract(j.value, '$[4]') AS record_id"
-    " FROM chunk_log l, json_each(l.outcomes) j WHERE l.run_id = ?3 AND l.step = ?4"
-    " AND l.chunk_no BETWEEN ?5 AND ?6 AND l.outcomes IS NOT NULL)"
+    " FROM chunk_log l, json_each(l.outcomes) j WHERE l.run_id = ?2 AND l.step = ?3"
+    " AND l.chunk_no BETWEEN ?4 AND ?5 AND l.outcomes IS NOT NULL)"
     " WHERE key IS NOT NULL AND status IN ('created', 'updated', 'failed', 'in_doubt')"
     " ORDER BY key, chunk_no, source_row" + LEDGER_ON_CONFLICT
 )
