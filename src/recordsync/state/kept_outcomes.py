@@ -37,7 +37,7 @@ from recordsync.state.store import StateStore
 
 _CHUNKS_AT_A_TIME = 500
 
-_KEY, _STATUS, _RECORD_ID, _ERROR = 1, 3, 4, 5
+_KEY, _STATUS = 1, 3  # of an outcome: (source row, key, input hash, status, record id, error)
 
 _SENT_CODES = {name: STATUS_CODES[name] for name in ACKED_SENT}
 
