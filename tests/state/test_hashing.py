@@ -87,8 +87,11 @@ def test_absent_and_null_differ() -> None:
 
 def test_known_value_is_stable_across_versions() -> None:
     # A change of the canonical form must change FORMAT_TAG (every row is then resent once).
+    # 64 bits since state schema version 7: the first half of the 128 bits hashed before,
+    # so that the upgrade cuts the hashes the ledger holds and nothing is sent again
     payload = {"name": "Ada", "fields": {"email": "ada@acme.example", "lead_score": 7}}
-    assert input_hash(payload) == "3fd2072b11cc7f038140ff265af8403f"
+    assert input_hash(payload) == "3fd2072b11cc7f03"
+    assert "3fd2072b11cc7f038140ff265af8403f".startswith(input_hash(payload))
 
 
 @given(payloads)

@@ -87,22 +87,25 @@ def test_a_keys_events_come_from_the_kept_journal_and_the_ledger(tmp_path: Path)
     with StateStore(tmp_path / "s.db", durable=False) as store:
         runs = RunHistory(store)
         _journaled_run(
-            store, "r1", [ChunkResult(1, "created", 101), ChunkResult(2, "created", 102)]
+            store,
+            "r1",
+            [ChunkResult(i, "created", 100 + i) for i in (1, 2, 3)],
         )
         runs.record(rec("r1", "2026-11-01T02:00:00Z"))
         _journaled_run(store, "r2", [ChunkResult(1, "failed", None, "Validation failed: x")])
         runs.record(rec("r2", "2026-11-02T02:00:00Z"))
-        plan = plan_deletes(store, "p\x1f1", "s", ["k1"], max_count=None, max_share=None)
+        plan = plan_deletes(store, "p\x1f1", "s", ["k1", "k3"], max_count=None, max_share=None)
         apply_deletes(plan, lambda rid: None, run_id="r2")
         events = runs.key_events("p", "k1")
+        # the failure, with its reason, is kept; r1's creation was the ledger's until r2
         assert [(e.run_id, e.status, e.record_id, e.error) for e in events] == [
-            ("r1", "created", 101, None),
             ("r2", "failed", None, "Validation failed: x"),
         ]
         gone = runs.key_events("p", "k2")
-        assert [(e.run_id, e.status, e.record_id) for e in gone] == [
-            ("r1", "created", 102),
-            ("r2", "deleted", 102),
+        assert [(e.run_id, e.status, e.record_id) for e in gone] == [("r2", "deleted", 102)]
+        k3 = runs.key_events("p", "k3")  # the last send, from the ledger (no source row)
+        assert [(e.run_id, e.step, e.status, e.record_id, e.source_row) for e in k3] == [
+            ("r1", "s", "created", 103, None)
         ]
         assert runs.key_events("p", "k") == []  # a key is matched whole, never as a part
         assert runs.key_events("p", "k%") == []
@@ -113,13 +116,14 @@ def test_a_keys_events_are_found_in_compressed_chunks(tmp_path: Path) -> None:
     """A chunk of a hundred rows is kept compressed (state.journal_codec): still searched."""
     with StateStore(tmp_path / "s.db", durable=False) as store:
         runs = RunHistory(store)
-        _journaled_run(store, "r1", [ChunkResult(i, "created", 100 + i) for i in range(1, 101)])
+        outcomes = [ChunkResult(i, "failed", None, f"refused {i}") for i in range(1, 101)]
+        _journaled_run(store, "r1", outcomes)
         runs.record(rec("r1", "2026-11-01T02:00:00Z"))
         (text,) = store.connection.execute("SELECT outcomes FROM chunk_log").fetchone()
         assert text.startswith(PACKED)
         events = runs.key_events("p", "k57")
-        assert [(e.run_id, e.status, e.record_id, e.source_row) for e in events] == [
-            ("r1", "created", 157, 57)
+        assert [(e.run_id, e.status, e.error, e.source_row) for e in events] == [
+            ("r1", "failed", "refused 57", 57)
         ]
 
 
@@ -128,12 +132,12 @@ def test_a_keys_events_follow_the_runs_order_within_one_second(tmp_path: Path) -
     the order they were kept in, not by their ids."""
     with StateStore(tmp_path / "s.db", durable=False) as store:
         runs = RunHistory(store)
-        _journaled_run(store, "t-zz", [ChunkResult(1, "created", 101)])
+        _journaled_run(store, "t-zz", [ChunkResult(1, "failed", None, "refused")])
         runs.record(rec("t-zz", "2026-11-01T02:00:00Z"))
         _journaled_run(store, "t-aa", [ChunkResult(1, "updated", 101)])
         runs.record(rec("t-aa", "2026-11-01T02:00:00Z"))
-        events = runs.key_events("p", "k1")
-        assert [(e.run_id, e.status) for e in events] == [("t-zz", "created"), ("t-aa", "updated")]
+        events = runs.key_events("p", "k1")  # a kept failure, then the ledger's last send
+        assert [(e.run_id, e.status) for e in events] == [("t-zz", "failed"), ("t-aa", "updated")]
 
 
 def test_the_retention_prunes_old_runs_but_never_the_ledger_or_a_running_run(
@@ -141,9 +145,13 @@ def test_the_retention_prunes_old_runs_but_never_the_ledger_or_a_running_run(
 ) -> None:
     with StateStore(tmp_path / "s.db", durable=False) as store:
         runs = RunHistory(store)
-        _journaled_run(store, "r1", [ChunkResult(1, "created", 101)])
+        _journaled_run(
+            store, "r1", [ChunkResult(1, "created", 101), ChunkResult(2, "failed", None, "e1")]
+        )
         runs.record(rec("r1", "2026-01-01T02:00:00Z"))
-        _journaled_run(store, "r2", [ChunkResult(1, "updated", 101)])
+        _journaled_run(
+            store, "r2", [ChunkResult(1, "updated", 101), ChunkResult(2, "failed", None, "e2")]
+        )
         runs.record(rec("r2", "2026-11-01T02:00:00Z"))
         conn = store.connection
         conn.execute("UPDATE runs SET started_at = '2026-01-01T02:00:00.000Z' WHERE run_id = 'r1'")
@@ -191,17 +199,18 @@ def test_on_postgresql_a_version_4_database_is_upgraded_and_the_history_works(
         version = store.connection.execute(
             "SELECT value FROM state_meta WHERE key = 'schema_version'"
         ).fetchone()[0]
-        assert version == "6"
+        assert version == str(SCHEMA_VERSION)
         runs = RunHistory(store)
-        _journaled_run(store, "r1", [ChunkResult(1, "created", 101)])
+        _journaled_run(
+            store, "r1", [ChunkResult(1, "created", 101), ChunkResult(2, "failed", None, "e1")]
+        )
         runs.record(rec("r1", "2026-01-01T02:00:00Z"))
         _journaled_run(store, "r2", [ChunkResult(1, "updated", 101)])
         runs.record(rec("r2", "2026-11-01T02:00:00Z", rows=12))
         events = runs.key_events("p", "k1")
-        assert [(e.run_id, e.status, e.record_id) for e in events] == [
-            ("r1", "created", 101),
-            ("r2", "updated", 101),
-        ]
+        assert [(e.run_id, e.status, e.record_id) for e in events] == [("r2", "updated", 101)]
+        failed = runs.key_events("p", "k2")
+        assert [(e.run_id, e.status, e.error) for e in failed] == [("r1", "failed", "e1")]
         assert runs.key_events("p", "k_") == []
         assert runs.baseline("p\x1f1", "s", "m.yaml") == [12, 10]
         store.connection.execute(

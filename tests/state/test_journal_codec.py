@@ -8,14 +8,13 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordsync.state import ChunkResult, Journal, JournalRow, StateStore, input_hash
+from recordsync.state import ChunkResult, Journal, JournalRow, StateStore
 from recordsync.state.journal_codec import (
     PACKED,
     decode,
     is_plain,
     json_text,
     pack,
-    without_hashes,
 )
 
 CELL = st.one_of(
@@ -72,36 +71,3 @@ def test_a_100_row_chunk_is_journaled_in_under_half_the_bytes(tmp_path: object) 
         assert got == {r.source_row: (r.key, "created", 900 + i) for i, r in enumerate(rows)}
         assert len(journal.done_rows("r1", "contacts")) == 100
         assert journal.journaled_rows("r1", "contacts") is not None
-
-
-@given(st.lists(st.tuples(st.integers(0, 10**9), CELL, CELL, CELL, CELL, CELL), max_size=40))
-def test_without_hashes_keeps_every_other_cell(rows: list[tuple[object, ...]]) -> None:
-    got = decode(without_hashes(pack(rows)))
-    assert got == [[sr, key, None, *rest] for sr, key, _h, *rest in rows]
-
-
-def test_a_finished_run_keeps_its_outcomes_without_the_hashes(tmp_path: object) -> None:
-    """The ledger holds the hashes once the run is finished: the kept outcomes (for
-    ``recordsync history --key``) leave them out, a third of the bytes."""
-    with StateStore(f"{tmp_path}/state.db") as store:
-        journal = Journal(store, "p", defer_ledger=True)
-        journal.start_run("r1")
-        rows = [
-            JournalRow(2 + i, f"email:someone.{i}@example.com", input_hash({"name": f"n{i}"}), True)
-            for i in range(300)
-        ]
-        for n in range(3):
-            part = rows[100 * n : 100 * (n + 1)]
-            journal.begin_chunk("r1", "contacts", n + 1, part[0].source_row, part)
-            journal.ack_chunk(
-                "r1", "contacts", n + 1, [ChunkResult(r.source_row, "created", 900) for r in part]
-            )
-        before = store.connection.execute("SELECT sum(length(outcomes)) FROM chunk_log")
-        size = before.fetchone()[0]
-        journal.finish_run("r1", keep_rows=True)
-        texts = [t for (t,) in store.connection.execute("SELECT outcomes FROM chunk_log")]
-        assert len(texts) == 3 and sum(map(len, texts)) * 2 < size
-        kept = [row for text in texts for row in decode(text)]
-        assert kept == [[r.source_row, r.key, None, "created", 900, None] for r in rows]
-        by_key = {e.source_key: e.input_hash for e in store.entries("p", "contacts")}
-        assert by_key == {r.key: r.input_hash for r in rows}

@@ -47,7 +47,6 @@ def _kept_row_by_row(
     outcomes: list[ChunkResult],
     journaled: dict[int, tuple[str | None, str | None]],
     run_no: int,
-    now: int,
 ) -> list[tuple[object, ...]]:
     """The ledger rows an acknowledgement keeps, by the rules one row at a time."""
     rows: list[tuple[object, ...]] = []
@@ -56,9 +55,9 @@ def _kept_row_by_row(
         if k is None:
             continue
         if o.status in ACKED_SENT:
-            rows.append((scope, k, o.record_id, pack_hash(h), STATUS_CODES[o.status], run_no, now))
+            rows.append((scope, k, o.record_id, pack_hash(h), STATUS_CODES[o.status], run_no))
         elif o.status in ACKED_FAILED:
-            rows.append((scope, k, None, None, STATUS_CODES[o.status], run_no, now))
+            rows.append((scope, k, None, None, STATUS_CODES[o.status], run_no))
     return rows
 
 
@@ -91,8 +90,7 @@ def test_kept_ledger_rows_match_the_row_by_row_rules(
         rows, in_order = fold._to_fold.get(("r", "s", "m"), ([], True))
         assert in_order
         assert fold.unfolded_rows == len(rows)
-        now = rows[0][6] if rows else 0
-        assert rows == _kept_row_by_row(scope, outcomes, journaled, store.run_number("r"), now)
+        assert rows == _kept_row_by_row(scope, outcomes, journaled, store.run_number("r"))
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=30)

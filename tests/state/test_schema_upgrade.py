@@ -50,7 +50,7 @@ def test_a_version_2_journal_is_copied_and_its_run_resumes(tmp_path: Path) -> No
     _version_2_with_a_dead_run(path)
     with StateStore(path, durable=False) as store:
         conn = store.connection
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         assert "chunk_rows" not in names and "chunk_log" in names
         j = Journal(store, "p", defer_ledger=True)

@@ -6,7 +6,10 @@ record to write, not *what* to write, so switching a mapping to match by the led
 id (or from email to name) does not make every row look changed.
 
 Canonical form: ``json.dumps`` with sorted keys at every depth, compact separators,
-``ensure_ascii=False``, prefixed with a format tag; digest: BLAKE2b-128, hex. Consequences:
+``ensure_ascii=False``, prefixed with a format tag; digest: the first 64 bits of BLAKE2b-128, as
+16 hex characters (:data:`HASH_HEX`). A hash is only ever compared with the last one of the
+same key (the ledger's, or the journal's on resume), so a change is missed only when the
+new input's 64 bits equal the old one's: a chance of 2^-64 per changed row. Consequences:
 
 - key order never matters (``{"a": 1, "b": 2}`` and ``{"b": 2, "a": 1}`` hash the same);
 - every value change does, including type changes a JSON reader can see (``1`` vs ``"1"``
@@ -38,6 +41,9 @@ HASHED_KEYS = ("name", "fields", "profile_image_url")
 """The batch-input keys that make up the hash (never ``match_by`` / ``match_value``)."""
 
 FORMAT_TAG = b"recordsync-input-v1\n"
+HASH_HEX = 16
+"""Hex characters of a hash: 64 bits (state schema version 7; up to 6, the 32 of BLAKE2b-128,
+of which these are the first: the upgrade cuts the stored hashes, nothing is sent again)."""
 
 _encoder = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 _encode: Callable[[Any], str] = _encoder.encode
@@ -59,8 +65,8 @@ def canonical_input(payload: Mapping[str, Any]) -> bytes:
 
 
 def input_hash(payload: Mapping[str, Any]) -> str:
-    """32 hex characters identifying the content of a batch input."""
-    return blake2b(canonical_input(payload), digest_size=16).hexdigest()
+    """16 hex characters (64 bits) identifying the content of a batch input."""
+    return blake2b(canonical_input(payload), digest_size=16).hexdigest()[:HASH_HEX]
 
 
 _KNOWN = frozenset({*HASHED_KEYS, "match_by", "match_value"})
@@ -130,7 +136,7 @@ def _encode_matched(payload: Mapping[str, Any]) -> tuple[str, bytes]:
     hashed = _dumps({"fields": payload["fields"], "name": payload["name"]}, option=_OPTIONS)
     by, value = _dumps(payload["match_by"]), _dumps(payload["match_value"])
     body = b"".join((b'{"match_by":', by, b',"match_value":', value, b",", hashed[1:]))
-    return blake2b(FORMAT_TAG + hashed, digest_size=16).hexdigest(), body
+    return blake2b(FORMAT_TAG + hashed, digest_size=16).hexdigest()[:HASH_HEX], body
 
 
 def _encode_plain(payload: Mapping[str, Any]) -> tuple[str, bytes | None]:
@@ -147,7 +153,7 @@ def _encode_plain(payload: Mapping[str, Any]) -> tuple[str, bytes | None]:
             )
     except orjson.JSONEncodeError:
         return input_hash(payload), None
-    digest = blake2b(FORMAT_TAG + hashed, digest_size=16).hexdigest()
+    digest = blake2b(FORMAT_TAG + hashed, digest_size=16).hexdigest()[:HASH_HEX]
     if len(hashed) == 2:  # "{}": only match keys
         return digest, head + b"}"
     return digest, (head + b"," if len(head) > 1 else head) + hashed[1:]

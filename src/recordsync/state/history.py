@@ -7,9 +7,12 @@ conditions standing after it (``alerted``: what the last message sent said, so t
 goes out once per change of state, and one "resolved" when the run is healthy again).
 
 Reading a source key's history (:meth:`RunHistory.key_events`) costs nothing per row beyond
-the journal: a finished run's per-chunk outcomes (``chunk_log``, one JSON record a chunk) are
-kept until the retention prunes them (:meth:`RunHistory.prune`), and a mirror delete is read
-from the ledger (its ``deleted`` status and the run that deleted it).
+the ledger and the journal: the key's last outcome (the run, its status, the record id; a
+mirror delete too) is read from its ledger row, and the outcomes the ledger cannot tell (a
+failure or a hold with its reason, an outcome a later one of the same run replaced: what a
+finished run keeps of its journal, :mod:`recordsync.state.kept_outcomes`) from the
+per-chunk outcomes (``chunk_log``) until the retention prunes them (:meth:`RunHistory.prune`).
+A successful send that a later run's outcome replaced in the ledger is not kept.
 
 The retention never removes the ledger, snapshots, the marks of the target, a run still
 ``running`` (a resume needs its journal) or the newest record of a pipeline and target (the
@@ -25,7 +28,7 @@ from statistics import median
 from typing import Any
 
 from recordsync.state.journal_codec import PACKED, decode
-from recordsync.state.ledger_rows import DELETED, epoch_text, status_sql
+from recordsync.state.ledger_rows import ACKED_SENT, DELETED, STATUS_NAMES, epoch_text
 from recordsync.state.store import StateStore
 
 DEFAULT_RETENTION_DAYS = 90
@@ -255,11 +258,13 @@ class RunHistory:
         return found
 
     def key_events(self, pipeline: str, key: str) -> list[KeyEvent]:
-        """In which kept runs of ``pipeline`` (its name) the source key ``key`` was created,
-        updated, failed, held in doubt or deleted, oldest first. ``key`` is a ledger key as
-        the state keeps it (``email:ann@x.io``, or a declared ``ledger_key``'s value) or the
-        value after its rule (``ann@x.io``). Read from the journal the runs kept (within the
-        retention) and, for a delete, from the ledger."""
+        """What the runs of ``pipeline`` (its name) did to the source key ``key``, oldest
+        first: its last outcome (created, updated, failed, held in doubt or deleted), read from
+        the ledger, and the outcomes the kept runs (within the retention) journaled that the
+        ledger cannot tell (failures and holds with their reasons; module docstring). ``key``
+        is a ledger key as the state keeps it (``email:ann@x.io``, or a declared
+        ``ledger_key``'s value) or the value after its rule (``ann@x.io``). An outcome of the
+        ledger that a kept run journaled is given once, as journaled (with its source row)."""
         conn = self.store.connection
         rows = conn.execute(
             "SELECT run_id, started_at, state_key, seq FROM run_history WHERE pipeline = ?",
@@ -286,29 +291,41 @@ class RunHistory:
                 (run_id, PACKED + "%"),
             )
             events.extend(_events_of(run_id, when, cur.fetchall(), key))
+        journaled = {(e.run_id, e.key, e.status) for e in events}
         for sk in state_keys:
-            for source_key, mapping, rid, run_id, updated_at in conn.execute(
-                "SELECT l.source_key, s.mapping, l.record_id, r.run_id, l.updated_at"
-                " FROM ledger l JOIN scopes s ON s.scope_id = l.scope_id"
+            for source_key, mapping, rid, run_id, updated_at, code in conn.execute(
+                "SELECT l.source_key, s.mapping, l.record_id, r.run_id, r.at,"
+                " l.last_status FROM ledger l JOIN scopes s ON s.scope_id = l.scope_id"
                 " LEFT JOIN run_numbers r ON r.run_no = l.last_run WHERE s.pipeline = ?"
-                f" AND l.last_status = {status_sql(DELETED)} AND (l.source_key = ?"
-                " OR l.source_key LIKE ? ESCAPE '\\')",
+                " AND (l.source_key = ? OR l.source_key LIKE ? ESCAPE '\\')",
                 (sk, key, _like(f":{key}")[:-1]),  # the key, or its value after the rule
             ).fetchall():
                 if not _same_key(str(source_key), key):
                     continue
                 run = str(run_id) if run_id is not None else ""
+                status = STATUS_NAMES[int(code)]
+                if (run, str(source_key), status) in journaled:  # kept with its row: shown
+                    continue
                 when = started.get(run, (epoch_text(updated_at), ""))[0]
+                record_id = rid if status in (*ACKED_SENT, DELETED) else None
                 events.append(
-                    KeyEvent(run, when, str(mapping), str(source_key), None, "deleted", rid, None)
+                    KeyEvent(
+                        run, when, str(mapping), str(source_key), None, status, record_id, None
+                    )
                 )
         unique = {(e.run_id, e.step, e.key, e.source_row, e.status): e for e in events}
-        # two runs may start within the same second: the order they were kept in decides (a
-        # delete by a run no longer kept comes last)
+        # two runs may start within the same second: the order they were kept in decides;
+        # the ledger's outcome is a run's last (and one by a run no longer kept comes last)
         last = max(order.values(), default=0) + 1
         return sorted(
             unique.values(),
-            key=lambda e: (order.get(e.run_id, last), e.started_at, e.step, e.source_row or 0),
+            key=lambda e: (
+                order.get(e.run_id, last),
+                e.started_at,
+                e.source_row is None,
+                e.step,
+                e.source_row or 0,
+            ),
         )
 
 

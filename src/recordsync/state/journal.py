@@ -40,7 +40,7 @@ from itertools import repeat
 from operator import itemgetter
 
 from recordsync.core.errors import AccountingError, RecordsyncError
-from recordsync.state.journal_codec import decode, is_plain, json_text, pack, without_hashes
+from recordsync.state.journal_codec import decode, is_plain, json_text, pack
 from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash, outcome_rows
 from recordsync.state.journal_content import JournaledRows
 from recordsync.state.journal_records import (
@@ -55,13 +55,13 @@ from recordsync.state.journal_records import (
     RunInfo,
     SourceRowSet,
 )
+from recordsync.state.kept_outcomes import keep_untold
 from recordsync.state.ledger_rows import (
     ACKED_FAILED,
     ACKED_SENT,
     LEDGER_ON_CONFLICT,
     LEDGER_UPSERT,
     STATUS_CODES,
-    epoch_now,
     pack_hash,
     utc_now,
     write_acknowledged,
@@ -73,15 +73,15 @@ _STATUS_CODE = " ".join(f"WHEN '{name}' THEN {code}" for name, code in STATUS_CO
 
 _FOLD = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run, updated_at)"
+    " last_run)"
     " SELECT ?1, key, CASE WHEN status IN ('created', 'updated') THEN record_id END,"
     " CASE WHEN status IN ('created', 'updated') THEN rs_pack_hash(input_hash) END,"
-    f" CASE status {_STATUS_CODE} END, ?7, ?2"
+    f" CASE status {_STATUS_CODE} END, ?6"
     " FROM (SELECT l.chunk_no, json_extract(j.value, '$[0]') AS source_row,"
     " json_extract(j.value, '$[1]') AS key, json_extract(j.value, '$[2]') AS input_hash,"
     " json_extract(j.value, '$[3]') AS status, json_extract(j.value, '$[4]') AS record_id"
-    " FROM chunk_log l, json_each(l.outcomes) j WHERE l.run_id = ?3 AND l.step = ?4"
-    " AND l.chunk_no BETWEEN ?5 AND ?6 AND l.outcomes IS NOT NULL)"
+    " FROM chunk_log l, json_each(l.outcomes) j WHERE l.run_id = ?2 AND l.step = ?3"
+    " AND l.chunk_no BETWEEN ?4 AND ?5 AND l.outcomes IS NOT NULL)"
     " WHERE key IS NOT NULL AND status IN ('created', 'updated', 'failed', 'in_doubt')"
     " ORDER BY key, chunk_no, source_row" + LEDGER_ON_CONFLICT
 )
@@ -113,7 +113,7 @@ _status, _record_id = itemgetter(1), itemgetter(2)
 """A :class:`ChunkResult`'s status and record id."""
 
 
-ToFold = list[tuple[int, str, int | None, bytes | None, int, int, int]]
+ToFold = list[tuple[int, str, int | None, bytes | None, int, int]]
 
 
 """Ledger upserts (:data:`recordsync.state.ledger_rows.LEDGER_UPSERT` parameters, as stored)
@@ -362,7 +362,6 @@ class Journal:
         before = len(rows)
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
-        now = epoch_now()  # the ledger's updated_at: when the outcome was acknowledged
         run_no = self.store.run_number(run_id)
         ordered = sorted(outcomes, key=_by_row)  # source-row order within the chunk
         pairs = list(map(journaled.__getitem__, map(_by_row, ordered)))  # (key, input hash)
@@ -377,7 +376,6 @@ class Journal:
                     map(pack_hash, map(_by_key, pairs)),
                     map(STATUS_CODES.__getitem__, statuses),
                     repeat(run_no),
-                    repeat(now),
                 )
             )
         else:
@@ -386,9 +384,9 @@ class Journal:
                     continue
                 if status in ACKED_SENT:
                     code = STATUS_CODES[status]
-                    rows.append((scope, k, o.record_id, pack_hash(h), code, run_no, now))
+                    rows.append((scope, k, o.record_id, pack_hash(h), code, run_no))
                 elif status in ACKED_FAILED:
-                    rows.append((scope, k, None, None, STATUS_CODES[status], run_no, now))
+                    rows.append((scope, k, None, None, STATUS_CODES[status], run_no))
         self.unfolded_rows += len(rows) - before
         self._to_fold[key] = (rows, in_order and chunk_no > high)
 
@@ -505,7 +503,7 @@ class Journal:
             (run_id, step, first, last),
         ).fetchone()
         if odd is None and self.store.json_functions:
-            params = (scope, epoch_now(), run_id, step, first, last, self.store.run_number(run_id))
+            params = (scope, run_id, step, first, last, self.store.run_number(run_id))
             return int(conn.execute(_FOLD, params).rowcount)
         return self._fold_in_python(conn, scope, run_id, step, first, last)
 
@@ -723,7 +721,8 @@ class Journal:
 
     def finish_run(self, run_id: str, state: str = "finished", *, keep_rows: bool = False) -> None:
         """Mark the run complete (``finished``, ``aborted``, ``abandoned``) once its report is
-        written. Its per-row journal is deleted unless ``keep_rows``; chunk counts stay.
+        written. Its per-row journal is deleted, or with ``keep_rows`` reduced to what the
+        ledger cannot tell (:mod:`.kept_outcomes`); chunk counts stay.
         Must not be called inside an open transaction."""
         if state == "running":
             raise ValueError("finish_run needs a final state, not 'running'")
@@ -735,8 +734,8 @@ class Journal:
                 "UPDATE runs SET state = ?, finished_at = ? WHERE run_id = ?",
                 (state, utc_now(), run_id),
             )
-            if keep_rows:
-                self._drop_hashes(conn, run_id)
+            if keep_rows:  # what the ledger cannot tell, for history --key
+                keep_untold(conn, self.store, self.pipeline, run_id)
             else:
                 conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
         self._marks = {k: v for k, v in self._marks.items() if k[0] != run_id}
@@ -746,30 +745,6 @@ class Journal:
         # Fold the run's write-ahead log into the database now, so that the next run does not
         # pay for it on its first commit; and keep the -wal file small between runs.
         self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-
-    def _drop_hashes(self, conn: sqlite3.Connection, run_id: str) -> None:
-        """A finished run's kept outcomes without their input hashes (folded into the ledger
-        already; :func:`.journal_codec.without_hashes`), a few hundred chunks at a time."""
-        after: tuple[str, int] = ("", -1)
-        while True:
-            batch = conn.execute(
-                "SELECT step, chunk_no, outcomes FROM chunk_log WHERE run_id = ?"
-                " AND outcomes IS NOT NULL AND (step > ? OR (step = ? AND chunk_no > ?))"
-                " ORDER BY step, chunk_no LIMIT 500",
-                (run_id, after[0], after[0], after[1]),
-            ).fetchall()
-            if not batch:
-                return
-            updates = []
-            for step, chunk_no, text in batch:
-                lean = without_hashes(text)
-                updates.append((lean, int(is_plain(lean)), run_id, step, chunk_no))
-            conn.executemany(
-                "UPDATE chunk_log SET outcomes = ?, plain = ? WHERE run_id = ? AND step = ?"
-                " AND chunk_no = ?",
-                updates,
-            )
-            after = (str(batch[-1][0]), int(batch[-1][1]))
 
     def begin_chunk(
         self,

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import json
 import zlib
-from itertools import chain
 from typing import Any
 
 import orjson
@@ -54,33 +53,6 @@ def decode(text: str) -> list[Any]:
         text = raw.decode("utf-8", "surrogatepass")
     rows: list[Any] = json.loads(text)
     return rows
-
-
-def without_hashes(text: str) -> str:
-    """A chunk's outcomes (:func:`pack` or :func:`json_text`) with no input hash: what a
-    finished run keeps (``recordsync history --key``); its hashes are in the ledger. The hash
-    is most of a compressed row (a 100-row chunk of e-mail keys: about 43 bytes a row, 13
-    without)."""
-    if not text.startswith(PACKED):
-        return pack([(sr, key, None, *rest) for sr, key, _hash, *rest in decode(text)])
-    raw = zlib.decompress(base64.b64decode(text[len(PACKED) :]))
-    try:
-        rows: list[list[Any]] = orjson.loads(raw)  # about twice as fast as json.loads
-    except orjson.JSONDecodeError:  # a lone surrogate
-        rows = []
-    if not rows or float in set(map(type, chain.from_iterable(rows))):
-        # none, or an integer beyond 64 bits that orjson read as a float (the journal holds
-        # no float): read as json.loads reads it
-        return pack([(sr, key, None, *rest) for sr, key, _hash, *rest in decode(text)])
-    for row in rows:
-        row[2] = None
-    try:
-        lean = orjson.dumps(rows)
-    except orjson.JSONEncodeError:
-        return pack([tuple(row) for row in rows])
-    if len(lean) < PACK_FROM:
-        return lean.decode("utf-8")
-    return PACKED + base64.b64encode(zlib.compress(lean, _LEVEL)).decode("ascii")
 
 
 def is_plain(text: str) -> bool:

@@ -6,14 +6,17 @@
     failed / in_doubt   only last_status and last_run: the row is sent again next run
     anything else       ignored (unchanged, invalid and duplicate rows were not sent)
 
-How a row is stored (schema version 6; :class:`Entry` gives it back as text):
+How a row is stored (schema version 7; :class:`Entry` gives it back as text):
 
-    input_hash    16 bytes (the 32 hex characters of :func:`recordsync.state.hashing.input_hash`
-                  as bytes); any other text, tagged so that it is never 16 bytes long
-                  (:func:`pack_hash`, :func:`unpack_hash`)
+    input_hash    8 bytes (the 16 hex characters of :func:`recordsync.state.hashing.input_hash`
+                  as bytes; version 6 kept the 16 bytes of a 128-bit hash); any other text,
+                  tagged so that it is never 8 bytes long (:func:`pack_hash`,
+                  :func:`unpack_hash`)
     last_status   a small integer (:data:`STATUS_CODES`)
-    last_run      the run's number in ``run_numbers`` (run_no → run_id)
-    updated_at    epoch seconds (UTC)
+    last_run      the run's number in ``run_numbers`` (run_no → run_id, at: when the run got
+                  its number, epoch seconds); when the row was written is the run's time
+                  (version 6 kept each row's own ``updated_at``, a time the run's says well
+                  enough: 5 bytes a row)
 """
 
 from __future__ import annotations
@@ -43,17 +46,18 @@ def status_sql(*names: str) -> str:
 LIVE_SQL = f"last_status <> {status_sql(DELETED)}"
 """SQL: the entry is not marked deleted."""
 
-_HASH = re.compile(r"[0-9a-f]{32}")
-_HASH_BYTES = 16
+_HASH = re.compile(r"[0-9a-f]+")
+_HASH_BYTES = 8
+_V6_HASH_BYTES = 16
 
 
 def pack_hash(text: str | None) -> bytes | None:
-    """An input hash as the ledger keeps it: 32 lowercase hex characters as their 16 bytes;
+    """An input hash as the ledger keeps it: 16 lowercase hex characters as their 8 bytes;
     any other text as its UTF-8 bytes behind a tag byte (0, or 1 with a trailing 0 byte where
-    that would make 16 bytes), so that only a hash is ever 16 bytes long."""
-    if text is None:
+    that would make 8 bytes), so that only a hash is ever 8 bytes long."""
+    if text is None:  # inline, not _pack: called for every row acknowledged
         return None
-    if len(text) == 32 and _HASH.fullmatch(text):
+    if len(text) == 2 * _HASH_BYTES and _HASH.fullmatch(text):
         return bytes.fromhex(text)
     raw = text.encode("utf-8", "surrogatepass")
     if len(raw) + 1 == _HASH_BYTES:
@@ -63,10 +67,43 @@ def pack_hash(text: str | None) -> bytes | None:
 
 def unpack_hash(stored: Any) -> str | None:
     """The text :func:`pack_hash` was given (a value of the ledger's ``input_hash``)."""
+    return _unpack(stored, _HASH_BYTES)
+
+
+def pack_hash_v6(text: str | None) -> bytes | None:
+    """:func:`pack_hash` as state schema version 6 kept a hash (32 hex characters as 16
+    bytes; other texts never 16 bytes long): for the upgrade of a version 5 ledger."""
+    return _pack(text, _V6_HASH_BYTES)
+
+
+def hash_v6_to_v7(stored: Any) -> bytes | None:
+    """A version 6 ledger's ``input_hash`` as version 7 keeps it: a hash's first 8 bytes (the
+    first 64 bits, which :func:`recordsync.state.hashing.input_hash` gives now); any other
+    text tagged anew."""
     if stored is None:
         return None
     raw = bytes(stored)
-    if len(raw) == _HASH_BYTES:
+    if len(raw) == _V6_HASH_BYTES:
+        return raw[:_HASH_BYTES]
+    return pack_hash(_unpack(raw, _V6_HASH_BYTES))
+
+
+def _pack(text: str | None, size: int) -> bytes | None:
+    if text is None:
+        return None
+    if len(text) == 2 * size and _HASH.fullmatch(text):
+        return bytes.fromhex(text)
+    raw = text.encode("utf-8", "surrogatepass")
+    if len(raw) + 1 == size:
+        return b"\x01" + raw + b"\x00"
+    return b"\x00" + raw
+
+
+def _unpack(stored: Any, size: int) -> str | None:
+    if stored is None:
+        return None
+    raw = bytes(stored)
+    if len(raw) == size:
         return raw.hex()
     if raw[:1] == b"\x01":
         return raw[1:-1].decode("utf-8", "surrogatepass")
@@ -74,13 +111,16 @@ def unpack_hash(stored: Any) -> str | None:
 
 
 def epoch_now() -> int:
-    """The ledger's ``updated_at`` for now: epoch seconds."""
+    """Now in epoch seconds (a run's time in ``run_numbers``)."""
     return int(time.time())
 
 
 def epoch_text(seconds: Any) -> str:
-    """A ledger ``updated_at`` (epoch seconds) as ISO 8601 UTC text, as :func:`utc_now` writes."""
-    when = datetime.fromtimestamp(int(seconds or 0), UTC)
+    """Epoch seconds as ISO 8601 UTC text, as :func:`utc_now` writes ("" for None: a row no
+    run wrote, or a run whose time is not known)."""
+    if seconds is None:
+        return ""
+    when = datetime.fromtimestamp(int(seconds), UTC)
     return when.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -93,10 +133,11 @@ class Entry(NamedTuple):
     last_status: str
     last_run_id: str | None
     updated_at: str
+    """When the run that wrote it got its number (ISO UTC; "" if not known)."""
 
 
 ENTRY_SQL = (
-    "SELECT l.source_key, l.record_id, l.input_hash, l.last_status, r.run_id, l.updated_at"
+    "SELECT l.source_key, l.record_id, l.input_hash, l.last_status, r.run_id, r.at"
     " FROM ledger l LEFT JOIN run_numbers r ON r.run_no = l.last_run"
 )
 """The columns :func:`entry` reads (the ledger as ``l``; add ``WHERE l....``)."""
@@ -131,21 +172,19 @@ LEDGER_ON_CONFLICT = (
     " THEN coalesce(excluded.record_id, ledger.record_id) ELSE ledger.record_id END,"
     f" input_hash = CASE WHEN excluded.last_status IN ({_SENT_CODES})"
     " THEN excluded.input_hash ELSE ledger.input_hash END,"
-    " last_status = excluded.last_status, last_run = excluded.last_run,"
-    " updated_at = excluded.updated_at"
+    " last_status = excluded.last_status, last_run = excluded.last_run"
 )
 """The ledger update rules, for an insert of ledger rows (one at a time here, or in bulk from
 the journal: ``recordsync.state.journal``)."""
 
 LEDGER_UPSERT = (
     "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)" + LEDGER_ON_CONFLICT
+    " last_run) VALUES (?1, ?2, ?3, ?4, ?5, ?6)" + LEDGER_ON_CONFLICT
 )
 """The ledger update rules, one row at a time: created / updated write the record id (kept
 when none is given) and the hash; failed / in_doubt only the status and run (a new key gets
 no record id and no hash). ``recordsync.state.journal`` applies the same rules in bulk.
-Parameters as stored: :func:`pack_hash`, :data:`STATUS_CODES`, the run's number, epoch
-seconds."""
+Parameters as stored: :func:`pack_hash`, :data:`STATUS_CODES`, the run's number."""
 
 
 def write_acknowledged(
@@ -157,7 +196,6 @@ def write_acknowledged(
     """The ledger update rules (module docstring), inside the caller's transaction; in row
     order (a key given twice ends with its last result). ``run_no``: the run's number
     (:meth:`recordsync.state.store.StateStore.run_number`)."""
-    now = epoch_now()
     params: list[tuple[object, ...]] = []
     for key, record_id, input_hash, status in rows:
         if key is None:
@@ -165,9 +203,9 @@ def write_acknowledged(
         status = str(status)
         if status in ACKED_SENT:
             code = STATUS_CODES[status]
-            params.append((scope, key, record_id, pack_hash(input_hash), code, run_no, now))
+            params.append((scope, key, record_id, pack_hash(input_hash), code, run_no))
         elif status in ACKED_FAILED:
-            params.append((scope, key, None, None, STATUS_CODES[status], run_no, now))
+            params.append((scope, key, None, None, STATUS_CODES[status], run_no))
     if params:
         conn.executemany(LEDGER_UPSERT, params)
     return len(params)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from recordsync.core.errors import ApiError, AuthError, ObjectTypeNotFound, RunAborted
-from recordsync.state.ledger_rows import LIVE_SQL, STATUS_CODES, epoch_now
+from recordsync.state.ledger_rows import LIVE_SQL, STATUS_CODES
 from recordsync.state.store import DELETED, StateStore
 from recordsync.state.targets import pipeline_of
 
@@ -148,9 +148,9 @@ def apply_deletes(
         with plan.store.transaction() as conn:
             run_no = None if run_id is None else plan.store.run_number(run_id)
             conn.execute(
-                "UPDATE ledger SET last_status = ?, input_hash = NULL, last_run = ?,"
-                " updated_at = ? WHERE scope_id = ? AND source_key = ?",
-                (STATUS_CODES[DELETED], run_no, epoch_now(), scope, key),
+                "UPDATE ledger SET last_status = ?, input_hash = NULL, last_run = ?"
+                " WHERE scope_id = ? AND source_key = ?",
+                (STATUS_CODES[DELETED], run_no, scope, key),
             )
         result.deleted.append((key, record_id))
     return result

@@ -1,13 +1,14 @@
 """The tables of the state database, versioned with ``PRAGMA user_version``.
 
     scopes      (scope_id, pipeline, mapping)               one row per pipeline and mapping
-    ledger      (scope_id, source_key) → record_id, input_hash, last_status, last_run,
-                updated_at                                  the identity ledger; since
-                version 6 compact: the hash as 16 bytes, the status a small integer, the
-                run a number from ``run_numbers``, the time epoch seconds
-                (recordsync.state.ledger_rows); up to version 5 all of them text
-    run_numbers run_no → run_id                             (version 6) the runs the ledger
-                names
+    ledger      (scope_id, source_key) → record_id, input_hash, last_status, last_run
+                (and updated_at up to version 6)            the identity ledger; since
+                version 6 compact: the hash as bytes (8 since version 7: a 64-bit hash;
+                16 in version 6), the status a small integer, the run a number from
+                ``run_numbers``, the time epoch seconds, a row's own up to version 6, the
+                run's since 7 (recordsync.state.ledger_rows); up to version 5 all text
+    run_numbers run_no → run_id, at                         (version 6) the runs the ledger
+                names; ``at`` (version 7): when the run got its number, epoch seconds
     runs        run_id → pipeline, state, started_at, finished_at, attempts
     chunks      (run_id, step, chunk_no) → mapping, first_source_row, row_count, state
     snapshots   scope_id → run_id, fingerprint, file, row_count   (version 2) the source-row
@@ -25,7 +26,8 @@
                 written when it is acknowledged or settled. Version 1 and 2 kept one row a
                 source row (``chunk_rows``); the upgrade copies it over. Since version 5 a
                 finished run's outcomes are kept (its ``rows`` are cleared when acknowledged)
-                until the history's retention prunes them: ``recordsync history --key``
+                until the history's retention prunes them: ``recordsync history --key``;
+                of those, only what the ledger cannot tell (recordsync.state.kept_outcomes)
     run_history run_id → pipeline, state_key, target, started_at, finished_at, exit_code,
                 report_dir, whole_run, steps (JSON), totals (JSON), conditions (JSON),
                 alerted (JSON), seq (the order records were kept in)   (version 5) one
@@ -42,9 +44,10 @@ import sqlite3
 from collections.abc import Callable
 
 from recordsync.core.errors import ConfigError
-from recordsync.state.ledger_rows import STATUS_CODES, pack_hash
+from recordsync.state.hash_upgrade import cut_journal_hashes
+from recordsync.state.ledger_rows import STATUS_CODES, hash_v6_to_v7, pack_hash, pack_hash_v6
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 _V1 = """
 CREATE TABLE IF NOT EXISTS scopes (
@@ -190,7 +193,7 @@ INSERT OR IGNORE INTO run_numbers (run_id)
     GROUP BY last_run_id ORDER BY min(updated_at);
 INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status, last_run,
     updated_at)
-    SELECT l.scope_id, l.source_key, l.record_id, rs_pack_hash(l.input_hash),
+    SELECT l.scope_id, l.source_key, l.record_id, rs_pack_hash_v6(l.input_hash),
     CASE l.last_status {_STATUS_CASE} ELSE {STATUS_CODES["failed"]} END, r.run_no,
     coalesce(CAST(strftime('%s', l.updated_at) AS INTEGER), 0)
     FROM ledger_v5 l LEFT JOIN run_numbers r ON r.run_id = l.last_run_id
@@ -199,6 +202,32 @@ DROP TABLE ledger_v5
 """
 """Version 6: the ledger compact (module docstring). A status version 5 did not know is kept
 as ``failed``: the row is sent again."""
+
+_V7 = """
+ALTER TABLE run_numbers ADD COLUMN at INTEGER;
+CREATE TEMP TABLE run_at AS SELECT last_run AS run_no, max(updated_at) AS at FROM ledger
+    WHERE last_run IS NOT NULL GROUP BY last_run;
+UPDATE run_numbers SET at = (SELECT a.at FROM temp.run_at a WHERE a.run_no = run_numbers.run_no);
+DROP TABLE temp.run_at;
+ALTER TABLE ledger RENAME TO ledger_v6;
+CREATE TABLE ledger (
+    scope_id INTEGER NOT NULL,
+    source_key TEXT NOT NULL,
+    record_id INTEGER,
+    input_hash BLOB,
+    last_status INTEGER NOT NULL,
+    last_run INTEGER,
+    PRIMARY KEY (scope_id, source_key)
+) WITHOUT ROWID;
+INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status, last_run)
+    SELECT scope_id, source_key, record_id, rs_hash_v7(input_hash), last_status, last_run
+    FROM ledger_v6 ORDER BY scope_id, source_key;
+DROP TABLE ledger_v6
+"""
+"""Version 7: the input hashes 64 bits (:mod:`recordsync.state.hash_upgrade`), and no time a
+row: the run's (``run_numbers.at``: for a run named before, the newest time of the rows it
+wrote); the ledger rewritten in key order; then the journal of a run still running
+(:func:`cut_journal_hashes`)."""
 
 
 def _v3_copy(conn: sqlite3.Connection) -> None:
@@ -252,13 +281,17 @@ _STEPS: tuple[tuple[int, str, Callable[[sqlite3.Connection], None] | None], ...]
     (4, _V4, None),
     (5, _V5, None),
     (6, _V6, None),
+    (7, _V7, cut_journal_hashes),
 )
 
 
 def register_functions(conn: sqlite3.Connection) -> None:
     """The SQL functions the state's statements use on this connection: ``rs_pack_hash``
-    (:func:`recordsync.state.ledger_rows.pack_hash`: this SQLite may have no ``unhex``)."""
+    (:func:`recordsync.state.ledger_rows.pack_hash`: this SQLite may have no ``unhex``), and
+    for the upgrades ``rs_pack_hash_v6`` and ``rs_hash_v7``."""
     conn.create_function("rs_pack_hash", 1, pack_hash, deterministic=True)
+    conn.create_function("rs_pack_hash_v6", 1, pack_hash_v6, deterministic=True)
+    conn.create_function("rs_hash_v7", 1, hash_v6_to_v7, deterministic=True)
 
 
 def _current(conn: sqlite3.Connection, path: str) -> bool:

@@ -31,7 +31,13 @@ from recordsync.state import pg
 from recordsync.state.ledger_rows import ACKED_FAILED as ACKED_FAILED
 from recordsync.state.ledger_rows import ACKED_SENT as ACKED_SENT
 from recordsync.state.ledger_rows import DELETED as DELETED
-from recordsync.state.ledger_rows import ENTRY_SQL, STATUS_NAMES, entry, write_acknowledged
+from recordsync.state.ledger_rows import (
+    ENTRY_SQL,
+    STATUS_NAMES,
+    entry,
+    epoch_now,
+    write_acknowledged,
+)
 from recordsync.state.ledger_rows import AckRow as AckRow
 from recordsync.state.ledger_rows import Entry as Entry
 from recordsync.state.ledger_rows import utc_now as utc_now
@@ -47,6 +53,9 @@ from recordsync.tuning import sizes
 DB_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, StateDbError)
 """What a state database raises, whichever it is (SQLite or PostgreSQL)."""
 INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, StateDbIntegrityError)
+Head = tuple[int | None, int, int | None]
+"""A ledger row as :meth:`StateStore.heads` reads it: the last run's number, the status code,
+the record id."""
 AUTO_VACUUM_INCREMENTAL = 2
 """``PRAGMA auto_vacuum``'s value for INCREMENTAL."""
 VACUUM_FROM_PAGES = 4096
@@ -173,7 +182,10 @@ class StateStore:
         row = self._conn.execute(sql, (run_id,)).fetchone()
         if row is None:
             with self.transaction() as conn:
-                conn.execute("INSERT OR IGNORE INTO run_numbers (run_id) VALUES (?)", (run_id,))
+                conn.execute(
+                    "INSERT OR IGNORE INTO run_numbers (run_id, at) VALUES (?, ?)",
+                    (run_id, epoch_now()),
+                )
                 row = conn.execute(sql, (run_id,)).fetchone()
         self._run_numbers[run_id] = int(row[0])
         return int(row[0])
@@ -255,15 +267,32 @@ class StateStore:
         return found
 
     def _lookup_into(self, scope: int, keys: Sequence[str], out: dict[str, Entry]) -> None:
-        params: tuple[object, ...]
+        where, params = self._keys_in(scope, keys)
+        sql = f"{ENTRY_SQL} WHERE l.scope_id = ? AND l.source_key {where}"
+        out.update({row[0]: entry(row) for row in self._conn.execute(sql, params).fetchall()})
+
+    def _keys_in(self, scope: int, keys: Sequence[str]) -> tuple[str, tuple[object, ...]]:
+        """``IN (...)`` for ``keys`` and its parameters (``scope`` first)."""
         # json_each: one bound parameter per chunk, ~30% faster than IN (?, ?, ...); SQLite's
         # JSON strings end at NUL, so a chunk with a NUL in a key takes the IN form.
         if self._json_each and "\x00" not in "".join(keys):
-            where, params = "IN (SELECT value FROM json_each(?))", (scope, json.dumps(keys))
-        else:
-            where, params = f"IN ({','.join('?' * len(keys))})", (scope, *keys)
-        sql = f"{ENTRY_SQL} WHERE l.scope_id = ? AND l.source_key {where}"
-        out.update({row[0]: entry(row) for row in self._conn.execute(sql, params).fetchall()})
+            return "IN (SELECT value FROM json_each(?))", (scope, json.dumps(keys))
+        return f"IN ({','.join('?' * len(keys))})", (scope, *keys)
+
+    def heads(self, scope: int, keys: Iterable[str]) -> dict[str, Head]:
+        """What the ledger of ``scope`` says of ``keys``, as stored: key → (last run's
+        number, status code, record id); keys without an entry are absent."""
+        found: dict[str, Head] = {}
+        wanted = list(keys)
+        for at in range(0, len(wanted), sizes.LOOKUP_CHUNK):
+            where, params = self._keys_in(scope, wanted[at : at + sizes.LOOKUP_CHUNK])
+            rows = self._conn.execute(
+                "SELECT source_key, last_run, last_status, record_id FROM ledger"
+                f" WHERE scope_id = ? AND source_key {where}",
+                params,
+            )
+            found.update({r[0]: (r[1], int(r[2]), r[3]) for r in rows.fetchall()})
+        return found
 
     def has_entries(self, pipeline: str, mapping: str) -> bool:
         """Whether the ledger of (pipeline, mapping) holds any entry."""
