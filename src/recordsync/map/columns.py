@@ -100,7 +100,10 @@ def match_keys(
     for by, values in rules:  # None and "" are no value (ids are never 0)
         if holes is None:
             if all(values):  # every row has a value: the common case, with calls in C
-                keys = list(map(add, repeat(f"{by}:"), map(str, values)))
+                try:  # text values (e-mails, names) need no str() each
+                    keys = list(map(add, repeat(f"{by}:"), values))
+                except TypeError:  # a non-text value (a record id)
+                    keys = list(map(add, repeat(f"{by}:"), map(str, values)))
                 return keys, [by] * n, list(values)
             keys = [f"{by}:{v}" if v else None for v in values]
             holes = [i for i, k in enumerate(keys) if k is None]
