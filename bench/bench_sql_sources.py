@@ -12,6 +12,9 @@ the child's peak RSS (VmHWM). The query sources read ``SELECT * FROM contacts`` 
 by ``rid`` (the key); the mapping is configs/contacts.yaml with only its source replaced.
 ``--baseline-src DIR`` also runs each query case with recordsync imported from ``DIR`` (an
 older tree's ``src``), interleaved, and prints this tree's speed over the baseline's.
+``--tuning cli`` turns on the process-wide tweaks the command line turns on
+(``recordsync.tuning.enable()``: among them the garbage collector paused while a batch's rows
+are built); the default, ``library``, measures ``prepare_step`` as a library caller gets it.
 """
 
 from __future__ import annotations
@@ -70,6 +73,10 @@ def child(kind: str, target: str, meta: Path) -> None:
     from recordsync.config import SourceConfig, load_mapping
 
     data = json.loads(meta.read_text())
+    if os.environ.get("BENCH_TUNING") == "cli":
+        from recordsync import tuning
+
+        tuning.enable()
     mapping = load_mapping(ROOT / "configs" / "contacts.yaml")
     if kind == "parquet":
         source = SourceConfig(path=target)
@@ -111,12 +118,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per case (the best is shown)")
     ap.add_argument("--cases", nargs="+", default=["parquet", "duckdb", "postgres"])
     ap.add_argument("--baseline-src", type=Path, help="also run the query cases from this src")
+    ap.add_argument(
+        "--tuning",
+        choices=["library", "cli"],
+        default="library",
+        help="cli: the process-wide tweaks on, as the command line has them",
+    )
     ap.add_argument("--child", nargs=3, metavar=("KIND", "TARGET", "META"))
     args = ap.parse_args()
     if args.child:
         child(args.child[0], args.child[1], Path(args.child[2]))
         return
     print("load average (1/5/15 min):", "/".join(f"{x:.2f}" for x in os.getloadavg()))
+    print("tuning:", args.tuning)
     from servers import postgres_server
 
     n = args.rows
@@ -128,7 +142,7 @@ def main() -> None:
         t0 = time.perf_counter()
         load_postgres(dsn, pq_path)
         print(f"loaded {n:,} rows into PostgreSQL in {time.perf_counter() - t0:.1f} s", flush=True)
-        env = dict(os.environ, BENCH_PG_DSN=dsn)
+        env = dict(os.environ, BENCH_PG_DSN=dsn, BENCH_TUNING=args.tuning)
         cases = (("parquet", str(pq_path)), ("duckdb", str(db)), ("postgres", ""))
         sides: dict[str, Path | None] = {"": None}
         if args.baseline_src is not None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from recordsync.map.columns import match_keys
+from recordsync.map.columns import Column, match_keys
 
 VALUE = st.one_of(st.none(), st.just(""), st.text(max_size=3), st.integers(0, 3))
 
@@ -39,3 +41,26 @@ def test_match_keys_equal_the_row_by_row_rule(data: st.DataObject, n: int, bys: 
         for by in bys
     ]
     assert match_keys(n, rules) == plain(n, rules)
+
+
+CELLS = st.lists(st.one_of(st.none(), st.text()), min_size=1, max_size=8)
+
+
+@given(cells=CELLS, data=st.data())
+def test_errors_quote_the_same_cell_from_an_arrow_array_as_from_a_list(
+    cells: list[str | None], data: st.DataObject
+) -> None:
+    """A column's errors quote the cell of their row whether the cells are kept as the
+    Arrow array (converted only at failing rows) or as a list; ``put_first`` too."""
+    n = len(cells)
+    reasons = data.draw(st.lists(st.one_of(st.none(), st.just("is bad")), min_size=n, max_size=n))
+    first = data.draw(st.lists(st.one_of(st.none(), st.just("no match")), min_size=n, max_size=n))
+    arr = pa.array(cells, pa.string())
+    present = np.ones(n, dtype=bool)
+    lazy = Column("k", "col", [None] * n, present, list(reasons), None, arr)
+    eager = Column("k", "col", [None] * n, present, list(reasons), None, cells)
+    assert [lazy.error(i) for i in range(n)] == [eager.error(i) for i in range(n)]
+    cells_read = pa.array([f"<{c}>" for c in cells], pa.string())
+    lazy.put_first(list(first), cells_read)
+    eager.put_first(list(first), cells_read)
+    assert [lazy.error(i) for i in range(n)] == [eager.error(i) for i in range(n)]

@@ -7,12 +7,14 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recordsync.config import FieldSpec
 from recordsync.validate import check_array
+from recordsync.validate.dates import iso_utc, utc_text
 
 FORMATS = ["%Y-%m-%d %H:%M:%S", "%d/%m/%Y %H:%M", "%d.%m.%Y %H:%M:%S %z"]
 PARTS = st.tuples(
@@ -189,3 +191,46 @@ def test_one_rule_with_or_without_datetime_format(
     slow = check_array(arr, "datetime", None, iso, None)
     assert fast.values == slow.values
     assert fast.reasons == slow.reasons
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.datetimes(
+                min_value=datetime(1, 1, 1), max_value=datetime(9999, 12, 31, 23, 59, 59)
+            ),
+            st.datetimes(min_value=datetime(1000, 1, 1), max_value=datetime(2100, 1, 1)),
+        ),
+        max_size=40,
+    ),
+    st.integers(0, 3),
+)
+def test_iso_utc_column_wise_is_utc_text_of_each_value(
+    values: list[datetime | None], cut: int
+) -> None:
+    """The column-wise ISO text (its 19-byte fast path or the general one) is what the
+    per-value ``utc_text`` writes for the same instant (to the second), nulls null; also on
+    a slice of the column (an offset into its buffers)."""
+    whole = pa.array(
+        [None if v is None else v.replace(tzinfo=UTC) for v in values],
+        pa.timestamp("s", "UTC"),
+    )
+    arr = whole.slice(min(cut, len(whole)))
+    got = iso_utc(arr).to_pylist()
+    want = [None if v is None else utc_text(v.replace(microsecond=0)) for v in values][cut:]
+    assert got == want
+
+
+def test_iso_utc_of_years_arrow_writes_wider_takes_the_general_path() -> None:
+    """A year before 1 (Arrow holds it, Python cannot) is not 19 bytes as Arrow writes it:
+    those columns are written by the general replace-and-join, unchanged."""
+    secs = pa.array([-200_000_000_000, None, 0], pa.int64())
+    arr = secs.cast(pa.timestamp("s")).cast(pa.timestamp("s", "UTC"))
+    text = pc.cast(pc.cast(arr, pa.timestamp("s")), pa.string())
+    want = pc.binary_join_element_wise(
+        pc.replace_substring(text, " ", "T"), pa.scalar("Z"), pa.scalar("")
+    )
+    assert iso_utc(arr).to_pylist() == want.to_pylist()
+    assert iso_utc(arr).to_pylist()[1:] == [None, "1970-01-01T00:00:00Z"]

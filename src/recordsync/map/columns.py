@@ -27,7 +27,9 @@ class Column:
     present: npt.NDArray[np.bool_]
     reasons: list[str | None] | None
     hints: list[dict[str, Any] | None] | None
-    shown: list[Any] | None = None
+    shown: list[Any] | pa.Array | None = None
+    """Per row, the cell an error quotes: a list, or the Arrow array holding them (only the
+    cells of failing rows are ever made Python values)."""
 
     def put_first(self, reasons: list[str | None] | None, cells: pa.Array) -> Column:
         """Rows with a ``reasons`` entry get that reason (quoting their cell) instead of any
@@ -36,7 +38,13 @@ class Column:
             return self
         shown = cells.to_pylist()
         mine = self.reasons if self.reasons is not None else [None] * len(reasons)
-        mine_shown = self.shown if self.shown is not None else [None] * len(reasons)
+        mine_shown = (
+            [None] * len(reasons)
+            if self.shown is None
+            else self.shown.to_pylist()
+            if isinstance(self.shown, pa.Array)
+            else self.shown
+        )
         self.reasons = [r if r is not None else m for r, m in zip(reasons, mine, strict=True)]
         self.shown = [
             s if r is not None else m for r, s, m in zip(reasons, shown, mine_shown, strict=True)
@@ -52,6 +60,8 @@ class Column:
         if self.reasons is None or self.reasons[i] is None:
             return None
         shown = self.shown[i] if self.shown is not None else None
+        if isinstance(shown, pa.Scalar):
+            shown = shown.as_py()
         if shown is None:
             return f"{self.label}: {self.reasons[i]}"
         return f"{self.label}: {shown!r} {self.reasons[i]}"
@@ -90,7 +100,10 @@ def match_keys(
     for by, values in rules:  # None and "" are no value (ids are never 0)
         if holes is None:
             if all(values):  # every row has a value: the common case, with calls in C
-                keys = list(map(add, repeat(f"{by}:"), map(str, values)))
+                try:  # text values (e-mails, names) need no str() each
+                    keys = list(map(add, repeat(f"{by}:"), values))
+                except TypeError:  # a non-text value (a record id)
+                    keys = list(map(add, repeat(f"{by}:"), map(str, values)))
                 return keys, [by] * n, list(values)
             keys = [f"{by}:{v}" if v else None for v in values]
             holes = [i for i, k in enumerate(keys) if k is None]

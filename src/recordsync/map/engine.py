@@ -95,7 +95,7 @@ class BatchMapper:
             present = pc.is_valid(ex.values).to_numpy(zero_copy_only=False) | ex.explicit_null
             col = Column(key, label, chk.values, present, chk.reasons, chk.hints)
             if chk.reasons is not None:
-                col.shown = ex.values.to_pylist()
+                col.shown = ex.values
         if key == "name" or (fdef is not None and fdef.required):
             missing = ~pc.is_valid(ex.values).to_numpy(zero_copy_only=False)
             if key != "name" and fdef is not None and fdef.default_value is not None:
@@ -258,7 +258,7 @@ class BatchMapper:
                 present,
                 reasons,
                 hints,
-                ex.values.to_pylist() if reasons is not None else None,
+                ex.values if reasons is not None else None,
             )
             checked.append(owner_col)
         errors = nul_errors(batch, self.columns_used)
@@ -266,8 +266,7 @@ class BatchMapper:
         for col in checked:
             if col.reasons is None:
                 continue
-            flagged = np.flatnonzero(np.array(col.reasons, dtype=object).astype(bool))
-            for i in flagged.tolist():
+            for i in compress(range(n), col.reasons):  # the rows with a reason
                 if errors[i] is None:
                     errors[i] = col.error(i)
                     hint = col.hints[i] if col.hints is not None else None

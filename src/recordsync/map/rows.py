@@ -12,9 +12,12 @@ from user files) are passed in as values of the function's namespace, never as t
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -110,12 +113,15 @@ class MappedColumns:
             [c.key for c in fields],
             [cut(c.values) for c in fields],
         )
+        inputs: list[dict[str, Any]] | None = None  # each payload's fields
         for c in fields:
             present = c.present[start:stop]
             if not present.all():
-                key = c.key
-                for i in np.flatnonzero(~present).tolist():
-                    del payloads[i]["fields"][key]
+                if inputs is None:
+                    inputs = list(map(itemgetter("fields"), payloads))
+                # deleted in one loop in C: ``del inputs[i][c.key]`` for each absent row
+                absent = map(inputs.__getitem__, np.flatnonzero(~present).tolist())
+                deque(map(dict.__delitem__, absent, repeat(c.key)), maxlen=0)
         image = self.image
         if image is not None:
             values = image.values

@@ -188,7 +188,10 @@ def _build_rows(
         n = len(rows)
         sources = map(SourceRow, repeat(file, n), rows, repeat(None, n), repeat(origin, n))
         statuses = [valid if err is None else invalid for err in errors]
-        suggestions = [hints.get(i) or {} for i in range(n)] if hints else [{} for _ in rows]
+        suggestions: list[dict[str, Any]] = [{} for _ in rows]
+        for i, hint in hints.items():
+            if hint and 0 <= i < n:
+                suggestions[i] = hint
         lists = (mb.payloads, mb.match_by, mb.match_value, mb.keys, errors, owners, suggestions)
         for col in lists:
             if len(col) != n:

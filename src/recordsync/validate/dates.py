@@ -152,15 +152,22 @@ def check_datetime(arr: pa.Array, spec: FieldSpec, memo: Memo | None = None) -> 
         suspect = pc.or_(suspect, pc.fill_null(pc.not_equal(ts, late), False))
     elif ts.type.tz is None:
         ts = pc.assume_timezone(ts, tz)
-    fast = iso_utc(ts)
-    slow_in = pc.if_else(suspect, arr, pa.scalar(None, pa.string()))
-    if slow_in.null_count == len(slow_in):
-        return Checked(fast.to_pylist())
-    values, reasons, _ = map_distinct(slow_in, strict, memo)
-    mask = suspect.to_numpy(zero_copy_only=False)
-    out = np.array(fast.to_pylist(), dtype=object)
-    out[mask] = np.array(values, dtype=object)[mask]
-    return Checked(out.tolist(), reasons)
+    fast = iso_utc(ts).to_pylist()
+    # the suspects with a value go the strict way (a blank is no value either way)
+    mask = pc.and_(suspect, pc.is_valid(arr)).to_numpy(zero_copy_only=False)
+    rows = np.flatnonzero(mask)
+    if not len(rows):
+        return Checked(fast)
+    values, why, _ = map_distinct(arr.take(pa.array(rows)), strict, memo)
+    at = rows.tolist()
+    for i, v in zip(at, values, strict=True):
+        fast[i] = v
+    if why is None:
+        return Checked(fast)
+    reasons: list[str | None] = [None] * len(fast)
+    for i, r in zip(at, why, strict=True):
+        reasons[i] = r
+    return Checked(fast, reasons)
 
 
 def in_zone(
@@ -228,7 +235,43 @@ def _suspects(ts: pa.Array, fmt: str) -> pa.Array:
 
 
 def iso_utc(ts: pa.Array) -> pa.Array:
-    """Timestamps (tz-aware) → ``YYYY-MM-DDTHH:MM:SSZ`` strings, without slow strftime."""
+    """Timestamps (tz-aware) → ``YYYY-MM-DDTHH:MM:SSZ`` strings, without slow strftime.
+
+    Arrow writes a timestamp as ``YYYY-MM-DD HH:MM:SS`` (years 1 to 9999 with four digits);
+    when every value has those 19 characters, the ``T`` and the ``Z`` are put in place in one
+    copy of the bytes (half the time of a replace and a join); else through those two."""
     naive = pc.cast(pc.cast(ts, pa.timestamp("s", "UTC")), pa.timestamp("s"))
+    fast = _fixed_width_iso(naive)
+    if fast is not None:
+        return fast
     text = pc.replace_substring(pc.cast(naive, pa.string()), " ", "T")
     return pc.binary_join_element_wise(text, pa.scalar("Z"), pa.scalar(""))
+
+
+_ISO_WIDTH = len("YYYY-MM-DD HH:MM:SS")
+
+
+def _fixed_width_iso(naive: pa.Array) -> pa.Array | None:
+    """:func:`iso_utc` of ``naive`` (timestamps in seconds, no zone) when Arrow writes each
+    in 19 bytes; None otherwise."""
+    n = len(naive)
+    if n == 0:
+        return None
+    nulls = naive.null_count
+    filled = pc.fill_null(naive, pa.scalar(0, naive.type)) if nulls else naive
+    text = pc.cast(filled, pa.string())
+    _, offsets_buf, data_buf = text.buffers()
+    if data_buf is None:
+        return None
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32, count=n + 1, offset=text.offset * 4)
+    if not (np.diff(offsets) == _ISO_WIDTH).all():
+        return None
+    start = int(offsets[0])
+    raw = np.frombuffer(data_buf, dtype=np.uint8, count=n * _ISO_WIDTH, offset=start)
+    out = np.empty((n, _ISO_WIDTH + 1), dtype=np.uint8)
+    out[:, :_ISO_WIDTH] = raw.reshape(n, _ISO_WIDTH)
+    out[:, 10] = ord("T")
+    out[:, _ISO_WIDTH] = ord("Z")
+    ends = np.arange(0, (n + 1) * (_ISO_WIDTH + 1), _ISO_WIDTH + 1, dtype=np.int32)
+    iso = pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(ends), pa.py_buffer(out)])
+    return pc.if_else(pc.is_valid(naive), iso, pa.scalar(None, pa.string())) if nulls else iso
