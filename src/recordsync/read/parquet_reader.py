@@ -132,7 +132,7 @@ def iter_parquet(
         names = unique_columns(path, pf.schema_arrow.names)
         cols = None if columns is None else [c for c in names if c in set(columns)]
         try:
-            for batch in pf.iter_batches(batch_size=src.batch_size, columns=cols):
+            for batch in _batches(pf, src.batch_size, cols):
                 n = batch.num_rows
                 rows = np.arange(start, start + n, dtype=np.int64)
                 start += n
@@ -142,3 +142,12 @@ def iter_parquet(
             if cut is not None:
                 raise cut from None
             raise SourceError(f"cannot read {path}: {exc}", key="source.path") from None
+
+
+def _batches(pf: pq.ParquetFile, size: int, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
+    """The file's batches, one row group at a time: read over the whole file at once, pyarrow
+    reads the next row groups ahead while the first are still consumed, so the peak grew with
+    the file (a dry run of 1M rows in one group: 258 MB; 10M rows in ten groups: 486 MB;
+    read alone 179 / 408 MB, and 217 MB group by group)."""
+    for group in range(pf.num_row_groups):
+        yield from pf.iter_batches(batch_size=size, row_groups=[group], columns=columns)
