@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from recordsync.state import StateStore
+from recordsync.state.hashing import input_hash
 from recordsync.state.ledger_rows import (
     LEDGER_UPSERT,
     STATUS_CODES,
@@ -18,13 +19,17 @@ from recordsync.state.ledger_rows import (
     upsert_ledger,
 )
 
-hex_hashes = st.binary(min_size=16, max_size=16).map(bytes.hex)
+HASH_BYTES = len(input_hash({"name": "x"})) // 2
+COLUMNS = LEDGER_UPSERT.split(" ON CONFLICT ")[0].count("?")
+hex_hashes = st.binary(min_size=HASH_BYTES, max_size=HASH_BYTES).map(bytes.hex)
+other_sizes = st.integers(1, 40).filter(lambda n: n != HASH_BYTES)
 texts = st.one_of(
     st.none(),
     hex_hashes,
     hex_hashes.map(str.upper),
     st.text(max_size=40),
-    st.text(alphabet="0123456789abcdef ", min_size=32, max_size=32),
+    st.text(alphabet="0123456789abcdef ", min_size=2 * HASH_BYTES, max_size=2 * HASH_BYTES),
+    other_sizes.flatmap(lambda n: st.binary(min_size=n, max_size=n)).map(bytes.hex),
 )
 
 
@@ -62,8 +67,8 @@ def test_a_multi_row_upsert_leaves_the_ledger_one_row_a_statement_leaves(
         with StateStore(tmp_path / f"s{next(_files)}.db") as store:
             scope = store.scope_id("p", "m")
             assert scope is not None
-            stored = [(scope, k, rid, h, code, 1, 7) for k, rid, h, code in before]
-            new = [(scope, k, rid, h, code, 2, 9) for k, rid, h, code in rows]
+            stored = [(scope, k, rid, h, code, 1, 7)[:COLUMNS] for k, rid, h, code in before]
+            new = [(scope, k, rid, h, code, 2, 9)[:COLUMNS] for k, rid, h, code in rows]
             with store.transaction() as conn:
                 conn.executemany(LEDGER_UPSERT, stored)
                 upsert_ledger(conn, new, many=many)

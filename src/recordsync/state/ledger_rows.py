@@ -63,10 +63,10 @@ def pack_hash(text: str | None) -> bytes | None:
 
 
 def pack_hashes(texts: Sequence[str | None]) -> list[bytes | None]:
-    """:func:`pack_hash` of each of ``texts``, at once when every one is a hash (32 lowercase
-    hex characters, as :func:`recordsync.state.hashing.input_hash` gives): one ``fromhex`` of
-    them all, cut in 16-byte pieces."""
-    if None in texts or set(map(len, cast(Sequence[str], texts))) != {32}:
+    """:func:`pack_hash` of each of ``texts``, at once when every one is a hash (lowercase hex
+    characters, as many as :func:`recordsync.state.hashing.input_hash` gives): one ``fromhex``
+    of them all, cut in pieces of the hash's bytes."""
+    if None in texts or set(map(len, cast(Sequence[str], texts))) != {2 * _HASH_BYTES}:
         return list(map(pack_hash, texts))
     joined = "".join(cast(Sequence[str], texts))
     try:
@@ -166,13 +166,13 @@ Parameters as stored: :func:`pack_hash`, :data:`STATUS_CODES`, the run's number,
 seconds."""
 
 
-_COLUMNS = 7
+_INSERT, _ROW = LEDGER_UPSERT.split(" ON CONFLICT ")[0].split(" VALUES ")
+_COLUMNS = _ROW.count("?")
 """Parameters of a ledger row (:data:`LEDGER_UPSERT`)."""
 _MANY = 100
 """Ledger rows a multi-row upsert writes (:func:`upsert_ledger`)."""
 LEDGER_UPSERT_MANY = (
-    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run, updated_at) VALUES " + ",".join(["(?,?,?,?,?,?,?)"] * _MANY) + LEDGER_ON_CONFLICT
+    _INSERT + " VALUES " + ",".join([f"({','.join('?' * _COLUMNS)})"] * _MANY) + LEDGER_ON_CONFLICT
 )
 """:data:`LEDGER_UPSERT` of :data:`_MANY` rows in one statement. SQLite applies a
 statement's rows in order, each seeing the ones before it (a key given twice ends with its
