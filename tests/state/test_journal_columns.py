@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.state import StateStore
-from recordsync.state.journal import Journal
+from recordsync.state.journal import Journal, _align
 from recordsync.state.journal_columns import (
     RowMarks,
     as_list,
@@ -86,7 +86,8 @@ def test_kept_ledger_rows_match_the_row_by_row_rules(
         ]
         journaled: Journaled = {i + 2: (key, f"h{i}") for i, (_, _, key, _) in enumerate(drawn)}
         rnd.shuffle(outcomes)  # type: ignore[attr-defined]
-        fold._keep_to_fold("r", "s", "m", 1, outcomes, journaled)
+        aligned = _align(journaled, [o.source_row for o in outcomes])
+        fold._keep_to_fold("r", "s", "m", 1, outcomes, aligned)
         rows, in_order = fold._to_fold.get(("r", "s", "m"), ([], True))
         assert in_order
         assert fold.unfolded_rows == len(rows)
@@ -101,7 +102,9 @@ def test_a_chunk_all_keyed_and_sent_keeps_every_row(tmp_path: Path, statuses: li
         scope = store.scope_id("p", "m")
         outcomes = [ChunkResult(i, s, 100 + i) for i, s in enumerate(statuses)]
         journaled: Journaled = {i: (f"k{i}", f"h{i}") for i in range(len(statuses))}
-        fold._keep_to_fold("r", "s", "m", 1, outcomes, journaled)
+        fold._keep_to_fold(
+            "r", "s", "m", 1, outcomes, _align(journaled, list(range(len(statuses))))
+        )
         rows, _ = fold._to_fold[("r", "s", "m")]
         assert [r[:5] for r in rows] == [
             (scope, f"k{i}", 100 + i, pack_hash(f"h{i}"), STATUS_CODES[s])
@@ -144,7 +147,8 @@ def test_journal_rows_and_chunk_results_are_the_row_by_row_ones(
     ]
     outcomes = chunk_results(rows, results)
     journaled = {j.source_row: (j.key, j.input_hash) for j in made}
-    assert outcome_rows(outcomes, journaled) == [
+    keys, hashes = _align(journaled, [o.source_row for o in outcomes])
+    assert outcome_rows(outcomes, keys, hashes) == [
         (o.source_row, *journaled[o.source_row], str(o.status), o.record_id, o.error)
         for o in outcomes
     ]

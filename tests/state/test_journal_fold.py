@@ -12,8 +12,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from recordsync.state import ChunkResult, Journal, JournalRow, StateStore, journal_codec
-from recordsync.state import journal as journal_fold
+from recordsync.state import (
+    ChunkResult,
+    Journal,
+    JournalRow,
+    StateStore,
+    journal_codec,
+    ledger_rows,
+)
 
 _STATUSES = ("created", "updated", "failed", "in_doubt")
 
@@ -164,7 +170,7 @@ def test_a_fold_that_fails_keeps_the_outcomes_to_fold(
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(j, "_fold_range", broken)  # from the journal
-    monkeypatch.setattr(journal_fold, "LEDGER_UPSERT", "INSERT INTO gone VALUES (?)")  # kept
+    monkeypatch.setattr(ledger_rows, "LEDGER_UPSERT", "INSERT INTO gone VALUES (?)")  # kept
     with pytest.raises(sqlite3.OperationalError):
         j.fold()
     with pytest.raises(sqlite3.OperationalError):
@@ -216,7 +222,7 @@ def test_a_slice_whose_acknowledgement_rolls_back_is_written_again(
     j.start_run("r1")
     for n in (1, 2):
         j.begin_chunk("r1", "s", n, n + 1, [JournalRow(n + 1, f"k{n}", f"h{n}")], mapping="m")
-    monkeypatch.setattr(journal_fold, "LEDGER_UPSERT", "INSERT INTO gone VALUES (?)")
+    monkeypatch.setattr(ledger_rows, "LEDGER_UPSERT", "INSERT INTO gone VALUES (?)")
     with pytest.raises(sqlite3.OperationalError):  # the slice fails: the ack rolls back too
         j.ack_chunk("r1", "s", 1, [ChunkResult(2, "created", 20)])
     assert j.unfolded_rows == 0 and list(j.outcomes("r1")) == []

@@ -41,7 +41,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import repeat
-from operator import attrgetter
+from operator import attrgetter, methodcaller
 from pathlib import Path
 from typing import Any, cast
 
@@ -96,6 +96,11 @@ _status, _record_id = attrgetter("status"), attrgetter("record_id")
 _digest, _key = attrgetter("digest"), attrgetter("key")
 _match_by, _match_value = attrgetter("match_by"), attrgetter("match_value")
 _payload = attrgetter("payload")
+_row, _entry = attrgetter("row"), attrgetter("entry")
+_encoded, _input_hash = attrgetter("encoded"), attrgetter("input_hash")
+_match_by_of, _value_of = methodcaller("get", "match_by"), methodcaller("get", "match_value")
+_SAFE_BY = frozenset({"id", "email"})
+"""A payload matched by one of these, with a value, is safe to resend as it is."""
 
 
 @dataclass(frozen=True)
@@ -209,7 +214,10 @@ class StateHook:
         payloads = list(map(_payload, rows))
         if None in payloads:
             payloads = [p or {} for p in payloads]
-        safe = list(map(resend_as_is_safe, repeat(plan.object_type, len(rows)), payloads))
+        if set(map(_match_by_of, payloads)) <= _SAFE_BY and None not in map(_value_of, payloads):
+            safe = [True] * len(rows)  # matched by id or e-mail (resend_as_is_safe), at once
+        else:
+            safe = list(map(resend_as_is_safe, repeat(plan.object_type, len(rows)), payloads))
         journal_rows = columns.journal_rows(rows, self._hash, safe)
         self.journal.begin_chunk(
             self.run_id,
@@ -485,7 +493,16 @@ class StateHook:
                     keep_row(snap, u.row, u.entry.record_id)
             hashes = self._hash
             adoptable = self._adoptable.get(plan.name)
-            for t in c.to_send:
+            to_send = c.to_send
+            if adoptable is None and not any(map(_entry, to_send)):
+                # new to the ledger, nothing to adopt (a first run): no row to hold or adopt,
+                # each row's payload, encoding and hash set in C
+                sending = list(map(_row, to_send))
+                deque(map(setattr, sending, repeat("payload"), map(_payload, to_send)), 0)
+                deque(map(setattr, sending, repeat("encoded"), map(_encoded, to_send)), 0)
+                hashes.update(zip(map(id, sending), map(_input_hash, to_send), strict=True))
+                to_send = []
+            for t in to_send:
                 row = t.row
                 row.payload, row.encoded = t.payload, t.encoded
                 hashes[id(row)] = t.input_hash

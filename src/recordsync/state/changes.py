@@ -29,7 +29,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, itemgetter
+from typing import NamedTuple
 
 from recordsync.core.model import BatchInput, PreparedRow, RowStatus
 from recordsync.state.hashing import encode_input, encode_inputs
@@ -38,6 +40,8 @@ from recordsync.state.journal_records import Outcome
 from recordsync.state.store import ACKED_FAILED, DELETED, Entry, StateStore
 
 _REASON = attrgetter("reason.value")
+_key, _value = attrgetter("key"), attrgetter("value")
+_first, _second = itemgetter(0), itemgetter(1)
 
 
 class SendReason(StrEnum):
@@ -49,10 +53,10 @@ class SendReason(StrEnum):
     UNTRACKED = "untracked"
 
 
-@dataclass(slots=True)
-class ToSend:
+class ToSend(NamedTuple):
     """A row to send: ``payload`` is what goes into the batch (ledger-matched when enabled);
-    ``input_hash`` goes to the journal and, once acknowledged, to the ledger."""
+    ``input_hash`` goes to the journal and, once acknowledged, to the ledger. A tuple: a
+    chunk's are made in C (:meth:`ChangeDetector.classify`)."""
 
     row: PreparedRow
     payload: BatchInput
@@ -141,10 +145,28 @@ class ChangeDetector:
         if journaled is None and not ledger:  # no entry for any row: the reasons at once
             keyed = SendReason.FULL_REFRESH if self.full_refresh else SendReason.NEW
             untracked = SendReason.UNTRACKED
-            result.to_send = [
-                ToSend(r, p, d, keyed if r.key is not None else untracked, None, e)
-                for r, p, (d, e) in zip(valid, payloads, encoded_all, strict=True)
-            ]
+            row_keys = list(map(_key, valid))
+            reasons: Iterable[SendReason] = repeat(keyed)
+            if None in row_keys:
+                reasons = [keyed if k is not None else untracked for k in row_keys]
+            result.to_send = list(
+                map(
+                    tuple.__new__,
+                    repeat(ToSend),
+                    zip(
+                        valid,
+                        payloads,
+                        map(_first, encoded_all),
+                        reasons,
+                        repeat(None),
+                        map(_second, encoded_all),
+                    ),
+                )
+            )
+            if type(reasons) is list:  # counted in the order of the rows, as below
+                self.counts.update(map(_value, reasons))
+            elif valid:
+                self.counts[keyed.value] += len(valid)
         else:
             for row, (digest, encoded) in zip(valid, encoded_all, strict=True):
                 assert row.payload is not None
@@ -166,7 +188,7 @@ class ChangeDetector:
                     if payload is not row.payload:  # the same hash: match keys are not hashed
                         encoded = encode_input(payload)[1]
                 result.to_send.append(ToSend(row, payload, digest, reason, entry, encoded))
-        self.counts.update(map(_REASON, result.to_send))
+            self.counts.update(map(_REASON, result.to_send))
         self.counts["unchanged"] += len(result.unchanged)
         self.counts["skipped"] += len(result.skipped)
         if result.done:

@@ -41,7 +41,14 @@ from operator import itemgetter
 
 from recordsync.core.errors import AccountingError, RecordsyncError
 from recordsync.state.journal_codec import decode, is_plain, json_text, pack
-from recordsync.state.journal_columns import RowMarks, as_list, first, key_and_hash, outcome_rows
+from recordsync.state.journal_columns import (
+    RowMarks,
+    as_list,
+    first,
+    outcome_rows,
+    second,
+    third,
+)
 from recordsync.state.journal_content import JournaledRows
 from recordsync.state.journal_records import (
     BEGUN,
@@ -60,9 +67,10 @@ from recordsync.state.ledger_rows import (
     ACKED_FAILED,
     ACKED_SENT,
     LEDGER_ON_CONFLICT,
-    LEDGER_UPSERT,
     STATUS_CODES,
     pack_hash,
+    pack_hashes,
+    upsert_ledger,
     utc_now,
     write_acknowledged,
 )
@@ -110,6 +118,9 @@ _by_row = itemgetter(0)
 _status, _record_id = itemgetter(1), itemgetter(2)
 
 
+_row_pair = itemgetter(0, slice(1, 3))
+
+
 """A :class:`ChunkResult`'s status and record id."""
 
 
@@ -140,6 +151,18 @@ Journaled = dict[int, tuple[str | None, str | None]]
 
 
 """source row → (source key, input hash) of a begun chunk."""
+
+
+_Aligned = tuple[list[str | None], list[str | None]]
+
+
+"""The source keys and input hashes of a chunk's rows, in the order of its results."""
+
+
+def _align(journaled: Journaled, numbers: list[int]) -> _Aligned:
+    """The keys and hashes of the source rows ``numbers`` (each in ``journaled``), in order."""
+    pairs = list(map(journaled.__getitem__, numbers))
+    return list(map(first, pairs)), list(map(second, pairs))
 
 
 class Journal:
@@ -184,7 +207,8 @@ class Journal:
         """In a :meth:`transaction` of this object (a failure restores what was kept)."""
         self._running: set[str] = set()
         self._marks: dict[tuple[str, str], RowMarks] = {}
-        self._begun: dict[tuple[str, str, int], tuple[str, Journaled]] = {}
+        self._begun: dict[tuple[str, str, int], tuple[str, list[JournalRow]]] = {}
+        """The chunks this object began and has not acknowledged: (mapping, journal rows)."""
         self.defer_ledger = defer_ledger
         """``True``: :meth:`ack_chunk` stores the outcomes in the journal only, and the ledger
         is brought up to date from the journal in bulk by :meth:`fold` (the runner folds
@@ -348,9 +372,10 @@ class Journal:
         mapping: str,
         chunk_no: int,
         outcomes: Sequence[ChunkResult],
-        journaled: dict[int, tuple[str | None, str | None]],
+        aligned: _Aligned,
     ) -> None:
-        """Keep an acknowledged chunk's ledger rows, ready to fold."""
+        """Keep an acknowledged chunk's ledger rows, ready to fold (``aligned``: the rows'
+        keys and hashes, in the order of ``outcomes``)."""
         key = (run_id, step, mapping)
         high = self._high.get(key, 0)
         first, last = self._unfolded.get(key, (chunk_no, chunk_no - 1))
@@ -363,23 +388,28 @@ class Journal:
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
         run_no = self.store.run_number(run_id)
-        ordered = sorted(outcomes, key=_by_row)  # source-row order within the chunk
-        pairs = list(map(journaled.__getitem__, map(_by_row, ordered)))  # (key, input hash)
+        keys, hashes = aligned
+        ordered: Sequence[ChunkResult] = outcomes
+        numbers = list(map(_by_row, outcomes))
+        if numbers != sorted(numbers):  # source-row order within the chunk
+            at = sorted(range(len(numbers)), key=numbers.__getitem__)
+            ordered = list(map(outcomes.__getitem__, at))
+            keys, hashes = list(map(keys.__getitem__, at)), list(map(hashes.__getitem__, at))
         statuses = list(map(str, map(_status, ordered)))
-        if None not in map(_by_row, pairs) and set(statuses) <= ACKED_SENT:
+        if None not in keys and set(statuses) <= ACKED_SENT:
             # every row keyed and sent (the common chunk): the same tuples, built in C
             rows.extend(
                 zip(
                     repeat(scope),
-                    map(_by_row, pairs),
+                    keys,
                     map(_record_id, ordered),
-                    map(pack_hash, map(_by_key, pairs)),
+                    pack_hashes(hashes),
                     map(STATUS_CODES.__getitem__, statuses),
                     repeat(run_no),
                 )
             )
         else:
-            for o, (k, h), status in zip(ordered, pairs, statuses, strict=True):
+            for o, k, h, status in zip(ordered, keys, hashes, statuses, strict=True):
                 if k is None:
                     continue
                 if status in ACKED_SENT:
@@ -410,7 +440,7 @@ class Journal:
             return 0
         batch = self._sorted[0]
         part = batch.rows[batch.done : batch.done + size]
-        conn.executemany(LEDGER_UPSERT, part)
+        upsert_ledger(conn, part, many=not self.store.is_postgres)
         batch.done += len(part)
         self.unfolded_rows -= len(part)
         if batch.done >= len(batch.rows):
@@ -466,7 +496,7 @@ class Journal:
         later: deque[_Sorted] = deque()
         for batch in self._sorted:  # acknowledged before what is kept below: first
             if run_id is None or batch.key[0] == run_id:
-                conn.executemany(LEDGER_UPSERT, batch.rows[batch.done :])
+                upsert_ledger(conn, batch.rows[batch.done :], many=not self.store.is_postgres)
                 folded += len(batch.rows) - batch.done
                 batch.done = len(batch.rows)
             else:
@@ -482,7 +512,7 @@ class Journal:
             # chunks acknowledged in order, rows in order within each: a stable sort on the
             # key alone gives the journal's (key, chunk, source row) order
             rows.sort(key=_by_key)
-            conn.executemany(LEDGER_UPSERT, rows)
+            upsert_ledger(conn, rows, many=not self.store.is_postgres)
             folded += len(rows)
         for key in pending:
             del self._unfolded[key]
@@ -553,8 +583,15 @@ class Journal:
         slice_here = self._guarded or not self._conn.in_transaction
         with self.transaction() as conn:
             begun = self._begun.get((run_id, step, chunk_no))
+            given = list(map(first, outcomes))
+            aligned: _Aligned | None = None
+            journaled: Journaled = {}
             if begun is not None:  # begun by this process: state, mapping and rows known
-                mapping, journaled = begun
+                mapping, journal_rows = begun
+                if given == list(map(first, journal_rows)):  # in journal order: the common case
+                    aligned = list(map(second, journal_rows)), list(map(third, journal_rows))
+                else:
+                    journaled = dict(map(_row_pair, journal_rows))
             else:
                 mapping = self._chunk_mapping(run_id, step, chunk_no)
                 row = conn.execute(
@@ -562,24 +599,25 @@ class Journal:
                     (run_id, step, chunk_no),
                 ).fetchone()
                 journaled = {r[0]: (r[1], r[2]) for r in json.loads(row[0])}
-            given = list(map(first, outcomes))
-            if len(given) != len(journaled) or set(given) != journaled.keys():
-                missing = sorted(set(journaled) - set(given))[:5]
-                extra = sorted(set(given) - set(journaled))[:5]
-                raise AccountingError(
-                    f"run {run_id}, step '{step}', chunk {chunk_no}: results do not match the"
-                    f" journaled rows (missing source rows {missing}, unexpected {extra},"
-                    f" {len(given)} results for {len(journaled)} rows)",
-                    hint="acknowledge every row of the chunk exactly once",
-                )
-            bad = [o for o in outcomes if str(o.status) not in FINAL_STATUSES]
-            if bad:
+            if aligned is None:
+                if len(given) != len(journaled) or set(given) != journaled.keys():
+                    missing = sorted(set(journaled) - set(given))[:5]
+                    extra = sorted(set(given) - set(journaled))[:5]
+                    raise AccountingError(
+                        f"run {run_id}, step '{step}', chunk {chunk_no}: results do not match"
+                        f" the journaled rows (missing source rows {missing}, unexpected {extra},"
+                        f" {len(given)} results for {len(journaled)} rows)",
+                        hint="acknowledge every row of the chunk exactly once",
+                    )
+                aligned = _align(journaled, given)
+            if not set(map(str, map(_status, outcomes))) <= FINAL_STATUSES:
+                bad = [o for o in outcomes if str(o.status) not in FINAL_STATUSES]
                 raise ValueError(
                     f"not a final status for source row {bad[0].source_row}: "
                     f"{bad[0].status!r} (expected one of {sorted(FINAL_STATUSES)})"
                 )
             self._store_outcomes(
-                conn, run_id, step, chunk_no, mapping, outcomes, journaled, defer=self.defer_ledger
+                conn, run_id, step, chunk_no, mapping, outcomes, aligned, defer=self.defer_ledger
             )
             if slice_here and self.defer_ledger:
                 self._slice(conn)
@@ -593,13 +631,14 @@ class Journal:
         chunk_no: int,
         mapping: str,
         outcomes: Sequence[ChunkResult],
-        journaled: dict[int, tuple[str | None, str | None]],
+        aligned: _Aligned,
         chunk_state: str = "acked",
         *,
         defer: bool = False,
     ) -> None:
-        """The chunk's outcomes, every row of it: final ones and (settling) ``retry``."""
-        text = pack(outcome_rows(outcomes, journaled))
+        """The chunk's outcomes, every row of it: final ones and (settling) ``retry``;
+        ``aligned``: the rows' keys and hashes, in the order of ``outcomes``."""
+        text = pack(outcome_rows(outcomes, *aligned))
         conn.execute(
             "UPDATE chunk_log SET rows = NULL, outcomes = ?, plain = plain * ? WHERE run_id = ?"
             " AND step = ? AND chunk_no = ?",
@@ -611,7 +650,7 @@ class Journal:
             (chunk_state, utc_now(), run_id, step, chunk_no),
         )
         if defer:
-            self._keep_to_fold(run_id, step, mapping, chunk_no, outcomes, journaled)
+            self._keep_to_fold(run_id, step, mapping, chunk_no, outcomes, aligned)
             return
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
@@ -619,9 +658,12 @@ class Journal:
             conn,
             scope,
             self.store.run_number(run_id),
-            (
-                (journaled[o.source_row][0], o.record_id, journaled[o.source_row][1], str(o.status))
-                for o in outcomes
+            zip(
+                *aligned[:1],
+                map(_record_id, outcomes),
+                aligned[1],
+                map(_status, outcomes),
+                strict=True,
             ),
         )
 
@@ -654,7 +696,7 @@ class Journal:
                     chunk.chunk_no,
                     chunk.mapping,
                     settled,
-                    journaled,
+                    _align(journaled, list(map(first, settled))),
                     chunk_state="settled",
                 )
                 self._marks.pop((run_id, chunk.step), None)  # the retry rows may go again
@@ -811,10 +853,7 @@ class Journal:
                 hint="number a step's chunks from Journal.next_chunk_no()",
             ) from exc
         marks.update(numbers)
-        self._begun[(run_id, step, chunk_no)] = (
-            mapping or step,
-            dict(zip(numbers, map(key_and_hash, journal_rows), strict=True)),
-        )
+        self._begun[(run_id, step, chunk_no)] = (mapping or step, journal_rows)
 
     def clear_chunks(self, run_id: str, step: str, chunk_nos: Iterable[int]) -> None:
         """Clear ``queued`` chunks to be sent (``begun``: their request may be written from

@@ -73,16 +73,15 @@ def as_list(items: Iterable[Any], kind: type[T]) -> list[T]:
 
 
 def outcome_rows(
-    outcomes: Sequence[ChunkResult], journaled: dict[int, tuple[str | None, str | None]]
+    outcomes: Sequence[ChunkResult], keys: list[str | None], hashes: list[str | None]
 ) -> list[tuple[Any, ...]]:
     """The journal's record of a chunk's outcomes: (source row, key, input hash, status,
-    record id, error) each."""
-    pairs = list(map(journaled.__getitem__, map(first, outcomes)))  # (key, input hash)
+    record id, error) each; ``keys`` and ``hashes``: the rows', in the order of ``outcomes``."""
     return list(
         zip(
             map(first, outcomes),
-            map(first, pairs),
-            map(second, pairs),
+            keys,
+            hashes,
             map(str, map(second, outcomes)),
             map(third, outcomes),
             map(fourth, outcomes),

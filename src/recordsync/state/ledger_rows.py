@@ -24,9 +24,10 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from itertools import chain
+from typing import Any, NamedTuple, cast
 
 ACKED_SENT = frozenset({"created", "updated"})
 ACKED_FAILED = frozenset({"failed", "in_doubt"})
@@ -63,6 +64,23 @@ def pack_hash(text: str | None) -> bytes | None:
     if len(raw) + 1 == _HASH_BYTES:
         return b"\x01" + raw + b"\x00"
     return b"\x00" + raw
+
+
+def pack_hashes(texts: Sequence[str | None]) -> list[bytes | None]:
+    """:func:`pack_hash` of each of ``texts``, at once when every one is a hash (lowercase hex
+    characters, as many as :func:`recordsync.state.hashing.input_hash` gives): one ``fromhex``
+    of them all, cut in pieces of the hash's bytes."""
+    if None in texts or set(map(len, cast(Sequence[str], texts))) != {2 * _HASH_BYTES}:
+        return list(map(pack_hash, texts))
+    joined = "".join(cast(Sequence[str], texts))
+    try:
+        raw = bytes.fromhex(joined)
+    except ValueError:
+        return list(map(pack_hash, texts))
+    if raw.hex() != joined:  # upper case or blanks: not the hashes pack_hash takes whole
+        return list(map(pack_hash, texts))
+    ends = range(_HASH_BYTES, len(raw) + 1, _HASH_BYTES)
+    return list(map(raw.__getitem__, map(slice, range(0, len(raw), _HASH_BYTES), ends)))
 
 
 def unpack_hash(stored: Any) -> str | None:
@@ -185,6 +203,30 @@ LEDGER_UPSERT = (
 when none is given) and the hash; failed / in_doubt only the status and run (a new key gets
 no record id and no hash). ``recordsync.state.journal`` applies the same rules in bulk.
 Parameters as stored: :func:`pack_hash`, :data:`STATUS_CODES`, the run's number."""
+
+
+_INSERT, _ROW = LEDGER_UPSERT.split(" ON CONFLICT ")[0].split(" VALUES ")
+_COLUMNS = _ROW.count("?")
+"""Parameters of a ledger row (:data:`LEDGER_UPSERT`)."""
+_MANY = 100
+"""Ledger rows a multi-row upsert writes (:func:`upsert_ledger`)."""
+LEDGER_UPSERT_MANY = (
+    _INSERT + " VALUES " + ",".join([f"({','.join('?' * _COLUMNS)})"] * _MANY) + LEDGER_ON_CONFLICT
+)
+""":data:`LEDGER_UPSERT` of :data:`_MANY` rows in one statement. SQLite applies a
+statement's rows in order, each seeing the ones before it (a key given twice ends with its
+last row), as one statement a row does; PostgreSQL refuses a key twice in one statement."""
+
+
+def upsert_ledger(conn: Any, rows: Sequence[tuple[object, ...]], *, many: bool = True) -> None:
+    """:data:`LEDGER_UPSERT` of each of ``rows`` (parameters as stored), in order: with
+    ``many`` (SQLite), :data:`_MANY` rows a statement, the rest one a statement; without
+    (PostgreSQL), one a statement."""
+    whole = len(rows) - len(rows) % _MANY if many else 0
+    for at in range(0, whole, _MANY):
+        conn.execute(LEDGER_UPSERT_MANY, list(chain.from_iterable(rows[at : at + _MANY])))
+    if whole < len(rows):
+        conn.executemany(LEDGER_UPSERT, rows[whole:])
 
 
 def write_acknowledged(
