@@ -9,14 +9,12 @@ from typing import Any
 
 import pytest
 
-from recordsync.tuning import gcpause
-from recordsync.tuning.gcpause import BatchGC, freeze_imports
+from recordsync.tuning.gcpause import BatchGC
 
 
 @pytest.fixture(autouse=True)
-def _restore_gc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _restore_gc() -> Iterator[None]:
     enabled = gc.isenabled()
-    monkeypatch.setattr(gcpause, "_imports_frozen", False)  # set back after each test too
     yield
     gc.unfreeze()
     if enabled:
@@ -151,41 +149,3 @@ def test_parked_objects_are_counted_every_check_every_releases() -> None:
     assert ref() is not None and gcb.collections == 0
     gcb.release()  # release 5: counted
     assert ref() is None and gcb.collections == 1
-
-
-def test_the_start_up_freeze_is_taken_over_by_the_first_batch() -> None:
-    """freeze_imports parks everything (the command line's modules, once imported); a
-    BatchGC's freeze adds its batch to that freeze and its release unfreezes both: unlike
-    someone else's freeze (test_objects_frozen_by_someone_else_stay_frozen), the start-up
-    objects are recordsync's own."""
-    gc.enable()
-    assert gc.get_freeze_count() == 0
-    assert freeze_imports() is True
-    parked = gc.get_freeze_count()
-    assert parked > 0
-    assert freeze_imports() is False  # frozen already: nothing more, nothing taken over
-    gcb = BatchGC()
-    with gcb.building():
-        rows = [{"a": [i]} for i in range(1000)]
-    # the rows joined the start-up objects (another thread may free a parked object meanwhile)
-    assert gc.get_freeze_count() >= parked - 100 + 2 * len(rows)
-    gcb.release()
-    assert gc.get_freeze_count() == 0 and gc.isenabled()
-    again = BatchGC()  # the next stream freezes its batches as usual
-    with again.building():
-        pass
-    assert gc.get_freeze_count() > 0
-    again.release()
-    assert gc.get_freeze_count() == 0
-
-
-def test_freeze_imports_leaves_someone_elses_freeze_alone() -> None:
-    gc.enable()
-    gc.freeze()
-    theirs = gc.get_freeze_count()
-    assert freeze_imports() is False
-    gcb = BatchGC()
-    with gcb.building():
-        pass
-    gcb.release()
-    assert theirs - 100 <= gc.get_freeze_count() <= theirs

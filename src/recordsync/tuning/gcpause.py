@@ -23,14 +23,6 @@ generation): memory stays flat, and a run whose garbage is freed by reference co
 usual case) never pays for it. Freezing is only used when nothing else has frozen objects
 (``gc.get_freeze_count() == 0``), so a process that froze its start-up objects keeps them
 frozen; and never while the GC was disabled by someone else.
-
-The command line's own start-up objects are the exception (:func:`freeze_imports`): the
-modules, classes and functions its imports made (about 100,000 tracked objects, alive until
-the process ends) are parked in the permanent generation once imported, instead of being
-walked by a full collection (20-40 ms of a 1,000-row run's start-up). A :class:`BatchGC`
-treats that freeze as its own: its first freeze adds the batch to it, and its release
-unfreezes both (the start-up objects then live in the oldest generation, as they did after
-the full collection this replaces).
 """
 
 from __future__ import annotations
@@ -67,25 +59,6 @@ def _paused(on_resume: Callable[[], None] | None) -> Iterator[None]:
             gc.enable()
 
 
-_imports_frozen = False
-"""Whether the objects in the permanent generation are the ones :func:`freeze_imports`
-parked (and no one else's), so that a :class:`BatchGC` may take the freeze over."""
-
-
-def freeze_imports() -> bool:
-    """Park every tracked object (a command's modules, just imported) in the permanent
-    generation, which no collection walks, unless something is frozen already (someone
-    else's freeze is left as it is); True if it froze. For a process that is the command
-    line's own, after its imports: a library user's process is never frozen by recordsync
-    (only :class:`BatchGC` freezes there, for the length of a batch)."""
-    global _imports_frozen
-    if gc.get_freeze_count():
-        return False
-    gc.freeze()
-    _imports_frozen = True
-    return True
-
-
 GROWTH = 1.25
 """A full collection runs when a freeze parks more than this many times the objects left
 after the last one (or than the first freeze parked)."""
@@ -118,13 +91,9 @@ class BatchGC:
             yield
 
     def _freeze(self) -> None:
-        """Park the batch's rows (and whatever else is tracked) unless someone else froze
-        (the start-up objects :func:`freeze_imports` parked are not someone else's: this
-        freeze takes them over, and :meth:`release` unfreezes them with the batch)."""
-        global _imports_frozen
-        if _imports_frozen or gc.get_freeze_count() == 0:  # counting walks what is frozen
+        """Park the batch's rows (and whatever else is tracked) unless someone else froze."""
+        if gc.get_freeze_count() == 0:
             gc.freeze()
-            _imports_frozen = False
             self._frozen = True
 
     def release(self) -> None:
