@@ -48,7 +48,8 @@ same data.
   full pass; nothing may arrive).
 
 Besides the child's wall, CPU and peak RSS, each run prints the PostgreSQL server's CPU
-(the postmaster's own and its reaped backends': the diff runs there).
+(the postmaster's own and its reaped backends' and parallel workers': the diff runs there);
+the server's version and its parallel-worker settings are printed first.
 """
 
 from __future__ import annotations
@@ -264,6 +265,18 @@ def server_cpu(dsn: str) -> float:
     return float(t.user + t.system + t.children_user + t.children_system)
 
 
+def server_settings(dsn: str) -> str:
+    """The PostgreSQL server's version and the settings that decide how many parallel
+    workers the database's diff may take."""
+    import psycopg
+
+    names = ("max_parallel_workers_per_gather", "max_parallel_workers", "work_mem")
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        version = conn.execute("SHOW server_version").fetchone()
+        shown = [f"{n} {conn.execute(f'SHOW {n}').fetchone()[0]}" for n in names]
+    return f"PostgreSQL {version[0] if version else '?'}: " + ", ".join(shown)
+
+
 def run_phase(
     root: Path, phase: str, url: str, env: dict[str, str],
     pipeline: Path | None = None, state: Path | None = None,
@@ -342,6 +355,8 @@ def compare(args: argparse.Namespace) -> None:
         base = Path(tmp)
         meta = write_meta(base / "meta.json")
         dsn = stack.enter_context(postgres_server()) if "postgres" in args.sources else ""
+        if dsn:
+            print(server_settings(dsn), flush=True)
         env = dict(os.environ, BENCH_PG_DSN=dsn)
         for n in args.rows:
             for source in args.sources:

@@ -22,6 +22,7 @@ from recordsync.config.models import SourceConfig
 from recordsync.config.sqlsource import redact
 from recordsync.core.errors import SourceError
 from recordsync.read.sql_diff import (
+    PLAIN_KEY_TYPES,
     SYNCED,
     create_synced,
     diff_counts_sql,
@@ -29,6 +30,7 @@ from recordsync.read.sql_diff import (
     diff_rows_query,
     diff_rows_sql,
     diff_table_sql,
+    diff_vanished_sql,
     literal,
     pg_digest_sql,
     qualified,
@@ -40,6 +42,41 @@ log = logging.getLogger(__name__)
 DIGEST_TYPE = "bigint"
 """The type of ``synced.digest`` (:func:`.sql_diff.pg_digest_sql`); a table of another
 shape (an earlier recordsync's) is made again."""
+
+
+WORK_MEM_KB = 64 * 1024
+"""The least ``work_mem`` of a diff's transaction (a server's larger setting is kept): the
+synced keys and digests of a few million rows hashed in memory, not in batches on disk."""
+PARALLEL_SETUP_COST = 100.0
+PARALLEL_TUPLE_COST = 0.01
+"""The most a diff's transaction lets the planner charge for starting parallel workers and
+for each row they pass on (a server's lower setting is kept): the planner expects every
+row of the lookup to come out of it, where nearly none does on a nightly run."""
+
+
+def session_settings(conn: Any) -> list[str]:
+    """The ``SET LOCAL`` statements of a diff's transaction, from the server's settings: no
+    JIT (compiling costs more than it saves here), at least :data:`WORK_MEM_KB` of
+    ``work_mem``, and, when the server grants parallel workers (``max_parallel_workers``
+    and ``max_parallel_workers_per_gather`` both above 0: neither is ever raised), parallel
+    plans costed as at most :data:`PARALLEL_SETUP_COST` and :data:`PARALLEL_TUPLE_COST`.
+    Without workers the statements run in one backend, as planned then."""
+    workers, per_gather, setup, per_tuple, work_mem = conn.execute(
+        "SELECT current_setting('max_parallel_workers')::int,"
+        " current_setting('max_parallel_workers_per_gather')::int,"
+        " current_setting('parallel_setup_cost')::float8,"
+        " current_setting('parallel_tuple_cost')::float8,"
+        " pg_size_bytes(current_setting('work_mem')) / 1024"
+    ).fetchone()
+    out = ["SET LOCAL jit = off"]
+    if int(work_mem) < WORK_MEM_KB:
+        out.append(f"SET LOCAL work_mem = '{WORK_MEM_KB}kB'")
+    if int(workers) > 0 and int(per_gather) > 0:
+        if float(setup) > PARALLEL_SETUP_COST:
+            out.append(f"SET LOCAL parallel_setup_cost = {PARALLEL_SETUP_COST}")
+        if float(per_tuple) > PARALLEL_TUPLE_COST:
+            out.append(f"SET LOCAL parallel_tuple_cost = {PARALLEL_TUPLE_COST}")
+    return out
 
 
 _ESCAPES = (("\\", "\\\\"), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"))
@@ -83,6 +120,8 @@ class DigestTable:
         :meth:`open`): part of the step's fingerprint."""
         self._conn: Any = None
         self._dsn = ""
+        self._synced: int | None = None
+        """The scope's synced keys when the diff was made (None: not counted)."""
 
     def _fail(self, exc: Exception) -> SourceError:
         return SourceError(
@@ -202,30 +241,40 @@ class DigestTable:
 
     def diff(self, key: str, columns: list[str], salt: bytes, *, full: bool) -> None:
         """Materialize the diff of the query against the synced rows; ``full``: forget the
-        scope's synced rows first (every row is then new). A diff pass joins only keys and
-        digests, then reads the rows of the keys it found (:func:`.sql_diff.diff_keys_sql`);
+        scope's synced rows first (every row is then new). A diff pass looks up only keys
+        and digests, then reads the rows of the keys it found (:func:`.sql_diff.diff_keys_sql`);
         when a synced key is held by more than one row it takes the one query that finds
         them (:func:`.sql_diff.diff_table_sql`). One snapshot of the database throughout
-        (repeatable read)."""
+        (repeatable read), in parallel workers where the server grants them
+        (:func:`session_settings`)."""
         import psycopg
 
         assert self.src.query is not None
         query, conn = self.src.query, self._conn
         digest = pg_digest_sql(columns, salt, per_value=self.digest_kind == "per-value")
+        plain = dict(self.columns).get(key) in PLAIN_KEY_TYPES
+        self._synced = None
         try:
             with conn.transaction():
                 conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-                conn.execute("SET LOCAL jit = off")  # compiling costs more than it saves here
+                for statement in session_settings(conn):
+                    conn.execute(statement)
                 conn.execute(f"DROP TABLE IF EXISTS {self.diff_table}")
                 conn.execute(f"DROP TABLE IF EXISTS {self.keys_table}")
                 if full:
                     conn.execute(f"DELETE FROM {self.synced} WHERE scope = %s", (self.scope,))
-                elif self._keys(query, key, digest):
-                    for statement in diff_rows_sql(query, key, digest, self.schema, self.scope):
-                        conn.execute(statement.encode())
-                    conn.execute(f"DROP TABLE {self.keys_table}")
-                    return
+                    self._synced = 0
                 else:
+                    once, empty = self._keys(query, key, digest, plain)
+                    if once:
+                        rows = diff_rows_sql(
+                            query, key, digest, self.schema, self.scope, plain_key=plain,
+                            empty=empty,
+                        )
+                        for statement in rows:
+                            conn.execute(statement.encode())
+                        conn.execute(f"DROP TABLE {self.keys_table}")
+                        return
                     conn.execute(f"DROP TABLE {self.keys_table}")
                     log.info(
                         "%s: a synced key is held by more than one row: the diff takes the"
@@ -233,21 +282,36 @@ class DigestTable:
                         self.src.label,
                     )
                 sql = diff_table_sql(
-                    query, key, columns, salt, self.schema, self.scope, digest=digest
+                    query, key, columns, salt, self.schema, self.scope, digest=digest,
+                    plain_key=plain,
                 )
                 conn.execute(sql.encode())
         except psycopg.Error as exc:
             raise self._fail(exc) from None
 
-    def _keys(self, query: str, key: str, digest: str) -> bool:
-        """The diff's keys (:func:`.sql_diff.diff_keys_sql`); whether no synced key is held
-        by more than one row (every row of the others is then among the keys found)."""
+    def _keys(self, query: str, key: str, digest: str, plain: bool) -> tuple[bool, bool]:
+        """The diff's keys (:func:`.sql_diff.diff_keys_sql`, and the vanished ones when the
+        counts tell there are: :func:`.sql_diff.diff_counts_sql`); whether no synced key is
+        held by more than one row (every row of the others is then among the keys found),
+        and whether no key was found (nothing new, changed or vanished)."""
         conn = self._conn
-        conn.execute(diff_keys_sql(query, key, digest, self.schema, self.scope).encode())
-        rows, synced, new, vanished = conn.execute(
-            diff_counts_sql(query, self.schema, self.scope).encode()
+        schema, scope = self.schema, self.scope
+        conn.execute(diff_keys_sql(query, key, digest, schema, scope, plain_key=plain).encode())
+        keyed, key_sum, synced, synced_sum, found, new, new_sum = conn.execute(
+            diff_counts_sql(query, key, schema, scope, plain_key=plain).encode()
         ).fetchone()
-        return bool(rows - new == synced - vanished)
+        self._synced = int(synced)
+        matched = int(keyed) - int(new)  # rows whose key is synced
+        if matched == self._synced and key_sum - new_sum == synced_sum:
+            return True, not found  # each synced key held once: none vanished
+        for statement in diff_vanished_sql(query, key, schema, scope, plain_key=plain):
+            conn.execute(statement.encode())
+        vanished = int(
+            conn.execute(
+                f"SELECT count(*) FROM {self.keys_table} WHERE _rs_digest IS NULL"
+            ).fetchone()[0]
+        )
+        return matched == self._synced - vanished, not found and not vanished
 
     def source_update(self) -> dict[str, Any]:
         """The source options the step reads instead of its own: the diff's rows, with the
@@ -271,6 +335,11 @@ class DigestTable:
 
     def unchanged_count(self) -> int:
         """How many synced keys the diff leaves out (rows found unchanged in the database)."""
+        if self._synced is not None:  # counted in the diff's snapshot
+            left = self._conn.execute(
+                f"SELECT count(DISTINCT _rs_old_key) FROM {self.diff_table}"
+            ).fetchone()
+            return self._synced - int(left[0])
         row = self._conn.execute(
             f"SELECT (SELECT count(*) FROM {self.synced} WHERE scope = %s) - (SELECT"
             f" count(DISTINCT _rs_old_key) FROM {self.diff_table})",
@@ -287,23 +356,25 @@ class DigestTable:
         conn = self._conn
         try:
             with conn.transaction():
-                conn.execute(
+                gone = conn.execute(
                     f"DELETE FROM {self.synced} AS t USING {self.diff_table} AS d WHERE"
                     " t.scope = %s AND (t.key = d._rs_key OR t.key = d._rs_old_key)",
                     (self.scope,),
-                )
+                ).rowcount
                 conn.execute("CREATE TEMP TABLE rs_acked (key text) ON COMMIT DROP")
                 with conn.cursor().copy("COPY rs_acked (key) FROM STDIN") as copy:
                     for keys in acked:  # COPY's text form, an array at a time
                         copy.write(copy_text(keys))
-                conn.execute(
+                back = conn.execute(
                     f"INSERT INTO {self.synced} (scope, key, digest) SELECT DISTINCT ON"
                     f" (d._rs_key) %s, d._rs_key, d._rs_digest FROM {self.diff_table} AS d"
                     " JOIN rs_acked AS a ON a.key = d._rs_key WHERE d._rs_n = 1"
                     " ON CONFLICT (scope, key) DO UPDATE SET digest = excluded.digest",
                     (self.scope,),
-                )
+                ).rowcount
                 conn.execute(f"DROP TABLE IF EXISTS {self.diff_table}")
+                if self._synced is not None:  # the diff's keys went, the acked came back
+                    return self._synced - int(gone) + int(back)
                 got = conn.execute(
                     f"SELECT count(*) FROM {self.synced} WHERE scope = %s", (self.scope,)
                 ).fetchone()

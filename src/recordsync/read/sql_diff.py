@@ -22,9 +22,12 @@ synced key (``_rs_old_key``), keeping the new rows (no synced key), the changed 
 digest), every row of a key the source holds more than once, and the vanished keys (a synced
 key no row has: ``_rs_digest`` null). :func:`diff_table_sql` is one query (a full join and a
 window over every row: DuckDB, and PostgreSQL's full passes). On PostgreSQL a diff pass takes
-two narrower ones (:func:`diff_keys_sql`, :func:`diff_rows_sql`): the keys and digests alone
-are joined with the synced rows (no sort, no row wider than a key and a digest), then only
-the rows of the keys found are read again.
+narrower ones, each of which the server may run in parallel workers: the keys and digests
+alone are looked up in the synced rows (:func:`diff_keys_sql`: no sort, no row wider than a
+key and a digest); a count with a checksum of the keys (:func:`diff_counts_sql`) tells
+whether any synced key vanished or is held twice, and only then are the vanished keys sought
+(:func:`diff_vanished_sql`); only the rows of the keys found are read again
+(:func:`diff_rows_sql`; nothing is read when no key was found).
 """
 
 from __future__ import annotations
@@ -68,8 +71,16 @@ def create_synced(schema: str, catalog: str = "", digest: str = "uuid") -> list[
 _SPACES = "chr(32) || chr(9) || chr(10) || chr(13) || chr(11) || chr(12)"
 
 
-def key_text(key: str, *, duckdb: bool = False) -> str:
-    """A row's key as the ledger spells it: the column's text, trimmed (blank: null)."""
+PLAIN_KEY_TYPES = frozenset({"smallint", "integer", "bigint", "uuid"})
+"""PostgreSQL types whose text is never blank nor padded: a key of one of them is its text."""
+
+
+def key_text(key: str, *, duckdb: bool = False, plain: bool = False) -> str:
+    """A row's key as the ledger spells it: the column's text, trimmed (blank: null);
+    ``plain``: a key of one of :data:`PLAIN_KEY_TYPES`, its text as it is (the same text,
+    without trimming every row's)."""
+    if plain:
+        return f"q.{quote_ident(key)}::text"
     trim = "trim" if duckdb else "btrim"
     return f"NULLIF({trim}(q.{quote_ident(key)}::text, {_SPACES}), '')"
 
@@ -108,15 +119,18 @@ def diff_table_sql(
     scope: str,
     catalog: str = "",
     digest: str | None = None,
+    *,
+    plain_key: bool = False,
 ) -> str:
     """``CREATE UNLOGGED TABLE <schema>.diff_<scope> AS ...``: the one query of the diff
     (``catalog``: DuckDB's attached state database, ``rs.``; a plain table there;
-    ``digest``: the row digest's expression, :func:`digest_sql` when None)."""
+    ``digest``: the row digest's expression, :func:`digest_sql` when None; ``plain_key``:
+    :func:`key_text`)."""
     body = query.strip().rstrip(";")
     digest = digest or digest_sql(columns, salt)
     synced = catalog + qualified(schema, SYNCED)
     duck = bool(catalog)
-    kt = key_text(key, duckdb=duck)
+    kt = key_text(key, duckdb=duck, plain=plain_key)
     create = "CREATE TABLE" if duck else "CREATE UNLOGGED TABLE"
     return (
         f"{create} {catalog}{qualified(schema, 'diff_' + scope)} AS\n"
@@ -131,49 +145,103 @@ def diff_table_sql(
     )
 
 
-def diff_keys_sql(query: str, key: str, digest: str, schema: str, scope: str) -> str:
+def diff_keys_sql(
+    query: str, key: str, digest: str, schema: str, scope: str, *, plain_key: bool = False
+) -> str:
     """PostgreSQL's first query of a diff pass: ``<schema>.keys_<scope>``, the keys and
-    digests of the new and changed rows (``_rs_key``, ``_rs_digest``; ``_rs_old_key``: the
-    synced key) and the vanished keys (``_rs_digest`` null). Every row of the query is
-    digested, and only its key and digest are joined (in full) with the synced rows: no row
-    wider than that is sorted or spilled. Keys the source holds more than once are not
-    found here (:func:`diff_counts_sql` tells whether there are any among the synced keys)."""
+    digests of the new and changed rows and of the rows without a key (``_rs_key``,
+    ``_rs_digest``; ``_rs_old_key``: the synced key, null for a new row). Every row of the
+    query is digested, and only its key and digest are looked up in the synced rows (a left
+    join: PostgreSQL runs it in parallel workers, where a full join runs in one backend); no
+    row wider than that is sorted. The vanished keys are not found here
+    (:func:`diff_counts_sql` tells whether there are any, :func:`diff_vanished_sql` finds
+    them); nor are keys the source holds more than once."""
     body = query.strip().rstrip(";")
-    kt = key_text(key)
+    kt = key_text(key, plain=plain_key)
     return (
         f"CREATE UNLOGGED TABLE {qualified(schema, 'keys_' + scope)} AS\n"
         "SELECT s._rs_key, s._rs_digest, t.key AS _rs_old_key FROM (\n"
         f"  SELECT {kt} AS _rs_key, {digest} AS _rs_digest FROM (\n{body}\n) AS q\n"
-        f") AS s FULL JOIN (SELECT key, digest FROM {qualified(schema, SYNCED)}"
+        f") AS s LEFT JOIN (SELECT key, digest FROM {qualified(schema, SYNCED)}"
         f" WHERE scope = {literal(scope)}) AS t ON t.key = s._rs_key\n"
-        "WHERE s._rs_key IS NULL OR t.key IS NULL OR t.digest <> s._rs_digest"
+        "WHERE t.key IS NULL OR t.digest <> s._rs_digest"
     )
 
 
-def diff_counts_sql(query: str, schema: str, scope: str) -> str:
-    """One row after :func:`diff_keys_sql`: the query's rows, the scope's synced keys, the
-    rows it found with no synced key, and the vanished keys. When no synced key is held by
-    two rows, the rows with a synced key (the first less the third) are exactly as many as
-    the synced keys some row has (the second less the fourth)."""
+_KEY_SEED = 8_117_394_021_568_313_377
+"""The seed of the keys' hashes summed by :func:`diff_counts_sql`."""
+
+
+def _key_hash(text: str) -> str:
+    return f'hashtextextended({text} COLLATE "C", {_KEY_SEED})'
+
+
+def diff_counts_sql(
+    query: str, key: str, schema: str, scope: str, *, plain_key: bool = False
+) -> str:
+    """One row after :func:`diff_keys_sql`: the query's rows with a key and the sum of their
+    keys' 64-bit hashes; the scope's synced keys and their sum; the rows of the keys table;
+    the new rows with a key and their sum. The rows whose key is synced (the first count less
+    the last) hold every synced key once exactly when they are as many as the synced keys
+    and their sums are equal (else a sum differs but with a chance of one in 2^64): then no
+    key vanished and none is held twice. One pass over the query, with no join."""
     body = query.strip().rstrip(";")
     keys = qualified(schema, "keys_" + scope)
+    kt = key_text(key, plain=plain_key)
+    new = "WHERE _rs_old_key IS NULL AND _rs_key IS NOT NULL"
     return (
-        f"SELECT (SELECT count(*) FROM (\n{body}\n) AS q),"
-        f" (SELECT count(*) FROM {qualified(schema, SYNCED)} WHERE scope = {literal(scope)}),"
-        f" (SELECT count(*) FROM {keys} WHERE _rs_digest IS NOT NULL AND _rs_old_key IS NULL),"
-        f" (SELECT count(*) FROM {keys} WHERE _rs_digest IS NULL)"
+        f"SELECT s.n, s.h, t.n, t.h, (SELECT count(*) FROM {keys}), k.n, k.h FROM\n"
+        f"  (SELECT count(k) AS n, coalesce(sum({_key_hash('k')}), 0) AS h FROM"
+        f" (SELECT {kt} AS k FROM (\n{body}\n) AS q) AS q) AS s,\n"
+        f"  (SELECT count(*) AS n, coalesce(sum({_key_hash('key')}), 0) AS h FROM"
+        f" {qualified(schema, SYNCED)} WHERE scope = {literal(scope)}) AS t,\n"
+        f"  (SELECT count(*) AS n, coalesce(sum({_key_hash('_rs_key')}), 0) AS h FROM {keys}"
+        f" {new}) AS k"
     )
 
 
-def diff_rows_sql(query: str, key: str, digest: str, schema: str, scope: str) -> list[str]:
+def diff_vanished_sql(
+    query: str, key: str, schema: str, scope: str, *, plain_key: bool = False
+) -> list[str]:
+    """When :func:`diff_counts_sql` finds the synced keys not held once each: the vanished
+    keys (a synced key no row has) added to ``<schema>.keys_<scope>`` (``_rs_digest`` null),
+    found by an anti-join made as a table first (PostgreSQL runs it in parallel workers,
+    where it would not run an ``INSERT``'s query), by hashing: the planner, knowing nothing
+    of the keys' texts, would sort every row of the query instead (several times slower)."""
+    body = query.strip().rstrip(";")
+    kt = key_text(key, plain=plain_key)
+    gone = qualified(schema, "vanished_" + scope)
+    return [
+        f"DROP TABLE IF EXISTS {gone}",
+        "SET LOCAL enable_mergejoin = off",
+        f"CREATE UNLOGGED TABLE {gone} AS SELECT t.key FROM {qualified(schema, SYNCED)} AS t"
+        f" WHERE t.scope = {literal(scope)} AND NOT EXISTS (SELECT FROM (\n{body}\n) AS q"
+        f" WHERE {kt} = t.key)",
+        "SET LOCAL enable_mergejoin TO DEFAULT",
+        f"INSERT INTO {qualified(schema, 'keys_' + scope)} (_rs_old_key) SELECT key FROM {gone}",
+        f"DROP TABLE {gone}",
+    ]
+
+
+def diff_rows_sql(
+    query: str,
+    key: str,
+    digest: str,
+    schema: str,
+    scope: str,
+    *,
+    plain_key: bool = False,
+    empty: bool = False,
+) -> list[str]:
     """PostgreSQL's second step of a diff pass: ``<schema>.diff_<scope>`` (the shape of
     :func:`diff_table_sql`'s) from the rows whose key :func:`diff_keys_sql` found (and the
-    rows without a key), digested again as read, then the vanished keys."""
+    rows without a key), digested again as read, then the vanished keys; ``empty``: the keys
+    table is empty (nothing changed), the diff is made empty without reading the query."""
     body = query.strip().rstrip(";")
-    kt = key_text(key)
+    kt = key_text(key, plain=plain_key)
     keys = qualified(schema, "keys_" + scope)
     diff = qualified(schema, "diff_" + scope)
-    return [
+    create = (
         f"CREATE UNLOGGED TABLE {diff} AS\n"
         "SELECT s.*, o._rs_old_key FROM (\n"
         f"  SELECT q.*, {digest} AS _rs_digest, {kt} AS _rs_key,"
@@ -181,7 +249,12 @@ def diff_rows_sql(query: str, key: str, digest: str, schema: str, scope: str) ->
         f"  FROM (\n{body}\n) AS q\n"
         f"  WHERE {kt} IS NULL OR {kt} IN (SELECT _rs_key FROM {keys})\n"
         f") AS s LEFT JOIN (SELECT DISTINCT _rs_old_key FROM {keys}"
-        " WHERE _rs_old_key IS NOT NULL) AS o ON o._rs_old_key = s._rs_key",
+        " WHERE _rs_old_key IS NOT NULL) AS o ON o._rs_old_key = s._rs_key"
+    )
+    if empty:
+        return [create + "\nWITH NO DATA"]
+    return [
+        create,
         f"INSERT INTO {diff} (_rs_old_key) SELECT _rs_old_key FROM {keys}"
         " WHERE _rs_digest IS NULL",
     ]
