@@ -25,6 +25,17 @@ PASSES = 3
 materialized once in the database, each pass reads it."""
 
 
+def contacts(source: str, *, mirror: bool = True) -> str:
+    """The contacts mapping of these tests (name, e-mail match, two fields) reading ``source``
+    (the lines of the ``source:`` block, each indented by two spaces), with mirror deletes
+    (at most half the records) unless ``mirror`` is false."""
+    mapping = (
+        f"object_type: contacts\nsource:\n{source}name: {{column: first}}\nmatch_by: email\n"
+        "fields:\n  email: email\n  lead_score: score\n"
+    )
+    return mapping + ("mirror_deletes: {enabled: true, max_share: 0.5}\n" if mirror else "")
+
+
 def project(root: Path, mapping: str) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "m.yaml").write_text(mapping, encoding="utf-8")
@@ -102,6 +113,20 @@ def refused_then_allowed(
     allowed = run(pipeline, work, url, allow_mass_deletes=True)
     assert (allowed.exit_code, step_of(allowed)["deleted"]) == (0, gone)
     return allowed
+
+
+def full_then_diff(pipeline: Path, work: Path, url: str, fetched: Fetched, *, total: int) -> None:
+    """After a resumed run, which leaves no snapshot: the next run reads every row and writes
+    nothing to the service; the one after it reads nothing (a diff pass) and finds all
+    ``total`` rows unchanged."""
+    fetched.rows = 0
+    full = run(pipeline, work, url)
+    assert (full.exit_code, step_of(full)["rows_sent"], written_since_stamp(url)) == (0, 0, set())
+    assert fetched.rows > 0
+    fetched.rows = 0
+    diff = run(pipeline, work, url)
+    assert (step_of(diff)["rows_unchanged"], step_of(diff)["rows_sent"]) == (total, 0)
+    assert fetched.rows == 0
 
 
 def killed(point: str, pipeline: Path, work: Path, url: str) -> None:

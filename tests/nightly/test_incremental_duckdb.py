@@ -8,23 +8,18 @@ import sqlite3
 from pathlib import Path
 
 import duckdb
-from tests.nightly.support import project, run, stamp_all, step_of, written_since_stamp
+from tests.nightly.support import contacts, project, run, stamp_all, step_of, written_since_stamp
 
 from e2e.support import served  # tests/ is on sys.path
 from recordsync.state.ledger_rows import status_sql
 
-MAPPING = """object_type: contacts
-source:
-  database: crm.duckdb
-  key: id
-  query: SELECT id, first, email, score, updated_at FROM people
-  incremental: {cursor: updated_at, lookback: 15m}
-name: {column: first}
-match_by: email
-fields:
-  email: email
-  lead_score: score
-"""
+MAPPING = contacts(
+    "  database: crm.duckdb\n"
+    "  key: id\n"
+    "  query: SELECT id, first, email, score, updated_at FROM people\n"
+    "  incremental: {cursor: updated_at, lookback: 15m}\n",
+    mirror=False,
+)
 
 
 def test_a_duckdb_query_is_read_from_its_watermark(tmp_path: Path) -> None:

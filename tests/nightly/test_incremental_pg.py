@@ -14,6 +14,7 @@ import pytest
 from tests.nightly.support import (
     PASSES,
     Fetched,
+    contacts,
     killed,
     project,
     run,
@@ -26,20 +27,13 @@ from tests.pg_support import new_database
 from e2e.support import all_records, served  # tests/ is on sys.path
 from recordsync.state.location import state_location
 
-MAPPING = """object_type: contacts
-source:
-  engine: postgres
-  dsn_env: PUSH_PG_DSN
-  key: id
-  query: SELECT id, first, email, score, updated_at FROM people
-  incremental: {cursor: updated_at, lookback: 15m, full_check_every: 7d}
-name: {column: first}
-match_by: email
-fields:
-  email: email
-  lead_score: score
-mirror_deletes: {enabled: true, max_share: 0.5}
-"""
+MAPPING = contacts(
+    "  engine: postgres\n"
+    "  dsn_env: PUSH_PG_DSN\n"
+    "  key: id\n"
+    "  query: SELECT id, first, email, score, updated_at FROM people\n"
+    "  incremental: {cursor: updated_at, lookback: 15m, full_check_every: 7d}\n"
+)
 BASE = "2026-03-01 00:00:00+00"
 
 

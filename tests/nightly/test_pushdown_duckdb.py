@@ -12,6 +12,8 @@ import pytest
 from tests.nightly.support import (
     PASSES,
     Fetched,
+    contacts,
+    full_then_diff,
     killed,
     project,
     refused_then_allowed,
@@ -23,18 +25,11 @@ from tests.nightly.support import (
 
 from e2e.support import all_records, served  # tests/ is on sys.path
 
-MAPPING = """object_type: contacts
-source:
-  key: id
-  query: SELECT id, first, email, score FROM 'people.parquet'
-  change_detection: database
-name: {column: first}
-match_by: email
-fields:
-  email: email
-  lead_score: score
-mirror_deletes: {enabled: true, max_share: 0.5}
-"""
+MAPPING = contacts(
+    "  key: id\n"
+    "  query: SELECT id, first, email, score FROM 'people.parquet'\n"
+    "  change_detection: database\n"
+)
 
 
 def write(path: Path, ids: list[int], scores: dict[int, str] | None = None) -> None:
@@ -140,15 +135,4 @@ def test_killed_mid_step_the_resumed_run_sends_nothing_twice(
         assert scores == {77} and len(all_records(url, "contacts")) == 30
 
         stamp_all(work / "sandbox.db")
-        fetched.rows = 0
-        full = run(pipeline, work, url)
-        assert (full.exit_code, step_of(full)["rows_sent"], written_since_stamp(url)) == (
-            0,
-            0,
-            set(),
-        )
-        assert fetched.rows > 0
-        fetched.rows = 0
-        diff = run(pipeline, work, url)
-        assert (step_of(diff)["rows_unchanged"], step_of(diff)["rows_sent"]) == (30, 0)
-        assert fetched.rows == 0
+        full_then_diff(pipeline, work, url, fetched, total=30)
