@@ -30,7 +30,7 @@ class _LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
-            with importing(collect=False):  # run and retry collect after their imports
+            with importing(promote=False):  # run and retry promote after their imports
                 module = importlib.import_module(f"recordsync.cli.{COMMAND_MODULES[cmd_name]}")
             for command in module.COMMANDS:
                 self.add_command(command)

@@ -63,12 +63,16 @@ so ``OPENBLAS_NUM_THREADS`` is set to 1 for the process unless it was set alread
 recordsync's own) allocates about 110,000 tracked objects, all alive until the process ends;
 with the collector on, CPython walks them again and again as they are made (~30-50 ms of a
 run's start-up). It is paused for the imports (``gc_pause``, :mod:`recordsync.tuning`) and
-runs as before once they are done, after one full collection that walks what they made once
-(20-40 ms: about a tenth of what a 1,000-row run adds to a bare loop). Parking it in the
-permanent generation instead (``gc.freeze()``) saves that collection but keeps the garbage
-cycles the imports leave for as long as it is frozen: measured on 100k-row runs into the
-no-op server, peak RSS 202 MB frozen against 199 MB collected, the same CPU (6.86 against
-6.89 s), so the collection stays: the run's peak is held to 200 MB.
+runs as before once they are done, what they made moved to the oldest generation first
+(``gc.freeze()`` then ``gc.unfreeze()``: two list splices, no walk). A full collection (one
+collection that walks everything) used to do that move: 20-40 ms, about a tenth of what a
+1,000-row run adds to a bare loop, to free a few hundred objects in garbage cycles (the
+imports leave about 800). Now those wait for the first full collection the run makes
+itself: a small run makes none; a large one makes one early on (CPython's own rule, or
+:class:`recordsync.tuning.gcpause.BatchGC`'s), so its peak is the same. Nothing stays
+frozen: parking the imports' objects in the permanent generation for the whole run would
+also keep ``BatchGC`` from parking each batch (it parks only when nothing else is frozen),
+which measured 202 MB of peak RSS on 100k-row runs into the no-op server against 199 MB.
 """
 
 from __future__ import annotations
@@ -310,19 +314,24 @@ def _hook(name: str, hook: Callable[[ModuleType, Callable[[], None]], None]) -> 
         sys.meta_path.insert(0, _Hook(name, hook))
 
 
-def importing(*, collect: bool = True) -> AbstractContextManager[None]:
+def importing(*, promote: bool = True) -> AbstractContextManager[None]:
     """Around the import of a command's modules: the cyclic garbage collector paused (with
     the ``gc_pause`` switch of :mod:`recordsync.tuning`, on from the command line), then
-    what the imports made put out of the collector's way (``collect``), and the collector as
-    it was before, even on error: one full collection, which walks it once and records it
-    as long-lived. Left to CPython, the first collections after
-    the pause would walk it again, generation after generation. ``collect=False``: more
-    imports follow (the command's own), whose block collects."""
-    return gc_paused(_collect if collect else None)
+    what the imports made moved to the oldest generation (``promote``), and the collector as
+    it was before, even on error. Left to CPython, the first collections after the pause
+    would walk it all again, generation after generation; moved, it is walked by the next
+    full collection only. ``promote=False``: more imports follow (the command's own), whose
+    block promotes."""
+    return gc_paused(_promote if promote else None)
 
 
-def _collect() -> None:
-    gc.collect()
+def _promote() -> None:
+    """Everything the collector tracks to its oldest generation, without walking it (nothing
+    stays frozen); left as it is when something else froze objects (unfreezing would undo
+    that)."""
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
 
 
 def leave_out_unused() -> None:
