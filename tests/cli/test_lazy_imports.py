@@ -33,6 +33,7 @@ def record(code, exit=os._exit, out=sys.argv[1]):
             "plugins_looked_up": loader is not None and loader._plugins is not None,
             "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
             "compute_option_docs": pc is not None and "characters : " in pc.utf8_trim.__doc__,
+            "compiled_texts_hooked": "exec" in vars(sys.modules["dataclasses"]),
         }, f)
     exit(code)
 os._exit = record
@@ -65,6 +66,7 @@ def recorded(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> d
     out = tmp_path / "modules.json"
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # the cache of compiled texts
     subprocess.run(
         [sys.executable, "-c", SCRIPT, str(out), *args],
         env=env,
@@ -109,6 +111,7 @@ def run_into_a_service(tmp_path: Path, env: dict[str, str] | None = None) -> dic
     )
     given = os.environ if env is None else env
     env = {k: v for k, v in given.items() if not k.startswith("RECORDSYNC_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # the cache of compiled texts is written
     env["RECORDSYNC_API_KEY"] = KEY
     with served(tmp_path / "sandbox.db") as url:
         return recorded(tmp_path, "run", "d.yaml", "--base-url", url, env=env)
@@ -143,6 +146,10 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     loaded = {m for m in modules if m.startswith(OTHER_COMMANDS)}
     assert not loaded, sorted(loaded)
     assert modules.isdisjoint(OTHER_SOURCES), sorted(modules & set(OTHER_SOURCES))
+    # the texts dataclasses, typing and namedtuple compiled: cached for the next process,
+    # and those modules left as they were once the command's imports were in
+    assert got["compiled_texts_hooked"] is False
+    assert list((tmp_path / "cache" / "recordsync").glob("compiled-*.marshal"))
 
 
 def test_validate_imports_no_sandbox_stack_and_no_pandas(tmp_path: Path) -> None:

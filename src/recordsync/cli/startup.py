@@ -53,6 +53,10 @@ them off (above), its ``entry_points`` is a function that imports ``importlib.me
 called (pydantic never calls it then); nothing else a run imports needs that module. As with
 pyarrow.compute, should that import fail, the loader is imported again as it is.
 
+**Texts the standard library compiles at run time** (~60 ms of CPU: ``dataclasses``' methods,
+``typing.ForwardRef``, ``collections.namedtuple``): compiled once and cached on disk for the
+next process, until the command's imports are in (:mod:`recordsync.cli.code_cache`).
+
 **numpy's BLAS threads**: importing numpy starts OpenBLAS, which starts a thread per core
 and warms them up (~25 ms of CPU at start-up on two cores, and threads that compete with the
 run's own). recordsync does no linear algebra (no ``numpy.linalg``, ``dot`` or ``matmul``),
@@ -89,6 +93,7 @@ from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from recordsync.cli.code_cache import CodeCache, cache_file
 from recordsync.tuning.gcpause import gc_paused
 
 if TYPE_CHECKING:
@@ -328,14 +333,29 @@ def importing(*, promote: bool = True) -> AbstractContextManager[None]:
 def _promote() -> None:
     """Everything the collector tracks to its oldest generation, without walking it (nothing
     stays frozen); left as it is when something else froze objects (unfreezing would undo
-    that)."""
+    that). The command's imports are in: the cache of compiled texts is done with too."""
+    compiled_texts_done()
     if gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()
 
 
+_CODE_CACHE: list[CodeCache] = []
+"""The process's cache of compiled texts (:mod:`recordsync.cli.code_cache`), once made."""
+
+
+def compiled_texts_done() -> None:
+    """The cache of compiled texts released (written if it grew); idempotent, and nothing
+    when :func:`leave_out_unused` did not install one."""
+    for cache in _CODE_CACHE:
+        cache.release()
+
+
 def leave_out_unused() -> None:
     """Everything the module docstring lists, for this process (idempotent)."""
+    if not _CODE_CACHE:
+        _CODE_CACHE.append(CodeCache(cache_file()))
+        _CODE_CACHE[0].install()
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if "numpy" not in sys.modules:  # read once, when numpy loads OpenBLAS
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
