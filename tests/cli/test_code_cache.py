@@ -12,6 +12,7 @@ import importlib.util
 import json
 import marshal
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,7 +27,7 @@ SRC = str(Path(recordsync.__file__).resolve().parents[1])
 
 # classes made in a module without `from __future__ import annotations` (as a library's are):
 # their methods' annotations are the objects, not strings, with the cache as without it
-MADE = '''
+MADE = r'''
 import dataclasses, inspect, json, sys, typing
 from collections import namedtuple
 from dataclasses import dataclass, field
@@ -48,6 +49,17 @@ class Hinted:
     a: "typing.Optional[int]"
     b: "dict[str, Point]"
 
+import re
+PATTERNS = [
+    (r"(?P<year>\d{4})-(?P<month>\d\d)(?:-(?P<day>\d\d))?", 0),
+    (r"^\s*(?i:https?)://[^/\s]+(?<!\.)$", 0),
+    (r"[\u00c0-\u024f\w]+ # a word\n| \d+", re.VERBOSE | re.IGNORECASE),
+    (rb"\x00(?P<tag>[a-z]+)\xff", re.DOTALL),
+    (r"(a)(b)?(?(2)c|d)", re.MULTILINE),
+    (r"(?s)a.b", 0),
+]
+compiled_here = [re.compile(p, f) for p, f in PATTERNS]
+
 p = Point(1, ["a"])
 try:
     p.x = 2
@@ -66,6 +78,17 @@ MADE = {
     "options_init": str(inspect.signature(Options.__init__)),
     "pair": [repr(Pair(1)), Pair(1, 2)._asdict(), str(inspect.signature(Pair))],
     "hints": {k: repr(v) for k, v in typing.get_type_hints(Hinted).items()},
+    "patterns": [
+        [repr(c), c.flags, c.groups, dict(c.groupindex)] for c in compiled_here
+    ],
+    "matches": [
+        repr(compiled_here[0].match("2026-11-29").groupdict()),
+        bool(compiled_here[1].match(" HTTPS://example.com")),
+        compiled_here[2].findall("Émile 42 x"),
+        repr(compiled_here[3].search(b"..\x00abc\xff").group("tag")),
+        [m.group(0) for m in compiled_here[4].finditer("abc ad")],
+        bool(compiled_here[5].match("a\nb")),
+    ],
 }
 '''
 
@@ -84,9 +107,12 @@ else:
 cache = startup._CODE_CACHE[0] if startup._CODE_CACHE else None
 from_file, compiled = (cache.loaded, cache.compiled) if cache else (0, 0)
 startup.compiled_texts_done()
+re.purge()
+same = [c == re.compile(p, f) for c, (p, f) in zip(compiled_here, PATTERNS)]
+MADE["same_as_re"] = same
 import collections, dataclasses, typing
 left = [n for m, n in ((dataclasses, "exec"), (typing, "compile"), (collections, "eval"))
-        if n in vars(m)]
+        if n in vars(m)] + (["re"] if re._compiler.compile.__module__ != "re._compiler" else [])
 json.dump({"made": MADE, "hooked": hooked, "compiled": compiled, "loaded": from_file,
            "left": left}, sys.stdout)
 """
@@ -137,6 +163,8 @@ def test_classes_made_through_the_cache_are_the_ones_the_builtins_make(tmp_path:
         "return": "None",
     }
     assert first["left"] == second["left"] == []
+    # the patterns made from cached translations equal re's own, compiled after the release
+    assert plain["made"]["same_as_re"] == second["made"]["same_as_re"] == [True] * 6
 
 
 def test_a_corrupt_or_foreign_file_is_ignored_and_written_again(tmp_path: Path) -> None:
@@ -179,7 +207,8 @@ def test_the_file_is_cut_back_to_what_one_process_used_past_its_limit(
     path = tmp_path / "compiled.marshal"
     filler = compile("0", "<string>", "eval")
     many = {("eval", "<string>", f"{n}"): filler for n in range(MAX_ENTRIES)}
-    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(many))
+    content = {"texts": many, "regexes": {}, "sre": re._constants.MAGIC}
+    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(content))
     cache = CodeCache(path)
     assert cache.loaded == MAX_ENTRIES
     cache.install()
@@ -192,6 +221,20 @@ def test_the_file_is_cut_back_to_what_one_process_used_past_its_limit(
     kept = CodeCache(path)
     assert kept.loaded == 2
     assert set(kept.codes) == {("eval", "<string>", "1"), ("eval", "<string>", "a + 1")}
+
+
+def test_another_engines_patterns_are_ignored_and_the_texts_kept(tmp_path: Path) -> None:
+    made(tmp_path, "cached")
+    path = cache_path(tmp_path)
+    content = marshal.loads(path.read_bytes()[len(importlib.util.MAGIC_NUMBER) :])
+    assert content["regexes"] and content["texts"]
+    content["sre"] = 1
+    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(content))
+    cache = CodeCache(path)
+    assert cache.regexes == {} and len(cache.codes) == len(content["texts"])
+    got = made(tmp_path, "cached")
+    assert got["compiled"] == len(content["regexes"])  # the patterns only, translated again
+    assert got["made"]["same_as_re"] == [True] * 6
 
 
 def test_compile_with_flags_or_other_sources_is_the_builtins(tmp_path: Path) -> None:
