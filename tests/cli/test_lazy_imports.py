@@ -22,6 +22,13 @@ SRC = str(Path(recordsync.__file__).resolve().parents[1])  # the tree under test
 
 # the console script's own path (recordsync.cli.entry), its last call recording sys.modules
 SCRIPT = """import gc, json, os, sys
+seen = {}
+class Seen:  # how the process was when the HTTP stack was imported
+    def find_spec(self, name, path, target=None):
+        if name == "httpcore" and name not in seen:
+            cached = "exec" in vars(sys.modules["dataclasses"])
+            seen[name] = {"gc": gc.isenabled(), "cached": cached}
+sys.meta_path.insert(0, Seen())
 def record(code, exit=os._exit, out=sys.argv[1]):
     loader = sys.modules.get("pydantic.plugin._loader")
     pc = sys.modules.get("pyarrow.compute")
@@ -34,6 +41,7 @@ def record(code, exit=os._exit, out=sys.argv[1]):
             "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
             "compute_option_docs": pc is not None and "characters : " in pc.utf8_trim.__doc__,
             "compiled_texts_hooked": "exec" in vars(sys.modules["dataclasses"]),
+            "seen": seen,
         }, f)
     exit(code)
 os._exit = record
@@ -149,6 +157,9 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     # the texts dataclasses, typing and namedtuple compiled: cached for the next process,
     # and those modules left as they were once the command's imports were in
     assert got["compiled_texts_hooked"] is False
+    # the HTTP stack httpx imports for the run's first client (httpcore, h11) was imported
+    # with the command's modules: collector paused, compiled texts and patterns cached
+    assert got["seen"] == {"httpcore": {"gc": False, "cached": True}}
     assert list((tmp_path / "cache" / "recordsync").glob("compiled-*.marshal"))
 
 
