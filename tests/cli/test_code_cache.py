@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import recordsync
-from recordsync.cli.code_cache import MAX_ENTRIES, CodeCache
+from recordsync.cli.code_cache import MAX_ENTRIES, WRITE_AFTER, CodeCache
 
 SRC = str(Path(recordsync.__file__).resolve().parents[1])
 
@@ -212,15 +212,55 @@ def test_the_file_is_cut_back_to_what_one_process_used_past_its_limit(
     cache = CodeCache(path)
     assert cache.loaded == MAX_ENTRIES
     cache.install()
+    new = [f"a + {n}" for n in range(1, WRITE_AFTER + 1)]
     try:
         assert cache.code("1", "<string>", "eval") == filler and cache.compiled == 0  # found
-        used = cache.code("a + 1", "<string>", "eval")  # one compiled
-        assert eval(used, {"a": 1}) == 2
+        for text in new:  # compiled
+            assert eval(cache.code(text, "<string>", "eval"), {"a": 1}) == 1 + int(text[4:])
     finally:
         cache.release()
     kept = CodeCache(path)
-    assert kept.loaded == 2
-    assert set(kept.codes) == {("eval", "<string>", "1"), ("eval", "<string>", "a + 1")}
+    assert kept.loaded == 1 + WRITE_AFTER
+    assert set(kept.codes) == {("eval", "<string>", t) for t in ["1", *new]}
+
+
+def test_a_few_misses_do_not_rewrite_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pattern built from a set is another text in every process: fewer than WRITE_AFTER
+    misses leave the file as it is."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    path = tmp_path / "compiled.marshal"
+    cache = CodeCache(path)
+    cache.install()
+    try:
+        for n in range(WRITE_AFTER):
+            cache.code(f"b + {n}", "<string>", "eval")
+    finally:
+        cache.release()
+    written = path.read_bytes()
+    cache = CodeCache(path)
+    cache.install()
+    try:
+        for n in range(WRITE_AFTER - 1):
+            cache.code(f"c + {n}", "<string>", "eval")
+        cache.code("b + 0", "<string>", "eval")
+    finally:
+        cache.release()
+    assert path.read_bytes() == written
+
+
+def test_a_translation_re_does_not_take_is_made_again(tmp_path: Path) -> None:
+    """A cached translation that ``_sre.compile`` refuses (a damaged file of this user's):
+    the pattern is translated again, as re does."""
+    path = tmp_path / "compiled.marshal"
+    broken = (0, ["not an opcode"], 0, {}, (None,))
+    content = {"texts": {}, "regexes": {("a+b", 0): broken}, "sre": re._constants.MAGIC}
+    path.write_bytes(importlib.util.MAGIC_NUMBER + marshal.dumps(content))
+    cache = CodeCache(path)
+    assert cache.regexes == {("a+b", 0): broken}
+    pattern = cache.regex("a+b", 0)
+    assert pattern == re.compile("a+b") and pattern.match("aab") and cache.compiled == 1
 
 
 def test_another_engines_patterns_are_ignored_and_the_texts_kept(tmp_path: Path) -> None:

@@ -29,7 +29,8 @@ and is writable by no one else (it holds code); unreadable, corrupt or foreign, 
 and written again. It is written (to a temporary file, then renamed: concurrent runs never
 see half a file) when the process compiled texts or patterns it did not hold, right after a
 command's imports (:meth:`CodeCache.release`), and not at all under
-``PYTHONDONTWRITEBYTECODE`` (as Python writes no bytecode then). Entries of other commands
+``PYTHONDONTWRITEBYTECODE`` (as Python writes no bytecode then) nor for a few misses
+(:data:`WRITE_AFTER`). Entries of other commands
 and versions are kept up to :data:`MAX_ENTRIES`; past that, the file keeps only what this
 process used. After the release the modules compile as before: the cache's entries are not
 held for the rest of the run.
@@ -53,6 +54,12 @@ import typing
 from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
+
+WRITE_AFTER = 8
+"""Texts and patterns a process must compile (not find) for the file to be written again: a
+pattern built from a set (``tokenize``'s, in every process that imports ``inspect``) is a new
+text in every process (the order of a set of strings changes with the hash seed), and one
+such does not rewrite the file at every run."""
 
 MAX_ENTRIES = 20_000
 """Texts and patterns the file keeps (a run uses about 1,000) before it is cut back to one
@@ -113,22 +120,26 @@ class CodeCache:
 
     def regex(self, pattern: str | bytes, flags: int) -> Any:
         """The pattern object ``re`` compiles for ``pattern`` (with ``flags``), its
-        translation from the cache if it holds it."""
+        translation from the cache if it holds one ``_sre.compile`` takes."""
         key = (pattern, flags)
-        found = self.regexes.get(key)
-        if found is None:
-            parsed = _RE_PARSE(pattern, flags)
-            code = [int(op) for op in _RE_CODE(parsed, flags)]  # opcodes: int subclasses
-            groupindex = dict(parsed.state.groupdict)
-            indexgroup: list[str | None] = [None] * parsed.state.groups
-            for name, i in groupindex.items():
-                indexgroup[i] = name
-            groups = parsed.state.groups - 1
-            found = (flags | parsed.state.flags, code, groups, groupindex, tuple(indexgroup))
-            with self._lock:
-                self.regexes[key] = found
-                self.compiled += 1
         self.used_regexes.add(key)
+        found = self.regexes.get(key)
+        if found is not None:
+            try:
+                return _sre.compile(pattern, *found)
+            except (TypeError, ValueError, OverflowError, RuntimeError):  # not a translation
+                pass
+        parsed = _RE_PARSE(pattern, flags)
+        code = [int(op) for op in _RE_CODE(parsed, flags)]  # opcodes: int subclasses
+        groupindex = dict(parsed.state.groupdict)
+        indexgroup: list[str | None] = [None] * parsed.state.groups
+        for name, i in groupindex.items():
+            indexgroup[i] = name
+        groups = parsed.state.groups - 1
+        found = (flags | parsed.state.flags, code, groups, groupindex, tuple(indexgroup))
+        with self._lock:
+            self.regexes[key] = found
+            self.compiled += 1
         return _sre.compile(pattern, *found)
 
     @property
@@ -157,7 +168,7 @@ class CodeCache:
         if "regex" in self._stand_ins and _RE_COMPILER.compile is self._stand_ins["regex"]:
             _RE_COMPILER.compile = _RE_COMPILE
         self._stand_ins = {}
-        if self.compiled and not sys.dont_write_bytecode:
+        if self.compiled >= WRITE_AFTER and not sys.dont_write_bytecode:
             codes, regexes = self.codes, self.regexes
             if len(codes) + len(regexes) > MAX_ENTRIES:
                 codes = {key: codes[key] for key in self.used}
@@ -206,9 +217,12 @@ def _read(path: Path) -> tuple[dict[_Key, CodeType], dict[_Pattern, _Translated]
                 return {}, {}
             if hasattr(os, "getuid") and info.st_uid != os.getuid():
                 return {}, {}
-            if f.read(len(importlib.util.MAGIC_NUMBER)) != importlib.util.MAGIC_NUMBER:
-                return {}, {}
-            content = marshal.load(f)
+            data = f.read()
+        magic = importlib.util.MAGIC_NUMBER
+        if data[: len(magic)] != magic:
+            return {}, {}
+        # from bytes: marshal.load(f) reads a file object piece by piece, ten times slower
+        content = marshal.loads(memoryview(data)[len(magic) :])
     except (OSError, EOFError, ValueError, TypeError):
         return {}, {}
     if not isinstance(content, dict):
@@ -237,14 +251,14 @@ def _read(path: Path) -> tuple[dict[_Key, CodeType], dict[_Pattern, _Translated]
 
 
 def _translation(value: object) -> bool:
-    """Whether ``value`` has the shape of a pattern's translation (:data:`_Translated`)."""
+    """Whether ``value`` has the shape of a pattern's translation (:data:`_Translated`); its
+    code's items are checked by ``_sre.compile`` when it is used (:meth:`CodeCache.regex`)."""
     if not isinstance(value, tuple) or len(value) != 5:
         return False
     flags, code, groups, groupindex, indexgroup = value
     return (
         isinstance(flags, int)
         and isinstance(code, list)
-        and all(isinstance(c, int) for c in code)
         and isinstance(groups, int)
         and isinstance(groupindex, dict)
         and isinstance(indexgroup, tuple)
