@@ -289,3 +289,15 @@ def test_compile_with_flags_or_other_sources_is_the_builtins(tmp_path: Path) -> 
     assert cache.compiled == 0
     assert eval(cache._compile("x + 1", "<string>", "eval"), {"x": 2}) == 3
     assert cache.compiled == 1
+
+
+def test_the_file_is_in_the_users_cache_folder(monkeypatch: pytest.MonkeyPatch) -> None:
+    from recordsync.cli.code_cache import cache_file
+
+    name = f"compiled-{sys.implementation.cache_tag}.marshal"
+    monkeypatch.setenv("XDG_CACHE_HOME", "/var/cache/u")
+    assert cache_file() == Path("/var/cache/u/recordsync") / name
+    monkeypatch.setenv("HOME", "/home/u")
+    for ignored in ("", "relative/cache"):
+        monkeypatch.setenv("XDG_CACHE_HOME", ignored)
+        assert cache_file() == Path("/home/u/.cache/recordsync") / name

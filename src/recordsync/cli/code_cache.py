@@ -85,8 +85,11 @@ _HOOKED: tuple[tuple[ModuleType, str], ...] = (
 
 
 def cache_file() -> Path:
-    """This Python's cache file: ``$XDG_CACHE_HOME/recordsync`` (or ``~/.cache/recordsync``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    """This Python's cache file: ``$XDG_CACHE_HOME/recordsync`` (or ``~/.cache/recordsync``;
+    a relative ``XDG_CACHE_HOME`` is ignored, as the XDG specification says)."""
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "recordsync" / f"compiled-{sys.implementation.cache_tag}.marshal"
 
 
