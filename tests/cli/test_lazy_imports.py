@@ -22,6 +22,13 @@ SRC = str(Path(recordsync.__file__).resolve().parents[1])  # the tree under test
 
 # the console script's own path (recordsync.cli.entry), its last call recording sys.modules
 SCRIPT = """import gc, json, os, sys
+seen = {}
+class Seen:  # how the process was when the HTTP stack was imported
+    def find_spec(self, name, path, target=None):
+        if name == "httpcore" and name not in seen:
+            cached = "exec" in vars(sys.modules["dataclasses"])
+            seen[name] = {"gc": gc.isenabled(), "cached": cached}
+sys.meta_path.insert(0, Seen())
 def record(code, exit=os._exit, out=sys.argv[1]):
     loader = sys.modules.get("pydantic.plugin._loader")
     pc = sys.modules.get("pyarrow.compute")
@@ -33,6 +40,8 @@ def record(code, exit=os._exit, out=sys.argv[1]):
             "plugins_looked_up": loader is not None and loader._plugins is not None,
             "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
             "compute_option_docs": pc is not None and "characters : " in pc.utf8_trim.__doc__,
+            "compiled_texts_hooked": "exec" in vars(sys.modules["dataclasses"]),
+            "seen": seen,
         }, f)
     exit(code)
 os._exit = record
@@ -65,6 +74,7 @@ def recorded(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> d
     out = tmp_path / "modules.json"
     env = dict(os.environ if env is None else env)
     env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # the cache of compiled texts
     subprocess.run(
         [sys.executable, "-c", SCRIPT, str(out), *args],
         env=env,
@@ -89,17 +99,27 @@ def test_help_imports_no_data_or_http_stack(tmp_path: Path) -> None:
 
 
 def run_into_a_service(tmp_path: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """A two-row ``recordsync run`` into the sandbox over loopback, in a fresh interpreter."""
+    """A two-row ``recordsync run`` into the sandbox over loopback, in a fresh interpreter,
+    with the sample contacts mapping's kinds of fields (phone, dates, a list, a boolean)."""
     (tmp_path / "d.csv").write_text(
-        "Email,Name\nada@x.example,Ada\nben@x.example,Ben\n", encoding="utf-8"
+        "Email,Name,Phone,Newsletter,Tags,Last Contacted,Signed Up\n"
+        "ada@x.example,Ada,+44 20 7468 1791,yes,VIP;Partner,12/01/2025,2025-02-16 10:30\n"
+        "ben@x.example,Ben,+1 (555) 010-2000,no,,27/02/2025,2025-07-10 10:30\n",
+        encoding="utf-8",
     )
     (tmp_path / "d.yaml").write_text(
         "object_type: contacts\nsource: {path: d.csv}\nname: Name\n"
-        "match_by: [{by: email, column: Email}]\nfields: {email: Email}\n",
+        "match_by: [{by: email, column: Email}]\n"
+        "fields:\n  email: Email\n  phone: Phone\n  newsletter_opt_in: Newsletter\n"
+        "  tags: {column: Tags, split: ';'}\n"
+        "  last_contacted: {column: Last Contacted, date_format: '%d/%m/%Y'}\n"
+        "  signed_up_at: {column: Signed Up, datetime_format: '%Y-%m-%d %H:%M',"
+        " timezone: Europe/Berlin}\n",
         encoding="utf-8",
     )
     given = os.environ if env is None else env
     env = {k: v for k, v in given.items() if not k.startswith("RECORDSYNC_")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # the cache of compiled texts is written
     env["RECORDSYNC_API_KEY"] = KEY
     with served(tmp_path / "sandbox.db") as url:
         return recorded(tmp_path, "run", "d.yaml", "--base-url", url, env=env)
@@ -127,12 +147,20 @@ def test_a_run_into_a_service_imports_only_the_run_command(tmp_path: Path) -> No
     assert "httpx._main" not in modules
     # pydantic's plugin loader without the entry points of every distribution (plugins off)
     assert "pydantic.plugin._loader" in modules and "importlib.metadata" not in modules
-    # numpy's masked arrays (~8 ms): a first run of e-mails and names converts no numpy
-    # array to Arrow (pyarrow then looks at numpy.ma.MaskedArray) and calls no np.unique
+    # numpy's masked arrays (~8 ms): a first run converts no numpy array to Arrow with
+    # pa.array (pyarrow then looks at numpy.ma.MaskedArray: phone numbers' digit counts are
+    # wrapped instead) and calls no np.unique
     assert "numpy.ma" not in modules
     loaded = {m for m in modules if m.startswith(OTHER_COMMANDS)}
     assert not loaded, sorted(loaded)
     assert modules.isdisjoint(OTHER_SOURCES), sorted(modules & set(OTHER_SOURCES))
+    # the texts dataclasses, typing and namedtuple compiled: cached for the next process,
+    # and those modules left as they were once the command's imports were in
+    assert got["compiled_texts_hooked"] is False
+    # the HTTP stack httpx imports for the run's first client (httpcore, h11) was imported
+    # with the command's modules: collector paused, compiled texts and patterns cached
+    assert got["seen"] == {"httpcore": {"gc": False, "cached": True}}
+    assert list((tmp_path / "cache" / "recordsync").glob("compiled-*.marshal"))
 
 
 def test_validate_imports_no_sandbox_stack_and_no_pandas(tmp_path: Path) -> None:
@@ -310,7 +338,7 @@ def test_the_environments_own_settings_are_left_as_they_are(tmp_path: Path) -> N
     assert got["blas_threads"] == "2"
 
 
-IMPORTS_FROZEN = """import gc, json, sys
+IMPORTS_PROMOTED = """import gc, json, sys
 from recordsync import tuning
 from recordsync.cli.startup import importing, leave_out_unused
 tuning.enable()
@@ -318,21 +346,26 @@ leave_out_unused()
 full = gc.get_stats()[2]["collections"]
 with importing():
     import recordsync.run.pipeline
+    made = [recordsync.run.pipeline]  # a container made while the imports were in
     paused = not gc.isenabled()
+oldest = any(o is made for o in gc.get_objects(generation=2))
+young = len(gc.get_objects(generation=0)) + len(gc.get_objects(generation=1))
 json.dump({"paused": paused, "gc": gc.isenabled(), "frozen": gc.get_freeze_count(),
-           "full": gc.get_stats()[2]["collections"] - full}, sys.stdout)
+           "full": gc.get_stats()[2]["collections"] - full, "oldest": oldest,
+           "young": young, "tracked": len(gc.get_objects())}, sys.stdout)
 """
 
 
-def test_the_command_lines_own_process_collects_once_after_its_imports() -> None:
+def test_the_command_lines_own_process_promotes_its_imports_without_a_collection() -> None:
     """In the command line's own process (``leave_out_unused`` called, as by ``entry``), the
-    collector is paused while a command's modules import, then one full collection walks what
-    they made (a freeze would keep the imports' garbage cycles: a higher peak), and the
-    collector runs again; nothing is frozen."""
+    collector is paused while a command's modules import, then what they made is moved to
+    the oldest generation without a full collection (that walk is left to the run's own
+    first full collection, which a small run never makes), nothing stays frozen, and the
+    collector runs again."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
     done = subprocess.run(
-        [sys.executable, "-c", IMPORTS_FROZEN],
+        [sys.executable, "-c", IMPORTS_PROMOTED],
         env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -341,15 +374,18 @@ def test_the_command_lines_own_process_collects_once_after_its_imports() -> None
     )
     got = json.loads(done.stdout)
     assert got["paused"] is True and got["gc"] is True
-    assert got["full"] == 1
+    assert got["full"] == 0
     assert got["frozen"] == 0
+    assert got["oldest"] is True
+    # the young generations hold only what was made after the block (the test's own lists)
+    assert got["young"] < got["tracked"] // 100, got
 
 
 def test_importing_pauses_the_collector_and_restores_it() -> None:
     """recordsync.cli.startup.importing: the GC off in the block when the ``gc_pause`` switch
-    is on, one full collection after it (unless ``collect=False``; in a process that is not
-    the command line's own, such as this one, nothing is frozen), and the GC as it was (also
-    after an error); nothing changes with the switch off."""
+    is on, what the block made moved to the oldest generation after it without a collection
+    (unless ``promote=False``), nothing frozen, and the GC as it was (also after an error);
+    objects someone else froze stay frozen; nothing changes with the switch off."""
     import gc
 
     from recordsync.cli.startup import importing
@@ -358,15 +394,21 @@ def test_importing_pauses_the_collector_and_restores_it() -> None:
     def full() -> int:
         return int(gc.get_stats()[2]["collections"])
 
+    def oldest(obj: object) -> bool:
+        return any(o is obj for o in gc.get_objects(generation=2))
+
     assert gc.isenabled()
     with using(Tuning.all()):
         before = full()
         with importing():
             assert not gc.isenabled()
-        assert gc.isenabled() and full() == before + 1 and gc.get_freeze_count() == 0
-        with importing(collect=False):
+            made: list[object] = [object()]
+        assert gc.isenabled() and full() == before and gc.get_freeze_count() == 0
+        assert oldest(made)
+        with importing(promote=False):
             assert not gc.isenabled()
-        assert gc.isenabled() and full() == before + 1
+            kept: list[object] = [object()]
+        assert gc.isenabled() and full() == before and not oldest(kept)
         with pytest.raises(ImportError), importing():
             raise ImportError("a module that fails to import")
         assert gc.isenabled()
@@ -377,5 +419,14 @@ def test_importing_pauses_the_collector_and_restores_it() -> None:
             assert not gc.isenabled()  # off before: left off
         finally:
             gc.enable()
+        frozen: list[object] = [object()]
+        gc.freeze()  # someone else's frozen objects stay frozen
+        try:
+            parked = gc.get_freeze_count()
+            with importing():
+                pass
+            assert gc.get_freeze_count() == parked and not oldest(frozen)
+        finally:
+            gc.unfreeze()
     with using(Tuning()), importing():
         assert gc.isenabled()

@@ -16,7 +16,7 @@ import traceback
 import click
 
 from recordsync import tuning
-from recordsync.cli.startup import importing, leave_out_unused
+from recordsync.cli.startup import compiled_texts_done, importing, leave_out_unused
 from recordsync.core.errors import RecordsyncError, exit_code_for
 from recordsync.core.version import __version__
 
@@ -30,7 +30,7 @@ class _LazyGroup(click.Group):
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in self.commands and cmd_name in COMMAND_MODULES:
-            with importing(collect=False):  # run and retry collect after their imports
+            with importing(promote=False):  # run and retry promote after their imports
                 module = importlib.import_module(f"recordsync.cli.{COMMAND_MODULES[cmd_name]}")
             for command in module.COMMANDS:
                 self.add_command(command)
@@ -74,7 +74,8 @@ def entry() -> None:
 
     Before the command: :func:`recordsync.cli.startup.leave_out_unused` (pandas, which
     pyarrow would import on its first conversion of a Python value, httpx's command line,
-    pydantic's plugins; only here, where the whole process is recordsync's)."""
+    pydantic's plugins, the texts the standard library compiles at run time, cached on disk;
+    only here, where the whole process is recordsync's)."""
     leave_out_unused()
     code: int
     try:
@@ -86,6 +87,7 @@ def entry() -> None:
         else:  # sys.exit("message"): printed, exit 1, as Python does
             print(exc.code, file=sys.stderr)
             code = 1
+    compiled_texts_done()  # a command with no imports of its own: the cache written now
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):

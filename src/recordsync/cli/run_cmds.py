@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import sys
 from collections.abc import Iterator
@@ -19,6 +20,11 @@ from recordsync.cli.options import (
 from recordsync.cli.startup import importing
 from recordsync.core.errors import EXIT_OK, ConfigError, RecordsyncError
 from recordsync.state.location import StateLocation
+
+_HTTP_STACK = "httpcore"
+"""What httpx imports when a run makes its first client (its transport, h11): imported with
+the command's own modules, while the collector is paused and start-up's compiled texts and
+patterns are cached (:mod:`recordsync.cli.code_cache`)."""
 
 
 def _progress(quiet: bool) -> tuple[Any, contextlib.AbstractContextManager[Any]]:
@@ -203,6 +209,8 @@ def run_command(
         from recordsync.run.pipeline import RunRequest, run_pipeline
         from recordsync.run.target import sandbox_db_for
 
+        importlib.import_module(_HTTP_STACK)
+
     if not pipeline.is_file():
         raise click.BadParameter(f"{pipeline} does not exist", param_hint="PIPELINE")
     request = RunRequest(
@@ -275,6 +283,8 @@ def retry_command(
     with importing():
         from recordsync.run.pipeline import RunRequest
         from recordsync.run.retry import nothing_to_retry, read_summary, retry_report
+
+        importlib.import_module(_HTTP_STACK)
 
     summary = read_summary(report_dir)
     nothing = nothing_to_retry(report_dir)

@@ -53,6 +53,10 @@ them off (above), its ``entry_points`` is a function that imports ``importlib.me
 called (pydantic never calls it then); nothing else a run imports needs that module. As with
 pyarrow.compute, should that import fail, the loader is imported again as it is.
 
+**Texts the standard library compiles at run time** (~60 ms of CPU: ``dataclasses``' methods,
+``typing.ForwardRef``, ``collections.namedtuple``): compiled once and cached on disk for the
+next process, until the command's imports are in (:mod:`recordsync.cli.code_cache`).
+
 **numpy's BLAS threads**: importing numpy starts OpenBLAS, which starts a thread per core
 and warms them up (~25 ms of CPU at start-up on two cores, and threads that compete with the
 run's own). recordsync does no linear algebra (no ``numpy.linalg``, ``dot`` or ``matmul``),
@@ -63,12 +67,16 @@ so ``OPENBLAS_NUM_THREADS`` is set to 1 for the process unless it was set alread
 recordsync's own) allocates about 110,000 tracked objects, all alive until the process ends;
 with the collector on, CPython walks them again and again as they are made (~30-50 ms of a
 run's start-up). It is paused for the imports (``gc_pause``, :mod:`recordsync.tuning`) and
-runs as before once they are done, after one full collection that walks what they made once
-(20-40 ms: about a tenth of what a 1,000-row run adds to a bare loop). Parking it in the
-permanent generation instead (``gc.freeze()``) saves that collection but keeps the garbage
-cycles the imports leave for as long as it is frozen: measured on 100k-row runs into the
-no-op server, peak RSS 202 MB frozen against 199 MB collected, the same CPU (6.86 against
-6.89 s), so the collection stays: the run's peak is held to 200 MB.
+runs as before once they are done, what they made moved to the oldest generation first
+(``gc.freeze()`` then ``gc.unfreeze()``: two list splices, no walk). A full collection (one
+collection that walks everything) used to do that move: 20-40 ms, about a tenth of what a
+1,000-row run adds to a bare loop, to free a few hundred objects in garbage cycles (the
+imports leave about 800). Now those wait for the first full collection the run makes
+itself: a small run makes none; a large one makes one early on (CPython's own rule, or
+:class:`recordsync.tuning.gcpause.BatchGC`'s), so its peak is the same. Nothing stays
+frozen: parking the imports' objects in the permanent generation for the whole run would
+also keep ``BatchGC`` from parking each batch (it parks only when nothing else is frozen),
+which measured 202 MB of peak RSS on 100k-row runs into the no-op server against 199 MB.
 """
 
 from __future__ import annotations
@@ -85,6 +93,7 @@ from contextlib import AbstractContextManager
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from recordsync.cli.code_cache import CodeCache, cache_file
 from recordsync.tuning.gcpause import gc_paused
 
 if TYPE_CHECKING:
@@ -310,23 +319,43 @@ def _hook(name: str, hook: Callable[[ModuleType, Callable[[], None]], None]) -> 
         sys.meta_path.insert(0, _Hook(name, hook))
 
 
-def importing(*, collect: bool = True) -> AbstractContextManager[None]:
+def importing(*, promote: bool = True) -> AbstractContextManager[None]:
     """Around the import of a command's modules: the cyclic garbage collector paused (with
     the ``gc_pause`` switch of :mod:`recordsync.tuning`, on from the command line), then
-    what the imports made put out of the collector's way (``collect``), and the collector as
-    it was before, even on error: one full collection, which walks it once and records it
-    as long-lived. Left to CPython, the first collections after
-    the pause would walk it again, generation after generation. ``collect=False``: more
-    imports follow (the command's own), whose block collects."""
-    return gc_paused(_collect if collect else None)
+    what the imports made moved to the oldest generation (``promote``), and the collector as
+    it was before, even on error. Left to CPython, the first collections after the pause
+    would walk it all again, generation after generation; moved, it is walked by the next
+    full collection only. ``promote=False``: more imports follow (the command's own), whose
+    block promotes."""
+    return gc_paused(_promote if promote else None)
 
 
-def _collect() -> None:
-    gc.collect()
+def _promote() -> None:
+    """Everything the collector tracks to its oldest generation, without walking it (nothing
+    stays frozen); left as it is when something else froze objects (unfreezing would undo
+    that). The command's imports are in: the cache of compiled texts is done with too."""
+    compiled_texts_done()
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
+
+
+_CODE_CACHE: list[CodeCache] = []
+"""The process's cache of compiled texts (:mod:`recordsync.cli.code_cache`), once made."""
+
+
+def compiled_texts_done() -> None:
+    """The cache of compiled texts released (written if it grew); idempotent, and nothing
+    when :func:`leave_out_unused` did not install one."""
+    for cache in _CODE_CACHE:
+        cache.release()
 
 
 def leave_out_unused() -> None:
     """Everything the module docstring lists, for this process (idempotent)."""
+    if not _CODE_CACHE:
+        _CODE_CACHE.append(CodeCache(cache_file()))
+        _CODE_CACHE[0].install()
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     if "numpy" not in sys.modules:  # read once, when numpy loads OpenBLAS
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
