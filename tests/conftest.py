@@ -44,6 +44,20 @@ def _key_space_lock_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
         os.environ["RECORDSYNC_LOCK_DIR"] = old
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The command line's cache of compiled texts (recordsync.cli.code_cache), written by the
+    runs of this session (in process and in children), goes to a folder of its own, not the
+    user's ~/.cache."""
+    old = os.environ.get("XDG_CACHE_HOME")
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        os.environ.pop("XDG_CACHE_HOME", None)
+    else:
+        os.environ["XDG_CACHE_HOME"] = old
+
+
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the sample project (pipelines, configs, sample data) as the cwd, no target env."""

@@ -200,6 +200,12 @@ def test_nothing_is_written_when_python_writes_no_bytecode(tmp_path: Path) -> No
     assert got["compiled"] > 0 and not cache_path(tmp_path).exists()
 
 
+def test_the_cache_is_left_out_when_switched_off(tmp_path: Path) -> None:
+    made(tmp_path, "cached")  # a file to read
+    got = made(tmp_path, "cached", RECORDSYNC_CODE_CACHE="off")
+    assert (got["hooked"], got["loaded"], got["compiled"]) == (False, 0, 0)
+
+
 def test_the_file_is_cut_back_to_what_one_process_used_past_its_limit(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -353,7 +353,7 @@ def compiled_texts_done() -> None:
 
 def leave_out_unused() -> None:
     """Everything the module docstring lists, for this process (idempotent)."""
-    if not _CODE_CACHE:
+    if not _CODE_CACHE and os.environ.get("RECORDSYNC_CODE_CACHE", "").lower() != "off":
         _CODE_CACHE.append(CodeCache(cache_file()))
         _CODE_CACHE[0].install()
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
