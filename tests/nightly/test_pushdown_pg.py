@@ -25,6 +25,7 @@ from tests.nightly.support import (
 )
 
 from e2e.support import all_records, served  # tests/ is on sys.path
+from recordsync.nightly import acked_keys
 
 MAPPING = contacts(
     "  engine: postgres\n"
@@ -51,6 +52,7 @@ def db(pg_url: str, monkeypatch: pytest.MonkeyPatch) -> str:
 def test_only_the_diff_leaves_the_database(
     tmp_path: Path, db: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(acked_keys, "_FLUSH", 3)  # the keys acknowledged go through a file
     pipeline = project(tmp_path / "p", MAPPING)
     work = tmp_path / "work"
     fetched = Fetched(monkeypatch)
