@@ -3,7 +3,7 @@
 from the database's diff that ended created, updated or unchanged), for the update of the
 database's table of synced rows at the step's end. A first run in the database's mode adds
 every row of the query: the keys are written to a temporary Arrow stream an array of
-:data:`_FLUSH` at a time (10M keys of seven digits held in memory took about 110 MB), and
+:data:`_FLUSH` at a time (10M keys of seven characters are about 110 MB as Arrow strings), and
 read back from it an array at a time."""
 
 from __future__ import annotations
