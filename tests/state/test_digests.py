@@ -223,6 +223,24 @@ def test_match_finds_the_one_snapshot_row_with_the_digest(
 
 
 @given(
+    st.lists(st.integers(0, 2**64 - 1), unique=True, max_size=30),
+    st.lists(st.tuples(st.integers(0, 40), st.booleans()), max_size=40),
+    st.lists(st.integers(1, 10), min_size=1, max_size=5),
+)
+def test_an_index_of_distinct_first_halves_matches_in_order_and_out_of_it(
+    firsts: list[int],
+    picks: list[tuple[int, bool]],
+    sizes: list[int],
+) -> None:
+    """First halves all different (the index sorts them only when a row is looked for out
+    of the snapshot's order): the snapshot's rows in order, then rows drawn anywhere, some
+    of them absent."""
+    snap_pairs = [(h0, i % 3) for i, h0 in enumerate(firsts)]
+    queries = [(snap_pairs[k] if k < len(snap_pairs) else (k, 7), has) for k, has in picks]
+    _check_matches(_snapshot(snap_pairs).match, snap_pairs, queries, sizes)
+
+
+@given(
     st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 3)), max_size=30),
     st.lists(st.tuples(digest_pair, st.booleans()), max_size=40),
     st.lists(st.integers(1, 10), min_size=1, max_size=5),
@@ -268,9 +286,7 @@ def _check_matches(
         at, k = at + len(part), k + 1
         d = np.array([p for p, _ in part], dtype=np.uint64).reshape(-1, 2)
         ok = np.array([has for _, has in part], dtype=bool)
-        want = [
-            rows_of[p][0] if has and len(rows_of.get(p, [])) == 1 else -1 for p, has in part
-        ]
+        want = [rows_of[p][0] if has and len(rows_of.get(p, [])) == 1 else -1 for p, has in part]
         assert match(d, ok).tolist() == want
 
 
