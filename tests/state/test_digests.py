@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from recordsync.core.model import UnchangedBlock
 from recordsync.state import StateStore
 from recordsync.state.digests import fingerprint, row_digests, supported
-from recordsync.state.snapshot_match import DigestIndex
+from recordsync.state.snapshot_match import DigestIndex, take_rows
 from recordsync.state.snapshots import Snapshot, SnapshotWriter, take
 
 FP = fingerprint("{}", None, None, None)
@@ -297,6 +297,29 @@ def test_snapshot_rows_are_those_asked_for(idx: list[int]) -> None:
     assert got.column("key").to_pylist() == [f"k{i}" for i in idx]
     consecutive = snap.take(np.arange(3, 7, dtype=np.int64), ["record_id"])
     assert consecutive.column("record_id").to_pylist() == [3, 4, 5, 6]
+
+
+@given(
+    st.integers(1, 30),
+    st.integers(1, 7),
+    st.one_of(
+        st.lists(st.integers(0, 29), max_size=12),
+        st.tuples(st.integers(0, 29), st.integers(0, 30)).map(lambda t: list(range(t[0], t[1]))),
+    ),
+)
+def test_rows_taken_across_record_batches_are_those_asked_for(
+    n: int, per_batch: int, idx: list[int]
+) -> None:
+    """Rows anywhere, or a run of rows in the file's order (sliced, not taken), across the
+    file's record batches: the rows asked for, in that order."""
+    idx = [i % n for i in idx]
+    table = _snapshot([(i, i) for i in range(n)]).table
+    batches = table.to_batches(max_chunksize=per_batch)
+    starts = np.cumsum([0, *(b.num_rows for b in batches)], dtype=np.int64)
+    got = take_rows(table, batches, starts, np.array(idx, dtype=np.int64), ["key", "record_id"])
+    assert got.column_names == ["key", "record_id"]
+    assert got.column("key").to_pylist() == [f"k{i}" for i in idx]
+    assert got.column("record_id").to_pylist() == idx
 
 
 def _digests_by_the_letter(

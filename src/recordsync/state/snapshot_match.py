@@ -154,8 +154,14 @@ def take_rows(
     its record ``batches`` (first rows ``starts``) one batch at a time: Arrow's take on a
     whole table first concatenates every batch, a copy of it all."""
     idx = np.asarray(idx, dtype=np.int64)
-    if not len(idx):
+    n = len(idx)
+    if not n:
         return (table if names is None else table.select(names)).slice(0, 0)
+    first = int(idx[0])
+    if int(idx[-1]) - first == n - 1 and (n == 1 or bool((np.diff(idx) == 1).all())):
+        # rows in the file's order, one after another (an unchanged export): a slice of the
+        # record batches, nothing copied
+        return (table if names is None else table.select(names)).slice(first, n)
     which = np.searchsorted(starts, idx, side="right") - 1
     order = np.argsort(which, kind="stable")
     parts: list[pa.RecordBatch] = []
