@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recordsync.read import batch as batch_module
 from recordsync.read.batch import BatchValues, may_contain
 
 CELL = st.one_of(st.none(), st.text(max_size=5))
@@ -105,3 +106,6 @@ def test_may_contain_looks_at_the_values_of_a_slice_only(
     arr = pa.array(cells, pa.large_string() if large else pa.string()).slice(start, size)
     holds = any("\x00" in v for v in arr.to_pylist() if v is not None)
     assert may_contain(arr, "\x00") is holds
+    with pytest.MonkeyPatch.context() as mp:  # without the C library's memchr: a copy
+        mp.setattr(batch_module, "_memchr", None)
+        assert may_contain(arr, "\x00") is holds

@@ -262,3 +262,20 @@ def test_a_checked_header_is_not_parsed_again_until_the_file_changes(
         with pytest.raises(SourceError, match="duplicate column names"):
             source_columns(src, tmp_path)
     assert len(parsed) == 5
+
+
+def test_a_local_file_reads_its_bytes_with_either_allocator(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An uncompressed file's blocks come from the C library's allocator unless the user
+    chose Arrow's (ARROW_DEFAULT_MEMORY_POOL): the bytes read are the file's either way."""
+    from recordsync.read.csv_blocks import open_file
+
+    data = b"id,v\n" + b"".join(b"%d,x\n" % i for i in range(5000))
+    (tmp_path / "a.csv").write_bytes(data)
+    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
+    with open_file(tmp_path / "a.csv") as f:
+        assert f.read() == data
+    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "system")
+    with open_file(tmp_path / "a.csv") as f:
+        assert f.read() == data

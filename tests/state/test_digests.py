@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from recordsync.core.model import UnchangedBlock
 from recordsync.state import StateStore
 from recordsync.state.digests import fingerprint, row_digests, supported
-from recordsync.state.snapshot_match import DigestIndex
+from recordsync.state.snapshot_match import DigestIndex, take_rows
 from recordsync.state.snapshots import Snapshot, SnapshotWriter, take
 
 FP = fingerprint("{}", None, None, None)
@@ -223,6 +223,24 @@ def test_match_finds_the_one_snapshot_row_with_the_digest(
 
 
 @given(
+    st.lists(st.integers(0, 2**64 - 1), unique=True, max_size=30),
+    st.lists(st.tuples(st.integers(0, 40), st.booleans()), max_size=40),
+    st.lists(st.integers(1, 10), min_size=1, max_size=5),
+)
+def test_an_index_of_distinct_first_halves_matches_in_order_and_out_of_it(
+    firsts: list[int],
+    picks: list[tuple[int, bool]],
+    sizes: list[int],
+) -> None:
+    """First halves all different (the index sorts them only when a row is looked for out
+    of the snapshot's order): the snapshot's rows in order, then rows drawn anywhere, some
+    of them absent."""
+    snap_pairs = [(h0, i % 3) for i, h0 in enumerate(firsts)]
+    queries = [(snap_pairs[k] if k < len(snap_pairs) else (k, 7), has) for k, has in picks]
+    _check_matches(_snapshot(snap_pairs).match, snap_pairs, queries, sizes)
+
+
+@given(
     st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 3)), max_size=30),
     st.lists(st.tuples(digest_pair, st.booleans()), max_size=40),
     st.lists(st.integers(1, 10), min_size=1, max_size=5),
@@ -268,9 +286,7 @@ def _check_matches(
         at, k = at + len(part), k + 1
         d = np.array([p for p, _ in part], dtype=np.uint64).reshape(-1, 2)
         ok = np.array([has for _, has in part], dtype=bool)
-        want = [
-            rows_of[p][0] if has and len(rows_of.get(p, [])) == 1 else -1 for p, has in part
-        ]
+        want = [rows_of[p][0] if has and len(rows_of.get(p, [])) == 1 else -1 for p, has in part]
         assert match(d, ok).tolist() == want
 
 
@@ -281,6 +297,29 @@ def test_snapshot_rows_are_those_asked_for(idx: list[int]) -> None:
     assert got.column("key").to_pylist() == [f"k{i}" for i in idx]
     consecutive = snap.take(np.arange(3, 7, dtype=np.int64), ["record_id"])
     assert consecutive.column("record_id").to_pylist() == [3, 4, 5, 6]
+
+
+@given(
+    st.integers(1, 30),
+    st.integers(1, 7),
+    st.one_of(
+        st.lists(st.integers(0, 29), max_size=12),
+        st.tuples(st.integers(0, 29), st.integers(0, 30)).map(lambda t: list(range(t[0], t[1]))),
+    ),
+)
+def test_rows_taken_across_record_batches_are_those_asked_for(
+    n: int, per_batch: int, idx: list[int]
+) -> None:
+    """Rows anywhere, or a run of rows in the file's order (sliced, not taken), across the
+    file's record batches: the rows asked for, in that order."""
+    idx = [i % n for i in idx]
+    table = _snapshot([(i, i) for i in range(n)]).table
+    batches = table.to_batches(max_chunksize=per_batch)
+    starts = np.cumsum([0, *(b.num_rows for b in batches)], dtype=np.int64)
+    got = take_rows(table, batches, starts, np.array(idx, dtype=np.int64), ["key", "record_id"])
+    assert got.column_names == ["key", "record_id"]
+    assert got.column("key").to_pylist() == [f"k{i}" for i in idx]
+    assert got.column("record_id").to_pylist() == idx
 
 
 def _digests_by_the_letter(

@@ -56,6 +56,37 @@ def test_rows_come_back_exactly_whatever_is_taken(
     assert got.to_pylist() == pa.Table.from_batches([logical]).select(names).to_pylist()
 
 
+@settings(max_examples=200)
+@given(
+    st.sampled_from(["email", "name", "", "é", "a:b"]),
+    st.lists(st.one_of(st.none(), TEXT), min_size=1, max_size=12),
+    st.lists(ROW, max_size=2),
+    st.integers(1, 5),
+    st.data(),
+)
+def test_rows_that_all_share_one_rule_come_back_exactly(
+    by: str,
+    values: list[str | None],
+    others: list[tuple[str | None, str | None, bool, str]],
+    per_chunk: int,
+    data: st.DataObject,
+) -> None:
+    """Keys that all say one rule and their values (an e-mail-keyed export), some rows
+    that do not, in chunks of any size: the rows come back exactly."""
+    rows = [(by, v, True, "") for v in values]
+    for row in others:
+        rows.insert(data.draw(st.integers(0, len(rows))), row)
+    logical = batch(rows)
+    table = pa.Table.from_batches([encode(logical)]).combine_chunks()
+    table = pa.Table.from_batches(table.to_batches(max_chunksize=per_chunk), table.schema)
+    want = pa.Table.from_batches([logical])
+    assert decode(table).to_pylist() == want.to_pylist()
+    names = data.draw(st.lists(st.sampled_from(SNAPSHOT_SCHEMA.names), unique=True, min_size=1))
+    got = decode(table.select(stored_names(names)), names)
+    assert got.column_names == names
+    assert got.to_pylist() == want.select(names).to_pylist()
+
+
 def test_a_row_whose_key_is_its_rule_and_value_keeps_neither() -> None:
     stored = encode(batch([("email", "a@x.example", True, ""), ("x:y", "v", True, "")]))
     assert stored.column("in_key").to_pylist() == [True, False]  # a rule holding ":": as is

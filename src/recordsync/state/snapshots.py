@@ -27,6 +27,7 @@ import contextlib
 import mmap
 import os
 import tempfile
+import weakref
 from collections.abc import Iterator, Sequence
 from hashlib import blake2b
 from pathlib import Path
@@ -97,8 +98,16 @@ def snapshot_path(store: StateStore, scope: int, run_id: str) -> Path:
 class Snapshot:
     """A loaded snapshot: digests sorted for matching, the rest read on demand."""
 
-    def __init__(self, table: pa.Table, mapped: mmap.mmap | None = None) -> None:
+    def __init__(
+        self, table: pa.Table, mapped: mmap.mmap | None = None, packed: int | None = None
+    ) -> None:
         self.table = table  # memory-mapped batches, as written: never copied whole
+        self.packed = packed
+        """A descriptor of the compressed file it was read from (removed from its directory;
+        closed with this object): a step that carries every row of it in its order registers
+        a copy of it as its own."""
+        if packed is not None:
+            weakref.finalize(self, os.close, packed)
         self._compact = "in_key" in table.column_names  # the file's form (.snapshot_codec)
         self._mapped = mapped  # dropped from memory after each read: :meth:`release`
         self._batches = self.table.to_batches()  # zero-copy: the file's record batches
@@ -175,6 +184,16 @@ class Snapshot:
         self.release()  # the rows taken are copies
         return out
 
+    def slice_stored(self, start: int, count: int) -> Iterator[pa.RecordBatch]:
+        """Rows ``start`` to ``start + count`` as the snapshot file keeps them, a record batch
+        (a slice of the file's, nothing copied) at a time; pages dropped after each."""
+        try:
+            for batch in self.table.slice(start, count).to_batches():
+                yield batch if self._compact else encode(batch)
+                self.release()
+        finally:
+            self.release()
+
     def take_stored(self, idx: npt.NDArray[np.int64]) -> pa.Table:
         """Rows ``idx`` as the snapshot file keeps them (:data:`SNAPSHOT_FILE_SCHEMA`)."""
         out = take_rows(self.table, self._batches, self._starts, idx)
@@ -234,11 +253,16 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
                     with contextlib.suppress(OSError):
                         plain.unlink()
             table = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
+            # the compressed file, kept open once removed: the next snapshot if it is all
+            # carried (:meth:`SnapshotWriter.commit`)
+            packed = os.open(path, os.O_RDONLY) if plain != path else None
         except (OSError, ValueError, pa.ArrowException):
             return None  # gone, empty or damaged: the full path, and a new snapshot after it
         if table.schema != SNAPSHOT_FILE_SCHEMA:  # another recordsync's: the full path once
+            if packed is not None:
+                os.close(packed)
             return None
-        return Snapshot(table, mapped)
+        return Snapshot(table, mapped, packed)
     finally:
         if path is not None:
             with contextlib.suppress(OSError):
@@ -248,7 +272,19 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
 class SnapshotWriter:
     """Streams one step's snapshot to a temporary file; :meth:`commit` registers it."""
 
-    def __init__(self, store: StateStore, pipeline: str, mapping: str, run_id: str) -> None:
+    def __init__(
+        self,
+        store: StateStore,
+        pipeline: str,
+        mapping: str,
+        run_id: str,
+        *,
+        carry_in_bulk: bool = True,
+    ) -> None:
+        """``carry_in_bulk``: rows carried from :attr:`source` in its own order, from its first
+        row on, are written as slices of it (or as its own file, when they are all of it)
+        rather than taken row by row; the file holds the same rows in the same order either
+        way (False: row by row, for the tests that compare the two)."""
         self.store, self.pipeline, self.mapping, self.run_id = store, pipeline, mapping, run_id
         scope = store.scope_id(pipeline, mapping)
         assert scope is not None
@@ -268,6 +304,14 @@ class SnapshotWriter:
         """The snapshot this run read (the rows of UnchangedBlocks come from it)."""
         self._carried: list[npt.NDArray[np.int64]] = []
         self._carried_rows = 0
+        self._bulk = carry_in_bulk
+        self._ahead = carry_in_bulk
+        """Every row so far is a row of :attr:`source`, from its first on, in its order, and
+        nothing else was added: those rows (:attr:`_ahead_rows`) are not written yet (the
+        source's own file is the new one if the step carries all of it)."""
+        self._ahead_rows = 0
+        self._ahead_written = 0
+        """Of those, how many the row-by-row path would have written by now (its flushes)."""
 
     def add(
         self,
@@ -277,6 +321,8 @@ class SnapshotWriter:
         match_value: Any,
         record_id: int,
     ) -> None:
+        if self._ahead:
+            self._fall_behind()
         p = self._p
         p.d0.append(digest[0])
         p.d1.append(digest[1])
@@ -297,6 +343,8 @@ class SnapshotWriter:
     ) -> None:
         """:meth:`add` of each row, given column-wise: the same rows in the same batches."""
         columns = (digests, keys, match_bys, match_values, record_ids)
+        if self._ahead and len(digests):
+            self._fall_behind()
         if (
             len(self._p.d0) + len(digests) >= sizes.SNAPSHOT_FLUSH_ROWS
         ):  # a batch ends inside: row by row
@@ -309,18 +357,48 @@ class SnapshotWriter:
         """The rows of a block found unchanged: carried over from the last snapshot."""
         if self.source is None:
             raise ValueError("an UnchangedBlock without the snapshot it came from")
-        self._carried.append(np.asarray(block.snapshot_rows, dtype=np.int64))
-        self._carried_rows += len(block)
+        rows = np.asarray(block.snapshot_rows, dtype=np.int64)
+        if self._ahead:
+            if _is_range(rows, self._ahead_rows):  # the source's next rows: nothing to write
+                self._ahead_rows += len(rows)
+                self._carried_rows += len(rows)  # as the row-by-row path counts them
+                if self._carried_rows >= sizes.SNAPSHOT_FLUSH_ROWS:
+                    self._ahead_written, self._carried_rows = self._ahead_rows, 0
+                return
+            self._fall_behind()
+        self._carried.append(rows)
+        self._carried_rows += len(rows)
         if self._carried_rows >= sizes.SNAPSHOT_FLUSH_ROWS:
             self._flush_carried()
+
+    def _fall_behind(self) -> None:
+        """The rows carried ahead, written where the row-by-row path has them: those it
+        would have flushed by now written now, the others left to carry."""
+        self._ahead = False
+        self._write_range(0, self._ahead_written)
+        if self._ahead_rows > self._ahead_written:
+            self._carried = [np.arange(self._ahead_written, self._ahead_rows, dtype=np.int64)]
+        self._carried_rows = self._ahead_rows - self._ahead_written
 
     def _flush_carried(self) -> None:
         if self._carried and self.source is not None:
             idx = np.concatenate(self._carried)
-            for batch in self.source.take_stored(idx).to_batches():
-                self._writer.write_batch(batch)
-            self.rows += len(idx)
+            if self._bulk and _is_range(idx, int(idx[0]) if len(idx) else 0):
+                self._write_range(int(idx[0]) if len(idx) else 0, len(idx))
+            else:
+                for batch in self.source.take_stored(idx).to_batches():
+                    self._writer.write_batch(batch)
+                self.rows += len(idx)
         self._carried, self._carried_rows = [], 0
+
+    def _write_range(self, start: int, count: int) -> None:
+        """Rows ``start`` to ``start + count`` of :attr:`source`, in its order, as slices of
+        its record batches (no row taken, nothing decoded)."""
+        if count <= 0 or self.source is None:
+            return
+        for batch in self.source.slice_stored(start, count):
+            self._writer.write_batch(batch)
+        self.rows += count
 
     def _flush(self) -> None:
         p = self._p
@@ -332,10 +410,23 @@ class SnapshotWriter:
 
     def commit(self, fp: bytes) -> None:
         """Close the file and register it as the scope's snapshot."""
-        self._flush()
-        self._flush_carried()
-        self._writer.close()
-        self._sink.close()
+        source = self.source
+        whole = self._ahead and source is not None and self._ahead_rows == len(source)
+        if whole and source is not None and source.packed is not None:
+            # every row of the last snapshot carried, in its order, nothing else: the new
+            # snapshot is that file, its bytes copied as they are
+            self._writer.close()
+            self._sink.close()
+            _copy_file(source.packed, self._tmp)
+            self.rows = len(source)
+            self._ahead = False
+        elif self._ahead:
+            self._fall_behind()
+        if not self._sink.closed:
+            self._flush()
+            self._flush_carried()
+            self._writer.close()
+            self._sink.close()
         directory = self.store.snapshot_dir
         with self.store.transaction() as conn:
             drop_snapshots(conn, directory, [self.scope])
@@ -360,3 +451,35 @@ class SnapshotWriter:
             self._sink.close()
         with contextlib.suppress(OSError):
             self._tmp.unlink()
+
+
+def _is_range(rows: npt.NDArray[np.int64], start: int) -> bool:
+    """Whether ``rows`` are ``start, start + 1, ...`` (empty: yes)."""
+    n = len(rows)
+    return not n or (
+        int(rows[0]) == start
+        and int(rows[-1]) == start + n - 1
+        and (n < 2 or bool((np.diff(rows) == 1).all()))
+    )
+
+
+def _copy_file(fd: int, dst: Path) -> None:
+    """The whole of the open file ``fd`` into ``dst`` (replaced), in the kernel where it
+    can (``os.copy_file_range``, else a read and a write)."""
+    size = os.fstat(fd).st_size
+    with open(dst, "wb") as out:
+        done = 0
+        try:
+            while done < size:
+                got = os.copy_file_range(fd, out.fileno(), size - done, done, done)
+                if got <= 0:
+                    break
+                done += got
+        except (AttributeError, OSError):
+            pass
+        out.seek(done)
+        while done < size and (chunk := os.pread(fd, min(_COPY, size - done), done)):
+            out.write(chunk)
+            done += len(chunk)
+        if done != size:
+            raise OSError(f"{dst}: the snapshot copied short ({done} of {size} bytes)")
