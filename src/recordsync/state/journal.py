@@ -62,7 +62,7 @@ from recordsync.state.journal_records import (
     RunInfo,
     SourceRowSet,
 )
-from recordsync.state.kept_outcomes import keep_untold
+from recordsync.state.kept_outcomes import RunTally, keep_untold
 from recordsync.state.ledger_rows import (
     ACKED_FAILED,
     ACKED_SENT,
@@ -209,6 +209,8 @@ class Journal:
         self._marks: dict[tuple[str, str], RowMarks] = {}
         self._begun: dict[tuple[str, str, int], tuple[str, list[JournalRow]]] = {}
         """The chunks this object began and has not acknowledged: (mapping, journal rows)."""
+        self._tallies: dict[str, RunTally] = {}
+        """run → what this object stored of its outcomes (:func:`keep_untold` reads it)."""
         self.defer_ledger = defer_ledger
         """``True``: :meth:`ack_chunk` stores the outcomes in the journal only, and the ledger
         is brought up to date from the journal in bulk by :meth:`fold` (the runner folds
@@ -639,6 +641,10 @@ class Journal:
         """The chunk's outcomes, every row of it: final ones and (settling) ``retry``;
         ``aligned``: the rows' keys and hashes, in the order of ``outcomes``."""
         text = pack(outcome_rows(outcomes, *aligned))
+        tally = self._tallies.get(run_id)
+        if tally is None:
+            tally = self._tallies[run_id] = RunTally()
+        tally.add(step, chunk_no, mapping, outcomes, aligned[0])
         conn.execute(
             "UPDATE chunk_log SET rows = NULL, outcomes = ?, plain = plain * ? WHERE run_id = ?"
             " AND step = ? AND chunk_no = ?",
@@ -777,10 +783,12 @@ class Journal:
                 (state, utc_now(), run_id),
             )
             if keep_rows:  # what the ledger cannot tell, for history --key
-                keep_untold(conn, self.store, self.pipeline, run_id)
+                tally = self._tallies.get(run_id)
+                keep_untold(conn, self.store, self.pipeline, run_id, tally)
             else:
                 conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
         self._marks = {k: v for k, v in self._marks.items() if k[0] != run_id}
+        self._tallies.pop(run_id, None)
         # The pages of the journal just deleted go back to the file system: a state file
         # holds the ledger between runs, not the free space of the largest run's journal.
         self.store.release_free_pages()
