@@ -130,13 +130,13 @@ def encode_inputs(payloads: Sequence[Mapping[str, Any]]) -> list[tuple[str, byte
     return [_encode_plain(p) for p in payloads]
 
 
-def _encode_matched(payloads: Sequence[Mapping[str, Any]]) -> list[tuple[str, bytes]]:
+def _encode_matched(payloads: Sequence[Mapping[str, Any]]) -> list[tuple[str, bytes | None]]:
     """:func:`_encode_plain` of plain payloads of exactly ``name``, ``match_by``,
     ``match_value`` and ``fields``, in one loop (a ``match_by`` that every payload shares
     written once); raises orjson's error where that falls back."""
     dumps, options, tag, digest, cut = _dumps, _OPTIONS, FORMAT_TAG, blake2b, HASH_HEX
     heads: dict[str, bytes] = {}
-    out: list[tuple[str, bytes]] = []
+    out: list[tuple[str, bytes | None]] = []
     add = out.append
     for payload in payloads:
         by = payload["match_by"]
