@@ -23,7 +23,12 @@ from recordsync.state.ledger_rows import STATUS_CODES, pack_hash
 from recordsync.state.store import ACKED_FAILED, ACKED_SENT
 
 Journaled = dict[int, tuple[str | None, str | None]]
-numbers = st.lists(st.integers(-50, 400), max_size=40)
+numbers = st.one_of(
+    st.lists(st.integers(-50, 400), max_size=40),
+    # a run of numbers, as a chunk's rows come (in any order; marked at once)
+    st.builds(lambda a, n: list(range(a, a + n)), st.integers(0, 400), st.integers(1, 40)),
+    st.builds(lambda a, n: list(range(a, a + n))[::-1], st.integers(0, 40), st.integers(1, 90)),
+)
 
 
 @given(st.lists(numbers, max_size=5), numbers)
