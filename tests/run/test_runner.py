@@ -487,16 +487,3 @@ def test_mirror_deletes_alone_count_as_sent() -> None:
         "run aborted after 0 chunk(s) and 3 mirror delete(s) were sent: deals.csv:9: not valid"
     )
     assert _after_sends(broken, [StepTally("deals", "m", "deals")], dry_run=False) is broken
-
-
-def test_a_valid_row_without_a_batch_input_is_reported_invalid_not_sent(tmp_path: Path) -> None:
-    rows = contacts(4)
-    rows[1].payload = None  # a bug in the mapping stage: valid, nothing to send
-    rows[2].payload = {}
-    with sandbox(tmp_path) as (client, _):
-        result = run(tmp_path, [plan("contacts", "contacts", rows)], client)
-        held = list(client.list_records("contacts"))
-    (step,) = result.summary["steps"]
-    assert step["created"] == 2 and step["rows_invalid"] == 2 and len(held) == 2
-    lines = (result.report_dir / "results.csv").read_text().splitlines()
-    assert sum("no batch input" in line for line in lines) == 2

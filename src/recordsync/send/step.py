@@ -120,7 +120,6 @@ class StepRunner:
         self._loose = buffer  # a source that fails part-way: these rows are reported not sent
         valid = buffered = 0
         pool = ThreadPoolExecutor(1, "recordsync-send") if sender is not None else None
-        ok, flush_at = RowStatus.VALID, sizes.STEP_FLUSH_ROWS  # looked up once, not a row
         try:
             for row in rows:
                 if type(row) is UnchangedBlock:
@@ -131,13 +130,9 @@ class StepRunner:
                     assert isinstance(row, PreparedRow)
                     tally.read += 1
                     buffered += 1
-                    if row.status is ok:  # as checked(row), without a call a row
-                        if row.payload:
-                            valid += 1
-                        else:
-                            checked(row)
-                    buffer.append(row)
-                if valid >= limit or buffered >= flush_at:
+                    buffer.append(checked(row))
+                    valid += row.status is RowStatus.VALID
+                if valid >= limit or buffered >= sizes.STEP_FLUSH_ROWS:
                     self._advance(tally, sender, pool, buffer)
                     if valid:
                         limit = self.options.chunk_size
