@@ -140,17 +140,17 @@ def test_an_early_ledger_write_that_fails_is_left_to_the_step_end(
         stream = list(hook.classify(plan, rows))
         hook.begin(plan, 1, stream)
         hook.ack(plan, 1, stream, [EntryResult(RowStatus.CREATED, 100 + i) for i in range(3)])
-        real = hook.journal._fold
+        real = hook.journal.ledger_fold.fold
 
         def failing(conn: sqlite3.Connection, run_id: str | None = None) -> int:
             real(conn, run_id)  # written, then the transaction fails: rolled back
             raise sqlite3.OperationalError("disk I/O error")
 
-        monkeypatch.setattr(hook.journal, "_fold", failing)
+        monkeypatch.setattr(hook.journal.ledger_fold, "fold", failing)
         hook.source_read(plan)  # logged, not raised
         assert "retried at its end" in caplog.text
         assert list(hook.store.entries("p", "deals")) == []
-        monkeypatch.setattr(hook.journal, "_fold", real)
+        monkeypatch.setattr(hook.journal.ledger_fold, "fold", real)
         hook.step_done(plan, StepTally("deals", "deals", "deals"))
         assert sorted(e.source_key for e in hook.store.entries("p", "deals")) == ["k0", "k1", "k2"]
         hook.finish("finished")

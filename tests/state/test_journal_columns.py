@@ -23,7 +23,12 @@ from recordsync.state.ledger_rows import STATUS_CODES, pack_hash
 from recordsync.state.store import ACKED_FAILED, ACKED_SENT
 
 Journaled = dict[int, tuple[str | None, str | None]]
-numbers = st.lists(st.integers(-50, 400), max_size=40)
+numbers = st.one_of(
+    st.lists(st.integers(-50, 400), max_size=40),
+    # a run of numbers, as a chunk's rows come (in any order; marked at once)
+    st.builds(lambda a, n: list(range(a, a + n)), st.integers(0, 400), st.integers(1, 40)),
+    st.builds(lambda a, n: list(range(a, a + n))[::-1], st.integers(0, 40), st.integers(1, 90)),
+)
 
 
 @given(st.lists(numbers, max_size=5), numbers)
@@ -87,8 +92,8 @@ def test_kept_ledger_rows_match_the_row_by_row_rules(
         journaled: Journaled = {i + 2: (key, f"h{i}") for i, (_, _, key, _) in enumerate(drawn)}
         rnd.shuffle(outcomes)  # type: ignore[attr-defined]
         aligned = _align(journaled, [o.source_row for o in outcomes])
-        fold._keep_to_fold("r", "s", "m", 1, outcomes, aligned)
-        rows, in_order = fold._to_fold.get(("r", "s", "m"), ([], True))
+        fold.ledger_fold.keep("r", "s", "m", 1, outcomes, aligned)
+        rows, in_order = fold.ledger_fold._to_fold.get(("r", "s", "m"), ([], True))
         assert in_order
         assert fold.unfolded_rows == len(rows)
         assert rows == _kept_row_by_row(scope, outcomes, journaled, store.run_number("r"))
@@ -102,10 +107,10 @@ def test_a_chunk_all_keyed_and_sent_keeps_every_row(tmp_path: Path, statuses: li
         scope = store.scope_id("p", "m")
         outcomes = [ChunkResult(i, s, 100 + i) for i, s in enumerate(statuses)]
         journaled: Journaled = {i: (f"k{i}", f"h{i}") for i in range(len(statuses))}
-        fold._keep_to_fold(
+        fold.ledger_fold.keep(
             "r", "s", "m", 1, outcomes, _align(journaled, list(range(len(statuses))))
         )
-        rows, _ = fold._to_fold[("r", "s", "m")]
+        rows, _ = fold.ledger_fold._to_fold[("r", "s", "m")]
         assert [r[:5] for r in rows] == [
             (scope, f"k{i}", 100 + i, pack_hash(f"h{i}"), STATUS_CODES[s])
             for i, s in enumerate(statuses)

@@ -169,7 +169,7 @@ def test_a_fold_that_fails_keeps_the_outcomes_to_fold(
     def broken(*args: object) -> int:
         raise sqlite3.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(j, "_fold_range", broken)  # from the journal
+    monkeypatch.setattr(j.ledger_fold, "fold_range", broken)  # from the journal
     monkeypatch.setattr(ledger_rows, "LEDGER_UPSERT", "INSERT INTO gone VALUES (?)")  # kept
     with pytest.raises(sqlite3.OperationalError):
         j.fold()

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain, repeat
 from operator import attrgetter, itemgetter
-from typing import Any
+from typing import Any, cast
 
 from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.report.blocks import plain
@@ -121,8 +121,10 @@ def record_answered(
         writer._results.writerows(block.lines)
     writer.wrote(len(rows))
     tally.outcomes.update(block.statuses)
-    owners = OWNER_OUTCOMES
-    tally.owners.update(owners.get(r, r) for r in block.owners if r is not None)
+    present = cast(list[str], block.owners)
+    if None in block.owners:
+        present = [r for r in block.owners if r is not None]
+    tally.owners.update(map(OWNER_OUTCOMES.get, present, present))  # in C, in row order
     first_row = writer._record_rows.setdefault
     if RowStatus.UPDATED in block.statuses:
         for row, status, rid in zip(rows, block.statuses, block.record_ids, strict=True):

@@ -32,11 +32,8 @@ import json
 import sqlite3
 from array import array
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
-from itertools import repeat
 from operator import itemgetter
 
 from recordsync.core.errors import AccountingError, RecordsyncError
@@ -62,104 +59,25 @@ from recordsync.state.journal_records import (
     RunInfo,
     SourceRowSet,
 )
-from recordsync.state.kept_outcomes import keep_untold
+from recordsync.state.kept_outcomes import RunTally, keep_untold
+from recordsync.state.ledger_fold import Aligned, LedgerFold
 from recordsync.state.ledger_rows import (
-    ACKED_FAILED,
-    ACKED_SENT,
-    LEDGER_ON_CONFLICT,
-    STATUS_CODES,
-    pack_hash,
-    pack_hashes,
-    upsert_ledger,
     utc_now,
     write_acknowledged,
 )
 from recordsync.state.store import INTEGRITY_ERRORS, StateStore
 from recordsync.state.targets import pipeline_of
 
-_STATUS_CODE = " ".join(f"WHEN '{name}' THEN {code}" for name, code in STATUS_CODES.items())
-
-_FOLD = (
-    "INSERT INTO ledger (scope_id, source_key, record_id, input_hash, last_status,"
-    " last_run)"
-    " SELECT ?1, key, CASE WHEN status IN ('created', 'updated') THEN record_id END,"
-    " CASE WHEN status IN ('created', 'updated') THEN rs_pack_hash(input_hash) END,"
-    f" CASE status {_STATUS_CODE} END, ?6"
-    " FROM (SELECT l.chunk_no, json_extract(j.value, '$[0]') AS source_row,"
-    " json_extract(j.value, '$[1]') AS key, json_extract(j.value, '$[2]') AS input_hash,"
-    " json_extract(j.value, '$[3]') AS status, json_extract(j.value, '$[4]') AS record_id"
-    " FROM chunk_log l, json_each(l.outcomes) j WHERE l.run_id = ?2 AND l.step = ?3"
-    " AND l.chunk_no BETWEEN ?4 AND ?5 AND l.outcomes IS NOT NULL)"
-    " WHERE key IS NOT NULL AND status IN ('created', 'updated', 'failed', 'in_doubt')"
-    " ORDER BY key, chunk_no, source_row" + LEDGER_ON_CONFLICT
-)
-
-
-"""The ledger update rules of :func:`write_acknowledged`, from the journal in bulk: in key
-order (neighbouring keys share pages) and, for a key journaled twice, in journal order. Read
-with SQLite's JSON functions; a range with a chunk that is not ``plain`` (a key or hash with
-a NUL character, where SQLite's JSON strings end) and an SQLite built without them take
-:meth:`Journal._fold_in_python`, with the same rules and order."""
-
-
-_fold_order = itemgetter(0, 1, 2)
-
-
-"""Ledger rows read back from the journal, (key, chunk, source row, ...), in journal order:
-by key, then chunk, then source row (a key journaled twice ends with its last outcome)."""
-
-
-_by_key = itemgetter(1)
-
-
-_by_row = itemgetter(0)
-
-
 _status, _record_id = itemgetter(1), itemgetter(2)
-
-
-_row_pair = itemgetter(0, slice(1, 3))
-
-
 """A :class:`ChunkResult`'s status and record id."""
-
-
-ToFold = list[tuple[int, str, int | None, bytes | None, int, int]]
-
-
-"""Ledger upserts (:data:`recordsync.state.ledger_rows.LEDGER_UPSERT` parameters, as stored)
-kept from the acknowledgements, in journal order."""
-
-
-_Key = tuple[str, str, str]
-
-
-"""(run, step, mapping)"""
-
-
-@dataclass(slots=True)
-class _Sorted:
-    """Kept ledger rows of chunks acknowledged in order, sorted by key, being written a slice
-    at a time (:meth:`Journal._slice`)."""
-
-    key: _Key
-    rows: ToFold
-    done: int = 0
-
+_row_pair = itemgetter(0, slice(1, 3))
+"""A journal row's (source row, (key, input hash))."""
 
 Journaled = dict[int, tuple[str | None, str | None]]
-
-
 """source row → (source key, input hash) of a begun chunk."""
 
 
-_Aligned = tuple[list[str | None], list[str | None]]
-
-
-"""The source keys and input hashes of a chunk's rows, in the order of its results."""
-
-
-def _align(journaled: Journaled, numbers: list[int]) -> _Aligned:
+def _align(journaled: Journaled, numbers: list[int]) -> Aligned:
     """The keys and hashes of the source rows ``numbers`` (each in ``journaled``), in order."""
     pairs = list(map(journaled.__getitem__, numbers))
     return list(map(first, pairs)), list(map(second, pairs))
@@ -186,29 +104,16 @@ class Journal:
         self.pipeline = pipeline
         self._indexes: dict[tuple[str, str], tuple[array[int], array[int]]] = {}
         """(run, step) → :meth:`_done_index`, for :meth:`outcomes_for` (one step's)."""
-        self._unfolded: dict[_Key, tuple[int, int]] = {}
-        """(run, step, mapping) → (first, last): the chunks to fold, acknowledged and not
-        folded (after an acknowledgement out of chunk order, the later chunks again too)."""
-        self._to_fold: dict[_Key, tuple[ToFold, bool]] = {}
-        """(run, step, mapping) → the ledger rows of those chunks, kept from the
-        acknowledgements (so a fold does not read back what was just written), and whether
-        they were acknowledged in chunk order."""
-        self._high: dict[_Key, int] = {}
-        """(run, step, mapping) → the highest chunk number acknowledged, folded or not."""
-        self._sorted: deque[_Sorted] = deque()
-        """Earlier acknowledgements' rows, sorted, partly written: written before the rest."""
-        self.slices = slices
-        """``(start_at, rows)``: write the ledger a slice of ``rows`` rows with each
-        acknowledgement, from key-sorted batches of everything kept once ``start_at`` rows
-        wait (:meth:`_slice`); None: only :meth:`fold` writes the ledger."""
-        self.unfolded_rows = 0
-        """Ledger rows acknowledged and not yet written (kept, or sorted and not written)."""
+        self.ledger_fold = LedgerFold(store, pipeline, slices)
+        """What the acknowledgements kept for the ledger, and its writing."""
         self._guarded = False
         """In a :meth:`transaction` of this object (a failure restores what was kept)."""
         self._running: set[str] = set()
         self._marks: dict[tuple[str, str], RowMarks] = {}
         self._begun: dict[tuple[str, str, int], tuple[str, list[JournalRow]]] = {}
         """The chunks this object began and has not acknowledged: (mapping, journal rows)."""
+        self._tallies: dict[str, RunTally] = {}
+        """run → what this object stored of its outcomes (:func:`keep_untold` reads it)."""
         self.defer_ledger = defer_ledger
         """``True``: :meth:`ack_chunk` stores the outcomes in the journal only, and the ledger
         is brought up to date from the journal in bulk by :meth:`fold` (the runner folds
@@ -365,207 +270,50 @@ class Journal:
         )
         return {state: n for state, n in rows}
 
-    def _keep_to_fold(
-        self,
-        run_id: str,
-        step: str,
-        mapping: str,
-        chunk_no: int,
-        outcomes: Sequence[ChunkResult],
-        aligned: _Aligned,
-    ) -> None:
-        """Keep an acknowledged chunk's ledger rows, ready to fold (``aligned``: the rows'
-        keys and hashes, in the order of ``outcomes``)."""
-        key = (run_id, step, mapping)
-        high = self._high.get(key, 0)
-        first, last = self._unfolded.get(key, (chunk_no, chunk_no - 1))
-        # acknowledged after a later chunk (folded or not): from the journal, in journal
-        # order, this chunk and every later one (folding them again is idempotent)
-        self._unfolded[key] = (min(first, chunk_no), max(last, high, chunk_no))
-        self._high[key] = max(high, chunk_no)
-        rows, in_order = self._to_fold.get(key, ([], True))
-        before = len(rows)
-        scope = self.store.scope_id(self.pipeline, mapping)
-        assert scope is not None
-        run_no = self.store.run_number(run_id)
-        keys, hashes = aligned
-        ordered: Sequence[ChunkResult] = outcomes
-        numbers = list(map(_by_row, outcomes))
-        if numbers != sorted(numbers):  # source-row order within the chunk
-            at = sorted(range(len(numbers)), key=numbers.__getitem__)
-            ordered = list(map(outcomes.__getitem__, at))
-            keys, hashes = list(map(keys.__getitem__, at)), list(map(hashes.__getitem__, at))
-        statuses = list(map(str, map(_status, ordered)))
-        if None not in keys and set(statuses) <= ACKED_SENT:
-            # every row keyed and sent (the common chunk): the same tuples, built in C
-            rows.extend(
-                zip(
-                    repeat(scope),
-                    keys,
-                    map(_record_id, ordered),
-                    pack_hashes(hashes),
-                    map(STATUS_CODES.__getitem__, statuses),
-                    repeat(run_no),
-                )
-            )
-        else:
-            for o, k, h, status in zip(ordered, keys, hashes, statuses, strict=True):
-                if k is None:
-                    continue
-                if status in ACKED_SENT:
-                    code = STATUS_CODES[status]
-                    rows.append((scope, k, o.record_id, pack_hash(h), code, run_no))
-                elif status in ACKED_FAILED:
-                    rows.append((scope, k, None, None, STATUS_CODES[status], run_no))
-        self.unfolded_rows += len(rows) - before
-        self._to_fold[key] = (rows, in_order and chunk_no > high)
-
-    def _slice(self, conn: sqlite3.Connection) -> int:
-        """With :attr:`slices` set, in an acknowledgement's transaction: write the next slice
-        of the oldest sorted batch; first sort everything kept (acknowledged in order) into
-        new batches if none is left and enough rows wait. Key-sorted batches written in
-        slices dirty the same ledger pages as one bulk write of the batch: each slice is a
-        key range. Returns the number of rows written."""
-        if self.slices is None:
-            return 0
-        start_at, size = self.slices
-        if not self._sorted and self.unfolded_rows >= start_at:
-            for key, (rows, in_order) in list(self._to_fold.items()):
-                if in_order:  # else folded from the journal by fold()
-                    # stable: journal order within a key; a copy, so that a rollback of this
-                    # transaction can take the acknowledgement's rows off the kept list
-                    self._sorted.append(_Sorted(key, sorted(rows, key=_by_key)))
-                    del self._to_fold[key], self._unfolded[key]
-        if not self._sorted:
-            return 0
-        batch = self._sorted[0]
-        part = batch.rows[batch.done : batch.done + size]
-        upsert_ledger(conn, part, many=not self.store.is_postgres)
-        batch.done += len(part)
-        self.unfolded_rows -= len(part)
-        if batch.done >= len(batch.rows):
-            self._sorted.popleft()
-        return len(part)
-
     def fold(self) -> int:
         """Write the outcomes that :meth:`ack_chunk` deferred (``defer_ledger``) to the
         ledger, in one transaction (or the caller's). Returns the number of rows folded."""
-        if not self._unfolded and not self._sorted:
+        if not self.ledger_fold.pending:
             return 0
-        with self._restored_on_failure(), self.store.transaction() as conn:
-            return self._fold(conn)
+        with self.ledger_fold.restored_on_failure(), self.store.transaction() as conn:
+            return self.ledger_fold.fold(conn)
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
         """A write transaction (nested use joins the outer one) after which, if it does not
-        commit, what was kept to fold is as before it (:meth:`_restored_on_failure`): the
-        acknowledgements made in it write their slice of the ledger (:meth:`_slice`)."""
+        commit, what was kept to fold is as before it
+        (:meth:`.LedgerFold.restored_on_failure`): the acknowledgements made in it write
+        their slice of the ledger (:meth:`.LedgerFold.slice`)."""
         if self._conn.in_transaction:
             yield self._conn
             return
-        with self._restored_on_failure(), self.store.transaction() as conn:
+        with self.ledger_fold.restored_on_failure(), self.store.transaction() as conn:
             self._guarded = True
             try:
                 yield conn
             finally:
                 self._guarded = False
 
-    @contextmanager
-    def _restored_on_failure(self) -> Iterator[None]:
-        """If a transaction that acknowledges or folds does not commit, what was kept to fold
-        is as before it: rows kept since are dropped again, rows written are kept again."""
-        unfolded, count, high = dict(self._unfolded), self.unfolded_rows, dict(self._high)
-        held = {k: (rows, in_order, len(rows)) for k, (rows, in_order) in self._to_fold.items()}
-        batches = [(b, b.done) for b in self._sorted]
-        try:
-            yield
-        except BaseException:
-            self._unfolded, self.unfolded_rows, self._high = unfolded, count, high
-            for rows, _, n in held.values():
-                del rows[n:]  # appended to in place; a fold sorts them in place (harmless)
-            self._to_fold = {k: (rows, in_order) for k, (rows, in_order, _) in held.items()}
-            self._sorted = deque(b for b, _ in batches)
-            for b, done in batches:
-                b.done = done
-            raise
-
-    def _fold(self, conn: sqlite3.Connection, run_id: str | None = None) -> int:
-        """Fold what this object acknowledged and deferred, from the rows it kept (the same
-        rows, order and rules as :meth:`_fold_range` reading the journal back)."""
-        folded = 0
-        later: deque[_Sorted] = deque()
-        for batch in self._sorted:  # acknowledged before what is kept below: first
-            if run_id is None or batch.key[0] == run_id:
-                upsert_ledger(conn, batch.rows[batch.done :], many=not self.store.is_postgres)
-                folded += len(batch.rows) - batch.done
-                batch.done = len(batch.rows)
-            else:
-                later.append(batch)
-        self._sorted = later
-        pending = [k for k in self._unfolded if run_id is None or k[0] == run_id]
-        for key in pending:
-            rows, in_order = self._to_fold.get(key, ([], False))
-            if not in_order:  # acknowledged out of chunk order (or not kept): as on resume
-                first, last = self._unfolded[key]
-                folded += self._fold_range(conn, *key, first, last)
-                continue
-            # chunks acknowledged in order, rows in order within each: a stable sort on the
-            # key alone gives the journal's (key, chunk, source row) order
-            rows.sort(key=_by_key)
-            upsert_ledger(conn, rows, many=not self.store.is_postgres)
-            folded += len(rows)
-        for key in pending:
-            del self._unfolded[key]
-            self._to_fold.pop(key, None)
-        self.unfolded_rows = sum(len(r) for r, _ in self._to_fold.values()) + sum(
-            len(b.rows) - b.done for b in self._sorted
-        )
-        return folded
-
-    def _fold_range(
-        self, conn: sqlite3.Connection, run_id: str, step: str, mapping: str, first: int, last: int
-    ) -> int:
-        scope = self.store.scope_id(self.pipeline, mapping)
-        assert scope is not None
-        odd = conn.execute(
-            "SELECT 1 FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no BETWEEN ? AND ?"
-            " AND plain = 0 LIMIT 1",
-            (run_id, step, first, last),
-        ).fetchone()
-        if odd is None and self.store.json_functions:
-            params = (scope, run_id, step, first, last, self.store.run_number(run_id))
-            return int(conn.execute(_FOLD, params).rowcount)
-        return self._fold_in_python(conn, scope, run_id, step, first, last)
-
-    def _fold_in_python(
-        self, conn: sqlite3.Connection, scope: int, run_id: str, step: str, first: int, last: int
-    ) -> int:
-        """:data:`_FOLD` without SQLite's JSON functions: the same rows in the same order."""
-        rows: list[tuple[str, int, int, int | None, str | None, str]] = []
-        cur = conn.execute(
-            "SELECT chunk_no, outcomes FROM chunk_log WHERE run_id = ? AND step = ?"
-            " AND chunk_no BETWEEN ? AND ? AND outcomes IS NOT NULL",
-            (run_id, step, first, last),
-        )
-        for chunk_no, text in cur.fetchall():
-            for sr, key, input_hash, status, rid, _error in decode(text):
-                if key is not None and status in FINAL_STATUSES:
-                    rows.append((key, chunk_no, sr, rid, input_hash, status))
-        rows.sort(key=_fold_order)
-        run_no = self.store.run_number(run_id)
-        return write_acknowledged(conn, scope, run_no, ((r[0], r[3], r[4], r[5]) for r in rows))
-
     def fold_run(self, run_id: str) -> int:
         """Fold every acknowledged outcome of ``run_id`` into the ledger again (idempotent:
         the same values, in chunk order). A resumed run calls it for what the attempt that
         died acknowledged but may not have folded."""
         with self.store.transaction() as conn:
-            ranges = conn.execute(
-                "SELECT step, mapping, min(chunk_no), max(chunk_no) FROM chunks"
-                " WHERE run_id = ? AND state = 'acked' GROUP BY step, mapping",
-                (run_id,),
-            ).fetchall()
-            return sum(self._fold_range(conn, run_id, *r) for r in ranges)
+            return self.ledger_fold.fold_run(conn, run_id)
+
+    @property
+    def slices(self) -> tuple[int, int] | None:
+        """:attr:`.LedgerFold.slices`."""
+        return self.ledger_fold.slices
+
+    @slices.setter
+    def slices(self, value: tuple[int, int] | None) -> None:
+        self.ledger_fold.slices = value
+
+    @property
+    def unfolded_rows(self) -> int:
+        """Ledger rows acknowledged and not yet written (:attr:`.LedgerFold.unfolded_rows`)."""
+        return self.ledger_fold.unfolded_rows
 
     def ack_chunk(
         self,
@@ -584,7 +332,7 @@ class Journal:
         with self.transaction() as conn:
             begun = self._begun.get((run_id, step, chunk_no))
             given = list(map(first, outcomes))
-            aligned: _Aligned | None = None
+            aligned: Aligned | None = None
             journaled: Journaled = {}
             if begun is not None:  # begun by this process: state, mapping and rows known
                 mapping, journal_rows = begun
@@ -620,7 +368,7 @@ class Journal:
                 conn, run_id, step, chunk_no, mapping, outcomes, aligned, defer=self.defer_ledger
             )
             if slice_here and self.defer_ledger:
-                self._slice(conn)
+                self.ledger_fold.slice(conn)
         self._begun.pop((run_id, step, chunk_no), None)
 
     def _store_outcomes(
@@ -631,7 +379,7 @@ class Journal:
         chunk_no: int,
         mapping: str,
         outcomes: Sequence[ChunkResult],
-        aligned: _Aligned,
+        aligned: Aligned,
         chunk_state: str = "acked",
         *,
         defer: bool = False,
@@ -639,6 +387,10 @@ class Journal:
         """The chunk's outcomes, every row of it: final ones and (settling) ``retry``;
         ``aligned``: the rows' keys and hashes, in the order of ``outcomes``."""
         text = pack(outcome_rows(outcomes, *aligned))
+        tally = self._tallies.get(run_id)
+        if tally is None:
+            tally = self._tallies[run_id] = RunTally()
+        tally.add(step, chunk_no, mapping, outcomes, aligned[0])
         conn.execute(
             "UPDATE chunk_log SET rows = NULL, outcomes = ?, plain = plain * ? WHERE run_id = ?"
             " AND step = ? AND chunk_no = ?",
@@ -650,7 +402,7 @@ class Journal:
             (chunk_state, utc_now(), run_id, step, chunk_no),
         )
         if defer:
-            self._keep_to_fold(run_id, step, mapping, chunk_no, outcomes, aligned)
+            self.ledger_fold.keep(run_id, step, mapping, chunk_no, outcomes, aligned)
             return
         scope = self.store.scope_id(self.pipeline, mapping)
         assert scope is not None
@@ -770,17 +522,19 @@ class Journal:
             raise ValueError("finish_run needs a final state, not 'running'")
         self._running.discard(run_id)
         self._begun = {k: v for k, v in self._begun.items() if k[0] != run_id}
-        with self._restored_on_failure(), self.store.transaction() as conn:
-            self._fold(conn, run_id)  # the ledger first: the per-row journal goes next
+        with self.ledger_fold.restored_on_failure(), self.store.transaction() as conn:
+            self.ledger_fold.fold(conn, run_id)  # the ledger first: the per-row journal goes next
             conn.execute(
                 "UPDATE runs SET state = ?, finished_at = ? WHERE run_id = ?",
                 (state, utc_now(), run_id),
             )
             if keep_rows:  # what the ledger cannot tell, for history --key
-                keep_untold(conn, self.store, self.pipeline, run_id)
+                tally = self._tallies.get(run_id)
+                keep_untold(conn, self.store, self.pipeline, run_id, tally)
             else:
                 conn.execute("DELETE FROM chunk_log WHERE run_id = ?", (run_id,))
         self._marks = {k: v for k, v in self._marks.items() if k[0] != run_id}
+        self._tallies.pop(run_id, None)
         # The pages of the journal just deleted go back to the file system: a state file
         # holds the ledger between runs, not the free space of the largest run's journal.
         self.store.release_free_pages()

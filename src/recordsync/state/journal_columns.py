@@ -114,6 +114,11 @@ class RowMarks:
         return [n for n in numbers if n in self]
 
     def update(self, numbers: Iterable[int]) -> None:
+        if type(numbers) is list and numbers and min(numbers) >= 0:
+            low, high = min(numbers), max(numbers)
+            if len(set(numbers)) == high - low + 1:  # a run of numbers (a chunk's rows): at once
+                self._mark_run(low, high)
+                return
         bits = self._bits
         top = self._top
         for n in numbers:
@@ -127,3 +132,16 @@ class RowMarks:
             if n > top:
                 top = n
         self._top = top
+
+    def _mark_run(self, low: int, high: int) -> None:
+        """Mark every number from ``low`` to ``high`` (0 or more): the bytes they fall in
+        or-ed with a mask, as one integer."""
+        bits = self._bits
+        start, end = low >> 3, (high >> 3) + 1
+        if end > len(bits):
+            bits.extend(bytes(max(end - len(bits), len(bits) // 2)))
+        mask = ((1 << (high - low + 1)) - 1) << (low & 7)
+        bits[start:end] = (int.from_bytes(bits[start:end], "little") | mask).to_bytes(
+            end - start, "little"
+        )
+        self._top = max(self._top, high)

@@ -17,6 +17,18 @@ say stays:
 No input hash is kept (the ledger holds the last one). A chunk left with nothing is deleted;
 its count in ``chunks`` stays. A nightly re-run that sends a few rows therefore keeps next
 to nothing, and a first run keeps only its failures, instead of an outcome a row sent.
+
+Comparing each outcome with the ledger costs a decoding of every chunk and a lookup a row.
+A mapping whose outcomes this process journaled itself (a :class:`RunTally` of each chunk
+it stored) skips both when no key has two final outcomes in the run and none was marked
+deleted since: then each sent outcome with a record id is its key's ledger row, and only
+the chunks that hold something else (a failure, a hold, an outcome without a record id or
+with an error) are read. That is so when the ledger rows of the mapping that carry the
+run's number and are not ``deleted`` are as many as the keyed final outcomes the tally
+counted (:meth:`RunTally.told`): only the run's own outcomes write its number with another
+status (a mirror delete writes ``deleted``), and each key with an outcome holds one such
+row, unless marked deleted since; so the count equals the outcomes only if every key has
+one outcome and holds its row still.
 """
 
 from __future__ import annotations
@@ -25,14 +37,16 @@ import base64
 import sqlite3
 import zlib
 from collections import defaultdict
-from itertools import chain
+from collections.abc import Sequence
+from itertools import chain, groupby
 from typing import Any
 
 import orjson
 
 from recordsync.state.journal_codec import PACKED, decode, is_plain, pack
-from recordsync.state.journal_records import FINAL_STATUSES
-from recordsync.state.ledger_rows import ACKED_SENT, STATUS_CODES
+from recordsync.state.journal_columns import RowMarks, fourth, second, third
+from recordsync.state.journal_records import FINAL_STATUSES, ChunkResult
+from recordsync.state.ledger_rows import ACKED_SENT, DELETED, STATUS_CODES
 from recordsync.state.store import StateStore
 
 _CHUNKS_AT_A_TIME = 500
@@ -40,6 +54,12 @@ _CHUNKS_AT_A_TIME = 500
 _KEY, _STATUS = 1, 3  # of an outcome: (source row, key, input hash, status, record id, error)
 
 _SENT_CODES = {name: STATUS_CODES[name] for name in ACKED_SENT}
+
+_SCAN_PER_OUTCOME = 4
+"""Ledger rows :meth:`RunTally.told` reads at most per outcome it counted (and
+:data:`_SCAN_SLACK` more): a few tenths of a microsecond a row against a few microseconds an
+outcome compared; a mapping whose ledger is larger is compared outcome by outcome."""
+_SCAN_SLACK = 1000
 
 Said = tuple[str, int, int]
 """(key, status code, record id): a sent outcome as the ledger row that repeats it holds it."""
@@ -55,21 +75,186 @@ _NOT_REPEATED = (
 """The outcomes (a JSON array of :data:`Said`) the ledger of scope ?1 does not repeat for run
 ?3: compared inside SQLite, a key at a time by the primary key; only those come back."""
 
+_RUN_ROWS = (
+    "SELECT count(*), coalesce(sum(CASE WHEN last_run = ? AND last_status <> ? THEN 1 ELSE 0"
+    " END), 0) FROM (SELECT last_run, last_status FROM ledger WHERE scope_id = ? LIMIT ?) t"
+)
+"""(ledger rows read, of them those of the run that are not deleted), of at most ? rows of a
+scope."""
 
-def keep_untold(conn: sqlite3.Connection, store: StateStore, pipeline: str, run_id: str) -> None:
+_CHUNKS = (
+    "SELECT l.step, l.chunk_no, coalesce(c.mapping, l.step) FROM chunk_log l LEFT JOIN chunks c"
+    " ON c.run_id = l.run_id AND c.step = l.step AND c.chunk_no = l.chunk_no"
+    " WHERE l.run_id = ? AND l.outcomes IS NOT NULL ORDER BY l.step, l.chunk_no"
+)
+
+
+class RunTally:
+    """What a journal stored of one run's outcomes, counted as it stored them (a few bits a
+    chunk): for each mapping, its keyed final outcomes; for each step, the chunks stored and
+    those holding an outcome the ledger may not repeat. Counts only grow: an acknowledgement
+    rolled back and made again counts twice, which only makes :meth:`told` say no."""
+
+    __slots__ = ("_dirty", "_finals", "_stored")
+
+    def __init__(self) -> None:
+        self._finals: dict[str, int] = {}
+        """mapping → outcomes stored with a key and a final status."""
+        self._stored: dict[str, RowMarks] = {}
+        """step → the chunks whose outcomes were stored."""
+        self._dirty: dict[str, RowMarks] = {}
+        """step → the chunks with an outcome other than ``created`` / ``updated`` with a
+        record id and no error (and a few more: a chunk read needlessly costs only time)."""
+
+    def add(
+        self,
+        step: str,
+        chunk_no: int,
+        mapping: str,
+        outcomes: Sequence[ChunkResult],
+        keys: Sequence[str | None],
+    ) -> None:
+        """Count a chunk's stored outcomes (``keys``: the rows', in the order of ``outcomes``)."""
+        statuses = set(map(str, map(second, outcomes)))
+        if None not in keys and statuses <= FINAL_STATUSES:
+            finals = len(keys)
+        else:
+            finals = sum(
+                k is not None and str(o[1]) in FINAL_STATUSES
+                for o, k in zip(outcomes, keys, strict=True)
+            )
+        self._finals[mapping] = self._finals.get(mapping, 0) + finals
+        _marks(self._stored, step).update((chunk_no,))
+        if not (
+            statuses <= ACKED_SENT
+            and None not in map(third, outcomes)
+            and set(map(fourth, outcomes)) <= {None}
+        ):
+            _marks(self._dirty, step).update((chunk_no,))
+
+    def told(
+        self,
+        store: StateStore,
+        pipeline: str,
+        run_no: int,
+        chunks: Sequence[tuple[str, int, str]],
+    ) -> set[str]:
+        """The mappings of ``chunks`` (every chunk of the run with outcomes: step, number,
+        mapping) whose sent outcomes with a record id are each their key's ledger row: every
+        chunk of the mapping counted here, and the mapping's ledger rows of run ``run_no``
+        not marked deleted as many as its keyed final outcomes (module docstring)."""
+        mappings = {m for _s, _n, m in chunks}
+        for step, chunk_no, mapping in chunks:
+            stored = self._stored.get(step)
+            if stored is None or chunk_no not in stored:
+                mappings.discard(mapping)  # journaled by another attempt or writer
+        told: set[str] = set()
+        for mapping in sorted(mappings):
+            finals = self._finals.get(mapping, 0)
+            scope = store.scope_id(pipeline, mapping, create=False)
+            if scope is None:
+                if finals == 0:
+                    told.add(mapping)
+                continue
+            limit = finals * _SCAN_PER_OUTCOME + _SCAN_SLACK
+            read, of_run = store.connection.execute(
+                _RUN_ROWS, (run_no, STATUS_CODES[DELETED], scope, limit)
+            ).fetchone()
+            if int(read) < limit and int(of_run) == finals:
+                told.add(mapping)
+        return told
+
+    def dirty(self, step: str, chunk_no: int) -> bool:
+        """Whether the chunk may hold an outcome the ledger does not repeat."""
+        marks = self._dirty.get(step)
+        return marks is not None and chunk_no in marks
+
+
+def _marks(marks: dict[str, RowMarks], step: str) -> RowMarks:
+    found = marks.get(step)
+    if found is None:
+        found = marks[step] = RowMarks()
+    return found
+
+
+def keep_untold(
+    conn: sqlite3.Connection,
+    store: StateStore,
+    pipeline: str,
+    run_id: str,
+    tally: RunTally | None = None,
+) -> int:
     """Reduce the kept outcomes of the finished (and folded) run ``run_id`` of ``pipeline``
     (its state key) to what the ledger cannot tell (module docstring), inside the caller's
-    transaction, a few hundred chunks at a time."""
+    transaction, a few hundred chunks at a time. ``tally``: what this process stored of the
+    run, if it stored it. Returns the number of chunks decided from the tally."""
     run_no = store.run_number(run_id)
+    told: set[str] = set()
+    fast = 0
+    if tally is not None:
+        chunks = [(str(s), int(n), str(m)) for s, n, m in conn.execute(_CHUNKS, (run_id,))]
+        told = tally.told(store, pipeline, run_no, chunks)
+        mine = [(s, n) for s, n, m in chunks if m in told]
+        _keep_told(conn, run_id, tally, mine)
+        fast = len(mine)
+    _keep_compared(conn, store, pipeline, run_id, run_no, told)
+    return fast
+
+
+def _keep_told(
+    conn: sqlite3.Connection, run_id: str, tally: RunTally, chunks: list[tuple[str, int]]
+) -> None:
+    """The chunks of mappings :meth:`RunTally.told` vouched for (in step and chunk order):
+    those without a failure, hold or odd outcome go whole; the others keep what is neither a
+    sent outcome with a record id nor without a key, without reading the ledger."""
+    gone: list[tuple[Any, ...]] = []
+    dirty: list[tuple[str, int]] = []
+    for step, group in groupby(chunks, key=lambda c: c[0]):
+        clean: list[tuple[str, int]] = []
+        for _step, chunk_no in group:
+            (dirty if tally.dirty(step, chunk_no) else clean).append((step, chunk_no))
+        for _run, numbers in groupby(enumerate(n for _s, n in clean), lambda p: p[1] - p[0]):
+            span = [n for _i, n in numbers]
+            gone.append((run_id, step, span[0], span[-1]))
+    conn.executemany(
+        "DELETE FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no BETWEEN ? AND ?"
+        " AND outcomes IS NOT NULL",
+        gone,
+    )
+    for at in range(0, len(dirty), _CHUNKS_AT_A_TIME):
+        part = dirty[at : at + _CHUNKS_AT_A_TIME]
+        read = []
+        for step, chunk_no in part:
+            (text,) = conn.execute(
+                "SELECT outcomes FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no = ?",
+                (run_id, step, chunk_no),
+            ).fetchone()
+            rows = _rows(text)
+            read.append((step, chunk_no, rows, _saids(rows)))
+        _write_kept(conn, run_id, read, {})
+
+
+def _keep_compared(
+    conn: sqlite3.Connection,
+    store: StateStore,
+    pipeline: str,
+    run_id: str,
+    run_no: int,
+    told: set[str],
+) -> None:
+    """The chunks of the mappings not in ``told``: each sent outcome compared with the ledger."""
     after: tuple[str, int] = ("", -1)
+    skip = sorted(told)
+    not_told = f" AND coalesce(c.mapping, l.step) NOT IN ({','.join('?' * len(skip))})"
     while True:
         batch = conn.execute(
             "SELECT l.step, l.chunk_no, coalesce(c.mapping, l.step), l.outcomes"
             " FROM chunk_log l LEFT JOIN chunks c ON c.run_id = l.run_id AND c.step = l.step"
             " AND c.chunk_no = l.chunk_no WHERE l.run_id = ? AND l.outcomes IS NOT NULL"
             " AND (l.step > ? OR (l.step = ? AND l.chunk_no > ?))"
-            " ORDER BY l.step, l.chunk_no LIMIT ?",
-            (run_id, after[0], after[0], after[1], _CHUNKS_AT_A_TIME),
+            + (not_told if skip else "")
+            + " ORDER BY l.step, l.chunk_no LIMIT ?",
+            (run_id, after[0], after[0], after[1], *skip, _CHUNKS_AT_A_TIME),
         ).fetchall()
         if not batch:
             return
@@ -79,29 +264,44 @@ def keep_untold(conn: sqlite3.Connection, store: StateStore, pipeline: str, run_
         for (_step, _no, mapping, _chunk_rows), said in zip(chunks, saids, strict=True):
             sent[mapping].extend(filter(None, said))
         untold = {m: _not_repeated(store, pipeline, m, run_no, said) for m, said in sent.items()}
-        updates: list[tuple[Any, ...]] = []
-        gone: list[tuple[Any, ...]] = []
-        for (step, chunk_no, mapping, rows), said in zip(chunks, saids, strict=True):
-            told = untold.get(mapping, set())
-            kept = [
-                (r[0], r[_KEY], None, *r[_STATUS:])
-                for r, s in zip(rows, said, strict=True)
-                if r[_KEY] is not None and r[_STATUS] in FINAL_STATUSES and (s is None or s in told)
-            ]
-            if kept:
-                text = pack(kept)
-                updates.append((text, int(is_plain(text)), run_id, step, chunk_no))
-            else:
-                gone.append((run_id, step, chunk_no))
-        conn.executemany(
-            "UPDATE chunk_log SET outcomes = ?, plain = ? WHERE run_id = ? AND step = ?"
-            " AND chunk_no = ?",
-            updates,
-        )
-        conn.executemany(
-            "DELETE FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no = ?", gone
+        _write_kept(
+            conn,
+            run_id,
+            [(s, n, rows, said) for (s, n, _m, rows), said in zip(chunks, saids, strict=True)],
+            {(s, n): untold.get(m, set()) for s, n, m, _rows in chunks},
         )
         after = (chunks[-1][0], chunks[-1][1])
+
+
+def _write_kept(
+    conn: sqlite3.Connection,
+    run_id: str,
+    chunks: list[tuple[str, int, list[list[Any]], list[Said | None]]],
+    untold: dict[tuple[str, int], set[Said]],
+) -> None:
+    """Each chunk's outcomes reduced to the keyed final ones the ledger cannot tell: without
+    a :data:`Said`, or with one in the chunk's ``untold`` (none when absent); a chunk left
+    with nothing deleted."""
+    updates: list[tuple[Any, ...]] = []
+    gone: list[tuple[Any, ...]] = []
+    for step, chunk_no, rows, said in chunks:
+        told = untold.get((step, chunk_no), set())
+        kept = [
+            (r[0], r[_KEY], None, *r[_STATUS:])
+            for r, s in zip(rows, said, strict=True)
+            if r[_KEY] is not None and r[_STATUS] in FINAL_STATUSES and (s is None or s in told)
+        ]
+        if kept:
+            text = pack(kept)
+            updates.append((text, int(is_plain(text)), run_id, step, chunk_no))
+        else:
+            gone.append((run_id, step, chunk_no))
+    conn.executemany(
+        "UPDATE chunk_log SET outcomes = ?, plain = ? WHERE run_id = ? AND step = ?"
+        " AND chunk_no = ?",
+        updates,
+    )
+    conn.executemany("DELETE FROM chunk_log WHERE run_id = ? AND step = ? AND chunk_no = ?", gone)
 
 
 def _rows(text: str) -> list[list[Any]]:
