@@ -314,7 +314,7 @@ def main() -> None:
                     help="postgres: the table in a PostgreSQL server started here (no --workdir)")
     ap.add_argument("--variant", nargs="*", default=[],
                     help="more 1%% runs of this tree with BENCH_TRACE set to each (trim2, mmap=N)")
-    ap.add_argument("--only-variants", action="store_true", help="no plain 1%% run")
+    ap.add_argument("--only-variants", action="store_true", help="no plain 1%% run of this tree")
     ap.add_argument("--verify", action="store_true", help="the read-back on (as bench_sql_scale)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
@@ -389,8 +389,8 @@ def main() -> None:
             sides = {"baseline": (args.baseline_src.resolve(), overrides), **sides}
         if args.unscaled:
             sides["this, sizes as they are"] = (None, {})
-        if args.only_variants:
-            sides = {}
+        if args.only_variants:  # the baseline's run, if asked for, and the variants
+            sides = {k: v for k, v in sides.items() if k == "baseline"}
         for spec in args.variant:
             sides[spec] = (None, overrides)
         peaks: dict[str, list[float]] = {}
