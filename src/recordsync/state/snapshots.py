@@ -263,6 +263,11 @@ class SnapshotWriter:
         self._sink = pa.CompressedOutputStream(pa.OSFile(str(self._tmp), "wb"), COMPRESSION)
         self._writer = pa.ipc.new_file(self._sink, SNAPSHOT_FILE_SCHEMA)
         self._p = Pending()
+        """Rows added and not written, as Python values: :data:`sizes.SNAPSHOT_PENDING_ROWS`
+        at most."""
+        self._ready: list[pa.RecordBatch] = []
+        """Rows added and not written, as Arrow pieces of the next batch of the file."""
+        self._ready_rows = 0
         self.rows = 0
         self.source: Snapshot | None = None
         """The snapshot this run read (the rows of UnchangedBlocks come from it)."""
@@ -284,8 +289,10 @@ class SnapshotWriter:
         p.match_by.append(match_by)
         p.match_value.append(None if match_value is None else str(match_value))
         p.record_id.append(record_id)
-        if len(p.d0) >= sizes.SNAPSHOT_FLUSH_ROWS:
+        if self._ready_rows + len(p.d0) >= sizes.SNAPSHOT_FLUSH_ROWS:
             self._flush()
+        elif len(p.d0) >= sizes.SNAPSHOT_PENDING_ROWS:
+            self._settle()
 
     def add_many(
         self,
@@ -297,9 +304,11 @@ class SnapshotWriter:
     ) -> None:
         """:meth:`add` of each row, given column-wise: the same rows in the same batches."""
         columns = (digests, keys, match_bys, match_values, record_ids)
+        held = len(self._p.d0) + len(digests)
         if (
-            len(self._p.d0) + len(digests) >= sizes.SNAPSHOT_FLUSH_ROWS
-        ):  # a batch ends inside: row by row
+            self._ready_rows + held >= sizes.SNAPSHOT_FLUSH_ROWS
+            or held >= sizes.SNAPSHOT_PENDING_ROWS
+        ):  # a batch or a piece of one ends inside: row by row
             for row in zip(*columns, strict=True):
                 self.add(*row)
         else:
@@ -322,13 +331,26 @@ class SnapshotWriter:
             self.rows += len(idx)
         self._carried, self._carried_rows = [], 0
 
-    def _flush(self) -> None:
+    def _settle(self) -> None:
+        """The rows held as Python values made an Arrow piece of the next batch: a third of
+        their memory (a nightly run's changed rows come here; a batch of them as Python
+        values held about 20 MB, growing with the source up to the batch's size)."""
         p = self._p
-        if not p.d0:
+        if p.d0:
+            self._ready.append(p.batch())
+            self._ready_rows += len(p.d0)
+            self._p = Pending()
+
+    def _flush(self) -> None:
+        self._settle()
+        if not self._ready:
             return
-        self._writer.write_batch(p.batch())
-        self.rows += len(p.d0)
-        self._p = Pending()
+        ready, self._ready, self._ready_rows = self._ready, [], 0
+        if len(ready) > 1:  # the pieces as one batch of the file
+            ready = pa.Table.from_batches(ready).combine_chunks().to_batches()
+        for batch in ready:
+            self._writer.write_batch(batch)
+            self.rows += batch.num_rows
 
     def commit(self, fp: bytes) -> None:
         """Close the file and register it as the scope's snapshot."""
