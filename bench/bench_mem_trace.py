@@ -61,7 +61,7 @@ def _status() -> dict[str, float]:
     out = {}
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith(("VmRSS:", "RssAnon:", "RssFile:")):
+            if line.startswith(("VmRSS:", "RssAnon:", "RssFile:", "VmHWM:")):
                 out[line.split(":")[0]] = int(line.split()[1]) / 1024
     return out
 
@@ -111,24 +111,33 @@ def tracer(stop: threading.Event, log: list[str]) -> None:
     import pyarrow as pa
 
     t0 = time.perf_counter()
-    high = 0.0
+    high = hwm = 0.0
     shown = 0.0
+    live = os.environ.get("BENCH_TRACE_FILE")
+    written = 0
     while not stop.wait(0.02):
         st = _status()
         rss = st.get("VmRSS", 0.0)
         now = time.perf_counter() - t0
-        if rss >= high + 4 or now >= shown + 5:
-            grew = rss >= high + 4
+        peak = st.get("VmHWM", 0.0) >= hwm + 4  # a peak between two samples: where it went
+        if rss >= high + 4 or now >= shown + 5 or peak:
+            grew = rss >= high + 4 or peak
             high = max(high, rss)
+            hwm = max(hwm, st.get("VmHWM", 0.0))
             shown = now
             arrow = pa.total_allocated_bytes() / 2**20
             log.append(
                 f"{now:7.1f} s RSS {rss:6.0f} MB (anon {st.get('RssAnon', 0):4.0f} file"
                 f" {st.get('RssFile', 0):4.0f}) arrow {arrow:5.0f} MB {_malloc()}"
                 f" pyblocks {sys.getallocatedblocks() / 1e6:5.2f}M{'' if grew else ' (tick)'}"
+                f" HWM {st.get('VmHWM', 0):6.0f}"
             )
             if grew:
                 log.extend("      " + s for s in _stacks())
+            if live:  # as it goes (the run's own trace comes at its end)
+                with open(live, "a") as f:
+                    f.write("".join(x + "\n" for x in log[written:]))
+                written = len(log)
 
 
 def _experiments() -> None:
