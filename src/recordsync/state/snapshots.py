@@ -233,7 +233,7 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
                 if plain != path:  # mapped: its pages stay readable until the map closes
                     with contextlib.suppress(OSError):
                         plain.unlink()
-            table = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped))).read_all()
+            table = _read_mapped(mapped)
         except (OSError, ValueError, pa.ArrowException):
             return None  # gone, empty or damaged: the full path, and a new snapshot after it
         if table.schema != SNAPSHOT_FILE_SCHEMA:  # another recordsync's: the full path once
@@ -243,6 +243,18 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
         if path is not None:
             with contextlib.suppress(OSError):
                 path.unlink()
+
+
+def _read_mapped(mapped: mmap.mmap) -> pa.Table:
+    """The snapshot file's record batches, zero-copy over the map, a batch at a time with the
+    pages each touched dropped after it: reading a batch touches about 2 MB of its 5 MB, and
+    ``read_all`` held them all at once (a 10M-row snapshot: about 300 MB of the peak)."""
+    reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped)))
+    batches = []
+    for i in range(reader.num_record_batches):
+        batches.append(reader.get_batch(i))
+        mapped.madvise(mmap.MADV_DONTNEED)
+    return pa.Table.from_batches(batches, schema=reader.schema)
 
 
 class SnapshotWriter:
