@@ -102,3 +102,40 @@ def test_an_acknowledged_chunk_keeps_the_rows_keep_row_keeps(
     assert pa.Table.from_batches(chunk_wise, SNAPSHOT_FILE_SCHEMA).equals(
         pa.Table.from_batches(row_wise, SNAPSHOT_FILE_SCHEMA)
     )
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], max_examples=50)
+@given(chunks=st.lists(st.lists(ROW, max_size=7), max_size=12), column_wise=st.booleans())
+def test_the_writer_holds_few_rows_as_python_values_and_writes_whole_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunks: list[list[Row]], column_wise: bool
+) -> None:
+    """Rows added wait as Python values (about 300 bytes a row) for SNAPSHOT_PENDING_ROWS
+    rows at most, then as Arrow pieces: a nightly run's changed rows no longer held a whole
+    batch of the file (65,536 rows) as Python objects. The file's batches stay as they were:
+    SNAPSHOT_FLUSH_ROWS rows each (the last fewer), the rows in the order they came."""
+    monkeypatch.setattr("recordsync.tuning.sizes.SNAPSHOT_FLUSH_ROWS", 12)
+    monkeypatch.setattr("recordsync.tuning.sizes.SNAPSHOT_PENDING_ROWS", 5)
+    n = len(list(tmp_path.iterdir()))
+    (tmp_path / f"w{n}").mkdir()
+    with StateStore(tmp_path / f"w{n}" / "state.db") as store:
+        writer = SnapshotWriter(store, "p", "contacts", "r1")
+        for chunk in chunks:
+            if column_wise:
+                columns = [list(c) for c in zip(*chunk, strict=True)] or [[]] * 5
+                writer.add_many(*columns)
+            else:
+                for row in chunk:
+                    writer.add(*row)
+                    assert len(writer._p.d0) < 5
+            assert len(writer._p.d0) < 5  # never a batch's worth of Python rows
+        writer.commit(b"fp")
+        reader = file_reader(writer.path)
+        batches = [reader.get_batch(i) for i in range(reader.num_record_batches)]
+    rows = [r for chunk in chunks for r in chunk]
+    sizes_ = [b.num_rows for b in batches]
+    assert sum(sizes_) == len(rows)
+    assert all(s == 12 for s in sizes_[:-1]) and (not sizes_ or 0 < sizes_[-1] <= 12)
+    table = pa.Table.from_batches(batches, SNAPSHOT_FILE_SCHEMA)
+    assert table.column("d0").to_pylist() == [r[0][0] for r in rows]
+    assert table.column("record_id").to_pylist() == [r[4] for r in rows]
+    assert table.column("key").to_pylist() == [r[1] for r in rows]

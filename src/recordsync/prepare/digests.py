@@ -38,6 +38,7 @@ from recordsync.read import SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshots import Snapshot
 from recordsync.tuning.gcpause import BatchGC
+from recordsync.tuning.native_memory import give_back
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES
 from recordsync.validate.schema import Schema
 
@@ -166,12 +167,16 @@ def _second_pass(
 ) -> Iterator[tuple[Seen, SourceBatch]]:
     """Per batch of the first pass: what it learnt, and the batch read again or the rows the
     first pass kept (rows not found in the snapshot; a batch whose rows were all found has
-    none)."""
+    none). After each batch the heap's freed pages go back to the system, as the reader
+    does after each batch it reads (:func:`recordsync.read.iter_source`): without it a pass
+    over kept rows reads nothing, and what its batches freed (the rows carried into the
+    next snapshot, the blocks found unchanged) stayed resident, growing with the source."""
     if not scan.reread:
         for seen in scan.seen:
             kept, seen.kept = seen.kept, None  # not held once its rows are prepared
             assert kept is not None
             yield seen, kept
+            give_back()
         return
     first = iter(scan.seen)
     for sb in iter_source(mapping.source, base_dir):

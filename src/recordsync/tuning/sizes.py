@@ -80,6 +80,11 @@ the slices (:data:`FOLD_SLICE`) not keep up."""
 SNAPSHOT_FLUSH_ROWS = 65_536
 """Rows of a step's snapshot (the source rows' digests) hashed and written at a time."""
 
+SNAPSHOT_PENDING_ROWS = 8_192
+"""Rows of a step's snapshot held as Python values (about 300 bytes a row) before they are
+made an Arrow piece of the next batch of the file (about 80 bytes a row): the rows a run
+sends (a nightly run's changed rows) come one chunk at a time."""
+
 SNAPSHOT_MEMORY_ROWS = 1_000_000
 """Snapshot rows whose digests and sort order a run holds in memory (24 bytes a row); a
 larger snapshot's are sorted on disk in 2 ** :data:`DIGEST_PARTITION_BITS` partitions."""
