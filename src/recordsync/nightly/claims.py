@@ -26,12 +26,16 @@ class Claims:
     def __init__(self, snapshot: Snapshot, pos: np.ndarray[Any, Any]) -> None:
         self.snapshot = snapshot
         self.pos = pos
-        self._index: tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]] | None = None
+        self._index: np.ndarray[Any, Any] | None = None
 
-    def _make_index(self) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
-        """The unchanged rows' match keys' hashes (32 bits), sorted, and each one's row."""
-        parts: list[np.ndarray[Any, Any]] = []
-        rows: list[np.ndarray[Any, Any]] = []
+    def _make_index(self) -> np.ndarray[Any, Any]:
+        """The unchanged rows' match keys, each as one 64-bit number (its 32-bit hash above
+        its snapshot row), sorted in place: 8 bytes a row at the peak (a hash array, a row
+        array and their argsort held about 28 bytes a row: 10M unchanged rows, ~280 MB)."""
+        if len(self.snapshot) > _MASK:
+            raise ValueError("a snapshot of more than 2**32 rows")
+        index = np.empty(len(self.pos), dtype=np.uint64)
+        filled = 0
         for i in range(0, len(self.pos), SNAPSHOT_FLUSH_ROWS):
             at = self.pos[i : i + SNAPSHOT_FLUSH_ROWS]
             got = self.snapshot.take(at, ["match_by", "match_value"])
@@ -40,27 +44,26 @@ class Claims:
             )
             listed = keys.to_pylist()
             has = np.fromiter((k is not None for k in listed), bool, len(listed))
-            parts.append(
-                np.fromiter(
-                    (hash(k) & _MASK for k in listed if k is not None), np.uint32, int(has.sum())
-                )
+            n = int(has.sum())
+            hashes = np.fromiter(
+                (hash(k) & _MASK for k in listed if k is not None), np.uint64, n
             )
-            rows.append(np.asarray(at[has], dtype=np.int64))
-        hashes = np.concatenate([np.zeros(0, np.uint32), *parts])
-        where = np.concatenate([np.zeros(0, np.int64), *rows])
-        order = np.argsort(hashes, kind="stable")
-        return hashes[order], where[order]
+            index[filled : filled + n] = (hashes << np.uint64(32)) | at[has].astype(np.uint64)
+            filled += n
+        index = index[:filled]
+        index.sort()
+        return index
 
     def owner(self, match_key: str) -> str | None:
         """The ledger key of the unchanged row whose match key is ``match_key``, or None.
         The index is made at the first row asked for (an unchanged run asks for none)."""
         if self._index is None:
             self._index = self._make_index()
-        hashes, rows = self._index
-        h = np.uint32(hash(match_key) & _MASK)  # of the array's type: no copy of it to compare
-        i = int(np.searchsorted(hashes, h))
-        while i < len(hashes) and hashes[i] == h:
-            row = int(rows[i])
+        index = self._index
+        h = int(hash(match_key) & _MASK)
+        i = int(np.searchsorted(index, np.uint64(h << 32)))
+        while i < len(index) and int(index[i]) >> 32 == h:
+            row = int(index[i]) & _MASK
             i += 1
             got = self.snapshot.take(
                 np.array([row], dtype=np.int64), ["match_by", "match_value", "key"]
