@@ -32,7 +32,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -258,44 +258,6 @@ def run_child(
     return got
 
 
-def serve(meta: Path, key: str, port: int) -> None:
-    """The no-op server on a fixed port: the state knows its target by the URL, so a kept
-    state (``--workdir``) needs the same one."""
-    import socket
-
-    import noop_server
-
-    def fixed() -> socket.socket:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", port))
-        return sock
-
-    noop_server.listening_socket = fixed  # type: ignore[assignment]
-    sys.argv = [noop_server.__file__, str(meta), key, "0"]
-    noop_server.main()
-
-
-@contextmanager
-def fixed_server(meta: Path, key: str, port: int) -> Iterator[str]:
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(meta), key, str(port)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        if not url.startswith("http://"):
-            raise RuntimeError(f"the no-op server did not start (exit {proc.wait()})")
-        yield url
-    finally:
-        assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.close()
-        proc.wait(timeout=60)
-        proc.stdout.close()
-
-
 def free_port() -> int:
     import socket
 
@@ -326,18 +288,14 @@ def main() -> None:
     ap.add_argument("--only-variants", action="store_true", help="no plain 1%% run of this tree")
     ap.add_argument("--verify", action="store_true", help="the read-back on (as bench_sql_scale)")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
-    ap.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(Path(args.child[0]), args.child[1], json.loads(args.child[2]))
         return
-    if args.serve:
-        serve(Path(args.serve[0]), args.serve[1], int(args.serve[2]))
-        return
     import bench_sql_scale
     import httpx
     from bench_sql_scale import changed_emails
-    from noop_server import counts, write_meta
+    from noop_server import counts, noop_server, write_meta
     from project import KEY
 
     bench_sql_scale.EVERY = args.every
@@ -372,7 +330,7 @@ def main() -> None:
         meta = base / "meta.json"
         if not meta.exists():
             write_meta(meta)
-        url = stack.enter_context(fixed_server(meta, KEY, port))
+        url = stack.enter_context(noop_server(meta, KEY, port=port))
         if args.source == "postgres":
             if kept:
                 sys.exit("--source postgres keeps no state (its server is started here)")

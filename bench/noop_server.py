@@ -70,15 +70,18 @@ def _identity(entry: dict[str, Any]) -> str:
     return f"name:{entry.get('name')}"
 
 
-def listening_socket() -> socket.socket:
-    """A loopback TCP socket on a free port, bound, with ``TCP_NODELAY`` for what it accepts.
+def listening_socket(port: int = 0) -> socket.socket:
+    """A loopback TCP socket on ``port`` (0: a free one), bound, with ``TCP_NODELAY`` for what
+    it accepts.
 
     ``IPPROTO_TCP`` as the protocol, not 0: asyncio sets ``TCP_NODELAY`` only on accepted
     sockets whose ``proto`` says TCP. The option is also set on the listener itself: Linux
     passes it on to the connections it accepts."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", 0))
+    if port:  # a fixed port, taken again right after the last server on it stopped
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     return sock
 
 
@@ -244,10 +247,13 @@ def write_meta(path: Path) -> Path:
 
 
 @contextmanager
-def noop_server(meta: Path, api_key: str, delay_ms: float = 0.0) -> Iterator[str]:
-    """The server in its own process; yields its base URL, stops it on exit."""
+def noop_server(
+    meta: Path, api_key: str, delay_ms: float = 0.0, port: int = 0
+) -> Iterator[str]:
+    """The server in its own process; yields its base URL, stops it on exit. ``port``: a
+    fixed one (a kept state knows its target by the URL), else a free one."""
     proc = subprocess.Popen(
-        [sys.executable, __file__, str(meta), api_key, str(delay_ms)],
+        [sys.executable, __file__, str(meta), api_key, str(delay_ms), str(port)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -275,7 +281,7 @@ def counts(url: str) -> dict[str, Any]:
 def main() -> None:
     meta = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     delay_ms = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
-    sock = listening_socket()
+    sock = listening_socket(int(sys.argv[4]) if len(sys.argv) > 4 else 0)
     app = create_app(meta, sys.argv[2], delay_ms, port=sock.getsockname()[1])
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
     server = uvicorn.Server(config)
