@@ -9,21 +9,16 @@ measures time."""
 from __future__ import annotations
 
 import importlib.util
-import json
 import marshal
-import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cli.children import child_env, child_json
 
-import recordsync
 from recordsync.cli.code_cache import MAX_ENTRIES, WRITE_AFTER, CodeCache
-
-SRC = str(Path(recordsync.__file__).resolve().parents[1])
 
 # classes made in a module without `from __future__ import annotations` (as a library's are):
 # their methods' annotations are the objects, not strings, with the cache as without it
@@ -120,20 +115,10 @@ json.dump({"made": MADE, "hooked": hooked, "compiled": compiled, "loaded": from_
 
 
 def made(tmp_path: Path, mode: str, **env_extra: str) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env.update(env_extra)
-    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")
-    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, mode],
-        env=env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    got: dict[str, Any] = json.loads(done.stdout)
+    env = child_env(**env_extra, XDG_CACHE_HOME=str(tmp_path / "cache"))
+    if "PYTHONDONTWRITEBYTECODE" not in env_extra:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    got: dict[str, Any] = child_json(SCRIPT, mode, env=env, cwd=tmp_path)
     return got
 
 

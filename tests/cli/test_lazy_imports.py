@@ -14,11 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.cli.children import SRC, child_env, child_json
 from tests.e2e.support import KEY, served
-
-import recordsync
-
-SRC = str(Path(recordsync.__file__).resolve().parents[1])  # the tree under test, not an install
 
 # the console script's own path (recordsync.cli.entry), its last call recording sys.modules
 SCRIPT = """import gc, json, os, sys
@@ -209,17 +206,7 @@ json.dump({"before": before, "frame": frame.to_dict("list"), "after": "pandas" i
 def test_pyarrow_converts_python_values_without_pandas_and_to_pandas_still_works() -> None:
     """After the CLI's probe (recordsync.cli.startup), pyarrow's conversions of Python
     values leave pandas out; an explicit pandas API still imports it."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
-    done = subprocess.run(
-        [sys.executable, "-c", PYARROW_AFTER_ENTRY],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    got = json.loads(done.stdout)
+    got = child_json(PYARROW_AFTER_ENTRY)
     assert got == {"before": False, "frame": {"a": [1, 2], "b": ["x", "y"]}, "after": True}
 
 
@@ -256,17 +243,7 @@ json.dump({
 
 
 def compute_after_entry(case: str) -> dict[str, Any]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
-    done = subprocess.run(
-        [sys.executable, "-c", COMPUTE_AFTER_ENTRY, case],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    got: dict[str, Any] = json.loads(done.stdout)
+    got: dict[str, Any] = child_json(COMPUTE_AFTER_ENTRY, case)
     return got
 
 
@@ -308,18 +285,9 @@ json.dump({"model": Model(a="1").a, "plugins": list(_loader.get_plugins()), "bef
 def test_pydantics_plugin_loader_imports_importlib_metadata_only_when_asked() -> None:
     """With plugins off (the CLI's start-up), pydantic's plugin loader is imported without
     importlib.metadata; its ``entry_points`` imports it when called, and works."""
-    env = dict(os.environ)
+    env = child_env()
     env.pop("PYDANTIC_DISABLE_PLUGINS", None)
-    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
-    done = subprocess.run(
-        [sys.executable, "-c", PLUGIN_LOADER_AFTER_ENTRY],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    got = json.loads(done.stdout)
+    got = child_json(PLUGIN_LOADER_AFTER_ENTRY, env=env)
     assert got == {
         "model": 1,
         "plugins": [],
@@ -362,17 +330,7 @@ def test_the_command_lines_own_process_promotes_its_imports_without_a_collection
     the oldest generation without a full collection (that walk is left to the run's own
     first full collection, which a small run never makes), nothing stays frozen, and the
     collector runs again."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([SRC, *filter(None, [env.get("PYTHONPATH")])])
-    done = subprocess.run(
-        [sys.executable, "-c", IMPORTS_PROMOTED],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        check=True,
-        timeout=600,
-    )
-    got = json.loads(done.stdout)
+    got = child_json(IMPORTS_PROMOTED)
     assert got["paused"] is True and got["gc"] is True
     assert got["full"] == 0
     assert got["frozen"] == 0
