@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -35,13 +34,9 @@ def _key_space_lock_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[No
     """The key-space lock files of this test session's runs (recordsync.state.keyspace) go
     to a directory of its own, not ~/.cache: another session on this machine running the
     same pipelines against the same target must not refuse them."""
-    old = os.environ.get("RECORDSYNC_LOCK_DIR")
-    os.environ["RECORDSYNC_LOCK_DIR"] = str(tmp_path_factory.mktemp("locks"))
-    yield
-    if old is None:
-        os.environ.pop("RECORDSYNC_LOCK_DIR", None)
-    else:
-        os.environ["RECORDSYNC_LOCK_DIR"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("RECORDSYNC_LOCK_DIR", str(tmp_path_factory.mktemp("locks")))
+        yield
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -49,13 +44,9 @@ def _cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """The command line's cache of compiled texts (recordsync.cli.code_cache), written by the
     runs of this session (in process and in children), goes to a folder of its own, not the
     user's ~/.cache."""
-    old = os.environ.get("XDG_CACHE_HOME")
-    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        os.environ.pop("XDG_CACHE_HOME", None)
-    else:
-        os.environ["XDG_CACHE_HOME"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        yield
 
 
 @pytest.fixture

@@ -214,21 +214,29 @@ def _compute_without_option_docs(module: ModuleType, run: Callable[[], None]) ->
         sys.modules[_DOCSCRAPE] = _DOCS_STAND_IN
     _quiet.add(here)
     textwrap.dedent, inspect.signature = _quiet_dedent, _quiet_signature
+
+    def restore() -> None:
+        textwrap.dedent, inspect.signature = _dedent, _signature
+        _quiet.discard(here)
+        if stand_in and sys.modules.get(_DOCSCRAPE) is _DOCS_STAND_IN:
+            del sys.modules[_DOCSCRAPE]
+
+    _run_else_as_is(module, run, restore)
+
+
+def _run_else_as_is(
+    module: ModuleType, run: Callable[[], None], restore: Callable[[], None]
+) -> None:
+    """Execute ``module`` (``run``) with its stand-ins in place, then ``restore`` what they
+    replaced; should the execution fail, execute the module again as it is, from a clean
+    namespace."""
     try:
         run()
         return
     except Exception:
         pass
     finally:
-        textwrap.dedent, inspect.signature = _dedent, _signature
-        _quiet.discard(here)
-        if stand_in and sys.modules.get(_DOCSCRAPE) is _DOCS_STAND_IN:
-            del sys.modules[_DOCSCRAPE]
-    _as_is(module, run)
-
-
-def _as_is(module: ModuleType, run: Callable[[], None]) -> None:
-    """Execute ``module`` again, from a clean namespace, after a hooked execution failed."""
+        restore()
     kept = {k: module.__dict__[k] for k in _DUNDERS if k in module.__dict__}
     module.__dict__.clear()
     module.__dict__.update(kept)
@@ -250,15 +258,12 @@ def _plugin_loader_without_metadata(module: ModuleType, run: Callable[[], None])
     stand_in = ModuleType("importlib.metadata")
     stand_in.entry_points = _entry_points  # type: ignore[attr-defined]
     sys.modules["importlib.metadata"] = stand_in
-    try:
-        run()
-        return
-    except Exception:
-        pass
-    finally:
+
+    def restore() -> None:
         if sys.modules.get("importlib.metadata") is stand_in:
             del sys.modules["importlib.metadata"]
-    _as_is(module, run)
+
+    _run_else_as_is(module, run, restore)
 
 
 def _entry_points(**params: Any) -> Any:
