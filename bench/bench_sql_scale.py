@@ -47,6 +47,10 @@ same data.
 - ``--switch-back``: B's step back in the database's mode (its snapshot is the client's: a
   full pass; nothing may arrive).
 
+``BENCH_HOLD=<path>``: before each run, while that file exists, the benchmark waits (a 10M
+first run takes an hour: create the file, let the first run end, put another version of the
+code in place, remove the file; every run prints the commit it ran).
+
 Besides the child's wall, CPU and peak RSS, each run prints the PostgreSQL server's CPU
 (the postmaster's own and its reaped backends' and parallel workers': the diff runs there);
 the server's version and its parallel-worker settings are printed first.
@@ -277,10 +281,32 @@ def server_settings(dsn: str) -> str:
     return f"PostgreSQL {version[0] if version else '?'}: " + ", ".join(shown)
 
 
+def hold() -> None:
+    """Wait while the file named by ``BENCH_HOLD`` exists (the module's docstring)."""
+    path = os.environ.get("BENCH_HOLD")
+    if path and Path(path).exists():
+        print(f"holding: waiting for {path} to go", flush=True)
+        while Path(path).exists():
+            time.sleep(5)
+
+
+def commit() -> str:
+    """The commit of the code the runs import (``PYTHONPATH``'s checkout, else this one's)."""
+    import recordsync
+
+    out = subprocess.run(
+        ["git", "-C", str(Path(recordsync.__file__).parent), "describe", "--always", "--dirty"],
+        capture_output=True, text=True,
+    )
+    return out.stdout.strip() or "?"
+
+
 def run_phase(
     root: Path, phase: str, url: str, env: dict[str, str],
     pipeline: Path | None = None, state: Path | None = None,
 ) -> dict[str, Any]:
+    hold()
+    code = commit()
     pipeline = pipeline or root / "pipelines" / "bench.yaml"
     state = state or root / "state.db"
     dsn = env.get("BENCH_PG_DSN", "")
@@ -296,6 +322,7 @@ def run_phase(
     got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     time.sleep(0.5)  # the backends reaped
     got["server_cpu"] = round(server_cpu(dsn) - before, 2)
+    got["commit"] = code
     return got
 
 
@@ -332,7 +359,8 @@ def show(got: dict[str, Any], arrived: str) -> None:
         f"  exit {got['exit']}  {arrived}  load {got['load']:.2f}",
         flush=True,
     )
-    print(f"    totals: {got.get('totals')}; {got.get('reason') or ''}", flush=True)
+    print(f"    code {got.get('commit')}; totals: {got.get('totals')}; {got.get('reason') or ''}",
+          flush=True)
     for w in got.get("warnings", []):
         print(f"    warning: {w}", flush=True)
 
