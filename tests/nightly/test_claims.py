@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from recordsync.nightly import claims
 from recordsync.nightly.claims import Claims
+from recordsync.nightly.unchanged_rows import UnchangedRows
 from recordsync.state.snapshots import Snapshot
 
 ROW = st.tuples(
@@ -61,7 +62,8 @@ def test_a_match_key_is_found_exactly_when_an_unchanged_row_has_it(
     old = claims.SNAPSHOT_FLUSH_ROWS
     claims.SNAPSHOT_FLUSH_ROWS = block  # the index made in several blocks
     try:
-        guard = Claims(snapshot(rows, chunk) if rows else snapshot([(None, None)], 1), pos)
+        snap = snapshot(rows, chunk) if rows else snapshot([(None, None)], 1)
+        guard = Claims(snap, UnchangedRows.of(len(snap), pos))
         for by, value in [*rows, *asked]:
             if by is None or value is None:
                 continue
@@ -77,7 +79,7 @@ def test_a_match_key_is_found_exactly_when_an_unchanged_row_has_it(
 
 def test_the_index_is_one_sorted_number_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
     rows: list[Any] = [("email", f"u{i}@x.io") for i in range(50)] + [("email", None)] * 5
-    guard = Claims(snapshot(rows, 7), np.arange(55, dtype=np.int64))
+    guard = Claims(snapshot(rows, 7), UnchangedRows.every(55))
     monkeypatch.setattr(claims, "SNAPSHOT_FLUSH_ROWS", 16)
     assert guard.owner("email:u7@x.io") == "k7"
     index = guard._index

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from recordsync.core.model import PreparedRow, RowStatus
+from recordsync.nightly.unchanged_rows import UnchangedRows
 from recordsync.state.snapshots import Snapshot
 from recordsync.tuning.sizes import SNAPSHOT_FLUSH_ROWS
 
@@ -23,7 +24,7 @@ _MASK = 0xFFFFFFFF
 class Claims:
     """The unchanged rows' match keys (snapshot rows ``pos``)."""
 
-    def __init__(self, snapshot: Snapshot, pos: np.ndarray[Any, Any]) -> None:
+    def __init__(self, snapshot: Snapshot, pos: UnchangedRows) -> None:
         self.snapshot = snapshot
         self.pos = pos
         self._index: np.ndarray[Any, Any] | None = None
@@ -36,8 +37,7 @@ class Claims:
             raise ValueError("a snapshot of more than 2**32 rows")
         index = np.empty(len(self.pos), dtype=np.uint64)
         filled = 0
-        for i in range(0, len(self.pos), SNAPSHOT_FLUSH_ROWS):
-            at = self.pos[i : i + SNAPSHOT_FLUSH_ROWS]
+        for at in self.pos.blocks(SNAPSHOT_FLUSH_ROWS):
             got = self.snapshot.take(at, ["match_by", "match_value"])
             keys = pc.binary_join_element_wise(
                 got.column("match_by"), got.column("match_value"), ":"

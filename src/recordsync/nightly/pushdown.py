@@ -41,6 +41,7 @@ from recordsync.core.errors import SourceError
 from recordsync.core.model import Blocks, Item, PreparedRow, RowStatus, UnchangedBlock
 from recordsync.nightly.acked_keys import AckedKeysWriter
 from recordsync.nightly.claims import Claims as _Claims
+from recordsync.nightly.unchanged_rows import UnchangedRows
 from recordsync.prepare.merge_rules import kind_of
 from recordsync.read.duckdb_diff import DuckDiffTable
 from recordsync.read.pg_diff import DiffUnavailable, DigestTable
@@ -130,12 +131,12 @@ class Pushdown:
         key = src.key[0]
         columns = list(dict.fromkeys([*self.config.source_columns(), key]))
         table.diff(key, columns, fp, full=snapshot is None)
-        pos = np.zeros(0, dtype=np.int64)
+        pos = UnchangedRows(0)
         if snapshot is not None:
             pos = _left_out(snapshot, table.diff_keys())
             expected = table.unchanged_count()
             if len(pos) != expected:  # keys the snapshot has and the table not: left out
-                pos = _kept(snapshot, pos, table.synced_keys())
+                _keep_synced(snapshot, pos, table.synced_keys())
             if len(pos) != expected:  # still apart: read every row once
                 log.warning(
                     "%s: the database's synced keys (%d unchanged) and the snapshot's (%d)"
@@ -146,7 +147,7 @@ class Pushdown:
                 )
                 snapshot = None
                 writer.source = None
-                pos = np.zeros(0, dtype=np.int64)
+                pos = UnchangedRows(0)
                 table.diff(key, columns, fp, full=True)
         self.full = snapshot is None
         narrowed = src.model_copy(update={**table.source_update(), "change_detection": "client"})
@@ -155,7 +156,7 @@ class Pushdown:
         return Blocks(self._lists(rows, snapshot, pos))
 
     def _lists(
-        self, rows: Iterable[PreparedRow], snapshot: Snapshot | None, pos: np.ndarray[Any, Any]
+        self, rows: Iterable[PreparedRow], snapshot: Snapshot | None, pos: UnchangedRows
     ) -> Iterator[list[Item]]:
         lists: Iterable[list[PreparedRow]]
         lists = rows.lists if isinstance(rows, Blocks) else ([r] for r in rows)
@@ -180,9 +181,9 @@ class Pushdown:
         if snapshot is None or not len(pos):
             return
         label = self.config.source.label
-        for i in range(0, len(pos), BLOCK_ROWS):
-            at = pos[i : i + BLOCK_ROWS]
+        for at in pos.blocks(BLOCK_ROWS):
             got = snapshot.take(at, _NAMES)
+            i = self.unchanged
             lines = np.arange(last + 1 + i, last + 1 + i + len(at), dtype=np.int64)
             self.unchanged += len(at)
             yield [UnchangedBlock(label, lines, at, *got.columns)]
@@ -226,24 +227,25 @@ class Pushdown:
             self.table.close()
 
 
-def _kept(snapshot: Snapshot, pos: np.ndarray[Any, Any], synced: list[str]) -> np.ndarray[Any, Any]:
-    """Of the snapshot's rows ``pos``, those whose key the database's table holds (a key
-    whose text the database spells otherwise is never in the table: its row is read from
-    the diff every run)."""
-    if not len(pos):
-        return pos
-    keys = snapshot.take(pos, ["key"]).column(0)
-    found = pc.fill_null(pc.is_in(keys, value_set=pa.array(synced, pa.string())), False)
-    kept = np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
-    return np.asarray(pos[kept], dtype=np.int64)
+def _keep_synced(snapshot: Snapshot, pos: UnchangedRows, synced: list[str]) -> None:
+    """Of the snapshot's rows ``pos``, keep those whose key the database's table holds (a
+    key whose text the database spells otherwise is never in the table: its row is read
+    from the diff every run)."""
+    value_set = pa.array(synced, pa.string())
+
+    def held(at: np.ndarray[Any, Any]) -> np.ndarray[Any, Any]:
+        keys = snapshot.take(at, ["key"]).column(0)
+        found = pc.fill_null(pc.is_in(keys, value_set=value_set), False)
+        return np.asarray(found.to_numpy(zero_copy_only=False), dtype=bool)
+
+    pos.keep(held)
 
 
-def _left_out(snapshot: Snapshot, diff_keys: list[str]) -> np.ndarray[Any, Any]:
+def _left_out(snapshot: Snapshot, diff_keys: list[str]) -> UnchangedRows:
     """The snapshot's rows whose key is not in ``diff_keys``."""
     keys = snapshot.table.column("key")
     if not diff_keys:
-        return np.arange(len(keys), dtype=np.int64)
+        return UnchangedRows.every(len(keys))
     found = pc.is_in(keys, value_set=pa.array(diff_keys, pa.string()))
     snapshot.release()  # the file's keys, read once: out of memory again
-    mask = pc.invert(pc.fill_null(found, False))
-    return np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False))).astype(np.int64)
+    return UnchangedRows.where_not(found)
