@@ -1,24 +1,26 @@
 """The match keys of the rows a step with change detection in the database did not read
 (:mod:`.pushdown`): a row read from the diff whose match key (``email:ann@x.io``,
 ``name:Acme``) is an unchanged row's would be written onto that row's record, so it is held
-``merged`` instead of sent (a type the service deduplicates, ``merges: hold``). Looked up by
-32-bit hashes of the unchanged rows' match keys, made a slice of the snapshot at a time when
-the first row is asked for (never every key's text at once: 8 bytes a row in all), each hit
-confirmed on the key's text."""
+``merged`` instead of sent (a type the service deduplicates, ``merges: hold``).
+
+Nothing is kept per unchanged row: for each list of rows read (a few thousand), the
+snapshot is read once, a record batch at a time, and its unchanged rows whose match key is
+one of the list's are found by an Arrow set look-up (no Python object per snapshot row).
+The memory is the list's keys and one batch of the snapshot's, whatever the snapshot's
+size; a list without a row to check reads nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.nightly.unchanged_rows import UnchangedRows
 from recordsync.state.snapshots import Snapshot
-from recordsync.tuning.sizes import SNAPSHOT_FLUSH_ROWS
-
-_MASK = 0xFFFFFFFF
 
 
 class Claims:
@@ -27,64 +29,54 @@ class Claims:
     def __init__(self, snapshot: Snapshot, pos: UnchangedRows) -> None:
         self.snapshot = snapshot
         self.pos = pos
-        self._index: np.ndarray[Any, Any] | None = None
+        self.scans = 0
+        """How many times the snapshot was read."""
 
-    def _make_index(self) -> np.ndarray[Any, Any]:
-        """The unchanged rows' match keys, each as one 64-bit number (its 32-bit hash above
-        its snapshot row), sorted in place: 8 bytes a row at the peak (a hash array, a row
-        array and their argsort held about 28 bytes a row: 10M unchanged rows, ~280 MB)."""
-        if len(self.snapshot) > _MASK:
-            raise ValueError("a snapshot of more than 2**32 rows")
-        index = np.empty(len(self.pos), dtype=np.uint64)
-        filled = 0
-        for at in self.pos.blocks(SNAPSHOT_FLUSH_ROWS):
-            got = self.snapshot.take(at, ["match_by", "match_value"])
-            keys = pc.binary_join_element_wise(
-                got.column("match_by"), got.column("match_value"), ":"
-            )
-            listed = keys.to_pylist()
-            has = np.fromiter((k is not None for k in listed), bool, len(listed))
-            n = int(has.sum())
-            hashes = np.fromiter(
-                (hash(k) & _MASK for k in listed if k is not None), np.uint64, n
-            )
-            index[filled : filled + n] = (hashes << np.uint64(32)) | at[has].astype(np.uint64)
-            filled += n
-        index = index[:filled]
-        index.sort()
-        return index
+    def owners(self, match_keys: Sequence[str]) -> dict[str, str]:
+        """Per match key of ``match_keys`` that an unchanged row has: the ledger key of the
+        first such row (in snapshot order)."""
+        if not match_keys or not len(self.pos):
+            return {}
+        value_set = pa.array(sorted(set(match_keys)), pa.string())
+        found: dict[str, str] = {}
+        self.scans += 1
+        for start, keys, ledger in self.snapshot.match_key_batches():
+            hit = pc.fill_null(pc.is_in(keys, value_set=value_set), False)
+            mask: np.ndarray[Any, Any] = np.asarray(hit.to_numpy(zero_copy_only=False), bool)
+            if not mask.any():
+                continue
+            mask &= self.pos.mask(start, len(mask))
+            at = pa.array(np.flatnonzero(mask))
+            for mk, key in zip(keys.take(at).to_pylist(), ledger.take(at).to_pylist(), strict=True):
+                found.setdefault(mk, key)
+            if len(found) == len(value_set):
+                break
+        return found
 
     def owner(self, match_key: str) -> str | None:
-        """The ledger key of the unchanged row whose match key is ``match_key``, or None.
-        The index is made at the first row asked for (an unchanged run asks for none)."""
-        if self._index is None:
-            self._index = self._make_index()
-        index = self._index
-        h = int(hash(match_key) & _MASK)
-        i = int(np.searchsorted(index, np.uint64(h << 32)))
-        while i < len(index) and int(index[i]) >> 32 == h:
-            row = int(index[i]) & _MASK
-            i += 1
-            got = self.snapshot.take(
-                np.array([row], dtype=np.int64), ["match_by", "match_value", "key"]
-            )
-            by, value, key = (got.column(n)[0].as_py() for n in ("match_by", "match_value", "key"))
-            if f"{by}:{value}" == match_key:
-                return str(key)
-        return None
+        """The ledger key of the first unchanged row whose match key is ``match_key``, or
+        None."""
+        return self.owners([match_key]).get(match_key)
 
-    def hold(self, row: PreparedRow) -> None:
-        """Hold ``row`` as ``merged`` when an unchanged row has its match key."""
-        if row.match_by is None or row.match_value is None:
+    def hold(self, rows: Sequence[PreparedRow]) -> None:
+        """Hold as ``merged`` each valid row of ``rows`` whose match key an unchanged row
+        has."""
+        asked = [
+            (r, f"{r.match_by}:{r.match_value}")
+            for r in rows
+            if r.status is RowStatus.VALID and r.match_by is not None and r.match_value is not None
+        ]
+        if not asked:
             return
-        match_key = f"{row.match_by}:{row.match_value}"
-        key = self.owner(match_key)
-        if key is None:
-            return
-        row.status = RowStatus.MERGED
-        row.error = (
-            f"merges with the row of key {key!r}, unchanged in the database: the service would"
-            f" write it onto that row's record (both match by {match_key!r}); not sent, so that"
-            " it does not overwrite it. Make the rows differ, or declare `merges: expected` in"
-            " the mapping"
-        )
+        owners = self.owners([mk for _, mk in asked])
+        for row, match_key in asked:
+            key = owners.get(match_key)
+            if key is None:
+                continue
+            row.status = RowStatus.MERGED
+            row.error = (
+                f"merges with the row of key {key!r}, unchanged in the database: the service"
+                f" would write it onto that row's record (both match by {match_key!r}); not"
+                " sent, so that it does not overwrite it. Make the rows differ, or declare"
+                " `merges: expected` in the mapping"
+            )

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import SourceError
-from recordsync.core.model import Blocks, Item, PreparedRow, RowStatus, UnchangedBlock
+from recordsync.core.model import Blocks, Item, PreparedRow, UnchangedBlock
 from recordsync.nightly.acked_keys import AckedKeysWriter
 from recordsync.nightly.claims import Claims as _Claims
 from recordsync.nightly.unchanged_rows import UnchangedRows
@@ -168,8 +168,8 @@ class Pushdown:
             for part in lists:
                 for r in part:
                     r.digest = _READ
-                    if guard is not None and r.status is RowStatus.VALID:
-                        guard.hold(r)
+                if guard is not None:
+                    guard.hold(part)
                 if part:
                     last = max(last, part[-1].source.source_row)
                 self.rows_read += len(part)

@@ -57,6 +57,12 @@ class UnchangedRows:
         count = min(SPAN, self.size - start)
         return np.unpackbits(self.bits[start // 8 : (start + count + 7) // 8], count=count)
 
+    def mask(self, start: int, count: int) -> np.ndarray[Any, Any]:
+        """Per snapshot row ``start`` to ``start + count``: whether it is one of the rows."""
+        first = start // 8
+        bits = np.unpackbits(self.bits[first : (start + count + 7) // 8])
+        return bits[start - first * 8 : start - first * 8 + count].astype(bool)
+
     def spans(self) -> Iterator[np.ndarray[Any, Any]]:
         """The rows' numbers (int64, ascending), one span of the snapshot at a time."""
         for start in range(0, self.size, SPAN):

@@ -156,18 +156,31 @@ class Snapshot:
         the ledger key) and which rows have one. One batch's key strings at a time, the
         mapped pages dropped after each."""
         for start, batch in zip(self._starts.tolist(), self._batches, strict=False):
-            if which == "key":
-                keys = batch.column("key")
-            else:
-                keys = pc.binary_join_element_wise(
-                    batch.column("match_by"), batch.column("match_value"), ":"
-                )
-                if self._compact:  # a row whose rule and value are its key's: the key itself
-                    keys = pc.if_else(batch.column("in_key"), batch.column("key"), keys)
+            keys = batch.column("key") if which == "key" else self._match_keys(batch)
             h, has = key_hashes(keys.to_pylist())
             del keys
             self.release()
             yield start, h, has
+
+    def match_key_batches(self) -> Iterator[tuple[int, pa.Array, pa.Array]]:
+        """Per record batch of the file, in file order: its first snapshot row, the rows'
+        match keys (``by:value``, as the mapping stage makes them; null: none) and ledger
+        keys, as Arrow arrays (nothing made into Python objects); the mapped pages dropped
+        after each."""
+        try:
+            for start, batch in zip(self._starts.tolist(), self._batches, strict=False):
+                yield start, self._match_keys(batch), batch.column("key")
+                self.release()
+        finally:
+            self.release()
+
+    def _match_keys(self, batch: pa.RecordBatch) -> pa.Array:
+        keys = pc.binary_join_element_wise(
+            batch.column("match_by"), batch.column("match_value"), ":"
+        )
+        if self._compact:  # a row whose rule and value are its key's: the key itself
+            keys = pc.if_else(batch.column("in_key"), batch.column("key"), keys)
+        return keys
 
     def column(self, name: str, idx: npt.NDArray[np.int64]) -> list[Any]:
         """Values of one column at snapshot rows ``idx``."""
