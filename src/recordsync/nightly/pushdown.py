@@ -246,6 +246,9 @@ def _left_out(snapshot: Snapshot, diff_keys: list[str]) -> UnchangedRows:
     keys = snapshot.table.column("key")
     if not diff_keys:
         return UnchangedRows.every(len(keys))
-    found = pc.is_in(keys, value_set=pa.array(diff_keys, pa.string()))
-    snapshot.release()  # the file's keys, read once: out of memory again
-    return UnchangedRows.where_not(found)
+    value_set = pa.array(diff_keys, pa.string())
+    found = []
+    for chunk in keys.chunks:  # a record batch of the file at a time
+        found.append(pc.is_in(chunk, value_set=value_set))
+        snapshot.release()  # the batch's keys, read once: out of memory again
+    return UnchangedRows.where_not(pa.chunked_array(found, pa.bool_()))
