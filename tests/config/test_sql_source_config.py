@@ -100,6 +100,21 @@ def test_engine_options_do_not_mix(tmp_path: Path) -> None:
     assert "format" in str(_error(tmp_path, "  query: SELECT 1\n  key: id\n  format: csv\n"))
 
 
+def test_duckdb_memory_limit_is_a_size_given_to_a_duckdb_query_only(tmp_path: Path) -> None:
+    q = "  query: SELECT 1\n  key: id\n"
+    assert _load(tmp_path, q).source.memory_limit == "128MB"  # type: ignore[attr-defined]
+    got = _load(tmp_path, q + "  memory_limit: 1.5 gb\n").source  # type: ignore[attr-defined]
+    assert got.memory_limit == "1.5GB"
+    assert _load(tmp_path, q + "  memory_limit: 512MiB\n").source.memory_limit == "512MiB"  # type: ignore[attr-defined]
+    for bad, says in (("512", "not a size"), ("lots", "not a size"), ("8MB", "at least 16MB")):
+        err = str(_error(tmp_path, q + f"  memory_limit: {bad}\n"))
+        assert "m.yaml" in err and "source.memory_limit" in err and says in err, err
+    pg = "  engine: postgres\n  dsn_env: X\n  memory_limit: 1GB\n"
+    assert "'memory_limit' is for engine: duckdb" in str(_error(tmp_path, q + pg))
+    err = str(_error(tmp_path, "  path: a.csv\n  memory_limit: 1GB\n"))
+    assert "memory_limit: only for a 'query' source" in err
+
+
 _secret = st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=6, max_size=20)
 
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from recordsync.config.models import SourceConfig
 from recordsync.core.errors import SourceError
 from recordsync.read import iter_source, source_columns
-from recordsync.read.sql import duckdb_record_batches
+from recordsync.read.sql import _duckdb_connect, duckdb_record_batches
 
 
 def _people(base: Path, n: int = 10) -> None:
@@ -143,3 +143,37 @@ def test_the_duckdb_seam_streams_any_sql_in_its_own_order(params: list[int] | No
     assert all(0 < b.num_rows <= 4 for b in batches)
     got = [(r["i"], r["k"]) for b in batches for r in b.to_pylist()]
     assert got == sorted(((i, i % 3) for i in range(4, 20)), key=lambda r: (-r[1], r[0]))
+
+
+def _setting(con: duckdb.DuckDBPyConnection, name: str) -> object:
+    row = con.execute(f"SELECT current_setting('{name}')").fetchone()
+    assert row is not None
+    return row[0]
+
+
+def test_the_connection_is_bounded_by_the_source_options(tmp_path: Path) -> None:
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    con = _duckdb_connect(_src(query="SELECT 1 AS id", memory_limit="200MB"), tmp_path, str(spill))
+    try:
+        assert "190" in str(_setting(con, "memory_limit"))  # DuckDB shows 200MB as 190.7 MiB
+        assert _setting(con, "threads") == 1
+        assert _setting(con, "enable_progress_bar") is False
+        assert _setting(con, "temp_directory") == str(spill)
+    finally:
+        con.close()
+    con = _duckdb_connect(_src(query="SELECT 1 AS id"), tmp_path)
+    try:
+        assert "122" in str(_setting(con, "memory_limit"))  # the default, 128MB
+    finally:
+        con.close()
+
+
+def test_a_query_out_of_memory_names_source_memory_limit(tmp_path: Path) -> None:
+    big = "SELECT 1 AS id, string_agg(repeat('x', 200) || range::text, ',') AS s FROM range(200000)"
+    with pytest.raises(SourceError, match=r"ran out of its working memory \(16MB\)") as info:
+        list(iter_source(_src(query=big, memory_limit="16MB"), tmp_path))
+    assert info.value.key == "source.memory_limit"
+    assert info.value.hint is not None and "raise source.memory_limit" in info.value.hint
+    (sb,) = list(iter_source(_src(query=big, memory_limit="512MB"), tmp_path))
+    assert sb.batch.num_rows == 1

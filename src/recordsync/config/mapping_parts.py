@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from recordsync.config.incremental import Incremental, check_change_detection
 from recordsync.config.refspec import RefSpec
-from recordsync.config.sqlsource import ENV_NAME, has_password
+from recordsync.config.sqlsource import ENV_NAME, has_password, memory_size
 
 TEMPLATE_FIELD = re.compile(r"\{([^{}]+)\}")
 
@@ -32,6 +32,9 @@ class SourceConfig(Strict):
     engine: Literal["duckdb", "postgres"] = "duckdb"
     database: str | None = None
     """DuckDB: a database file to open read-only (relative to the mapping's directory)."""
+    memory_limit: str = "128MB"
+    """DuckDB: the query's working memory (its sort by key, joins, the diff of
+    ``change_detection: database``); beyond it DuckDB spills to a temporary directory."""
     dsn_env: str | None = None
     """PostgreSQL: the environment variable holding the connection string."""
     dsn: str | None = None
@@ -89,6 +92,11 @@ class SourceConfig(Strict):
             raise ValueError("a null value must be a non-blank text (blank cells are empty anyway)")
         return v
 
+    @field_validator("memory_limit", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> Any:
+        return memory_size(v)
+
     @field_validator("key", mode="before")
     @classmethod
     def _one_key(cls, v: Any) -> Any:
@@ -102,6 +110,8 @@ class SourceConfig(Strict):
         if self.query is None:
             sql_only = ("database", "dsn_env", "dsn", "key", "name")
             given = [k for k in sql_only if getattr(self, k) is not None]
+            if "memory_limit" in self.model_fields_set:
+                given.append("memory_limit")
             if "engine" in self.model_fields_set:
                 given.insert(0, "engine")
             if not self.path:
@@ -272,6 +282,11 @@ def check_query_source(src: SourceConfig) -> None:
         if src.dsn is not None or src.dsn_env is not None:
             raise ValueError("dsn/dsn_env are for engine: postgres (DuckDB takes 'database')")
         return
+    if "memory_limit" in src.model_fields_set:
+        raise ValueError(
+            "'memory_limit' is for engine: duckdb (PostgreSQL's memory is the server's:"
+            " work_mem)"
+        )
     if src.database is not None:
         raise ValueError("'database' is for engine: duckdb; PostgreSQL takes dsn_env")
     if (src.dsn is None) == (src.dsn_env is None):

@@ -1,5 +1,6 @@
-"""A query source's PostgreSQL connection string: never a password in a mapping file (the
-source's checks are :class:`recordsync.config.mapping_parts.SourceConfig`'s)."""
+"""A query source's PostgreSQL connection string (never a password in a mapping file) and
+DuckDB's memory limit (a size); the source's other checks are
+:class:`recordsync.config.mapping_parts.SourceConfig`'s."""
 
 from __future__ import annotations
 
@@ -8,6 +9,26 @@ from urllib.parse import urlsplit
 
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PASSWORD_KW = re.compile(r"(?:^|\s)password\s*=", re.IGNORECASE)
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]i?b)\s*", re.IGNORECASE)
+_POWER = {"K": 1, "M": 2, "G": 3, "T": 4}
+MIN_MEMORY = 16_000_000
+"""The least DuckDB working memory a query source may be given (bytes)."""
+
+
+def memory_size(value: object) -> str:
+    """``source.memory_limit`` as DuckDB spells it (``64MB``, ``1.5GB``, ``512MiB``);
+    ValueError naming what to write when it is not a size of at least 16 MB."""
+    found = _SIZE.fullmatch(value) if isinstance(value, str) else None
+    if found is None:
+        raise ValueError(
+            f"{value!r} is not a size: write a number and a unit, e.g. 64MB, 512MB or 2GB"
+        )
+    number, unit = float(found.group(1)), found.group(2).upper().replace("I", "i")
+    if number * (1024 if "i" in unit else 1000) ** _POWER[unit[0]] < MIN_MEMORY:
+        raise ValueError(f"{value!r} is too little for DuckDB to run a query in: at least 16MB")
+    return found.group(1) + unit
 
 
 def has_password(dsn: str) -> bool:

@@ -6,11 +6,14 @@ so the diff is one query inside DuckDB and only its rows reach recordsync (SQL t
 
 The step's rows are read from that file (its ``diff_<scope>`` table) by the ordinary reader:
 the connection that wrote it is closed first (a DuckDB file has one writer at a time), and
-opened again for the update at the step's end.
+opened again for the update at the step's end. What the diff's joins and window do not fit in
+``source.memory_limit`` spills to a temporary directory of the connection's own, removed
+when it closes.
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -45,8 +48,16 @@ class DuckDiffTable:
         self.digest_kind = "md5"
         """Which digest the diff computes (:func:`.sql_diff.digest_sql`)."""
         self._con: Any = None
+        self._spill: tempfile.TemporaryDirectory[str] | None = None
 
     def _fail(self, exc: Exception) -> SourceError:
+        if "Out of Memory" in str(exc):
+            return SourceError(
+                f"{self.src.label}: change detection in DuckDB ran out of its working memory"
+                f" ({self.src.memory_limit}): {exc}",
+                key="source.memory_limit",
+                hint="raise source.memory_limit (e.g. 256MB); what does not fit spills to disk",
+            )
         return SourceError(
             f"{self.src.label}: change detection in DuckDB failed: {exc}",
             key="source.change_detection",
@@ -56,11 +67,23 @@ class DuckDiffTable:
     def _connect(self) -> Any:
         if self._con is None:
             self.file.parent.mkdir(parents=True, exist_ok=True)
-            con = _duckdb_connect(self.src, self.base_dir)
+            self._spill = tempfile.TemporaryDirectory(prefix="recordsync-duckdb-")
+            try:
+                con = _duckdb_connect(self.src, self.base_dir, self._spill.name)
+            except BaseException:
+                self._drop_spill()
+                raise
+            self._con = con
             con.execute(f"ATTACH {literal(str(self.file))} AS rs")
             con.execute("SET TimeZone = 'UTC'")
-            self._con = con
         return self._con
+
+    def _drop_spill(self) -> None:
+        if self._spill is not None:
+            try:
+                self._spill.cleanup()
+            finally:
+                self._spill = None
 
     def open(self) -> None:
         """Attach the state file, read the query's columns and types, create the table."""
@@ -163,8 +186,12 @@ class DuckDiffTable:
         return int(got[0])
 
     def close(self) -> None:
-        if self._con is not None:
-            try:
-                self._con.close()
-            finally:
-                self._con = None
+        """Close the connection and remove its spill directory."""
+        try:
+            if self._con is not None:
+                try:
+                    self._con.close()
+                finally:
+                    self._con = None
+        finally:
+            self._drop_spill()

@@ -58,10 +58,23 @@ def _missing_extra(engine: str, package: str, extra: str) -> SourceError:
     )
 
 
-DUCKDB_MEMORY = "128MB"
-"""DuckDB's working memory for a query source (mostly the sort of the result by key); what
-does not fit spills to a temporary directory, so a large query keeps recordsync's memory
-bounded (DuckDB's default is 80% of the machine's RAM)."""
+DUCKDB_THREADS = 1
+"""DuckDB's threads for a query source. Each thread of a sort keeps buffers of its own, so
+one thread lets the sort by key run in a small ``source.memory_limit`` (the query's working
+memory, 128 MB unless the mapping says otherwise: what does not fit spills to a temporary
+directory, so a large query keeps recordsync's memory bounded; DuckDB's default is 80% of
+the machine's RAM); the run's other work (mapping, sending) has the other cores."""
+
+
+def duckdb_settings(src: SourceConfig) -> list[str]:
+    """The statements that bound a DuckDB connection's memory for ``src``: its memory limit
+    and threads, and no progress bar (DuckDB prints one to the terminal for a query that
+    takes more than two seconds)."""
+    return [
+        f"SET memory_limit = '{src.memory_limit}'",
+        f"SET threads = {DUCKDB_THREADS}",
+        "SET enable_progress_bar = false",
+    ]
 
 
 def _duckdb_connect(src: SourceConfig, base_dir: Path, spill: str | None = None) -> Any:
@@ -85,7 +98,8 @@ def _duckdb_connect(src: SourceConfig, base_dir: Path, spill: str | None = None)
         # files named in the query are found relative to the mapping file's directory
         search = str(base_dir.resolve()).replace("'", "''")
         con.execute(f"SET file_search_path = '{search}'")
-        con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
+        for statement in duckdb_settings(src):
+            con.execute(statement)
         if spill is not None:
             con.execute("SET temp_directory = '" + spill.replace("'", "''") + "'")
     except duckdb.Error as exc:
@@ -94,6 +108,13 @@ def _duckdb_connect(src: SourceConfig, base_dir: Path, spill: str | None = None)
 
 
 def _duckdb_error(src: SourceConfig, exc: Exception) -> SourceError:
+    if "Out of Memory" in str(exc):
+        return SourceError(
+            f"{src.label}: the DuckDB query ran out of its working memory"
+            f" ({src.memory_limit}): {exc}",
+            key="source.memory_limit",
+            hint="raise source.memory_limit (e.g. 256MB); what does not fit spills to disk",
+        )
     return SourceError(
         f"{src.label}: the DuckDB query failed: {exc}",
         key="source.query",
