@@ -382,3 +382,31 @@ def test_slices_prepare_exactly_what_whole_batches_do(
     assert len(whole) >= 200
     assert run(7) == whole
     assert run(64) == whole
+
+
+@pytest.mark.parametrize("name", ["contacts", "companies"])
+@pytest.mark.parametrize("first", [1, 37, 99])
+def test_a_sending_run_prepares_the_first_rows_on_their_own(
+    name: str, first: int, meta: tuple[Schema, list[dict[str, Any]]], monkeypatch: Any
+) -> None:
+    """A sending run (``slice_rows``) prepares the first ``sizes.FIRST_SLICE_ROWS`` rows of
+    the step's first read batch as a list of their own, before the rest of the batch is
+    mapped: its first chunk waits for those only. The rows (with the malformed line and the
+    duplicates of the sample exports) come out as from whole batches."""
+    from recordsync.read import iter_source
+
+    mapping = load_mapping(CONFIGS / f"{name}.yaml")
+    monkeypatch.setattr(sizes, "FIRST_SLICE_ROWS", first)
+    batch = next(iter(iter_source(mapping.source, CONFIGS)))
+    assert len(batch.rows) > 2 * first
+    bound = int(batch.rows[first])  # the first row of the rest
+    wanted = [*batch.rows[:first].tolist(), *(b.line for b in batch.bad if b.line < bound)]
+
+    def rows_of(got: list[PreparedRow]) -> list[tuple[Any, ...]]:
+        return [(r.source.source_row, r.status, r.payload, r.key, r.error) for r in got]
+
+    kw: dict[str, Any] = {"base_dir": CONFIGS, "schema": meta[0], "users": meta[1]}
+    lists = list(prepare_step(mapping, slice_rows=sizes.SLICE_ROWS, **kw).lists)
+    assert sorted(r.source.source_row for r in lists[0]) == sorted(wanted)
+    whole = rows_of(list(prepare_step(mapping, slice_rows=None, **kw)))
+    assert rows_of([r for got in lists for r in got]) == whole

@@ -101,6 +101,19 @@ def _blocks_of(
         yield rows
 
 
+def head_first(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:
+    """``batches``, the first one's first ``sizes.FIRST_SLICE_ROWS`` rows on their own (when
+    it holds more than twice that): a sending run's first chunk waits for those only, not
+    for the first slice's window to be mapped; the rest of the batch is prepared while that
+    chunk is in flight. The same rows, in the same order."""
+    n = sizes.FIRST_SLICE_ROWS
+    for i, sb in enumerate(batches):
+        if i == 0 and len(sb.rows) > 2 * n:
+            yield from sb.split(n)
+        else:
+            yield sb
+
+
 def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:
     """``sb`` in slices of ``size`` rows (no copy); each malformed line goes with the slice
     whose rows it falls among (before the next slice's first row), as in one batch."""
@@ -267,8 +280,9 @@ def _stream(
 ) -> Iterator[list[PreparedRow]]:
     files: dict[str, int] = {}
     gcb = BatchGC()
+    batches = iter_source(mapping.source, base_dir)
     try:
-        for sb in iter_source(mapping.source, base_dir):
+        for sb in head_first(batches) if slice_rows else batches:
             fidx = files.setdefault(sb.file, len(files))
             check_batch_columns(sb, mapper, mapping)
             policy = mapping.duplicates

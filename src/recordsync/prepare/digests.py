@@ -37,6 +37,7 @@ from recordsync.prepare.seen_log import Seen
 from recordsync.read import SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshots import Snapshot
+from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import BatchGC
 from recordsync.tuning.native_memory import give_back
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES
@@ -118,8 +119,9 @@ def _stream(
     gcb = BatchGC()
     policy = mapping.duplicates
     dups = scan.dups
+    pairs = _second_pass(mapping, base_dir, scan)
     try:
-        for seen, sb in _second_pass(mapping, base_dir, scan):
+        for seen, sb in _head_first(pairs) if slice_rows else pairs:
             fidx = files[seen.file]
             check_batch_columns(sb, mapper, mapping)
             found = seen.found
@@ -197,6 +199,21 @@ def _second_pass(
             key="source.path",
             hint="run again once the export is complete",
         )
+
+
+def _head_first(
+    pairs: Iterator[tuple[Seen, SourceBatch]],
+) -> Iterator[tuple[Seen, SourceBatch]]:
+    """``pairs``, the first batch's first ``sizes.FIRST_SLICE_ROWS`` rows on their own, as
+    :func:`recordsync.prepare.core.head_first` (when the batch holds every row the first pass
+    saw in it, and more than twice that many): its digests, mapping and validation are
+    those rows' only."""
+    n = sizes.FIRST_SLICE_ROWS
+    for i, (seen, sb) in enumerate(pairs):
+        if i == 0 and len(sb.rows) == len(seen.rows) > 2 * n:
+            yield from zip(seen.split(n), sb.split(n), strict=True)
+        else:
+            yield seen, sb
 
 
 def _interleave(
