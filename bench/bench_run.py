@@ -440,7 +440,8 @@ def print_splits(server: str, splits: dict[str, list[Split]]) -> None:
 
         print(
             f"{server}: {side:11} medians: to first request {med('start'):.3f} s, to first"
-            f" batch {med('first'):.3f} s, gaps {med('gap_total'):.3f} s in all (median gap"
+            f" batch {med('first'):.3f} s (first request to first batch {med('prepare'):.3f} s),"
+            f" gaps {med('gap_total'):.3f} s in all (median gap"
             f" {med('gap_median_ms'):.2f} ms, p90 {med('gap_p90_ms'):.2f} ms), tail"
             f" {med('tail'):.3f} s"
         )

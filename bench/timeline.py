@@ -44,6 +44,12 @@ class Split:
     """Seconds from the last answer to the reaping."""
 
     @property
+    def prepare(self) -> float:
+        """Seconds from the first request to the first batch (what runs before the first
+        chunk goes out once the client talks to the server)."""
+        return self.first - self.start
+
+    @property
     def gap_total(self) -> float:
         return sum(self.gaps)
 
@@ -80,7 +86,7 @@ def split(events: list[tuple[str, float, float]], started: float, ended: float) 
 def line(s: Split) -> str:
     """One split, as bench_run.py prints it beside a run."""
     return (
-        f"to first request {s.start:.3f} s, to first batch {s.first:.3f} s, gaps"
+        f"to first request {s.start:.3f} s, to first batch {s.first:.3f} s (+{s.prepare:.3f}), gaps"
         f" {s.gap_total:.3f} s (median {s.gap_median_ms:.2f} ms, p90 {s.gap_p90_ms:.2f} ms,"
         f" {len(s.gaps)}), server wait {s.trips:.2f} s, tail {s.tail:.3f} s"
     )
