@@ -86,7 +86,7 @@ def test_an_error_answer_to_the_first_chunk_while_the_rest_is_prepared_loses_no_
     with served(tmp_path / "s.db", faults=["status:401:path=/batch"]) as url:
         result = run_pipeline(request(tmp_path, project(tmp_path)), target=target(url))
         records = all_records(url, "contacts")
-    summary, text = checked(result)
+    summary, _ = checked(result)
     t = summary["totals"]
     assert summary["stop"]["kind"] == "auth" and result.exit_code == 3, summary["stop"]
     assert t["rows_read"] == ROWS and t["failed"] == ROWS and not records
