@@ -410,3 +410,22 @@ def test_a_sending_run_prepares_the_first_rows_on_their_own(
     assert sorted(r.source.source_row for r in lists[0]) == sorted(wanted)
     whole = rows_of(list(prepare_step(mapping, slice_rows=None, **kw)))
     assert rows_of([r for got in lists for r in got]) == whole
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(0, 20_000), first=st.integers(1, 700))
+def test_the_first_batch_is_cut_into_parts_twice_as_large_each_up_to_a_slice(
+    rows: int, first: int
+) -> None:
+    """``ramp``: the first part ``FIRST_SLICE_ROWS`` rows, each next one twice as large, every
+    part smaller than a slice, and more rows left after each part than it holds."""
+    from recordsync.prepare.core import ramp
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(sizes, "FIRST_SLICE_ROWS", first)
+        parts = ramp(rows)
+    assert parts == [first * 2**i for i in range(len(parts))]
+    assert all(p < sizes.SLICE_ROWS for p in parts)
+    assert all(rows - sum(parts[: i + 1]) > p for i, p in enumerate(parts))
+    if rows > 2 * first and first < sizes.SLICE_ROWS:
+        assert parts, "a batch of more than twice the first part is cut"

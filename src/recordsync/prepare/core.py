@@ -101,17 +101,33 @@ def _blocks_of(
         yield rows
 
 
+def ramp(rows: int) -> list[int]:
+    """The sizes of the leading parts a sending run cuts its first read batch of ``rows`` rows
+    into: ``sizes.FIRST_SLICE_ROWS``, then twice as many each time, while a part is smaller
+    than a slice (``sizes.SLICE_ROWS``) and more than twice its size is left. The first chunk
+    waits for the first part only, and each part is prepared while the chunks of the one
+    before are in flight (the rest of the batch then goes as usual, a slice at a time)."""
+    out: list[int] = []
+    size, left = sizes.FIRST_SLICE_ROWS, rows
+    while 0 < size < sizes.SLICE_ROWS and left > 2 * size:
+        out.append(size)
+        left -= size
+        size *= 2
+    return out
+
+
 def head_first(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:
-    """``batches``, the first one's first ``sizes.FIRST_SLICE_ROWS`` rows on their own (when
-    it holds more than twice that): a sending run's first chunk waits for those only, not
-    for the first slice's window to be mapped; the rest of the batch is prepared while that
-    chunk is in flight. The same rows, in the same order."""
-    n = sizes.FIRST_SLICE_ROWS
+    """``batches``, the first one cut into the parts of :func:`ramp`, then its rest: a sending
+    run's first chunk waits for the first part only, not for the first slice's window to be
+    mapped. The same rows, in the same order."""
     for i, sb in enumerate(batches):
-        if i == 0 and len(sb.rows) > 2 * n:
-            yield from sb.split(n)
-        else:
+        if i:
             yield sb
+            continue
+        for size in ramp(len(sb.rows)):
+            head, sb = sb.split(size)
+            yield head
+        yield sb
 
 
 def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:

@@ -29,7 +29,13 @@ from recordsync.core.errors import SourceError
 from recordsync.core.model import Blocks, PreparedRow, UnchangedBlock
 from recordsync.map.engine import BatchMapper
 from recordsync.prepare.cell_sample import CellSample
-from recordsync.prepare.core import ROW_BITS, _blocks_of, check_batch_columns, check_source
+from recordsync.prepare.core import (
+    ROW_BITS,
+    _blocks_of,
+    check_batch_columns,
+    check_source,
+    ramp,
+)
 from recordsync.prepare.digest_scan import Scan, take
 from recordsync.prepare.merges import MergeScan, Owned, needed, scan_merges
 from recordsync.prepare.salvage import bad_row
@@ -37,7 +43,6 @@ from recordsync.prepare.seen_log import Seen
 from recordsync.read import SourceBatch, iter_source
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshots import Snapshot
-from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import BatchGC
 from recordsync.tuning.native_memory import give_back
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES
@@ -204,16 +209,17 @@ def _second_pass(
 def _head_first(
     pairs: Iterator[tuple[Seen, SourceBatch]],
 ) -> Iterator[tuple[Seen, SourceBatch]]:
-    """``pairs``, the first batch's first ``sizes.FIRST_SLICE_ROWS`` rows on their own, as
-    :func:`recordsync.prepare.core.head_first` (when the batch holds every row the first pass
-    saw in it, and more than twice that many): its digests, mapping and validation are
-    those rows' only."""
-    n = sizes.FIRST_SLICE_ROWS
+    """``pairs``, the first batch cut into the parts of :func:`recordsync.prepare.core.ramp`,
+    as :func:`recordsync.prepare.core.head_first` does (when the batch holds every row the
+    first pass saw in it): each part's digests, mapping and validation are its rows' only."""
     for i, (seen, sb) in enumerate(pairs):
-        if i == 0 and len(sb.rows) == len(seen.rows) > 2 * n:
-            yield from zip(seen.split(n), sb.split(n), strict=True)
-        else:
+        if i or len(sb.rows) != len(seen.rows):
             yield seen, sb
+            continue
+        for size in ramp(len(sb.rows)):
+            (head_seen, seen), (head, sb) = seen.split(size), sb.split(size)
+            yield head_seen, head
+        yield seen, sb
 
 
 def _interleave(
