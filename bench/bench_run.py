@@ -65,10 +65,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from arrivals import ArrivalError, check_noop, check_sandbox, source_emails
 from measure import Measured, measure
-from noop_server import counts, noop_server, write_meta
+from noop_server import counts, noop_server, timeline, write_meta
 from peers import PEERS, peer_command, peer_env, peer_python
 from plausible import LoopTiming, below_floor, broken
 from project import HERE, KEY, REPO, make_project, precompute, sandbox
+from timeline import Split, line, split
 
 SETTINGS = {"noop": "no-op server", "sandbox": "the sandbox", "slow": "{delay} ms per answer"}
 
@@ -144,6 +145,9 @@ def one_run(side: str, server: str, tag: str, ctx: Context, src: Path | None = N
         if server != "sandbox":
             check_noop(url, ctx.emails, f"{side} run {tag}")
             nodelay = counts(url).get("nodelay")
+            label = side if src is None else "baseline"
+            where = split(timeline(url), result.started, result.ended)
+            ctx.splits.setdefault(server, {}).setdefault(label, []).append(where)
     if server == "sandbox":
         check_sandbox(db, ctx.emails, f"{side} run {tag}")
     if side == "bare":
@@ -186,6 +190,9 @@ class Context:
         self.loops: dict[str, list[LoopTiming]] = {}
         self.low: dict[str, list[str]] = {}
         """Per server, each bare run under its floor (plausible.below_floor)."""
+        self.splits: dict[str, dict[str, list[Split]]] = {}
+        """Per server (not the sandbox) and side, where each run's wall time went
+        (timeline.py), in run order."""
 
     def check_floor(self) -> None:
         """The floor (bench/floor_loop.py) must send exactly the objects recordsync sends."""
@@ -357,6 +364,8 @@ def main() -> None:
                             run = one_run(side, server, f"{n}", c)
                         runs[server][side].append(run)
                     print_pair(n, server, {side: runs[server][side][-1] for side in sides})
+                    for side, where in contexts[server].splits.get(server, {}).items():
+                        print(f"    {side:11} {line(where[-1])}", flush=True)
         except BaselineError as exc:
             print(str(exc), flush=True)
             sys.exit(2)
@@ -391,6 +400,7 @@ def main() -> None:
             med = {side: statistics.median(m.wall for m in ms) for side, ms in runs[server].items()}
             ratio = statistics.median(ratios(runs[server], "recordsync"))
             print(f"{server}: bare/recordsync, median of rounds {ratio:.2f}x")
+            print_splits(server, contexts[server].splits.get(server, {}))
             if server == "slow":
                 print(
                     f"target into slow: bare/recordsync >= 0.97x: {ratio:.2f}x"
@@ -417,6 +427,23 @@ def main() -> None:
         print(
             f"target peak RSS of a {args.rows:,}-row run <= 200 MB (at 100k):"
             f" {max(peaks):.0f} MB (largest of {len(peaks)}) {verdict(max(peaks) <= 200)}"
+        )
+
+
+def print_splits(server: str, splits: dict[str, list[Split]]) -> None:
+    """Where each side's wall time went into ``server``, medians of its rounds (timeline.py):
+    the gaps and the time to the first request barely move with the machine's load."""
+    for side, runs in splits.items():
+
+        def med(what: str, runs: list[Split] = runs) -> float:
+            return statistics.median(getattr(r, what) for r in runs)
+
+        print(
+            f"{server}: {side:11} medians: to first request {med('start'):.3f} s, to first"
+            f" batch {med('first'):.3f} s (first request to first batch {med('prepare'):.3f} s),"
+            f" gaps {med('gap_total'):.3f} s in all (median gap"
+            f" {med('gap_median_ms'):.2f} ms, p90 {med('gap_p90_ms'):.2f} ms), tail"
+            f" {med('tail'):.3f} s"
         )
 
 

@@ -5,7 +5,9 @@ single child with ``os.wait4`` and writes the child's own ``rusage``. Not from t
 own process, on purpose: on Linux a child's ``ru_maxrss`` includes the peak of the memory it
 replaced at ``exec`` (the parent's, when spawned with ``vfork``), so a child spawned by a
 benchmark holding hundreds of MB would report at least that. The launcher holds almost
-nothing, so the figure is the child's. The wall time runs from the spawn to the reaping.
+nothing, so the figure is the child's. The wall time runs from the spawn to the reaping;
+both instants are kept too (``time.monotonic``: one clock for every process of the machine,
+so a server's own timestamps can be set against them, see timeline.py).
 """
 
 from __future__ import annotations
@@ -19,13 +21,13 @@ from pathlib import Path
 
 LAUNCH = """import os, sys, time
 out, cmd = sys.argv[1], sys.argv[2:]
-t = time.perf_counter()
+t = time.monotonic()
 pid = os.posix_spawn(cmd[0], cmd, os.environ)
 _, status, ru = os.wait4(pid, 0)
-wall = time.perf_counter() - t
+end = time.monotonic()
 with open(out, "w") as f:
-    f.write(f"{wall} {os.waitstatus_to_exitcode(status)} {ru.ru_maxrss}"
-            f" {ru.ru_utime + ru.ru_stime}")
+    f.write(f"{end - t} {os.waitstatus_to_exitcode(status)} {ru.ru_maxrss}"
+            f" {ru.ru_utime + ru.ru_stime} {t} {end}")
 """
 
 
@@ -36,6 +38,8 @@ class Measured:
     peak_mb: float  # peak RSS of the child (ru_maxrss)
     cpu: float  # user + system seconds of the child
     stderr: str
+    started: float = 0.0  # time.monotonic() at the spawn
+    ended: float = 0.0  # time.monotonic() at the reaping
 
 
 def measure(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> Measured:
@@ -52,8 +56,16 @@ def measure(cmd: list[str], env: dict[str, str] | None = None, cwd: Path | None 
                 cwd=cwd,
                 check=True,
             )
-        wall, code, maxrss_kb, cpu = out.read_text().split()
-        return Measured(float(wall), int(code), int(maxrss_kb) / 1024, float(cpu), err.read_text())
+        wall, code, maxrss_kb, cpu, started, ended = out.read_text().split()
+        return Measured(
+            float(wall),
+            int(code),
+            int(maxrss_kb) / 1024,
+            float(cpu),
+            err.read_text(),
+            float(started),
+            float(ended),
+        )
 
 
 def vm_hwm_mb() -> float:

@@ -27,6 +27,13 @@ else its ``name``; ``entries == distinct == source rows`` means every row arrive
 once. ``GET /_counts?identities=1`` adds ``{type: {identity: n}}``. ``DELETE /_counts``
 sets every count back to zero (what one of several runs against the same server sent).
 
+It keeps a timeline: ``GET /_timeline`` answers ``[[method path, arrived, answered], ...]``
+for every request but its own counts and timeline, in arrival order, where ``arrived`` is
+``time.monotonic()`` when the request reached the app and ``answered`` when the last byte
+of its answer was handed to the transport (one clock for every process of the machine:
+bench/timeline.py sets it against the client's spawn and exit). ``DELETE /_counts`` clears it
+too.
+
 The process stops itself when its standard input closes (the benchmark holding the pipe
 exits or closes it), so a crashed benchmark leaves no server behind.
 """
@@ -40,6 +47,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -53,6 +61,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MAX_BATCH = 100
 
@@ -107,9 +116,34 @@ def connections_nodelay(port: int) -> list[int]:
     return out
 
 
+class Timeline:
+    """ASGI middleware: when each request reached the app and when its answer's last byte
+    was handed to the transport (``time.monotonic()``), in arrival order."""
+
+    UNTIMED = frozenset({"/_counts", "/_timeline"})
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.events: list[list[Any]] = []
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.UNTIMED:
+            await self.app(scope, receive, send)
+            return
+        event: list[Any] = [f"{scope['method']} {scope['path']}", time.monotonic(), None]
+        self.events.append(event)
+
+        async def timed(message: Message) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                event[2] = time.monotonic()
+
+        await self.app(scope, receive, timed)
+
+
 def create_app(
     meta: dict[str, Any], api_key: str, delay_ms: float = 0.0, port: int | None = None
-) -> Starlette:
+) -> Timeline:
     """The app; ``meta``: ``{"schema": [...], "users": [...]}``; ``delay_ms``: how long each
     batch waits before it is answered; ``port``: the port it serves on (for ``nodelay``)."""
     slugs: dict[str, str] = {}
@@ -195,6 +229,7 @@ def create_app(
 
     async def reset(request: Request) -> Response:
         with lock:
+            timeline.events.clear()
             entries.clear()
             failed.clear()
             seen.clear()
@@ -207,17 +242,23 @@ def create_app(
             other[f"{request.method} {request.url.path}"] += 1
         return _json({"error": "Not found"}, 404)
 
+    async def events(request: Request) -> Response:
+        return _json(timeline.events)
+
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/api/objects/{object_type}/batch", batch, methods=["POST"]),
             Route("/api/meta/schema", schema, methods=["GET"]),
             Route("/api/meta/users", users, methods=["GET"]),
             Route("/_counts", counts, methods=["GET"]),
             Route("/_counts", reset, methods=["DELETE"]),
+            Route("/_timeline", events, methods=["GET"]),
             Route("/{path:path}", anything_else, methods=methods),
         ]
     )
+    timeline = Timeline(app)
+    return timeline
 
 
 def write_meta(path: Path) -> Path:
@@ -247,9 +288,7 @@ def write_meta(path: Path) -> Path:
 
 
 @contextmanager
-def noop_server(
-    meta: Path, api_key: str, delay_ms: float = 0.0, port: int = 0
-) -> Iterator[str]:
+def noop_server(meta: Path, api_key: str, delay_ms: float = 0.0, port: int = 0) -> Iterator[str]:
     """The server in its own process; yields its base URL, stops it on exit. ``port``: a
     fixed one (a kept state knows its target by the URL), else a free one."""
     proc = subprocess.Popen(
@@ -276,6 +315,17 @@ def counts(url: str) -> dict[str, Any]:
 
     answer: dict[str, Any] = httpx.get(url + "/_counts", timeout=60).json()
     return answer
+
+
+def timeline(url: str) -> list[tuple[str, float, float]]:
+    """The server's timeline: ``(method path, arrived, answered)`` a request, arrival order."""
+    import httpx
+
+    events = httpx.get(url + "/_timeline", timeout=60).json()
+    return [
+        (str(what), float(arrived), float("nan") if answered is None else float(answered))
+        for what, arrived, answered in events
+    ]
 
 
 def main() -> None:

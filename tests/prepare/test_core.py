@@ -382,3 +382,50 @@ def test_slices_prepare_exactly_what_whole_batches_do(
     assert len(whole) >= 200
     assert run(7) == whole
     assert run(64) == whole
+
+
+@pytest.mark.parametrize("name", ["contacts", "companies"])
+@pytest.mark.parametrize("first", [1, 37, 99])
+def test_a_sending_run_prepares_the_first_rows_on_their_own(
+    name: str, first: int, meta: tuple[Schema, list[dict[str, Any]]], monkeypatch: Any
+) -> None:
+    """A sending run (``slice_rows``) prepares the first ``sizes.FIRST_SLICE_ROWS`` rows of
+    the step's first read batch as a list of their own, before the rest of the batch is
+    mapped: its first chunk waits for those only. The rows (with the malformed line and the
+    duplicates of the sample exports) come out as from whole batches."""
+    from recordsync.read import iter_source
+
+    mapping = load_mapping(CONFIGS / f"{name}.yaml")
+    monkeypatch.setattr(sizes, "FIRST_SLICE_ROWS", first)
+    batch = next(iter(iter_source(mapping.source, CONFIGS)))
+    assert len(batch.rows) > 2 * first
+    bound = int(batch.rows[first])  # the first row of the rest
+    wanted = [*batch.rows[:first].tolist(), *(b.line for b in batch.bad if b.line < bound)]
+
+    def rows_of(got: list[PreparedRow]) -> list[tuple[Any, ...]]:
+        return [(r.source.source_row, r.status, r.payload, r.key, r.error) for r in got]
+
+    kw: dict[str, Any] = {"base_dir": CONFIGS, "schema": meta[0], "users": meta[1]}
+    lists = list(prepare_step(mapping, slice_rows=sizes.SLICE_ROWS, **kw).lists)
+    assert sorted(r.source.source_row for r in lists[0]) == sorted(wanted)
+    whole = rows_of(list(prepare_step(mapping, slice_rows=None, **kw)))
+    assert rows_of([r for got in lists for r in got]) == whole
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.integers(0, 20_000), first=st.integers(1, 700))
+def test_the_first_batch_is_cut_into_parts_twice_as_large_each_up_to_a_slice(
+    rows: int, first: int
+) -> None:
+    """``ramp``: the first part ``FIRST_SLICE_ROWS`` rows, each next one twice as large, every
+    part smaller than a slice, and more rows left after each part than it holds."""
+    from recordsync.prepare.core import ramp
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(sizes, "FIRST_SLICE_ROWS", first)
+        parts = ramp(rows)
+    assert parts == [first * 2**i for i in range(len(parts))]
+    assert all(p < sizes.SLICE_ROWS for p in parts)
+    assert all(rows - sum(parts[: i + 1]) > p for i, p in enumerate(parts))
+    if rows > 2 * first and first < sizes.SLICE_ROWS:
+        assert parts, "a batch of more than twice the first part is cut"

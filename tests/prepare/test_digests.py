@@ -153,3 +153,82 @@ def test_each_batch_of_the_second_pass_gives_the_freed_heap_back(
         assert sum(isinstance(r, PreparedRow) for r in items) == 3
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("changed", [None, (1, 3, 9, 30)])
+@pytest.mark.parametrize("first", [1, 4, 5, 6])
+def test_a_sending_run_prepares_the_first_rows_of_the_second_pass_on_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changed: tuple[int, ...] | None, first: int
+) -> None:
+    """With ``slice_rows`` (a sending run), the second pass prepares the first
+    ``sizes.FIRST_SLICE_ROWS`` rows of the first batch (and the malformed lines among them)
+    as a list of their own: the first chunk waits for their digests, mapping and validation
+    only. Every item (rows with their digests, blocks found unchanged, the malformed line
+    after row 5) is what whole batches give: a first run (no snapshot), and a nightly run
+    that reads the source again (``changed``: those rows changed since the snapshot)."""
+    rows = 40
+    header = "Name,Email,Title\n"
+
+    def write(titles: list[str]) -> None:
+        lines = [f"N{i},e{i}@x.example,{t}\n" for i, t in enumerate(titles)]
+        lines.insert(5, 'broken,"unclosed,x\n')  # a malformed line (line 7)
+        (tmp_path / "c.csv").write_text(header + "".join(lines), encoding="utf-8")
+
+    titles = ["A"] * rows
+    write(titles)
+    (tmp_path / "c.yaml").write_text(
+        "object_type: contacts\nsource: {path: c.csv}\nname: Name\n"
+        "match_by: [email]\nfields:\n  email: Email\n  job_title: Title\n"
+    )
+    mapping = load_mapping(tmp_path / "c.yaml")
+    store = StateStore(tmp_path / "state.db")
+    try:
+        snapshot = None
+        if changed is not None:
+            writer = SnapshotWriter(store, "p", "contacts", "r1")
+            for i, r in enumerate(
+                prepare_digested(
+                    mapping, base_dir=tmp_path, schema=None, users=None, snapshot=None, fp=b"fp"
+                )
+            ):
+                if isinstance(r, PreparedRow) and r.digest is not None and r.key is not None:
+                    writer.add(r.digest, r.key, r.match_by, r.match_value, 100 + i)
+            writer.commit(b"fp")
+            write(["C" if i in changed else t for i, t in enumerate(titles)])
+            snapshot = take(store, "p", "contacts", b"fp")
+            assert snapshot is not None
+            monkeypatch.setattr(sizes, "UNMATCHED_KEEP_ROWS", 1)  # the second pass reads again
+        monkeypatch.setattr(sizes, "FIRST_SLICE_ROWS", first)
+
+        def items(slice_rows: int | None) -> list[list[object]]:
+            got = prepare_digested(
+                mapping,
+                base_dir=tmp_path,
+                schema=None,
+                users=None,
+                snapshot=snapshot,
+                fp=b"fp",
+                slice_rows=slice_rows,
+            )
+            return list(got.lists)
+
+        def flat(lists: list[list[object]]) -> list[tuple[object, ...]]:
+            out: list[tuple[object, ...]] = []
+            for item in (i for got in lists for i in got):
+                if isinstance(item, UnchangedBlock):
+                    out += [("unchanged", line) for line in item.source_rows.tolist()]
+                else:
+                    assert isinstance(item, PreparedRow)
+                    r = item
+                    out.append((r.source.source_row, r.status, r.payload, r.digest, r.error))
+            return out
+
+        sliced, whole = items(sizes.SLICE_ROWS), items(None)
+        assert flat(sliced) == flat(whole)
+        head = [t[1] if t[0] == "unchanged" else t[0] for t in flat(sliced[:1])]
+        # the first ``first`` rows (lines 2, 3, ...), and the malformed line 7 when it comes
+        # before the rest's first row (line 8 once five rows are in the first list)
+        rows_first = [2 + i + (i >= 5) for i in range(first)]
+        assert sorted(head) == sorted(rows_first + [7] * (first >= 5))
+    finally:
+        store.close()

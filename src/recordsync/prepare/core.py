@@ -101,6 +101,35 @@ def _blocks_of(
         yield rows
 
 
+def ramp(rows: int) -> list[int]:
+    """The sizes of the leading parts a sending run cuts its first read batch of ``rows`` rows
+    into: ``sizes.FIRST_SLICE_ROWS``, then twice as many each time, while a part is smaller
+    than a slice (``sizes.SLICE_ROWS``) and more than twice its size is left. The first chunk
+    waits for the first part only, and each part is prepared while the chunks of the one
+    before are in flight (the rest of the batch then goes as usual, a slice at a time)."""
+    out: list[int] = []
+    size, left = sizes.FIRST_SLICE_ROWS, rows
+    while 0 < size < sizes.SLICE_ROWS and left > 2 * size:
+        out.append(size)
+        left -= size
+        size *= 2
+    return out
+
+
+def head_first(batches: Iterator[SourceBatch]) -> Iterator[SourceBatch]:
+    """``batches``, the first one cut into the parts of :func:`ramp`, then its rest: a sending
+    run's first chunk waits for the first part only, not for the first slice's window to be
+    mapped. The same rows, in the same order."""
+    for i, sb in enumerate(batches):
+        if i:
+            yield sb
+            continue
+        for size in ramp(len(sb.rows)):
+            head, sb = sb.split(size)
+            yield head
+        yield sb
+
+
 def _slices(sb: SourceBatch, size: int) -> Iterator[SourceBatch]:
     """``sb`` in slices of ``size`` rows (no copy); each malformed line goes with the slice
     whose rows it falls among (before the next slice's first row), as in one batch."""
@@ -267,8 +296,9 @@ def _stream(
 ) -> Iterator[list[PreparedRow]]:
     files: dict[str, int] = {}
     gcb = BatchGC()
+    batches = iter_source(mapping.source, base_dir)
     try:
-        for sb in iter_source(mapping.source, base_dir):
+        for sb in head_first(batches) if slice_rows else batches:
             fidx = files.setdefault(sb.file, len(files))
             check_batch_columns(sb, mapper, mapping)
             policy = mapping.duplicates

@@ -29,7 +29,13 @@ from recordsync.core.errors import SourceError
 from recordsync.core.model import Blocks, PreparedRow, UnchangedBlock
 from recordsync.map.engine import BatchMapper
 from recordsync.prepare.cell_sample import CellSample
-from recordsync.prepare.core import ROW_BITS, _blocks_of, check_batch_columns, check_source
+from recordsync.prepare.core import (
+    ROW_BITS,
+    _blocks_of,
+    check_batch_columns,
+    check_source,
+    ramp,
+)
 from recordsync.prepare.digest_scan import Scan, take
 from recordsync.prepare.merges import MergeScan, Owned, needed, scan_merges
 from recordsync.prepare.salvage import bad_row
@@ -118,8 +124,9 @@ def _stream(
     gcb = BatchGC()
     policy = mapping.duplicates
     dups = scan.dups
+    pairs = _second_pass(mapping, base_dir, scan)
     try:
-        for seen, sb in _second_pass(mapping, base_dir, scan):
+        for seen, sb in _head_first(pairs) if slice_rows else pairs:
             fidx = files[seen.file]
             check_batch_columns(sb, mapper, mapping)
             found = seen.found
@@ -197,6 +204,22 @@ def _second_pass(
             key="source.path",
             hint="run again once the export is complete",
         )
+
+
+def _head_first(
+    pairs: Iterator[tuple[Seen, SourceBatch]],
+) -> Iterator[tuple[Seen, SourceBatch]]:
+    """``pairs``, the first batch cut into the parts of :func:`recordsync.prepare.core.ramp`,
+    as :func:`recordsync.prepare.core.head_first` does (when the batch holds every row the
+    first pass saw in it): each part's digests, mapping and validation are its rows' only."""
+    for i, (seen, sb) in enumerate(pairs):
+        if i or len(sb.rows) != len(seen.rows):
+            yield seen, sb
+            continue
+        for size in ramp(len(sb.rows)):
+            (head_seen, seen), (head, sb) = seen.split(size), sb.split(size)
+            yield head_seen, head
+        yield seen, sb
 
 
 def _interleave(

@@ -38,6 +38,35 @@ class Seen:
     stored: tuple[int, bool, bool] = (0, False, False)
     """In the file: the number of rows, whether digests and ``ok`` are there."""
 
+    def split(self, n: int) -> tuple[Seen, Seen]:
+        """What was learnt about the batch's first ``n`` rows and about the others, as
+        :meth:`SourceBatch.split` splits the batch: views of the arrays (read back, if they
+        were in the log's file), nothing kept (the second pass's view of a batch)."""
+        if self.kept is not None:
+            raise ValueError("a batch whose rows are kept is not split")
+        if not 0 < n < len(self.rows):
+            raise ValueError(f"cannot split a batch of {len(self.rows)} rows at {n}")
+        limit = int(self.rows[n])
+        d, ok = self.digests, self.ok
+        return (
+            Seen(
+                self.file,
+                self.rows[:n],
+                None if d is None else d[:n],
+                None if ok is None else ok[:n],
+                self.found[:n],
+                [b for b in self.bad if b.line < limit],
+            ),
+            Seen(
+                self.file,
+                self.rows[n:],
+                None if d is None else d[n:],
+                None if ok is None else ok[n:],
+                self.found[n:],
+                [b for b in self.bad if b.line >= limit],
+            ),
+        )
+
 
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 _DTYPES = (np.int64, np.int64, np.uint64, np.bool_)  # rows, found, digests, ok

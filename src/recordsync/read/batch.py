@@ -33,6 +33,20 @@ class SourceBatch:
     rows: npt.NDArray[np.int64]
     bad: list[BadLine] = field(default_factory=list)
 
+    def split(self, n: int) -> tuple[SourceBatch, SourceBatch]:
+        """The first ``n`` rows and the others, as two batches (no copy of the rows; ``0 < n
+        < len(rows)``). Each malformed line goes with the part whose rows it falls among:
+        the first when it comes before the second part's first row."""
+        if not 0 < n < len(self.rows):
+            raise ValueError(f"cannot split a batch of {len(self.rows)} rows at {n}")
+        limit = int(self.rows[n])
+        head = [b for b in self.bad if b.line < limit]
+        rest = [b for b in self.bad if b.line >= limit]
+        return (
+            SourceBatch(self.file, self.batch.slice(0, n), self.rows[:n], head),
+            SourceBatch(self.file, self.batch.slice(n), self.rows[n:], rest),
+        )
+
 
 class BatchValues:
     """The original values of a batch's rows, made into dicts only for the rows asked for

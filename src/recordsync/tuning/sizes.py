@@ -24,6 +24,13 @@ so that the run's main thread returns to its chunks (acknowledging, reporting, q
 next) between slices instead of leaving the service waiting for a whole batch. A dry run
 prepares whole batches: slices cost about 25% of its speed."""
 
+FIRST_SLICE_ROWS = 256
+"""Rows of a step's first read batch prepared on their own, first, when a run sends: the first
+chunk goes out once they are mapped and validated, not after a whole slice (or the window of
+:data:`MAP_ROWS` it is mapped in, and the batch's digests). The next parts are twice as large
+each, up to a slice (``prepare.core.ramp``), each prepared while the chunks of the one before
+are in flight. About two chunks of the default size."""
+
 MAP_ROWS = 8192
 """Rows mapped and validated column by column at a time when a run sends (a read batch's
 :data:`SLICE_ROWS` slices share them): each Arrow call has a fixed cost, paid once per this
