@@ -196,7 +196,7 @@ def test_encode_inputs_is_encode_input_of_each(group: list[dict[str, Any]]) -> N
 
 
 def test_one_odd_payload_leaves_the_rest_of_its_group_on_the_fast_path() -> None:
-    group = [
+    group: list[dict[str, Any]] = [
         {"name": f"n{i}", "match_by": "email", "match_value": f"{i}@x", "fields": {"t": ["a"]}}
         for i in range(3)
     ]
