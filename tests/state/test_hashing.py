@@ -7,11 +7,19 @@ import json
 import random
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from recordsync.state import input_hash
-from recordsync.state.hashing import FORMAT_TAG, canonical_input, encode_input, encode_inputs
+from recordsync.state.hashing import (
+    FORMAT_TAG,
+    _encode_columns,
+    _NotPlain,
+    canonical_input,
+    encode_input,
+    encode_inputs,
+)
 
 scalars = st.one_of(
     st.none(),
@@ -188,7 +196,7 @@ def test_encode_inputs_is_encode_input_of_each(group: list[dict[str, Any]]) -> N
 
 
 def test_one_odd_payload_leaves_the_rest_of_its_group_on_the_fast_path() -> None:
-    group = [
+    group: list[dict[str, Any]] = [
         {"name": f"n{i}", "match_by": "email", "match_value": f"{i}@x", "fields": {"t": ["a"]}}
         for i in range(3)
     ]
@@ -225,3 +233,88 @@ def test_encode_inputs_of_mapped_payloads_is_byte_for_byte_encode_input(
     """The fast path for the mapper's payloads (no copy of each) gives the very hashes and
     request JSON that encode_input gives one payload at a time."""
     assert encode_inputs(group) == [encode_input(p) for p in group]
+
+
+_cell = st.one_of(
+    _plain_value,
+    st.lists(_plain_value, max_size=3),
+    _odd_text,  # any code point, lone surrogates included
+    st.floats(),
+    st.dates(),
+    st.integers(min_value=-(2**65), max_value=2**65),
+    st.lists(st.lists(_plain_value, max_size=2), max_size=2),  # a list in a list
+    st.dictionaries(st.text(max_size=4), _plain_value, max_size=2),  # an object in fields
+)
+_row = st.fixed_dictionaries(  # the mapper's payload, every value plain
+    {
+        "name": st.one_of(st.text(max_size=12), st.none(), st.integers(-(2**63), 2**64 - 1)),
+        "match_value": st.one_of(st.integers(0, 2**63 - 1), st.text(max_size=12), st.none()),
+        "fields": st.dictionaries(
+            st.sampled_from(["email", "phone", "tags", "score", "stage", "é", "a\x00"]),
+            st.one_of(_plain_value, st.lists(_plain_value, max_size=3)),
+            max_size=7,
+        ),
+    }
+)
+
+
+def _variant(row: dict[str, Any], by: str, odd: Any, how: int) -> dict[str, Any]:
+    """``row`` with ``match_by``, and then, by ``how``: as is (the mapper's shape), a field
+    set to ``odd``, no ``fields`` (a fourth key of another name), an image as a fifth key,
+    or ``odd`` as its name."""
+    out = {"name": row["name"], "match_by": by, "match_value": row["match_value"]}
+    if how == 2:
+        return {**out, "profile_image_url": "https://x.example/a.png"}
+    out["fields"] = dict(row["fields"])
+    if how == 1:
+        out["fields"]["odd"] = odd
+    if how == 3:
+        out["profile_image_url"] = None
+    if how == 4:
+        out["name"] = odd
+    return out
+
+
+@given(
+    st.lists(_row, max_size=30),
+    st.one_of(st.none(), st.tuples(st.integers(0, 30), _row, _cell, st.integers(1, 4))),
+    st.one_of(st.sampled_from(["email", "id"]), st.none()),
+)
+def test_encode_inputs_column_by_column_is_encode_input_of_each(
+    rows: list[dict[str, Any]],
+    odd: tuple[int, dict[str, Any], Any, int] | None,
+    one_rule: str | None,
+) -> None:
+    """Groups of the mapper's payloads, encoded column by column when every value is plain:
+    byte for byte what encode_input gives each payload; and so with one payload among them
+    that has an odd value (a float, a date, a lone surrogate, an integer beyond 64 bits, a
+    nested list or object) or an odd shape (another key, a fifth key); one match rule for
+    the group or one each."""
+    rules = ["email", "id", "name"]
+    group = [_variant(row, one_rule or rules[i % 3], None, 0) for i, row in enumerate(rows)]
+    if odd is not None:
+        at, row, value, how = odd
+        group.insert(min(at, len(group)), _variant(row, one_rule or "email", value, how))
+    expected = [encode_input(p) for p in group]
+    assert encode_inputs(group) == expected
+    assert [digest for digest, _ in expected] == [input_hash(p) for p in group]
+    for payload, (_, encoded) in zip(group, expected, strict=True):
+        if encoded is not None:
+            assert json.loads(encoded) == payload
+
+
+def test_plain_groups_take_the_column_path() -> None:
+    """A group of the mapper's plain payloads is encoded column by column (no fallback)."""
+    group = [
+        {
+            "name": f"Zoë {i}",
+            "match_by": "email",
+            "match_value": f"z{i}@x.example",
+            "fields": {"tags": ["a", None], "score": i, "ok": True, "email": f"z{i}@x.example"},
+        }
+        for i in range(5)
+    ]
+    assert _encode_columns(group) == [encode_input(p) for p in group]
+    for odd in (0.5, datetime.date(2026, 1, 1), [[1]], {"a": 1}, "\ud800", 2**64):
+        with pytest.raises(_NotPlain):
+            _encode_columns([*group, {**group[0], "fields": {"x": odd}}])

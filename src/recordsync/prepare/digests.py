@@ -16,8 +16,10 @@ with the source: the first pass's per-batch arrays go to a temporary file past a
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterator
-from itertools import compress
+from itertools import compress, repeat
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, cast
 
@@ -49,6 +51,7 @@ from recordsync.validate.entry_size import MAX_REQUEST_BYTES
 from recordsync.validate.schema import Schema
 
 Item = PreparedRow | UnchangedBlock
+_source, _source_row = attrgetter("source"), attrgetter("source_row")
 
 
 def prepare_digested(
@@ -102,11 +105,14 @@ def _with_digests(
     lines = seen.rows[positions]  # ascending, as the rows come
     for rows in blocks:
         if d is not None and ok is not None and len(lines):
-            got = np.fromiter((r.source.source_row for r in rows), np.int64, len(rows))
+            got = np.fromiter(map(_source_row, map(_source, rows)), np.int64, len(rows))
             at = positions[np.minimum(np.searchsorted(lines, got), len(lines) - 1)]
             hit = (seen.rows[at] == got) & ok[at]  # not a bad line, and digested
-            for r, pair in zip(compress(rows, hit.tolist()), d[at[hit]].tolist(), strict=True):
-                r.digest = (pair[0], pair[1])
+            digested = list(compress(rows, hit.tolist()))
+            pairs = list(map(tuple, d[at[hit]].tolist()))  # (d0, d1) each, as Python ints
+            if len(pairs) != len(digested):
+                raise ValueError(f"{len(pairs)} digests for {len(digested)} rows")
+            deque(map(setattr, digested, repeat("digest"), pairs), maxlen=0)  # a loop in C
         yield rows
 
 

@@ -16,10 +16,14 @@ reads, journals and queues the chunks and writes every row to the report, settle
 from __future__ import annotations
 
 import contextlib
+from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor, wait
 from functools import partial
-from itertools import chain
+from itertools import accumulate, chain, compress, repeat
+from operator import attrgetter, is_, truth
+from typing import cast
 
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.errors import RecordsyncError
@@ -40,6 +44,8 @@ from recordsync.send.plan import (
 from recordsync.send.sender import ChunkAborted, ChunkSender
 from recordsync.send.step_gate import ChunkGate, NotSent, QueuedChunk, paced
 from recordsync.tuning import sizes
+
+_status, _payload = attrgetter("status"), attrgetter("payload")
 
 __all__ = [
     "ChunkHook",
@@ -110,34 +116,49 @@ class StepRunner:
         else:
             source = plan.rows()
         lists = getattr(source, "lists", None) if sender is not None else None
-        rows: Iterator[Item] = (
-            chain.from_iterable(paced(lists, self._gate.pace))
-            if lists is not None
-            else iter(source)
+        pieces: Iterator[list[Item]] = (
+            paced(lists, self._gate.pace) if lists is not None else map(_alone, source)
         )
+        items: list[Item] = []  # the list being buffered: items[at:] are not read yet
+        at = 0
         limit = self.options.canary_size or self.options.chunk_size
+        flush = sizes.STEP_FLUSH_ROWS
         buffer: list[Item] = []
         self._loose = buffer  # a source that fails part-way: these rows are reported not sent
         valid = buffered = 0
         pool = ThreadPoolExecutor(1, "recordsync-send") if sender is not None else None
         try:
-            for row in rows:
-                if type(row) is UnchangedBlock:
-                    tally.read += len(row)
-                    buffered += len(row)
-                    buffer.append(row)
-                else:
-                    assert isinstance(row, PreparedRow)
-                    tally.read += 1
-                    buffered += 1
-                    buffer.append(checked(row))
-                    valid += row.status is RowStatus.VALID
-                if valid >= limit or buffered >= sizes.STEP_FLUSH_ROWS:
-                    self._advance(tally, sender, pool, buffer)
-                    if valid:
-                        limit = self.options.chunk_size
-                    buffer, valid, buffered = [], 0, 0
-                    self._loose = buffer
+            for items in pieces:
+                at, n = 0, len(items)
+                counts = valid_counts(items) if n > 1 else None
+                while at < n:
+                    if counts is not None:  # a list of rows only: up to the next flush at once
+                        end = cut(counts, at, limit - valid, flush - buffered)
+                        buffer.extend(items[at:end])
+                        tally.read += end - at
+                        buffered += end - at
+                        valid += counts[end] - counts[at]
+                        at = end
+                    else:
+                        row = items[at]
+                        at += 1
+                        if type(row) is UnchangedBlock:
+                            tally.read += len(row)
+                            buffered += len(row)
+                            buffer.append(row)
+                        else:
+                            assert isinstance(row, PreparedRow)
+                            tally.read += 1
+                            buffered += 1
+                            buffer.append(checked(row))
+                            valid += row.status is RowStatus.VALID
+                    if valid >= limit or buffered >= flush:
+                        self._advance(tally, sender, pool, buffer)
+                        if valid:
+                            limit = self.options.chunk_size
+                        buffer, valid, buffered = [], 0, 0
+                        self._loose = buffer
+            items, at = [], 0
             self._advance(tally, sender, pool, buffer)
             if self.hook is not None and sender is not None:
                 self.hook.source_read(plan)
@@ -150,7 +171,7 @@ class StepRunner:
             tally.aborted = str(stop.message)
             self._gate.flush_ack()
             self._retract_queue(tally, stop)
-            self._drain(tally, rows, stop)
+            self._drain(tally, chain(items[at:], chain.from_iterable(pieces)), stop)
             raise
         finally:
             self._gate.stopped = True  # whatever is still queued (an unexpected error) stays unsent
@@ -452,6 +473,32 @@ def checked(row: PreparedRow) -> PreparedRow:
         row.status = RowStatus.INVALID
         row.error = "prepared as valid but has no batch input (a bug in the mapping stage)"
     return row
+
+
+def cut(counts: list[int], at: int, room_valid: int, room_rows: int) -> int:
+    """Where the buffer, taking rows from ``at`` on, is full: the end of the fewest rows that
+    hold ``room_valid`` VALID rows or are ``room_rows`` rows (both at least 1), or the end of
+    the list; ``counts``: :func:`valid_counts` of the list. The row at which a loop adding one
+    row at a time would flush, found by bisection."""
+    full = bisect_left(counts, counts[at] + room_valid, at + 1)
+    return min(full, at + room_rows, len(counts) - 1)
+
+
+def _alone(item: Item) -> list[Item]:
+    return [item]
+
+
+def valid_counts(items: list[Item]) -> list[int] | None:
+    """For a list of prepared rows only, each :func:`checked`: how many of ``items[:k]`` are
+    VALID, for k from 0 to ``len(items)`` (the buffer's cuts found by bisection, no loop in
+    Python); None for a list holding anything else (its items are taken one by one)."""
+    if not set(map(type, items)) <= {PreparedRow}:
+        return None
+    flags = list(map(is_, map(_status, items), repeat(RowStatus.VALID)))
+    if not all(map(truth, compress(map(_payload, items), flags))):  # valid, with no input
+        deque(map(checked, cast(list[PreparedRow], items)), maxlen=0)
+        flags = list(map(is_, map(_status, items), repeat(RowStatus.VALID)))
+    return list(accumulate(flags, initial=0))
 
 
 def _stop_kind(stop: RecordsyncError) -> str:
