@@ -1,8 +1,10 @@
 """kill -9 a real `recordsync run` mid-run, run it again: nothing sent twice, nothing missing.
 
-The sandbox is served on loopback by this test process (with added latency so the run can be
-killed midway); the run is a subprocess, killed with SIGKILL once its journal shows
-acknowledged chunks, then started again as a new subprocess.
+The sandbox is served on loopback by this test process; the run is a subprocess. The
+sandbox applies the run's 8th batch and never answers it (``timeout-after-apply``), so the
+run cannot end however slow the machine: it is killed with SIGKILL once its journal shows
+acknowledged chunks, with that chunk applied and unacknowledged. The same sandbox is then
+served again on its port without faults, and the run started again as a new subprocess.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from recordsync.state import Journal, StateStore
 from .support import KEY, all_records, served
 
 ROWS = 3000
+HANG_AFTER = 7
+"""The sandbox applies the batch after this many and never answers it."""
 
 
 def write_pipeline(tmp: Path, rows: int) -> Path:
@@ -83,7 +87,8 @@ def test_kill_9_mid_run_then_resume_sends_nothing_twice(tmp_path: Path) -> None:
     pipeline = write_pipeline(tmp_path, ROWS)
     env = {**os.environ, "RECORDSYNC_API_KEY": KEY}
     db = tmp_path / "state" / "state.db"
-    with served(tmp_path / "sandbox.db", ["latency:40ms:path=/batch"]) as url:
+    hang = [f"timeout-after-apply:path=/batch:after={HANG_AFTER}"]
+    with served(tmp_path / "sandbox.db", hang) as url:
         first = subprocess.Popen(
             command(pipeline, url, tmp_path),
             env=env,
@@ -101,8 +106,10 @@ def test_kill_9_mid_run_then_resume_sends_nothing_twice(tmp_path: Path) -> None:
         assert first.stderr is not None
         first.stderr.close()
         acked_before = acked_chunks(db)
-        assert 5 <= acked_before < ROWS // 100  # killed midway
+        assert 5 <= acked_before <= HANG_AFTER  # killed midway
 
+    with served(tmp_path / "sandbox.db") as again:  # the same sandbox, on its port
+        assert again == url
         second = subprocess.run(
             command(pipeline, url, tmp_path),
             env=env,
