@@ -195,22 +195,27 @@ def _sorted_read(src: SourceConfig, base: Path) -> list[Any]:
 )
 def test_any_table_is_read_as_the_sorted_read_numbers_it(
     tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
     keys: list[tuple[int | None, str | None]],
     presort: bool,
     key: list[str],
     batch_size: int,
 ) -> None:
-    if presort:  # in key order (NULLs last) more often than chance would give
-        def order(row: tuple[int | None, str | None]) -> tuple[Any, ...]:
-            pick = [row[0] if k == "k1" else row[1] for k in key]
-            return tuple(x for v in pick for x in (v is None, v if v is not None else 0))
+    def order(row: tuple[int | None, str | None]) -> tuple[Any, ...]:
+        pick = [row[0] if k == "k1" else row[1] for k in key]
+        return tuple(x for v in pick for x in (v is None, v if v is not None else 0))
 
+    if presort:  # in key order (NULLs last) more often than chance would give
         keys = sorted(keys, key=order)
+    in_order = keys == sorted(keys, key=order)
     schema = pa.schema([("k1", pa.int64()), ("k2", pa.string()), ("n", pa.int64())])
     table = {"k1": [k for k, _ in keys], "k2": [t for _, t in keys], "n": list(range(len(keys)))}
     _write(tmp_path, "t.parquet", table, schema)
     src = _src(query="SELECT * FROM 't.parquet'", key=key, batch_size=batch_size)
-    got = _read(src, tmp_path)
+    with monkeypatch.context() as patch:
+        spy = _Spy(patch)
+        got = _read(src, tmp_path)
+    assert spy.sorted() == [not in_order]
     want = _sorted_read(src, tmp_path)
     assert [n for n, _ in got] == [n for n, _ in want] == list(range(1, len(keys) + 1))
     assert [r for _, r in got] == [r for _, r in want]
