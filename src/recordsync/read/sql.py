@@ -207,7 +207,7 @@ def _checked_order(
                 key="source.query",
                 hint="run again once the source's files or tables are no longer being written;"
                 " a query whose order changes from one run to the next needs ORDER BY"
-                " " + ", ".join(map(repr, src.key or [])) + " in it",
+                " " + ", ".join(src.key or []) + " in it",
             )
         yield batch
 
