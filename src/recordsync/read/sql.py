@@ -10,10 +10,19 @@ The query is wrapped as ``SELECT <columns> FROM (<query>) ORDER BY <key>``: ever
 the source (the duplicate scan, then the rows) sees the rows in the same order, so a row's
 number (``source_row``, 1-based in key order) names the same row in each pass and in the
 report, and the key columns identify it across runs.
+
+On DuckDB that sort is most of the read's memory, and a query's rows often come in key order
+already. Each pass therefore first reads the key column(s) alone, without ``ORDER BY`` (a
+fraction of the read: DuckDB reads only the columns a query uses, and one thread keeps the
+order the same every time); when they never go back (:class:`.key_order.KeyOrder`: DuckDB's
+order, NULLs last, key types compared exactly as DuckDB does, no collation), the pass reads
+the query without ``ORDER BY`` and checks each batch again, and rows that go back then end
+the read with a :class:`SourceError` rather than a wrong row number. Otherwise it sorts.
 """
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -26,7 +35,13 @@ import pyarrow.compute as pc
 from recordsync.config.models import SourceConfig
 from recordsync.core.errors import SourceError
 from recordsync.read.batch import SourceBatch
-from recordsync.read.sql_text import wrapped_query
+from recordsync.read.key_order import EXACT_TYPES, KeyOrder, binary_collation_probe
+from recordsync.read.sql_text import quote_ident, wrapped_query
+
+log = logging.getLogger(__name__)
+
+ORDER_CHECK_ROWS = 1 << 16
+"""Rows per batch of the key-order check (key columns only)."""
 
 
 def null_keys(batch: pa.RecordBatch, src: SourceConfig) -> dict[int, str]:
@@ -135,6 +150,68 @@ def _duckdb_columns(src: SourceConfig, base_dir: Path) -> list[str]:
         con.close()
 
 
+def _unsorted_why_not(con: Any, src: SourceConfig) -> str | None:
+    """Why the query's rows cannot be read without ``ORDER BY`` (None: they come in key
+    order). Reads the key column(s) alone, in the query's own order, up to the first row
+    that goes back."""
+    keys = list(src.key or [])
+    body = (src.query or "").strip().rstrip(";")
+    row = con.execute(
+        "SELECT current_setting('preserve_insertion_order'), current_setting('threads'),"
+        " current_setting('default_null_order'), current_setting('default_order')"
+    ).fetchall()[0]
+    if (bool(row[0]), int(row[1])) != (True, 1):
+        return "DuckDB may give the rows in another order each time"
+    if str(row[2]).lower() != "nulls_last" or str(row[3]).lower() != "ascending":
+        return f"DuckDB orders {row[3]} {row[2]}"
+    rel = con.sql(f"SELECT * FROM (\n{body}\n) AS q LIMIT 0")
+    types = {n: str(t) for n, t in zip(rel.columns, rel.types, strict=True)}
+    for k in keys:
+        if types.get(k) not in EXACT_TYPES:
+            return f"key column {k!r} is {types.get(k)}"
+    text = [k for k in keys if types[k] == "VARCHAR"]
+    if text:
+        probes = " AND ".join(binary_collation_probe(f"q.{quote_ident(k)}") for k in text)
+        got = con.execute(
+            f"SELECT {probes} FROM (SELECT 1) AS one LEFT JOIN"
+            f" (SELECT * FROM (\n{body}\n) AS q LIMIT 0) AS q ON true"
+        ).fetchall()
+        if got != [(True,)]:
+            return "a text key column has a collation"
+    check = KeyOrder(keys)
+    sql = wrapped_query(src, keys, order=False)
+    rel = con.sql(sql)
+    reader = (getattr(rel, "to_arrow_reader", None) or rel.fetch_record_batch)(ORDER_CHECK_ROWS)
+    try:
+        for batch in reader:
+            at = check.first_break(batch)
+            if at is not None:
+                return f"row {at} comes before the row above it in key order"
+    finally:
+        reader.close()
+    return None
+
+
+def _checked_order(
+    src: SourceConfig, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """``batches`` (read without ``ORDER BY``), each checked to keep the key order."""
+    check = KeyOrder(src.key or [])
+    for batch in batches:
+        at = check.first_break(batch)
+        if at is not None:
+            raise SourceError(
+                f"{src.label}: row {at} of the query came out of key order while it was read"
+                " without sorting (its rows were in key order just before): the query gave"
+                " other rows, or another order, the second time it ran",
+                key="source.query",
+                hint="run again once the source's files or tables are no longer being written;"
+                " a query whose order changes from one run to the next needs ORDER BY"
+                " " + ", ".join(src.key or []) + " in it",
+            )
+        yield batch
+
+
 def _duckdb_batches(
     src: SourceConfig, base_dir: Path, columns: list[str] | None
 ) -> Iterator[pa.RecordBatch]:
@@ -143,8 +220,14 @@ def _duckdb_batches(
         import duckdb
         try:
             try:
-                yield from duckdb_record_batches(con, wrapped_query(src, columns), None,
-                                                 batch_rows=src.batch_size)
+                why_not = _unsorted_why_not(con, src)
+                if why_not is None:
+                    log.debug("%s: rows already in key order, read without sorting", src.label)
+                else:
+                    log.debug("%s: rows sorted by key (%s)", src.label, why_not)
+                sql = wrapped_query(src, columns, order=why_not is not None)
+                batches = duckdb_record_batches(con, sql, None, batch_rows=src.batch_size)
+                yield from batches if why_not is not None else _checked_order(src, batches)
             except duckdb.Error as exc:
                 raise _duckdb_error(src, exc) from None
         finally:
