@@ -32,7 +32,7 @@ def test_ctrl_c_says_where_and_that_the_next_run_resumes_and_it_does(tmp_path: P
     db = tmp_path / "state" / "state.db"
     # past the fourth batch, each answer takes 0.4 s more: when the third chunk is
     # acknowledged, seconds of sending are left for the signal to land in (on a loaded
-    # machine too), and the resumed run stays short
+    # machine too); the resumed run is served without them
     slow = ["latency:40ms:path=/batch", "latency:400ms:path=/batch:after=4"]
     with served(tmp_path / "sandbox.db", slow) as url:
         first = subprocess.Popen(
@@ -62,6 +62,9 @@ def test_ctrl_c_says_where_and_that_the_next_run_resumes_and_it_does(tmp_path: P
         )
         assert results.is_file() and not (partial / "report.md").exists()
 
+    # the same sandbox, on its port, without the latency: the resumed run need not be slow
+    with served(tmp_path / "sandbox.db") as again:
+        assert again == url
         second = subprocess.run(
             command(pipeline, url, tmp_path),
             env=env,

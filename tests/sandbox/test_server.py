@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import socket
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -90,3 +95,32 @@ def test_server_logs_never_show_the_key(tmp_path: Path, caplog: pytest.LogCaptur
         http.get("/nowhere", headers=H)
     assert KEY not in caplog.text and "sk_live_wrong_key" not in caplog.text
     app.state.store.close()
+
+
+def test_a_request_in_flight_when_the_server_stops_still_gets_its_answer() -> None:
+    """Stopping waits for the answer being written (and then for nothing else)."""
+    arrived, release = threading.Event(), threading.Event()
+
+    async def slow(scope: Any, receive: Any, send: Any) -> None:
+        arrived.set()
+        while not release.is_set():  # released once the server has stopped listening
+            await asyncio.sleep(0.001)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"answered"})
+
+    def release_once_closed(port: int) -> None:
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) != 0:
+                    break
+            time.sleep(0.001)
+        release.set()
+
+    with ThreadPoolExecutor(2) as pool:
+        with run_in_thread(slow) as base:
+            answer = pool.submit(httpx.get, base + "/slow", timeout=60)
+            assert arrived.wait(60)
+            pool.submit(release_once_closed, int(base.rsplit(":", 1)[1]))
+        assert release.is_set()  # the context left only after the answer was released
+        r = answer.result(timeout=60)
+    assert (r.status_code, r.text) == (200, "answered")
