@@ -107,6 +107,21 @@ def _stacks() -> list[str]:
     return out
 
 
+def _top_allocations(limit: int = 12) -> list[str]:
+    """tracemalloc's largest live allocations now, by traceback (``BENCH_TRACEMALLOC``)."""
+    import tracemalloc
+
+    snap = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, tracemalloc.__file__)]
+    )
+    out = []
+    for stat in snap.statistics("traceback")[:limit]:
+        frames = [f"{f.filename.rsplit('/src/', 1)[-1]}:{f.lineno}" for f in stat.traceback]
+        out.append(f"  {stat.size / 2**20:7.1f} MB {stat.count:8d} blocks  " + " < ".join(
+            reversed(frames[-6:])))
+    return out
+
+
 def tracer(stop: threading.Event, log: list[str]) -> None:
     import pyarrow as pa
 
@@ -115,6 +130,8 @@ def tracer(stop: threading.Event, log: list[str]) -> None:
     shown = 0.0
     live = os.environ.get("BENCH_TRACE_FILE")
     written = 0
+    traced = bool(os.environ.get("BENCH_TRACEMALLOC"))
+    traced_high = 0
     while not stop.wait(0.02):
         st = _status()
         rss = st.get("VmRSS", 0.0)
@@ -134,6 +151,14 @@ def tracer(stop: threading.Event, log: list[str]) -> None:
             )
             if grew:
                 log.extend("      " + s for s in _stacks())
+            if grew and traced:
+                import tracemalloc
+
+                now_b = tracemalloc.get_traced_memory()[0]
+                if now_b >= traced_high + 8 * 2**20:
+                    traced_high = now_b
+                    log.append(f"      tracemalloc: {now_b / 2**20:.1f} MB traced; top:")
+                    log.extend(_top_allocations())
             if live:  # as it goes (the run's own trace comes at its end)
                 with open(live, "a") as f:
                     f.write("".join(x + "\n" for x in log[written:]))
@@ -180,6 +205,10 @@ def child(root: Path, url: str, overrides: dict[str, int]) -> None:
     for name, value in overrides.items():
         setattr(sizes, name, value)
     _experiments()
+    if os.environ.get("BENCH_TRACEMALLOC"):
+        import tracemalloc
+
+        tracemalloc.start(int(os.environ["BENCH_TRACEMALLOC"]))
     log: list[str] = []
     stop = threading.Event()
     th = threading.Thread(target=tracer, args=(stop, log), daemon=True, name="tracer")
@@ -218,7 +247,7 @@ def write_csv(path: Path, n: int, changed: bool) -> None:
     con.close()
 
 
-def make_project(root: Path, source: str, verify: bool) -> None:
+def make_project(root: Path, source: str, verify: bool, pushdown: bool = False) -> None:
     configs = root / "configs"
     configs.mkdir()
     mapping = yaml.safe_load((ROOT / "configs" / "contacts.yaml").read_text(encoding="utf-8"))
@@ -227,6 +256,8 @@ def make_project(root: Path, source: str, verify: bool) -> None:
             "query": "SELECT * FROM contacts", "key": "rid", "engine": "postgres",
             "dsn_env": "BENCH_PG_DSN", "name": "contacts",
         }
+        if pushdown:  # the diff made in the database (docs/state.md, "Large tables")
+            mapping["source"]["change_detection"] = "database"
     else:
         mapping["source"] = {"path": "../data/contacts.csv"}
         mapping["ledger_key"] = {"column": "rid"}
@@ -242,9 +273,12 @@ def make_project(root: Path, source: str, verify: bool) -> None:
 
 
 def run_child(
-    root: Path, url: str, overrides: dict[str, int], src: Path | None, trace: str = ""
+    root: Path, url: str, overrides: dict[str, int], src: Path | None, trace: str = "",
+    tracemalloc: int = 0,
 ) -> dict[str, Any]:
     env = dict(os.environ, BENCH_TRACE=trace)
+    if tracemalloc:
+        env["BENCH_TRACEMALLOC"] = str(tracemalloc)
     if src is not None:
         env["PYTHONPATH"] = str(src)
     out = subprocess.run(
@@ -287,8 +321,15 @@ def main() -> None:
                     help="more 1%% runs of this tree with BENCH_TRACE set to each (trim2, mmap=N)")
     ap.add_argument("--only-variants", action="store_true", help="no plain 1%% run of this tree")
     ap.add_argument("--verify", action="store_true", help="the read-back on (as bench_sql_scale)")
+    ap.add_argument("--pushdown", action="store_true",
+                    help="--source postgres with change_detection: database")
+    ap.add_argument("--tracemalloc", type=int, default=0, metavar="FRAMES",
+                    help="the 1%% runs under tracemalloc (FRAMES deep): the top allocations"
+                    " by traceback each time the traced memory grows by 8 MB")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.pushdown:
+        args.source = "postgres"
     if args.child:
         child(Path(args.child[0]), args.child[1], json.loads(args.child[2]))
         return
@@ -322,7 +363,7 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
             (root / "data").mkdir(parents=True)
             (root / "state").mkdir()
-            make_project(root, args.source, args.verify)
+            make_project(root, args.source, args.verify, args.pushdown)
             if args.source == "csv":
                 write_csv(root / "data" / "contacts.csv", n, changed=False)
             (base / "port").write_text(str(free_port()))
@@ -368,7 +409,7 @@ def main() -> None:
                 httpx.delete(url + "/_counts", timeout=60).raise_for_status()
                 load = os.getloadavg()[0]
                 env_trace = side if side.startswith(("trim2", "mmap=")) else ""
-                res = run_child(root, url, sized, src, env_trace)
+                res = run_child(root, url, sized, src, env_trace, args.tracemalloc)
                 ids = httpx.get(url + "/_counts", params={"identities": "1"}, timeout=600).json()
                 arrived = {i.split(":", 1)[1] for i in ids["identities"].get("contacts", {})}
                 entries = ids["entries"].get("contacts", 0)
@@ -377,7 +418,7 @@ def main() -> None:
                 if not args.quiet:
                     print(res["trace"], flush=True)
                 print(
-                    f"{n:,} rows 1% changed ({side}): peak {res['peak_mb']:.0f} MB (after"
+                    f"{n:,} rows, every {args.every}th changed ({side}): peak {res['peak_mb']:.0f} MB (after"
                     f" imports {res['start_mb']:.0f}), {res['wall']} s, CPU {res['cpu']} s,"
                     f" exit {res['exit']}, {entries:,} arrived"
                     f" ({'exactly the changed rows' if ok else 'NOT the changed rows'}),"
