@@ -122,6 +122,15 @@ def _top_allocations(limit: int = 12) -> list[str]:
     return out
 
 
+def _live_rows() -> int:
+    """How many PreparedRows are alive (``BENCH_TRACE=rows``: the rows a run holds at once)."""
+    import gc
+
+    from recordsync.core.model import PreparedRow
+
+    return sum(1 for o in gc.get_objects() if type(o) is PreparedRow)
+
+
 def tracer(stop: threading.Event, log: list[str]) -> None:
     import pyarrow as pa
 
@@ -131,6 +140,8 @@ def tracer(stop: threading.Event, log: list[str]) -> None:
     live = os.environ.get("BENCH_TRACE_FILE")
     written = 0
     traced = bool(os.environ.get("BENCH_TRACEMALLOC"))
+    counted = "rows" in os.environ.get("BENCH_TRACE", "").split(",")
+    # (frozen objects are not in gc.get_objects(): count with nofreeze)
     traced_high = 0
     while not stop.wait(0.02):
         st = _status()
@@ -151,11 +162,13 @@ def tracer(stop: threading.Event, log: list[str]) -> None:
             )
             if grew:
                 log.extend("      " + s for s in _stacks())
+            if grew and counted:
+                log.append(f"      live PreparedRows {_live_rows()}")
             if grew and traced:
                 import tracemalloc
 
                 now_b = tracemalloc.get_traced_memory()[0]
-                if now_b >= traced_high + 8 * 2**20:
+                if now_b >= traced_high + 16 * 2**20:
                     traced_high = now_b
                     log.append(f"      tracemalloc: {now_b / 2**20:.1f} MB traced; top:")
                     log.extend(_top_allocations())
@@ -171,6 +184,13 @@ def _experiments() -> None:
     (no dynamic threshold)."""
     asked = [a for a in os.environ.get("BENCH_TRACE", "").split(",") if a]
     for a in asked:
+        if a == "rows":
+            continue  # the tracer counts the live PreparedRows
+        if a == "nofreeze":  # no gc.freeze of the batches (the GC sees every row)
+            from recordsync.tuning import gcpause
+
+            gcpause.BatchGC._freeze = lambda self: None  # type: ignore[method-assign]
+            continue
         if a == "trim2":
             from recordsync.prepare import digests
             from recordsync.tuning import native_memory
@@ -234,6 +254,23 @@ def child(root: Path, url: str, overrides: dict[str, int]) -> None:
         "cpu": round(cpu, 1), "exit": result.exit_code,
         "totals": {k: v for k, v in totals.items() if isinstance(v, int) and v},
     }))
+
+
+_SYNCED = "recordsync.synced"
+"""The database mode's table of synced rows (the default ``state_schema``)."""
+
+
+def keep_synced(dsn: str, restore: bool) -> None:
+    """--pushdown: the database's synced rows after the first run, kept beside (``restore``:
+    put back before each 1% run, as the state store's copy is)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if restore:
+            conn.execute(f"TRUNCATE {_SYNCED}")
+            conn.execute(f"INSERT INTO {_SYNCED} SELECT * FROM public.bench_synced0")
+        else:
+            conn.execute(f"CREATE TABLE public.bench_synced0 AS SELECT * FROM {_SYNCED}")
 
 
 def write_csv(path: Path, n: int, changed: bool) -> None:
@@ -325,7 +362,7 @@ def main() -> None:
                     help="--source postgres with change_detection: database")
     ap.add_argument("--tracemalloc", type=int, default=0, metavar="FRAMES",
                     help="the 1%% runs under tracemalloc (FRAMES deep): the top allocations"
-                    " by traceback each time the traced memory grows by 8 MB")
+                    " by traceback each time the traced memory grows by 16 MB")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.pushdown:
@@ -387,6 +424,8 @@ def main() -> None:
             print(f"{n:,} rows first run: peak {first['peak_mb']:.0f} MB, {first['wall']} s,"
                   f" {got:,} arrived", flush=True)
             shutil.copytree(root / "state", base / "state0")
+            if args.pushdown:
+                keep_synced(os.environ["BENCH_PG_DSN"], restore=False)
         if args.source == "postgres":
             bench_sql_scale.change_postgres(os.environ["BENCH_PG_DSN"])
         else:
@@ -406,9 +445,11 @@ def main() -> None:
             for side, (src, sized) in sides.items():
                 shutil.rmtree(root / "state")
                 shutil.copytree(base / "state0", root / "state")
+                if args.pushdown:
+                    keep_synced(os.environ["BENCH_PG_DSN"], restore=True)
                 httpx.delete(url + "/_counts", timeout=60).raise_for_status()
                 load = os.getloadavg()[0]
-                env_trace = side if side.startswith(("trim2", "mmap=")) else ""
+                env_trace = side if side.startswith(("trim2", "mmap=", "rows", "nofreeze")) else ""
                 res = run_child(root, url, sized, src, env_trace, args.tracemalloc)
                 ids = httpx.get(url + "/_counts", params={"identities": "1"}, timeout=600).json()
                 arrived = {i.split(":", 1)[1] for i in ids["identities"].get("contacts", {})}

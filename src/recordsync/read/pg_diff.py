@@ -356,9 +356,13 @@ class DigestTable:
         conn = self._conn
         try:
             with conn.transaction():
+                # a semi-join on the diff's keys (an OR join condition is a nested loop:
+                # every synced row against every diff row)
                 gone = conn.execute(
-                    f"DELETE FROM {self.synced} AS t USING {self.diff_table} AS d WHERE"
-                    " t.scope = %s AND (t.key = d._rs_key OR t.key = d._rs_old_key)",
+                    f"DELETE FROM {self.synced} AS t WHERE t.scope = %s AND t.key IN ("
+                    f"SELECT _rs_key FROM {self.diff_table} WHERE _rs_key IS NOT NULL"
+                    f" UNION ALL SELECT _rs_old_key FROM {self.diff_table}"
+                    " WHERE _rs_old_key IS NOT NULL)",
                     (self.scope,),
                 ).rowcount
                 conn.execute("CREATE TEMP TABLE rs_acked (key text) ON COMMIT DROP")
