@@ -459,8 +459,8 @@ def main() -> None:
                 if not args.quiet:
                     print(res["trace"], flush=True)
                 print(
-                    f"{n:,} rows, every {args.every}th changed ({side}): peak {res['peak_mb']:.0f} MB (after"
-                    f" imports {res['start_mb']:.0f}), {res['wall']} s, CPU {res['cpu']} s,"
+                    f"{n:,} rows, every {args.every}th changed ({side}):"
+                    f" peak {res['peak_mb']:.0f} MB (after imports {res['start_mb']:.0f}), {res['wall']} s, CPU {res['cpu']} s,"
                     f" exit {res['exit']}, {entries:,} arrived"
                     f" ({'exactly the changed rows' if ok else 'NOT the changed rows'}),"
                     f" load {load:.2f} -> {os.getloadavg()[0]:.2f}; {res['totals']}",
