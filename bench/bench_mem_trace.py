@@ -460,7 +460,8 @@ def main() -> None:
                     print(res["trace"], flush=True)
                 print(
                     f"{n:,} rows, every {args.every}th changed ({side}):"
-                    f" peak {res['peak_mb']:.0f} MB (after imports {res['start_mb']:.0f}), {res['wall']} s, CPU {res['cpu']} s,"
+                    f" peak {res['peak_mb']:.0f} MB (after imports {res['start_mb']:.0f}),"
+                    f" {res['wall']} s, CPU {res['cpu']} s,"
                     f" exit {res['exit']}, {entries:,} arrived"
                     f" ({'exactly the changed rows' if ok else 'NOT the changed rows'}),"
                     f" load {load:.2f} -> {os.getloadavg()[0]:.2f}; {res['totals']}",
