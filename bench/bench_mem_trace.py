@@ -17,6 +17,14 @@ the child, so that a run of N rows takes the paths a run of K * N rows takes; ``
 sets others. The child samples its own RSS every 20 ms in a thread and, each time it grows
 by 4 MB past its highest, prints the Arrow pool's bytes and the recordsync frames of every
 thread: where the peak is made.
+
+``--pushdown``: the table in a PostgreSQL server started here, read with ``change_detection:
+database`` (the diff made in the database); the database's table of synced rows is kept after
+the first run and put back before each changed run, as the state is. ``--every N``: every Nth
+row changes (100: 1%), to vary the changed rows at a fixed table size. ``BENCH_TRACE=rows``
+(``--variant rows``, with ``nofreeze`` to see frozen rows) logs the live PreparedRows at each
+step of the trace; ``--tracemalloc FRAMES`` logs the top allocations by traceback each time
+the traced memory grows by 16 MB (slow: its RSS is not the run's).
 """
 
 from __future__ import annotations
