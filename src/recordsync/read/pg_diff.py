@@ -102,6 +102,13 @@ class DiffUnavailable(Exception):
     message names the privilege and the source (never the connection string)."""
 
 
+UPDATE_SETTINGS = ("SET LOCAL enable_nestloop = off",)
+"""The update's transaction joins the diff (a table just made, without statistics) with the
+synced rows and with the keys acknowledged (a temporary table): hash joins, linear in the
+tables, whatever the planner believes of their sizes (a nested loop it took for tables it
+thought small rescanned the diff once per synced row: hours at 1M synced rows)."""
+
+
 class DigestTable:
     """One step's diff in the source database: :meth:`open`, :meth:`diff`, read the rows
     :meth:`source_update` names, then :meth:`update` with the acknowledged keys; :meth:`close`."""
@@ -368,6 +375,8 @@ class DigestTable:
         conn = self._conn
         try:
             with conn.transaction():
+                for statement in UPDATE_SETTINGS:
+                    conn.execute(statement)
                 gone = conn.execute(self.forget_sql(), (self.scope,)).rowcount
                 conn.execute("CREATE TEMP TABLE rs_acked (key text) ON COMMIT DROP")
                 with conn.cursor().copy("COPY rs_acked (key) FROM STDIN") as copy:
