@@ -17,6 +17,14 @@ the child, so that a run of N rows takes the paths a run of K * N rows takes; ``
 sets others. The child samples its own RSS every 20 ms in a thread and, each time it grows
 by 4 MB past its highest, prints the Arrow pool's bytes and the recordsync frames of every
 thread: where the peak is made.
+
+``--pushdown``: the table in a PostgreSQL server started here, read with ``change_detection:
+database`` (the diff made in the database); the database's table of synced rows is kept after
+the first run and put back before each changed run, as the state is. ``--every N``: every Nth
+row changes (100: 1%), to vary the changed rows at a fixed table size. ``BENCH_TRACE=rows``
+(``--variant rows``, with ``nofreeze`` to see frozen rows) logs the live PreparedRows at each
+step of the trace; ``--tracemalloc FRAMES`` logs the top allocations by traceback each time
+the traced memory grows by 16 MB (slow: its RSS is not the run's).
 """
 
 from __future__ import annotations
@@ -107,6 +115,30 @@ def _stacks() -> list[str]:
     return out
 
 
+def _top_allocations(limit: int = 12) -> list[str]:
+    """tracemalloc's largest live allocations now, by traceback (``BENCH_TRACEMALLOC``)."""
+    import tracemalloc
+
+    snap = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, tracemalloc.__file__)]
+    )
+    out = []
+    for stat in snap.statistics("traceback")[:limit]:
+        frames = [f"{f.filename.rsplit('/src/', 1)[-1]}:{f.lineno}" for f in stat.traceback]
+        out.append(f"  {stat.size / 2**20:7.1f} MB {stat.count:8d} blocks  " + " < ".join(
+            reversed(frames[-6:])))
+    return out
+
+
+def _live_rows() -> int:
+    """How many PreparedRows are alive (``BENCH_TRACE=rows``: the rows a run holds at once)."""
+    import gc
+
+    from recordsync.core.model import PreparedRow
+
+    return sum(1 for o in gc.get_objects() if type(o) is PreparedRow)
+
+
 def tracer(stop: threading.Event, log: list[str]) -> None:
     import pyarrow as pa
 
@@ -115,6 +147,10 @@ def tracer(stop: threading.Event, log: list[str]) -> None:
     shown = 0.0
     live = os.environ.get("BENCH_TRACE_FILE")
     written = 0
+    traced = bool(os.environ.get("BENCH_TRACEMALLOC"))
+    counted = "rows" in os.environ.get("BENCH_TRACE", "").split(",")
+    # (frozen objects are not in gc.get_objects(): count with nofreeze)
+    traced_high = 0
     while not stop.wait(0.02):
         st = _status()
         rss = st.get("VmRSS", 0.0)
@@ -134,6 +170,16 @@ def tracer(stop: threading.Event, log: list[str]) -> None:
             )
             if grew:
                 log.extend("      " + s for s in _stacks())
+            if grew and counted:
+                log.append(f"      live PreparedRows {_live_rows()}")
+            if grew and traced:
+                import tracemalloc
+
+                now_b = tracemalloc.get_traced_memory()[0]
+                if now_b >= traced_high + 16 * 2**20:
+                    traced_high = now_b
+                    log.append(f"      tracemalloc: {now_b / 2**20:.1f} MB traced; top:")
+                    log.extend(_top_allocations())
             if live:  # as it goes (the run's own trace comes at its end)
                 with open(live, "a") as f:
                     f.write("".join(x + "\n" for x in log[written:]))
@@ -146,6 +192,13 @@ def _experiments() -> None:
     (no dynamic threshold)."""
     asked = [a for a in os.environ.get("BENCH_TRACE", "").split(",") if a]
     for a in asked:
+        if a == "rows":
+            continue  # the tracer counts the live PreparedRows
+        if a == "nofreeze":  # no gc.freeze of the batches (the GC sees every row)
+            from recordsync.tuning import gcpause
+
+            gcpause.BatchGC._freeze = lambda self: None  # type: ignore[method-assign]
+            continue
         if a == "trim2":
             from recordsync.prepare import digests
             from recordsync.tuning import native_memory
@@ -180,6 +233,10 @@ def child(root: Path, url: str, overrides: dict[str, int]) -> None:
     for name, value in overrides.items():
         setattr(sizes, name, value)
     _experiments()
+    if os.environ.get("BENCH_TRACEMALLOC"):
+        import tracemalloc
+
+        tracemalloc.start(int(os.environ["BENCH_TRACEMALLOC"]))
     log: list[str] = []
     stop = threading.Event()
     th = threading.Thread(target=tracer, args=(stop, log), daemon=True, name="tracer")
@@ -207,6 +264,23 @@ def child(root: Path, url: str, overrides: dict[str, int]) -> None:
     }))
 
 
+_SYNCED = "recordsync.synced"
+"""The database mode's table of synced rows (the default ``state_schema``)."""
+
+
+def keep_synced(dsn: str, restore: bool) -> None:
+    """--pushdown: the database's synced rows after the first run, kept beside (``restore``:
+    put back before each 1% run, as the state store's copy is)."""
+    import psycopg
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        if restore:
+            conn.execute(f"TRUNCATE {_SYNCED}")
+            conn.execute(f"INSERT INTO {_SYNCED} SELECT * FROM public.bench_synced0")
+        else:
+            conn.execute(f"CREATE TABLE public.bench_synced0 AS SELECT * FROM {_SYNCED}")
+
+
 def write_csv(path: Path, n: int, changed: bool) -> None:
     import duckdb
     from bench_sql_scale import contacts_sql
@@ -218,7 +292,7 @@ def write_csv(path: Path, n: int, changed: bool) -> None:
     con.close()
 
 
-def make_project(root: Path, source: str, verify: bool) -> None:
+def make_project(root: Path, source: str, verify: bool, pushdown: bool = False) -> None:
     configs = root / "configs"
     configs.mkdir()
     mapping = yaml.safe_load((ROOT / "configs" / "contacts.yaml").read_text(encoding="utf-8"))
@@ -227,6 +301,8 @@ def make_project(root: Path, source: str, verify: bool) -> None:
             "query": "SELECT * FROM contacts", "key": "rid", "engine": "postgres",
             "dsn_env": "BENCH_PG_DSN", "name": "contacts",
         }
+        if pushdown:  # the diff made in the database (docs/state.md, "Large tables")
+            mapping["source"]["change_detection"] = "database"
     else:
         mapping["source"] = {"path": "../data/contacts.csv"}
         mapping["ledger_key"] = {"column": "rid"}
@@ -242,9 +318,12 @@ def make_project(root: Path, source: str, verify: bool) -> None:
 
 
 def run_child(
-    root: Path, url: str, overrides: dict[str, int], src: Path | None, trace: str = ""
+    root: Path, url: str, overrides: dict[str, int], src: Path | None, trace: str = "",
+    tracemalloc: int = 0,
 ) -> dict[str, Any]:
     env = dict(os.environ, BENCH_TRACE=trace)
+    if tracemalloc:
+        env["BENCH_TRACEMALLOC"] = str(tracemalloc)
     if src is not None:
         env["PYTHONPATH"] = str(src)
     out = subprocess.run(
@@ -287,8 +366,15 @@ def main() -> None:
                     help="more 1%% runs of this tree with BENCH_TRACE set to each (trim2, mmap=N)")
     ap.add_argument("--only-variants", action="store_true", help="no plain 1%% run of this tree")
     ap.add_argument("--verify", action="store_true", help="the read-back on (as bench_sql_scale)")
+    ap.add_argument("--pushdown", action="store_true",
+                    help="--source postgres with change_detection: database")
+    ap.add_argument("--tracemalloc", type=int, default=0, metavar="FRAMES",
+                    help="the 1%% runs under tracemalloc (FRAMES deep): the top allocations"
+                    " by traceback each time the traced memory grows by 16 MB")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.pushdown:
+        args.source = "postgres"
     if args.child:
         child(Path(args.child[0]), args.child[1], json.loads(args.child[2]))
         return
@@ -322,7 +408,7 @@ def main() -> None:
             shutil.rmtree(root, ignore_errors=True)
             (root / "data").mkdir(parents=True)
             (root / "state").mkdir()
-            make_project(root, args.source, args.verify)
+            make_project(root, args.source, args.verify, args.pushdown)
             if args.source == "csv":
                 write_csv(root / "data" / "contacts.csv", n, changed=False)
             (base / "port").write_text(str(free_port()))
@@ -346,6 +432,8 @@ def main() -> None:
             print(f"{n:,} rows first run: peak {first['peak_mb']:.0f} MB, {first['wall']} s,"
                   f" {got:,} arrived", flush=True)
             shutil.copytree(root / "state", base / "state0")
+            if args.pushdown:
+                keep_synced(os.environ["BENCH_PG_DSN"], restore=False)
         if args.source == "postgres":
             bench_sql_scale.change_postgres(os.environ["BENCH_PG_DSN"])
         else:
@@ -365,10 +453,12 @@ def main() -> None:
             for side, (src, sized) in sides.items():
                 shutil.rmtree(root / "state")
                 shutil.copytree(base / "state0", root / "state")
+                if args.pushdown:
+                    keep_synced(os.environ["BENCH_PG_DSN"], restore=True)
                 httpx.delete(url + "/_counts", timeout=60).raise_for_status()
                 load = os.getloadavg()[0]
-                env_trace = side if side.startswith(("trim2", "mmap=")) else ""
-                res = run_child(root, url, sized, src, env_trace)
+                env_trace = side if side.startswith(("trim2", "mmap=", "rows", "nofreeze")) else ""
+                res = run_child(root, url, sized, src, env_trace, args.tracemalloc)
                 ids = httpx.get(url + "/_counts", params={"identities": "1"}, timeout=600).json()
                 arrived = {i.split(":", 1)[1] for i in ids["identities"].get("contacts", {})}
                 entries = ids["entries"].get("contacts", 0)
@@ -377,8 +467,9 @@ def main() -> None:
                 if not args.quiet:
                     print(res["trace"], flush=True)
                 print(
-                    f"{n:,} rows 1% changed ({side}): peak {res['peak_mb']:.0f} MB (after"
-                    f" imports {res['start_mb']:.0f}), {res['wall']} s, CPU {res['cpu']} s,"
+                    f"{n:,} rows, every {args.every}th changed ({side}):"
+                    f" peak {res['peak_mb']:.0f} MB (after imports {res['start_mb']:.0f}),"
+                    f" {res['wall']} s, CPU {res['cpu']} s,"
                     f" exit {res['exit']}, {entries:,} arrived"
                     f" ({'exactly the changed rows' if ok else 'NOT the changed rows'}),"
                     f" load {load:.2f} -> {os.getloadavg()[0]:.2f}; {res['totals']}",
