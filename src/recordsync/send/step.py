@@ -19,7 +19,7 @@ import contextlib
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from itertools import accumulate, chain, compress, repeat
 from operator import attrgetter, is_, truth
@@ -255,30 +255,20 @@ class StepRunner:
             self._settle_oldest(tally)
 
     def _settle_oldest(self, tally: StepTally) -> None:
-        """Wait for the oldest queued chunk's answer and let the worker put the next one on
-        the wire, then collect the answer (raise a stop after reporting it) and report the
-        chunk. Its acknowledgement is committed with the next chunk's begin (or on its own,
-        whichever comes first). A chunk not yet cleared to be sent is cleared before it is
-        waited for."""
+        """Collect the oldest queued chunk (raise a stop after reporting it), let the worker
+        put the next one on the wire, then report the collected chunk. Its acknowledgement
+        is committed with the next chunk's begin (or on its own, whichever comes first).
+        A chunk not yet cleared to be sent is cleared before it is waited for."""
         self._gate.ensure_cleared(self._gate.queue[0])
         chunk = self._gate.queue.popleft()
+        settled = self._collect(tally, chunk)
         following = next((c for c in self._gate.queue if c.future is not None), None)
         if following is not None:
             self._gate.ensure_cleared(following)
-            failed: BaseException | None = None
-            if chunk.future is not None:
-                wait([chunk.future])
-                failed = chunk.future.exception()
-            if self._gate.traced is not False and (
-                failed is None or isinstance(failed, ChunkAborted)
-            ):
-                # The answer is in and the worker goes on to that chunk: let it put it on
-                # the wire (or find the step stopped) before any work here (collecting the
-                # answer, reporting it) competes with it for the interpreter lock, so that
-                # work overlaps the service's time only. Not after an error the worker did
-                # not expect: that stops the step here, below.
-                following.sent.wait()
-        settled = self._collect(tally, chunk)
+        if following is not None and self._gate.traced is not False:
+            # Let the worker put that chunk on the wire before the work below competes with
+            # it for the interpreter lock: that work then overlaps the service's time only.
+            following.sent.wait()
         if settled is not None:
             self._report(tally, *settled)
 
