@@ -100,9 +100,14 @@ def connections_nodelay(port: int) -> list[int]:
     out: list[int] = []
     for fd in os.listdir("/proc/self/fd"):
         try:
-            sock = socket.socket(fileno=os.dup(int(fd)))
+            dup = os.dup(int(fd))
         except OSError:
-            continue  # not a socket
+            continue  # closed since it was listed
+        try:
+            sock = socket.socket(fileno=dup)
+        except OSError:
+            os.close(dup)  # not a socket (kept open, each call would double this process's files)
+            continue
         with sock:
             try:
                 if sock.family != socket.AF_INET or sock.type != socket.SOCK_STREAM:

@@ -96,3 +96,16 @@ def test_the_listening_socket_says_tcp_and_its_connections_skip_nagle() -> None:
                 assert client.fileno() >= 0
                 assert accepted.proto == socket.IPPROTO_TCP
                 assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+def test_asking_for_the_connections_options_keeps_no_file_open() -> None:
+    """Each ``/_counts`` reads the connections' options through ``/proc/self/fd``: a file that
+    is no socket was kept open by each call (their number doubled a call, until the server
+    could open no more)."""
+    import os
+
+    noop = load("noop_server")
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(12):
+        noop.connections_nodelay(1)
+    assert len(os.listdir("/proc/self/fd")) == before
