@@ -20,7 +20,7 @@ from typing import Any
 
 from recordsync.config.models import SourceConfig
 from recordsync.core.errors import SourceError
-from recordsync.read.sql import _duckdb_connect
+from recordsync.read.sql import _duckdb_connect, duckdb_out_of_memory
 from recordsync.read.sql_diff import (
     SYNCED,
     create_synced,
@@ -51,13 +51,9 @@ class DuckDiffTable:
         self._spill: tempfile.TemporaryDirectory[str] | None = None
 
     def _fail(self, exc: Exception) -> SourceError:
-        if "Out of Memory" in str(exc):
-            return SourceError(
-                f"{self.src.label}: change detection in DuckDB ran out of its working memory"
-                f" ({self.src.memory_limit}): {exc}",
-                key="source.memory_limit",
-                hint="raise source.memory_limit (e.g. 256MB); what does not fit spills to disk",
-            )
+        oom = duckdb_out_of_memory(self.src, "change detection in DuckDB", exc)
+        if oom is not None:
+            return oom
         return SourceError(
             f"{self.src.label}: change detection in DuckDB failed: {exc}",
             key="source.change_detection",

@@ -122,14 +122,22 @@ def _duckdb_connect(src: SourceConfig, base_dir: Path, spill: str | None = None)
     return con
 
 
+def duckdb_out_of_memory(src: SourceConfig, what: str, exc: Exception) -> SourceError | None:
+    """The error for DuckDB's ``exc`` when ``what`` (the query, the change detection) ran out
+    of the source's ``memory_limit``; None for any other error."""
+    if "Out of Memory" not in str(exc):
+        return None
+    return SourceError(
+        f"{src.label}: {what} ran out of its working memory ({src.memory_limit}): {exc}",
+        key="source.memory_limit",
+        hint="raise source.memory_limit (e.g. 256MB); what does not fit spills to disk",
+    )
+
+
 def _duckdb_error(src: SourceConfig, exc: Exception) -> SourceError:
-    if "Out of Memory" in str(exc):
-        return SourceError(
-            f"{src.label}: the DuckDB query ran out of its working memory"
-            f" ({src.memory_limit}): {exc}",
-            key="source.memory_limit",
-            hint="raise source.memory_limit (e.g. 256MB); what does not fit spills to disk",
-        )
+    oom = duckdb_out_of_memory(src, "the DuckDB query", exc)
+    if oom is not None:
+        return oom
     return SourceError(
         f"{src.label}: the DuckDB query failed: {exc}",
         key="source.query",
