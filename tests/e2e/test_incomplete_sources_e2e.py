@@ -86,6 +86,29 @@ def test_a_csv_cut_mid_line_deletes_nothing_and_says_why(
     assert "the file ends mid-line" in cut[0]["error"]
 
 
+def test_a_csv_cut_inside_a_multi_line_cell_sends_no_line_of_it(tmp_path: Path) -> None:
+    """The export was cut inside row 25's quoted Name, whose second line has the cells of a
+    row: that line is text of the cut cell, never a record of its own; nothing is deleted."""
+    pipeline = setup(tmp_path)
+    write_csv(tmp_path / "m.csv", lines_of(range(ROWS)))
+    with served(tmp_path / "s.db") as url:
+        assert run_pipeline(request(tmp_path, pipeline), target=target(url)).exit_code == 0
+        cut = 'p25@m.example,"P25, line one\nnot-a-row@m.example,line two'
+        write_csv(tmp_path / "m.csv", [*lines_of(range(25)), cut], end="")
+        second = run_pipeline(request(tmp_path, pipeline), target=target(url))
+        live = live_emails(url)
+    s = step(second)
+    assert s["deleted"] == 0 and live == {f"p{i}@m.example" for i in range(ROWS)}
+    assert second.exit_code == 1 and second.summary["accounting_ok"]
+    reason = s["mirror_deletes_skipped"]
+    assert "m.csv: its last record (lines 27 to 28) has no line ending and ends inside a" in reason
+    assert "no record was deleted: run again once the export is complete" in reason
+    got = {r["source_row"]: r for r in results(second)}
+    assert sorted(got, key=int) == [str(n) for n in range(2, 28)]  # no row 28
+    assert got["27"]["status"] == "invalid"
+    assert "cut short: the quote at character 15 (cell 2)" in got["27"]["error"]
+
+
 def test_an_export_without_a_final_line_ending_still_deletes(tmp_path: Path) -> None:
     """Many honest exports end without a line ending: a complete last line (its quotes
     closed, doubled quotes inside) is read as it is, and the deletes run."""

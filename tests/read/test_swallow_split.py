@@ -62,11 +62,13 @@ def test_the_first_record_that_swallowed_lines_by_line() -> None:
 
     def raw(line: int, count: int) -> str:
         asked.append(line)
-        return texts[line]
+        return texts.get(line, "")
 
     bad = [BadLine(6, '"x,y\n5,6,7\n8', "malformed line")]
     assert first_swallow(batch, lines, newlines, bad, SRC, raw) == Swallow(6, "rows", 7)
-    assert asked == [3]  # in line order, stopping at the first
+    # in line order, stopping at the first; a bad line's own lines are read only when its
+    # text ends inside a quoted field (is the file's end after them mid-line?)
+    assert asked == [3, 6]
     assert first_swallow(batch, lines, newlines, [], SRC, raw) == Swallow(9, "rows", 10)
 
 
@@ -150,6 +152,35 @@ def test_a_record_of_exactly_the_line_limit_is_read() -> None:
     assert first_swallow(batch, np.array([2]), np.array([2]), [], SRC, lambda n, c: raw[n]) is None
 
 
+def test_a_record_the_file_ends_inside_without_a_line_ending_is_cut() -> None:
+    """The file's last record ends inside a quoted field and the file has no line ending
+    after it: one record cut short (kind "cut", its text whole), not a stray quote to split
+    at, even with lines that look like rows; over the limits, the stray quote it reads as."""
+    batch = pa.RecordBatch.from_pydict({"a": ["1", "2"], "b": ["x", "0\n3,y"]})
+    lines, newlines = np.array([2, 3]), np.array([0, 1])
+    texts = {3: '2,"0\n3,y'}
+
+    def raw(line: int, count: int) -> str:
+        return texts[line]
+
+    def ends(mid_line: bool) -> Swallow | None:
+        return first_swallow(batch, lines, newlines, [], SRC, raw, lambda: mid_line)
+
+    assert ends(True) == Swallow(3, "cut", 4, 8, '2,"0\n3,y')
+    assert ends(False) == Swallow(3, "rows", 4)  # a line ending last: a stray quote
+    texts[3] = '2,"0\n3,y"'  # closed: a row that looks like one in its cell
+    assert ends(True) == Swallow(3, "rows", 4)
+    texts[3] = '2,"0\n3\n4\n5'  # 4 lines, over max_quoted_lines 3
+    assert ends(True) == Swallow(3, "end", 6)
+    # a bad line (its text without a line ending) is cut when its lines end the file so
+    bad = [BadLine(3, '2,"0\n3,y,z', "malformed line")]
+    texts[3] = bad[0].text
+    got = first_swallow(no_rows(), np.array([2]), np.array([0]), bad, SRC, raw, lambda: True)
+    assert got == Swallow(3, "cut", 4, 10, '2,"0\n3,y,z')
+    got = first_swallow(no_rows(), np.array([2]), np.array([0]), bad, SRC, raw, lambda: False)
+    assert got == Swallow(3, "rows", 4)
+
+
 def no_rows() -> pa.RecordBatch:
     return pa.RecordBatch.from_pydict({"a": ["0"], "b": ["0"], "c": ["0"]})
 
@@ -200,6 +231,13 @@ def test_every_reason_in_full() -> None:
         "unbalanced quote: the quote at character 3 (cell 2) opens a quoted field that spans"
         " 4 lines (120 bytes), more than source.max_quoted_lines 3 or source.max_quoted_bytes"
         f" 100; {after}: {fix}, or raise those limits if the field is meant to be that long"
+    )
+    assert reason(Swallow(7, "cut", 9, 20, "x"), (3, 2), 10, SRC, 1 << 26) == (
+        "cut short: the quote at character 3 (cell 2) opens a quoted field that is still open"
+        " where the file ends, on line 9, without a line ending: the file ends mid-line (cut"
+        " short, or still being written); lines 7 to 9 are this one record and none of them is"
+        " read as a row: run again once the export is complete (if the quote is a stray one,"
+        ' fix the quoting of line 7: a quote inside a cell is written twice: "")'
     )
     # a line of exactly the largest block is too long
     assert reason(Swallow(7, "long"), (1, 1), 1024, SRC, 1024).startswith(

@@ -218,7 +218,7 @@ def _parse_blocks(
             starts[1:] += np.cumsum(extra)[:-1]
             lines = starts[~is_bad]
             bad = [BadLine(int(starts[num - next_rec]), text, msg) for num, text, msg in here]
-            swallow = first_swallow(batch, lines, valid_extra, bad, src, raw.text)
+            swallow = first_swallow(batch, lines, valid_extra, bad, src, raw.text, raw.unended)
             ends = lines + valid_extra  # each row's last line
             if swallow is not None:
                 keep = lines < swallow.line
@@ -247,7 +247,7 @@ def _parse_blocks(
             for _, text, msg in invalid:
                 tail.append(BadLine(next_line, text, msg))
                 next_line += text.count("\n") + 1
-            swallow = first_swallow(empty, none, none, tail, src, raw.text)
+            swallow = first_swallow(empty, none, none, tail, src, raw.text, raw.unended)
             if swallow is not None:
                 tail = [b for b in tail if b.line < swallow.line]
                 progress.swallow = swallow

@@ -277,6 +277,13 @@ class RawLines:
         self._stream: pa.NativeFile | None = None
         self._buf = b""
         self._eof = False
+        self._unended = False
+
+    def unended(self) -> bool:
+        """Whether the lines :meth:`text` returned last run to the end of the file, which has
+        no line ending after them (their last line is not empty and does not end with a
+        carriage return): a file that ends mid-line."""
+        return self._unended
 
     def _more(self) -> bool:
         assert self._stream is not None
@@ -298,6 +305,7 @@ class RawLines:
                 self._line += k
                 self._buf = b""
                 if not self._more():
+                    self._unended = False
                     return ""
                 continue
             pos = -1
@@ -307,14 +315,16 @@ class RawLines:
             self._line = first
         while self._buf.count(b"\n") < count and self._more():
             pass
-        pos = -1
+        pos, ended = -1, True
         for _ in range(count):
             nxt = self._buf.find(b"\n", pos + 1)
-            if nxt < 0:
-                pos = len(self._buf)
+            if nxt < 0:  # the end of the file (the loop above read up to it)
+                pos, ended = len(self._buf), False
                 break
             pos = nxt
         out, self._buf = self._buf[:pos], self._buf[pos + 1 :]
+        last = out[out.rfind(b"\n") + 1 :]
+        self._unended = not ended and last != b"" and not last.endswith(b"\r")
         self._line = first + count
         text = out.decode("utf-8", "replace")
         return text.removeprefix("\ufeff") if first == 1 else text

@@ -29,6 +29,7 @@ from recordsync.read.csv_blocks import (
     open_file,
 )
 from recordsync.read.csv_lines import Mark, Opened, Undefined, is_utf8, open_at, stray_quote
+from recordsync.read.integrity import cut_hides
 from recordsync.read.paths import locate
 from recordsync.read.swallow import Swallow, reason, size_text
 from recordsync.read.utf8guard import guard, not_utf8_error
@@ -172,7 +173,9 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
 
     The parse stops at a record it must not take as it parses (a quoted field that swallowed
     lines, :mod:`.swallow`): that record's first line is delivered as a malformed line and the
-    file is parsed again from the next line on (:func:`.csv_lines.open_at`). A row longer
+    file is parsed again from the next line on (:func:`.csv_lines.open_at`); a record that
+    the file ends inside (a quoted field still open, no line ending: the file was cut) is
+    one malformed line, every line of it, and nothing follows it. A row longer
     than a block makes pyarrow fail ("straddling object"); the file is then parsed again from
     that row's line with blocks 4x larger, up to :data:`MAX_BLOCK_SIZE`; a line that still
     does not fit is a malformed line too, and the file is parsed again from the next line."""
@@ -223,6 +226,9 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
             raise failure
         if swallow is None:
             break
+        if swallow.kind == "cut":  # the file ends inside the record: one malformed line
+            pending.append(_cut(src, path, swallow, empty))
+            break
         # the line where the record starts is malformed; parse again from the next line
         opened = _reopen(src, path, swallow.line + 1, mark)
         quote = stray_quote(opened.before, src.delimiter, src.quotechar)
@@ -241,6 +247,18 @@ def iter_csv(src: SourceConfig, base_dir: Path) -> Iterator[SourceBatch]:
         block = BLOCK_SIZE
     if pending:
         yield _merge(pending)
+
+
+def _cut(src: SourceConfig, path: Path | str, sw: Swallow, empty: pa.RecordBatch) -> SourceBatch:
+    """The file's last record, from line ``sw.line`` to its end inside a quoted field without
+    a line ending (:class:`.swallow.Swallow` kind "cut"), as one malformed line that stops
+    the step's mirror deletes."""
+    first = sw.text.split("\n", 1)[0].rstrip("\r")
+    quote = stray_quote(first, src.delimiter, src.quotechar)
+    why = reason(sw, quote, len(first.encode()), src, MAX_BLOCK_SIZE)
+    hides = cut_hides(str(path), sw.line, "ends inside a quoted field", sw.other)
+    bad = BadLine(sw.line, sw.text, why, hides)
+    return SourceBatch(str(path), empty, np.zeros(0, dtype=np.int64), [bad])
 
 
 def _reopen(src: SourceConfig, path: Path | str, line: int, mark: Mark) -> Opened:

@@ -164,10 +164,12 @@ def guard_last_line(
             close()
 
 
-def _scan(text: str, src: SourceConfig) -> tuple[bool, int]:
+def scan_record(text: str, src: SourceConfig) -> tuple[bool, int]:
     """``(ends inside a quoted field, cells)`` of one record's text, parsed as pyarrow parses
     it: a quote opens a field only at its start; inside, a doubled quote (or the escape
-    character) stands for a quote."""
+    character) stands for a quote. A record that ends inside a quoted field ends where the
+    file does (:mod:`.swallow` makes one that spans lines, at a file's end without a line
+    ending, one malformed line: its kind "cut")."""
     delim, quote, escape = src.delimiter, src.quotechar, src.escapechar
     doubled = escape is None
     cells, quoted, at_start, i, n = 1, False, True, 0, len(text)
@@ -199,7 +201,7 @@ def _scan(text: str, src: SourceConfig) -> tuple[bool, int]:
 
 def _cut(text: str, columns: int, src: SourceConfig) -> str | None:
     """How a last record without a line ending shows it was cut short, or None."""
-    open_quote, cells = _scan(text, src)
+    open_quote, cells = scan_record(text, src)
     if open_quote:
         return "ends inside a quoted field"
     if cells < columns:
@@ -207,8 +209,11 @@ def _cut(text: str, columns: int, src: SourceConfig) -> str | None:
     return None
 
 
-def _hides(file: str, line: int, why: str) -> str:
-    return f"{file}: its last record (line {line}) has no line ending and {why}: {ENDS_MID_LINE}"
+def cut_hides(file: str, line: int, why: str, last: int | None = None) -> str:
+    """The ``hides`` of a file's last record, on line ``line`` (to line ``last``), that has no
+    line ending and was cut short (``why``: how it shows it)."""
+    lines = f"line {line}" if last is None or last == line else f"lines {line} to {last}"
+    return f"{file}: its last record ({lines}) has no line ending and {why}: {ENDS_MID_LINE}"
 
 
 def _checked(sb: SourceBatch, src: SourceConfig, path: Path | str, size: int) -> SourceBatch:
@@ -224,7 +229,7 @@ def _checked(sb: SourceBatch, src: SourceConfig, path: Path | str, size: int) ->
             return sb
         bad = list(sb.bad)
         message = f"{bl.message}; the file's last record, without a line ending: {ENDS_MID_LINE}"
-        bad[at] = BadLine(bl.line, bl.text, message, _hides(sb.file, bl.line, why))
+        bad[at] = BadLine(bl.line, bl.text, message, cut_hides(sb.file, bl.line, why))
         return SourceBatch(sb.file, sb.batch, sb.rows, bad)
     if not len(sb.rows) or src.quotechar is None:
         return sb
@@ -234,7 +239,7 @@ def _checked(sb: SourceBatch, src: SourceConfig, path: Path | str, size: int) ->
         return sb
     n = len(sb.rows) - 1
     message = f"the file's last record has no line ending and {why}: {ENDS_MID_LINE}"
-    cut = BadLine(last_row, text, message, _hides(sb.file, last_row, why))
+    cut = BadLine(last_row, text, message, cut_hides(sb.file, last_row, why))
     return SourceBatch(sb.file, sb.batch.slice(0, n), sb.rows[:n], [*sb.bad, cut])
 
 

@@ -12,6 +12,14 @@ reason). Every physical data line is accounted for.
 
 A multi-line field within the limits whose lines do not look like rows is read as the cell it
 parses as (an address with line breaks).
+
+A quoted field within the limits still open where the file ends, when the file has no line
+ending there, is no stray quote to split at: the file was cut inside that field (an export
+cut short, or still being written). The record, from its first line to the file's end, is
+one malformed line (:func:`first_swallow`, kind "cut"): no line of the cut field is read as a
+row, even one that looks like a row, and it stops the step's mirror deletes. With a line
+ending at the file's end a cut cannot be told from a stray quote: the field is split as
+above.
 """
 
 from __future__ import annotations
@@ -27,19 +35,24 @@ import pyarrow.compute as pc
 
 from recordsync.config.models import SourceConfig
 from recordsync.read.batch import BadLine, may_contain
+from recordsync.read.integrity import ENDS_MID_LINE, scan_record
 
 
 @dataclass(frozen=True, slots=True)
 class Swallow:
     """Line ``line`` starts a record the reader does not take: a quoted field in it swallowed
-    a line that looks like a row (``kind`` "rows", ``other`` is that line), is over the limits
-    ("limits", spanning ``other`` lines of ``size`` bytes), or runs on beyond the parser's
-    largest block ("long")."""
+    a line that looks like a row (``kind`` "rows", ``other`` is that line), is closed by a
+    quote not followed by a delimiter ("close", on line ``other``), is never closed ("end"),
+    is over the limits ("limits", spanning ``other`` lines of ``size`` bytes), or runs on
+    beyond the parser's largest block ("long"); or the file ends inside it without a line
+    ending ("cut": the record is the file's last, lines ``line`` to ``other``, ``size`` bytes,
+    its raw ``text``)."""
 
     line: int
-    kind: Literal["rows", "close", "end", "limits", "long"]
+    kind: Literal["rows", "close", "end", "limits", "long", "cut"]
     other: int = 0
     size: int = 0
+    text: str = ""
 
 
 def _over(lines: int, size: int, src: SourceConfig) -> bool:
@@ -108,6 +121,10 @@ def scan(text: str, start: int, ncols: int, src: SourceConfig) -> Swallow | None
     return None
 
 
+def _never() -> bool:
+    return False
+
+
 def first_swallow(
     batch: pa.RecordBatch,
     lines: npt.NDArray[np.int64],
@@ -115,23 +132,39 @@ def first_swallow(
     bad: list[BadLine],
     src: SourceConfig,
     raw: Callable[[int, int], str],
+    unended: Callable[[], bool] = _never,
 ) -> Swallow | None:
     """The first record of a parsed block (by line) that must not be taken as it parses.
 
     ``lines[i]`` is the first line of row ``i`` of ``batch`` and ``newlines[i]`` the line
     breaks its cells hold; ``bad`` are its malformed lines (their raw text); ``raw(line,
-    count)`` is the raw text of ``count`` lines from ``line`` (asked in line order)."""
+    count)`` is the raw text of ``count`` lines from ``line`` (asked in line order) and
+    ``unended()`` whether the lines it returned last run to the file's end, which has no line
+    ending after them (:meth:`recordsync.read.csv_lines.RawLines.unended`)."""
     ncols = batch.num_columns
     found: list[tuple[int, int, int]] = []  # (line, 0: bad line / 1: row, index)
     found += [(b.line, 0, k) for k, b in enumerate(bad) if "\n" in b.text.rstrip("\r\n")]
     found += [(int(lines[i]), 1, int(i)) for i in np.flatnonzero(newlines > 0).tolist()]
     found.sort()
     for line, what, k in found:
-        text = bad[k].text.rstrip("\r\n") if what == 0 else raw(line, int(newlines[k]) + 1)
+        # only the file's last record can end inside a quoted field: a cut when the file ends
+        # after its lines mid-line (a bad line's text leaves its line ending out: its lines
+        # are read to tell)
+        if what == 0:
+            text = bad[k].text.rstrip("\r\n")
+            open_end = scan_record(text, src)[0]
+            if open_end:
+                raw(line, text.count("\n") + 1)
+        else:
+            text = raw(line, int(newlines[k]) + 1)
+            open_end = unended() and scan_record(text, src)[0]
+        cut = open_end and unended()
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if cut and not _over(text.count("\n") + 1, size, src):
+            return Swallow(line, "cut", line + text.count("\n"), size, text)
         hit = scan(text, line, ncols, src)
         if hit is not None:
             return hit
-        size = len(text.encode("utf-8", "surrogatepass"))
         if _over(text.count("\n") + 1, size, src):
             return Swallow(line, "limits", text.count("\n") + 1, size)
     return None
@@ -168,6 +201,14 @@ def reason(
         )
     if sw.kind == "end":
         return f"unbalanced quote: {at} that is never closed; this line is not read, {after}: {fix}"
+    if sw.kind == "cut":
+        return (
+            f"cut short: {at} that is still open where the file ends, on line {sw.other},"
+            f" without a line ending: {ENDS_MID_LINE}; lines {sw.line} to {sw.other} are this"
+            " one record and none of them is read as a row: run again once the export is"
+            f" complete (if the quote is a stray one, fix the quoting of line {sw.line}: a quote"
+            ' inside a cell is written twice: "")'
+        )
     if sw.kind == "limits":
         return (
             f"unbalanced quote: {at} that spans {sw.other} lines ({sw.size} bytes), more than"
