@@ -13,11 +13,14 @@ was read is taken for a row that left the source, and its record is deleted.
   the file does not end with a line ending, its last record is checked. With fewer cells than
   the columns, or ending inside a quoted field, it was cut short: it is (or becomes) a
   malformed line, reported and never sent with a cut value, whose ``hides`` stops the step's
-  mirror deletes. A last line without a line ending that is otherwise complete is read as it
-  is: many exports end so, and a cut inside an unquoted last cell, or one that falls on a
-  line ending, cannot be told from a whole file. A compressed file (``.gz``...) is not
-  checked so (a cut stream fails to decompress); nor is the quoting of a UTF-16/UTF-32 file's
-  last row.
+  mirror deletes. A quoted field that opened on an earlier line and is still open where the
+  file ends without a line ending is found by the reader (:mod:`.swallow`, kind "cut"): the
+  record, every line of it, is one such malformed line (its ``hides`` from :func:`cut_hides`)
+  and no line of the cut cell becomes a row. A last line without a line ending that is
+  otherwise complete is read as it is: many exports end so, and a cut inside an unquoted
+  last cell, or one that falls on a line ending, cannot be told from a whole file. A
+  compressed file (``.gz``...) is not checked so (a cut stream fails to decompress); nor is
+  the quoting of a UTF-16/UTF-32 file's last row.
 - A Parquet file whose footer is missing is named as cut short by its reader
   (:func:`recordsync.read.parquet_reader.cut_short`).
 """
