@@ -279,3 +279,38 @@ def _snapshots(work: Path) -> list[tuple[str, list[dict[str, Any]]]]:
         out.append((path.name.split("-")[0], table.to_pylist()))
     assert len(out) == 2
     return out
+
+
+def _edit_mapping(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert old in text
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+
+
+def test_settings_that_steer_the_run_keep_the_snapshot_and_others_say_why_it_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pipeline, work, run1 = _first_run(tmp_path)
+    mapping = tmp_path / "project" / "configs" / "contacts.yaml"
+    # a description, a read batch size and a volume guard's limit make no batch input
+    _edit_mapping(mapping, "  encoding: utf-8\n", "  encoding: utf-8\n  batch_size: 7\n")
+    _edit_mapping(
+        mapping,
+        "object_type: contacts\n",
+        "object_type: contacts\ndescription: the CRM export\nvolume_guard: {max_drop: 0.9}\n",
+    )
+    run2, mapped = _run_counting(monkeypatch, pipeline, work)
+    assert mapped["contacts.csv"] == _not_ok(run1, 1)  # the snapshot vouched for the rest
+    assert not [w for w in run2.summary.get("warnings") or [] if "changed since" in w]
+
+    # a null marker no cell holds changes no value, but it could: every row mapped again,
+    # compared with the ledger, nothing sent, and the report says why the run took longer
+    _edit_mapping(mapping, "  batch_size: 7\n", "  null_values: ['n/a']\n")
+    run3, mapped = _run_counting(monkeypatch, pipeline, work)
+    assert mapped["contacts.csv"] == run3.summary["steps"][1]["rows_read"]
+    assert run3.summary["totals"]["rows_sent"] == 0
+    said = [w for w in run3.summary["warnings"] if "changed since the last run" in w]
+    assert len(said) == 1 and said[0].startswith("step contacts: ")
+    run4, mapped = _run_counting(monkeypatch, pipeline, work)  # and the next run is quick
+    assert mapped["contacts.csv"] == _not_ok(run1, 1)
+    assert not [w for w in run4.summary.get("warnings") or [] if "changed since" in w]

@@ -86,7 +86,7 @@ from recordsync.state import journal_columns as columns
 from recordsync.state.checkpoint import BackgroundCheckpoints
 from recordsync.state.journal_content import JournaledRows
 from recordsync.state.ledger_rows import LIVE_SQL
-from recordsync.state.snapshots import SnapshotWriter, take
+from recordsync.state.snapshots import SnapshotWriter, kept_fingerprint, take
 from recordsync.state.store import DB_ERRORS
 from recordsync.tuning import sizes
 
@@ -315,6 +315,8 @@ class StateHook:
             pushed = self._pushdown(plan, config, fp, drop)
             if pushed is not None:
                 return pushed
+        if not drop and fp is not None:
+            self._note_stale(plan.name, fp)
         old = take(self.store, self.pipeline, plan.name, None if drop else fp)
         if fp is None or plan.digested is None:
             return plan.rows()
@@ -331,7 +333,7 @@ class StateHook:
         if plan.rows_of is None:
             return None
         fp = plan.fingerprint() if plan.fingerprint is not None else None
-        made = fp or config.model_dump_json().encode()  # ref fields: the config alone
+        made = fp or config.inputs_json().encode()  # ref fields: the config alone
         window = CursorWindow(
             self.store, self.pipeline, plan.name, config, _base_dir(config), made
         )
@@ -366,11 +368,28 @@ class StateHook:
             return None
         self._push[plan.name] = push
         pfp = push.fingerprint(fp)
+        if not drop:
+            self._note_stale(plan.name, pfp)
         old = take(self.store, self.pipeline, plan.name, None if drop else pfp)
         writer = AckedKeysWriter(self.store, self.pipeline, plan.name, self.run_id)
         writer.source = old
         self._snap, self._snap_fp = writer, pfp
         return push.items(plan.rows_of, old, pfp, writer)
+
+    def _note_stale(self, step: str, fp: bytes) -> None:
+        """Say so when the step's snapshot was made under another fingerprint: this run
+        cannot trust it, maps every row again and compares it with the ledger."""
+        kept = kept_fingerprint(self.store, self.pipeline, step)
+        if kept is None or kept == fp:
+            return
+        note = (
+            f"step {step}: the mapping, the service's schema, its users or the owners file"
+            " changed since the last run: every row is read, mapped again and compared with"
+            " the ledger, so this run takes longer (rows whose batch input is the same are"
+            " still not sent); the next run is quick again"
+        )
+        self.notes.append(note)
+        log.warning("%s", note)
 
     def _check_target(self, plan: StepPlan) -> bool:
         """Whether the target changed under the step's ledger since the last run

@@ -25,5 +25,5 @@ def step_fingerprint(
     owner = config.owner
     owners_file = base_dir / owner.owners_file if owner is not None and owner.owners_file else None
     return fingerprint(  # users always: user-id fields are checked against them too
-        f"{__version__}\n{config.model_dump_json()}", {"schema": schema_json}, users, owners_file
+        f"{__version__}\n{config.inputs_json()}", {"schema": schema_json}, users, owners_file
     )

@@ -233,6 +233,17 @@ def _sorted_hashes(
     return h_all[order], np.concatenate(rows)[order]
 
 
+def kept_fingerprint(store: StateStore, pipeline: str, mapping: str) -> bytes | None:
+    """The fingerprint of the scope's snapshot, or None when it keeps none."""
+    scope = store.scope_id(pipeline, mapping, create=False)
+    if scope is None:
+        return None
+    row = store.connection.execute(
+        "SELECT fingerprint FROM snapshots WHERE scope_id = ?", (scope,)
+    ).fetchone()
+    return bytes(row[0]) if row is not None and row[0] is not None else None
+
+
 def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Snapshot | None:
     """Unregister the scope's snapshot (committed now) and return it if its fingerprint is
     ``fp`` (None: just drop it). Its file is removed once loaded."""
