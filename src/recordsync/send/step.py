@@ -1,7 +1,8 @@
 """Run one step: stream prepared rows, send the valid ones in chunks, report every row.
 
 Rows are buffered in source order until the buffer holds a chunk's worth of valid rows (or
-``FLUSH_ROWS`` rows of any kind), then the chunk is sent and every buffered row is written to
+``STEP_FLUSH_ROWS`` prepared rows, or ``STEP_FLUSH_UNCHANGED_ROWS`` rows found unchanged),
+then the chunk is sent and every buffered row is written to
 the report, so ``results.csv`` follows the source order and memory stays bounded.
 
 When the step (or the run) is stopped — a circuit breaker, an authentication failure, an
@@ -122,10 +123,10 @@ class StepRunner:
         items: list[Item] = []  # the list being buffered: items[at:] are not read yet
         at = 0
         limit = self.options.canary_size or self.options.chunk_size
-        flush = sizes.STEP_FLUSH_ROWS
+        flush, flush_unchanged = sizes.STEP_FLUSH_ROWS, sizes.STEP_FLUSH_UNCHANGED_ROWS
         buffer: list[Item] = []
         self._loose = buffer  # a source that fails part-way: these rows are reported not sent
-        valid = buffered = 0
+        valid = buffered = unchanged = 0
         pool = ThreadPoolExecutor(1, "recordsync-send") if sender is not None else None
         try:
             for items in pieces:
@@ -144,7 +145,7 @@ class StepRunner:
                         at += 1
                         if type(row) is UnchangedBlock:
                             tally.read += len(row)
-                            buffered += len(row)
+                            unchanged += len(row)
                             buffer.append(row)
                         else:
                             assert isinstance(row, PreparedRow)
@@ -152,11 +153,11 @@ class StepRunner:
                             buffered += 1
                             buffer.append(checked(row))
                             valid += row.status is RowStatus.VALID
-                    if valid >= limit or buffered >= flush:
+                    if valid >= limit or buffered >= flush or unchanged >= flush_unchanged:
                         self._advance(tally, sender, pool, buffer)
                         if valid:
                             limit = self.options.chunk_size
-                        buffer, valid, buffered = [], 0, 0
+                        buffer, valid, buffered, unchanged = [], 0, 0, 0
                         self._loose = buffer
             items, at = [], 0
             self._advance(tally, sender, pool, buffer)
