@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
-from recordsync.nightly.claims import Claims
+from recordsync.nightly.claims import SCANS_BEFORE_INDEX, Claims
 from recordsync.nightly.unchanged_rows import UnchangedRows
 from recordsync.state.snapshot_codec import encode
 from recordsync.state.snapshots import Snapshot
@@ -124,3 +124,21 @@ def test_a_list_without_a_row_to_check_reads_nothing() -> None:
     assert guard.scans == 1
     assert new.status is RowStatus.VALID and claimed.status is RowStatus.MERGED
     assert "'k7'" in (claimed.error or "")
+
+
+def test_the_snapshot_is_read_once_for_every_list_unless_a_key_is_held_twice() -> None:
+    rows: list[Any] = [("email", f"u{i}@x.io") for i in range(200)]
+    rows[151] = ("email", "u3@x.io")  # an unchanged row holding u3's key too
+    guard = Claims(snapshot(rows, 16, True), UnchangedRows.every(200))
+    lists = [[prepared("email", f"u{i}@x.io", RowStatus.VALID)] for i in range(5, 200, 7)]
+    for read in lists:
+        guard.hold([*read, prepared("email", "new@x.io", RowStatus.VALID)])
+        assert read[0].status is RowStatus.MERGED
+    # the first lists read the snapshot each, then the index of the match keys is made once
+    assert guard.scans == SCANS_BEFORE_INDEX + 1
+    twice = prepared("email", "u3@x.io", RowStatus.VALID)
+    guard.hold([twice])
+    assert guard.scans == SCANS_BEFORE_INDEX + 2  # a key two rows hold: read to name the first
+    assert twice.status is RowStatus.MERGED
+    first, later = guard.snapshot.column("key", np.array([3, 151]))
+    assert first != later and guard.owner("email:u3@x.io") == first

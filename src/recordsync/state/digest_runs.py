@@ -20,7 +20,7 @@ import mmap
 import os
 import tempfile
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -38,11 +38,18 @@ class SortedDigests:
     disk: :attr:`d0`, :attr:`d1` and :attr:`rows` (the snapshot row of each)."""
 
     def __init__(
-        self, batches: list[pa.RecordBatch], release: Callable[[], None] | None = None
+        self,
+        batches: Iterable[pa.RecordBatch],
+        release: Callable[[], None] | None = None,
+        size: int | None = None,
     ) -> None:
         """``release``: drops the pages of ``batches`` read so far (a memory-mapped file's),
-        called after each batch."""
-        n = sum(b.num_rows for b in batches)
+        called after each batch. ``batches`` is read once, in order (a generator: one batch
+        held at a time); ``size``: their rows, when they are not a list to count."""
+        if size is None:
+            batches = list(batches)
+            size = sum(b.num_rows for b in batches)
+        n = size
         self.size = n
         file = tempfile.TemporaryFile(prefix="recordsync-digests-")  # noqa: SIM115
         twice: list[npt.NDArray[np.uint64]] = []
@@ -136,7 +143,7 @@ class SortedDigests:
 
 
 def _partition(
-    batches: list[pa.RecordBatch], parts: list[Path], release: Callable[[], None] | None
+    batches: Iterable[pa.RecordBatch], parts: list[Path], release: Callable[[], None] | None
 ) -> None:
     """Append every (d0, d1, row) to the partition file of its d0's top bits."""
     start = 0
