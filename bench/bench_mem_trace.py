@@ -18,6 +18,10 @@ sets others. The child samples its own RSS every 20 ms in a thread and, each tim
 by 4 MB past its highest, prints the Arrow pool's bytes and the recordsync frames of every
 thread: where the peak is made.
 
+``--source duckdb``: the same rows as a Parquet file read by a DuckDB query (key ``rid``), as
+``bench_sql_scale.py`` reads them. ``--unchanged``: the runs after the first are unchanged
+re-runs (nothing may arrive) instead of 1%-changed runs.
+
 ``--pushdown``: the table in a PostgreSQL server started here, read with ``change_detection:
 database`` (the diff made in the database); the database's table of synced rows is kept after
 the first run and put back before each changed run, as the state is. ``--every N``: every Nth
@@ -303,6 +307,11 @@ def make_project(root: Path, source: str, verify: bool, pushdown: bool = False) 
         }
         if pushdown:  # the diff made in the database (docs/state.md, "Large tables")
             mapping["source"]["change_detection"] = "database"
+    elif source == "duckdb":  # as bench_sql_scale.py: a Parquet file read by DuckDB
+        mapping["source"] = {
+            "query": f"SELECT * FROM '{(root / 'data' / 'contacts.parquet').as_posix()}'",
+            "key": "rid", "name": "contacts",
+        }
     else:
         mapping["source"] = {"path": "../data/contacts.csv"}
         mapping["ledger_key"] = {"column": "rid"}
@@ -354,14 +363,18 @@ def main() -> None:
     ap.add_argument("--baseline-src", type=Path)
     ap.add_argument("--repeat", type=int, default=1, help="1%% runs per side, interleaved")
     ap.add_argument("--quiet", action="store_true", help="no trace")
+    ap.add_argument("--trace-first", action="store_true", help="the first run's trace too")
     ap.add_argument("--unscaled", action="store_true",
                     help="also the 1%% run with the sizes as they are (this tree)")
     ap.add_argument("--every", type=int, default=100,
                     help="every that many rows change (100: 1%%)")
     ap.add_argument("--workdir", type=Path,
                     help="keep the data and the first run's state here (reused when there)")
-    ap.add_argument("--source", choices=("csv", "postgres"), default="csv",
-                    help="postgres: the table in a PostgreSQL server started here (no --workdir)")
+    ap.add_argument("--source", choices=("csv", "postgres", "duckdb"), default="csv",
+                    help="postgres: the table in a PostgreSQL server started here (no --workdir);"
+                    " duckdb: the rows as a Parquet file read by a DuckDB query")
+    ap.add_argument("--unchanged", action="store_true",
+                    help="the runs after the first are unchanged re-runs (nothing may arrive)")
     ap.add_argument("--variant", nargs="*", default=[],
                     help="more 1%% runs of this tree with BENCH_TRACE set to each (trim2, mmap=N)")
     ap.add_argument("--only-variants", action="store_true", help="no plain 1%% run of this tree")
@@ -411,6 +424,8 @@ def main() -> None:
             make_project(root, args.source, args.verify, args.pushdown)
             if args.source == "csv":
                 write_csv(root / "data" / "contacts.csv", n, changed=False)
+            elif args.source == "duckdb":
+                bench_sql_scale.write_parquet(root / "data" / "contacts.parquet", n, False)
             (base / "port").write_text(str(free_port()))
         port = int((base / "port").read_text())
         meta = base / "meta.json"
@@ -428,17 +443,26 @@ def main() -> None:
             bench_sql_scale.load_postgres(dsn, n)
         if not kept:
             first = run_child(root, url, overrides, None)
+            if args.trace_first:
+                print(first["trace"], flush=True)
             got = counts(url)["entries"].get("contacts")
             print(f"{n:,} rows first run: peak {first['peak_mb']:.0f} MB, {first['wall']} s,"
                   f" {got:,} arrived", flush=True)
             shutil.copytree(root / "state", base / "state0")
             if args.pushdown:
                 keep_synced(os.environ["BENCH_PG_DSN"], restore=False)
-        if args.source == "postgres":
+        if args.unchanged:  # the rows as the first run read them (a kept workdir's changed)
+            if kept and args.source == "duckdb":
+                bench_sql_scale.write_parquet(root / "data" / "contacts.parquet", n, False)
+            elif kept and args.source == "csv":
+                write_csv(root / "data" / "contacts.csv", n, changed=False)
+        elif args.source == "postgres":
             bench_sql_scale.change_postgres(os.environ["BENCH_PG_DSN"])
+        elif args.source == "duckdb":
+            bench_sql_scale.write_parquet(root / "data" / "contacts.parquet", n, True)
         else:
             write_csv(root / "data" / "contacts.csv", n, changed=True)
-        want = changed_emails(n)
+        want = set() if args.unchanged else changed_emails(n)
         sides: dict[str, tuple[Path | None, dict[str, int]]] = {"this": (None, overrides)}
         if args.baseline_src is not None:
             sides = {"baseline": (args.baseline_src.resolve(), overrides), **sides}
@@ -448,6 +472,7 @@ def main() -> None:
             sides = {k: v for k, v in sides.items() if k == "baseline"}
         for spec in args.variant:
             sides[spec] = (None, overrides)
+        what = "unchanged" if args.unchanged else f"every {args.every}th changed"
         peaks: dict[str, list[float]] = {}
         for _ in range(args.repeat):
             for side, (src, sized) in sides.items():
@@ -467,7 +492,7 @@ def main() -> None:
                 if not args.quiet:
                     print(res["trace"], flush=True)
                 print(
-                    f"{n:,} rows, every {args.every}th changed ({side}):"
+                    f"{n:,} rows, {what} ({side}):"
                     f" peak {res['peak_mb']:.0f} MB (after imports {res['start_mb']:.0f}),"
                     f" {res['wall']} s, CPU {res['cpu']} s,"
                     f" exit {res['exit']}, {entries:,} arrived"

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from recordsync.config.models import SourceConfig
 from recordsync.core.errors import SourceError
-from recordsync.read import iter_source, source_columns
+from recordsync.read import iter_source, source_columns, sql
 from recordsync.read.sql import _duckdb_connect, duckdb_record_batches
 
 
@@ -160,6 +160,8 @@ def test_the_connection_is_bounded_by_the_source_options(tmp_path: Path) -> None
         assert _setting(con, "threads") == 1
         assert _setting(con, "enable_progress_bar") is False
         assert _setting(con, "temp_directory") == str(spill)
+        # the result computed ahead of the batch asked for: 1MB, not DuckDB's 10 MiB
+        assert _setting(con, "streaming_buffer_size") == "976.5 KiB"
     finally:
         con.close()
     con = _duckdb_connect(_src(query="SELECT 1 AS id"), tmp_path)
@@ -167,6 +169,26 @@ def test_the_connection_is_bounded_by_the_source_options(tmp_path: Path) -> None
         assert "122" in str(_setting(con, "memory_limit"))  # the default, 128MB
     finally:
         con.close()
+
+
+def test_a_duckdb_without_a_memory_saving_setting_reads_the_rows_all_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an older DuckDB than ours, which does not know the last (optional) setting
+    bounded = sql.duckdb_settings
+
+    def older(src: SourceConfig) -> list[str]:
+        return [*bounded(src)[:-1], "SET no_such_setting_of_this_duckdb = '1MB'"]
+
+    monkeypatch.setattr(sql, "duckdb_settings", older)
+    src = _src(query="SELECT i AS id FROM range(5) t(i)", memory_limit="64MB")
+    con = _duckdb_connect(src, tmp_path)
+    try:
+        assert "61" in str(_setting(con, "memory_limit"))  # the settings before it are set
+    finally:
+        con.close()
+    got = [r["id"] for sb in iter_source(src, tmp_path) for r in sb.batch.to_pylist()]
+    assert got == [0, 1, 2, 3, 4]
 
 
 def test_a_query_out_of_memory_names_source_memory_limit(tmp_path: Path) -> None:

@@ -40,18 +40,20 @@ a few megabytes."""
 VALUE_MEMO_MAX = 65_536
 """Distinct values whose check outcome a column remembers across batches."""
 
-DUPLICATE_SPILL_ROWS = 262_144
+DUPLICATE_SPILL_ROWS = 65_536
 """(hash, row identity) pairs a duplicate-key scan holds in memory (the duplicate scan's, the
 nightly first pass's match and ledger keys, each merge rule's); past it they go to disk,
 partitioned by the hash's top :data:`DUPLICATE_PARTITION_BITS` bits. Sorting the pairs held
-costs about five times their 16 bytes a pair at the moment they are grouped or spilled."""
+costs about five times their 16 bytes a pair at the moment they are grouped or spilled, and a
+merge scan holds one set per rule at once: at 262,144 pairs the spills of an unchanged 1M-row
+re-run's merge scan made its peak RSS (about 11 MB above this bound's)."""
 
 DUPLICATE_PARTITION_BITS = 6
 """64 partitions: a 10M-row source's duplicate scan sorts about 160k pairs at a time."""
 
-MERGE_SPILL_ROWS = 500_000
-"""Rows whose dedup keys (email, domain, LinkedIn URL) the merge scan holds in memory; past
-it they go to a temporary file."""
+MERGE_SPILL_ROWS = 100_000
+"""Rows whose dedup keys (email, domain, LinkedIn URL) the merge scan holds in memory (about
+40 bytes a row with three rules); past it they go to a temporary file."""
 
 SEEN_SPILL_ROWS = 250_000
 """Rows of what a nightly run's first pass learnt (digests, matches) held in memory for the
@@ -92,9 +94,12 @@ SNAPSHOT_PENDING_ROWS = 8_192
 made an Arrow piece of the next batch of the file (about 80 bytes a row): the rows a run
 sends (a nightly run's changed rows) come one chunk at a time."""
 
-SNAPSHOT_MEMORY_ROWS = 1_000_000
+SNAPSHOT_MEMORY_ROWS = 250_000
 """Snapshot rows whose digests and sort order a run holds in memory (24 bytes a row); a
-larger snapshot's are sorted on disk in 2 ** :data:`DIGEST_PARTITION_BITS` partitions."""
+larger snapshot's are sorted on disk in 2 ** :data:`DIGEST_PARTITION_BITS` partitions.
+Holding them takes more than those 24 bytes: the whole snapshot file's digest columns are
+read at once: at 1M rows, an unchanged re-run of a DuckDB source peaked about 60 MB higher
+than with the digests sorted on disk, for a CPU time within the noise of same-run pairs."""
 
 DIGEST_PARTITION_BITS = 6
 """64 partitions for a snapshot's digests sorted on disk."""
