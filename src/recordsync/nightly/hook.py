@@ -429,10 +429,7 @@ class StateHook:
 
     def _owned(self, plan: StepPlan, keys: list[str]) -> set[str]:
         """The keys that have a live record of their own in the step's ledger."""
-        found = self.store.lookup_many(self.pipeline, plan.name, keys)
-        return {
-            k for k, e in found.items() if e.record_id is not None and e.last_status != "deleted"
-        }
+        return self.store.owned_keys(self.pipeline, plan.name, keys)
 
     def _discard_snapshot(self) -> None:
         if self._snap is not None:
@@ -464,6 +461,7 @@ class StateHook:
                 self.configs,
                 mirror=self.mirror_deletes,
                 lookup=self.lookup,
+                ledger_shared=rows.ledger_shared if isinstance(rows, Blocks) else None,
             )
             self._prep[plan.name] = prep
         detector = ChangeDetector(

@@ -26,12 +26,12 @@ from typing import Any
 
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import ConfigError, RowError
-from recordsync.core.model import PreparedRow, RowStatus
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.nightly.ref_index import RefIndex
 from recordsync.nightly.ref_lookup import Fetch, ServiceLookup
 from recordsync.nightly.refs import Ledger, ReferenceResolver
 from recordsync.prepare.merges import needed
-from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
+from recordsync.state.keys import cell_text, ledger_key_of, ledger_keys_of, reference_normalizer
 from recordsync.tuning.spill import KeySpool, SpillMap
 
 
@@ -48,11 +48,20 @@ class StepPrep:
         *,
         mirror: bool = True,
         lookup: Fetch | None = None,
+        ledger_shared: frozenset[int] | None = None,
     ) -> None:
         self.config = config
         self._seen = SpillMap()
         """Hash of each ledger key sent so far → (its first row, or -1 past the first 100,000
-        keys; None); on disk past a block (:mod:`recordsync.tuning.spill`)."""
+        keys; None); on disk past a block (:mod:`recordsync.tuning.spill`). Only when
+        ``ledger_shared`` is not known."""
+        self._shared = ledger_shared
+        """The ledger-key hashes two rows or more of the step's stream may share (the
+        duplicate scan's, :attr:`recordsync.core.model.Blocks.ledger_shared`), or None: a key
+        whose hash is not in it cannot come again, and is not remembered."""
+        self._first: dict[int, int] = {}
+        """With ``ledger_shared``: hash of each of its keys sent so far → its first row (-1
+        past the first 100,000 keys)."""
         self._kept = 0
         collect = mirror and config.mirror_deletes.enabled
         self.seen_keys: KeySpool | None = KeySpool() if collect else None
@@ -199,7 +208,10 @@ class StepPrep:
         cfg = self.config
         assert cfg.ledger_key is not None
         column = cfg.ledger_key.column
-        keys = [ledger_key_of(cfg, r.source.values) for r in group]
+        keys = ledger_keys_of(cfg, SourceRow.cells([r.source for r in group], column))
+        if self._shared is not None:
+            self._shared_keys(group, keys)
+            return
         seen = self._seen.get_many(hash(k) for k in keys if k is not None)
         for r, key in zip(group, keys, strict=True):
             if key is None:  # blank: the row keeps its match key (``name:...``), if any
@@ -220,3 +232,30 @@ class StepPrep:
             seen[h] = (r.source.source_row if self._kept < 100_000 else -1, None)
             self._kept += 1
             self._seen.put_new(h, seen[h])
+
+    def _shared_keys(self, group: list[PreparedRow], keys: list[str | None]) -> None:
+        """:meth:`_ledger_keys` when the keys two rows may share are known: only those are
+        remembered (the same rows come out duplicate, with the same reasons)."""
+        shared, first = self._shared, self._first
+        assert shared is not None and self.config.ledger_key is not None
+        column = self.config.ledger_key.column
+        valid = RowStatus.VALID
+        for r, key in zip(group, keys, strict=True):
+            if key is None:  # blank: the row keeps its match key (``name:...``), if any
+                continue
+            r.key = key
+            if r.status is not valid:
+                continue
+            h = hash(key)
+            if h in shared:
+                at = first.get(h)
+                if at is not None:
+                    where = f"row {at}" if at >= 0 else "an earlier row"
+                    r.status = RowStatus.DUPLICATE
+                    r.error = (
+                        f"duplicate ledger key {key!r} (column '{column}'): {where} has the"
+                        " same key and wins (ledger keys must be unique in the source)"
+                    )
+                    continue
+                first[h] = r.source.source_row if self._kept < 100_000 else -1
+            self._kept += 1
