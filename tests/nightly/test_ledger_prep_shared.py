@@ -1,7 +1,9 @@
-"""The ledger-key check of StepPrep (recordsync.nightly.ledger_prep) told which keys two rows
-may share (the duplicate scan's ``ledger_shared``) decides as the check that remembers every
-key (the reference, its map spilled to disk or not): the same rows duplicate, with the same
-reasons, and the same keys; the cells are read from the rows' batches by column."""
+"""The ledger-key check of StepPrep (recordsync.nightly.ledger_prep) decides as the reference
+(every key sent remembered in a Python set, each row's values a dict): told which keys two
+rows may share (the duplicate scan's ``ledger_shared``), and not told, its seen keys on disk
+(the sizes made tiny: the Bloom filter lets most keys through to the partitions' files). The
+same rows duplicate, with the same reasons, and the same keys; the cells are read from the
+rows' batches by column."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from recordsync.nightly.ledger_prep import StepPrep
 from recordsync.prepare import prepare_step
 from recordsync.prepare.dups import ledger_keys, shared_hashes, text_hashes
 from recordsync.read.batch import BatchValues
-from recordsync.tuning import spill
+from recordsync.tuning import sizes
 
 KEY = st.sampled_from(["a", "A", "b", " b", "c", "", None, "d", "e", "f"])
 
@@ -65,7 +67,7 @@ def decide(
 @given(
     cells=st.lists(st.tuples(KEY, st.booleans()), max_size=40),
     group=st.integers(1, 7),
-    block=st.sampled_from([2, 3, 50_000]),
+    block=st.sampled_from([2, 3, 5]),
     normalize=st.sampled_from(["none", "lower"]),
 )
 def test_shared_keys_decide_as_every_key_remembered(
@@ -88,14 +90,14 @@ def test_shared_keys_decide_as_every_key_remembered(
     h, has = text_hashes(ledger_keys(config, batch))
     lines = np.arange(2, 2 + len(cells), dtype=np.int64)
     shared = frozenset(shared_hashes([h], [lines[has]]))
-    old = spill.BLOCK
-    spill.BLOCK = block  # the reference's map on disk past a block of 2 or 3 keys
-    try:
-        want = decide(config, rows_of(batch, valid, lazy=False), None, group)
-    finally:
-        spill.BLOCK = old
+    want = decide(config, rows_of(batch, valid, lazy=False), None, group)  # all in memory
     assert decide(config, rows_of(batch, valid, lazy=True), shared, group) == want
-    assert decide(config, rows_of(batch, valid, lazy=True), None, group) == want
+    old = sizes.SEEN_HASH_ROWS, sizes.SEEN_BLOOM_BITS, sizes.DUPLICATE_PARTITION_BITS
+    sizes.SEEN_HASH_ROWS, sizes.SEEN_BLOOM_BITS, sizes.DUPLICATE_PARTITION_BITS = block, 16, 2
+    try:
+        assert decide(config, rows_of(batch, valid, lazy=True), None, group) == want
+    finally:
+        sizes.SEEN_HASH_ROWS, sizes.SEEN_BLOOM_BITS, sizes.DUPLICATE_PARTITION_BITS = old
 
 
 def test_rows_come_with_the_ledger_keys_they_share(tmp_path: Path) -> None:

@@ -32,7 +32,8 @@ from recordsync.nightly.ref_lookup import Fetch, ServiceLookup
 from recordsync.nightly.refs import Ledger, ReferenceResolver
 from recordsync.prepare.merges import needed
 from recordsync.state.keys import cell_text, ledger_key_of, ledger_keys_of, reference_normalizer
-from recordsync.tuning.spill import KeySpool, SpillMap
+from recordsync.tuning.seen_hashes import SeenHashes
+from recordsync.tuning.spill import KeySpool
 
 
 class StepPrep:
@@ -51,17 +52,16 @@ class StepPrep:
         ledger_shared: frozenset[int] | None = None,
     ) -> None:
         self.config = config
-        self._seen = SpillMap()
-        """Hash of each ledger key sent so far → (its first row, or -1 past the first 100,000
-        keys; None); on disk past a block (:mod:`recordsync.tuning.spill`). Only when
-        ``ledger_shared`` is not known."""
+        self._seen = SeenHashes()
+        """Hash of each ledger key sent so far, on disk past a block
+        (:mod:`recordsync.tuning.seen_hashes`); only when ``ledger_shared`` is not known."""
         self._shared = ledger_shared
         """The ledger-key hashes two rows or more of the step's stream may share (the
         duplicate scan's, :attr:`recordsync.core.model.Blocks.ledger_shared`), or None: a key
         whose hash is not in it cannot come again, and is not remembered."""
         self._first: dict[int, int] = {}
-        """With ``ledger_shared``: hash of each of its keys sent so far → its first row (-1
-        past the first 100,000 keys)."""
+        """Hash of a key sent → its first row, for the first 100,000 keys sent (with
+        ``ledger_shared``: of its keys only, -1 past the first 100,000 keys)."""
         self._kept = 0
         collect = mirror and config.mirror_deletes.enabled
         self.seen_keys: KeySpool | None = KeySpool() if collect else None
@@ -212,7 +212,8 @@ class StepPrep:
         if self._shared is not None:
             self._shared_keys(group, keys)
             return
-        seen = self._seen.get_many(hash(k) for k in keys if k is not None)
+        seen, first = self._seen, self._first
+        known = seen.found(hash(k) for k in keys if k is not None)
         for r, key in zip(group, keys, strict=True):
             if key is None:  # blank: the row keeps its match key (``name:...``), if any
                 continue
@@ -220,18 +221,20 @@ class StepPrep:
             if r.status is not RowStatus.VALID:
                 continue
             h = hash(key)
-            if h in seen:
-                first = seen[h][0]
-                where = f"row {first}" if first >= 0 else "an earlier row"
+            if h in known:
+                at = first.get(h, -1)
+                where = f"row {at}" if at >= 0 else "an earlier row"
                 r.status = RowStatus.DUPLICATE
                 r.error = (
                     f"duplicate ledger key {key!r} (column '{column}'): {where} has the same"
                     " key and wins (ledger keys must be unique in the source)"
                 )
                 continue
-            seen[h] = (r.source.source_row if self._kept < 100_000 else -1, None)
+            known.add(h)
+            if self._kept < 100_000:
+                first[h] = r.source.source_row
             self._kept += 1
-            self._seen.put_new(h, seen[h])
+            seen.add(h)
 
     def _shared_keys(self, group: list[PreparedRow], keys: list[str | None]) -> None:
         """:meth:`_ledger_keys` when the keys two rows may share are known: only those are
