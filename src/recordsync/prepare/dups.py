@@ -16,7 +16,7 @@ import pyarrow as pa
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.read import iter_source
-from recordsync.state.keys import NORMALIZERS, cell_text
+from recordsync.state.keys import ledger_keys_of
 from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import gc_paused
 
@@ -158,12 +158,7 @@ def ledger_keys(mapping: MappingConfig, batch: pa.RecordBatch) -> list[str | Non
     """Each row's declared ledger key, normalised (None where the cell is blank)."""
     spec = mapping.ledger_key
     assert spec is not None
-    norm = NORMALIZERS[spec.normalize]
-    out: list[str | None] = []
-    for v in batch.column(spec.column).to_pylist():
-        text = cell_text(v)
-        out.append(norm(text) if text is not None else None)
-    return out
+    return ledger_keys_of(mapping, batch.column(spec.column).to_pylist())
 
 
 def shared_hashes(

@@ -79,7 +79,11 @@ def ledger_keys_of(mapping: MappingConfig, cells: list[Any]) -> list[str | None]
     spec = mapping.ledger_key
     assert spec is not None
     norm = NORMALIZERS[spec.normalize]
-    return [norm(t) if (t := cell_text(c)) is not None else None for c in cells]
+    out: list[str | None] = []
+    for c in cells:  # a text cell (nearly every one) without cell_text's call
+        t = c.strip() if type(c) is str else cell_text(c)
+        out.append(norm(t) if t else None)
+    return out
 
 
 def reference_normalizer(mapping: MappingConfig) -> Normalizer:
