@@ -30,7 +30,8 @@ the traced memory grows by 16 MB (slow: its RSS is not the run's).
 fingerprint but no batch input (``source.null_values: ['__no_such_cell__']`` added), so the
 snapshot of source-row digests cannot be used and every row takes the full path (read, mapped,
 validated, its input compared with the ledger's). ``BENCH_PROFILE=FILE`` dumps a cProfile of
-each child's ``run_pipeline`` to FILE (the side's name appended: ``FILE.this``, ...).
+each child's ``run_pipeline``: the first run's to FILE, each 1% run's to FILE with its
+side's name appended (``FILE.baseline``, ``FILE.this``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recordsync.core.model import SourceRow
 from recordsync.read import batch as batch_module
 from recordsync.read.batch import BatchValues, may_contain
 
@@ -137,3 +138,35 @@ def test_cells_of_a_column_equal_the_row_dicts(
         assert bv.cells_of(column, asked) == [want[r].get(column) for r in asked]
     with pytest.raises(KeyError):
         bv.cells_of("a", [int(rows[0]) + 1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 9), st.booleans()), max_size=25)
+)
+def test_source_row_cells_equal_each_rows_values(picks: list[tuple[int, int, bool]]) -> None:
+    """SourceRow.cells of rows of two batches, rows made with a dict, rows whose dict was
+    made already: each row's ``values.get(column)``."""
+    batches = []
+    for b in range(2):
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array([f"{b}-{i}" if i % 3 else None for i in range(10)]), pa.array(range(10))],
+            names=["k", "n"],
+        )
+        batches.append(BatchValues(batch, np.arange(2, 12, dtype=np.int64)))
+    sources = []
+    for which, i, touched in picks:
+        if which == 2:
+            source = SourceRow("f.csv", i + 2, {"k": f"d{i}"} if i % 2 else {})
+        else:
+            source = SourceRow("f.csv", i + 2, None, batches[which])
+            if touched:
+                _ = source.values  # its dict made: read from it
+        sources.append(source)
+    want = {c: [s.values.get(c) for s in sources] for c in ("k", "n", "missing")}
+    fresh = [
+        SourceRow("f.csv", s.source_row, None, batches[w]) if w < 2 and not t else s
+        for s, (w, _, t) in zip(sources, picks, strict=True)
+    ]
+    for column, cells in want.items():
+        assert SourceRow.cells(fresh, column) == cells

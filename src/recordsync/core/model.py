@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import chain
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 JSON = Any
@@ -35,6 +36,9 @@ class RowStatus(StrEnum):
     FAILED = "failed"  # sent, and the service (or the network) failed it
     IN_DOUBT = "in_doubt"  # sent, no answer, resending is not safe: held for review
     MERGED = "merged"  # folds (or folded) into the record another row of the source claims
+
+
+_origin_of, _source_row = attrgetter("_origin"), attrgetter("source_row")
 
 
 class RowValues(Protocol):
@@ -99,7 +103,13 @@ class SourceRow:
         """``s.values.get(column)`` of each of ``sources``, without making the values dict of
         a row that has none yet: the cells of the rows of one batch are taken from its
         column at once (:meth:`RowValues.cells_of`)."""
-        out: list[Any] = [None] * len(sources)
+        n = len(sources)
+        origins = list(map(_origin_of, sources))
+        first: RowValues | None = origins[0] if n else None
+        # one batch's rows, none with its dict made yet (a row keeps its origin until then)
+        if first is not None and origins.count(first) == n:
+            return first.cells_of(column, list(map(_source_row, sources)))
+        out: list[Any] = [None] * n
         pending: dict[int, tuple[RowValues, list[int], list[int]]] = {}
         for i, s in enumerate(sources):
             if s._values is not None:
