@@ -222,13 +222,7 @@ class StepPrep:
                 continue
             h = hash(key)
             if h in known:
-                at = first.get(h, -1)
-                where = f"row {at}" if at >= 0 else "an earlier row"
-                r.status = RowStatus.DUPLICATE
-                r.error = (
-                    f"duplicate ledger key {key!r} (column '{column}'): {where} has the same"
-                    " key and wins (ledger keys must be unique in the source)"
-                )
+                _duplicate(r, key, column, first.get(h, -1))
                 continue
             known.add(h)
             if self._kept < 100_000:
@@ -253,12 +247,18 @@ class StepPrep:
             if h in shared:
                 at = first.get(h)
                 if at is not None:
-                    where = f"row {at}" if at >= 0 else "an earlier row"
-                    r.status = RowStatus.DUPLICATE
-                    r.error = (
-                        f"duplicate ledger key {key!r} (column '{column}'): {where} has the"
-                        " same key and wins (ledger keys must be unique in the source)"
-                    )
+                    _duplicate(r, key, column, at)
                     continue
                 first[h] = r.source.source_row if self._kept < 100_000 else -1
             self._kept += 1
+
+
+def _duplicate(row: PreparedRow, key: str, column: str, first: int) -> None:
+    """``row`` is a duplicate of the row ``first`` (-1: an earlier row past the first 100,000
+    keys), whose ledger key ``key`` it has."""
+    where = f"row {first}" if first >= 0 else "an earlier row"
+    row.status = RowStatus.DUPLICATE
+    row.error = (
+        f"duplicate ledger key {key!r} (column '{column}'): {where} has the same key and wins"
+        " (ledger keys must be unique in the source)"
+    )
