@@ -29,6 +29,13 @@ row changes (100: 1%), to vary the changed rows at a fixed table size. ``BENCH_T
 (``--variant rows``, with ``nofreeze`` to see frozen rows) logs the live PreparedRows at each
 step of the trace; ``--tracemalloc FRAMES`` logs the top allocations by traceback each time
 the traced memory grows by 16 MB (slow: its RSS is not the run's).
+
+``--stale``: the changed runs are made after a mapping change that changes the step's
+fingerprint but no batch input (``source.null_values: ['__no_such_cell__']`` added), so the
+snapshot of source-row digests cannot be used and every row takes the full path (read, mapped,
+validated, its input compared with the ledger's). ``BENCH_PROFILE=FILE`` dumps a cProfile of
+each child's ``run_pipeline``: the first run's to FILE, each 1% run's to FILE with its
+side's name appended (``FILE.baseline``, ``FILE.this``).
 """
 
 from __future__ import annotations
@@ -246,6 +253,13 @@ def child(root: Path, url: str, overrides: dict[str, int]) -> None:
     th = threading.Thread(target=tracer, args=(stop, log), daemon=True, name="tracer")
     th.start()
     start = vm_hwm_mb()
+    profiled = os.environ.get("BENCH_PROFILE")
+    profiler = None
+    if profiled:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     t, c = time.perf_counter(), time.process_time()
     result = run_pipeline(
         RunRequest(
@@ -257,6 +271,9 @@ def child(root: Path, url: str, overrides: dict[str, int]) -> None:
         target=Target(url, Secret(KEY), "bench", "bench"),
     )
     wall, cpu = time.perf_counter() - t, time.process_time() - c
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(str(profiled))
     stop.set()
     th.join()
     print("\n".join(log), file=sys.stderr)
@@ -326,11 +343,25 @@ def make_project(root: Path, source: str, verify: bool, pushdown: bool = False) 
     )
 
 
+def stale_mapping(root: Path, stale: bool) -> None:
+    """--stale: a mapping change that changes the step's fingerprint and no batch input
+    (a null marker no cell holds); without it, the mapping as the first run had it."""
+    path = root / "configs" / "contacts.yaml"
+    mapping = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if stale:
+        mapping["source"]["null_values"] = ["__no_such_cell__"]
+    else:
+        mapping["source"].pop("null_values", None)
+    path.write_text(yaml.safe_dump(mapping, sort_keys=False), "utf-8")
+
+
 def run_child(
     root: Path, url: str, overrides: dict[str, int], src: Path | None, trace: str = "",
-    tracemalloc: int = 0,
+    tracemalloc: int = 0, side: str = "",
 ) -> dict[str, Any]:
     env = dict(os.environ, BENCH_TRACE=trace)
+    if env.get("BENCH_PROFILE") and side:
+        env["BENCH_PROFILE"] = f"{env['BENCH_PROFILE']}.{side.split(',')[0].replace(' ', '_')}"
     if tracemalloc:
         env["BENCH_TRACEMALLOC"] = str(tracemalloc)
     if src is not None:
@@ -384,6 +415,9 @@ def main() -> None:
     ap.add_argument("--tracemalloc", type=int, default=0, metavar="FRAMES",
                     help="the 1%% runs under tracemalloc (FRAMES deep): the top allocations"
                     " by traceback each time the traced memory grows by 16 MB")
+    ap.add_argument("--stale", action="store_true",
+                    help="the changed runs after a mapping change that changes the step's"
+                    " fingerprint (no batch input): every row takes the full path")
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.pushdown:
@@ -451,6 +485,7 @@ def main() -> None:
             shutil.copytree(root / "state", base / "state0")
             if args.pushdown:
                 keep_synced(os.environ["BENCH_PG_DSN"], restore=False)
+        stale_mapping(root, args.stale)
         if args.unchanged:  # the rows as the first run read them (a kept workdir's changed)
             if kept and args.source == "duckdb":
                 bench_sql_scale.write_parquet(root / "data" / "contacts.parquet", n, False)
@@ -483,7 +518,7 @@ def main() -> None:
                 httpx.delete(url + "/_counts", timeout=60).raise_for_status()
                 load = os.getloadavg()[0]
                 env_trace = side if side.startswith(("trim2", "mmap=", "rows", "nofreeze")) else ""
-                res = run_child(root, url, sized, src, env_trace, args.tracemalloc)
+                res = run_child(root, url, sized, src, env_trace, args.tracemalloc, side)
                 ids = httpx.get(url + "/_counts", params={"identities": "1"}, timeout=600).json()
                 arrived = {i.split(":", 1)[1] for i in ids["identities"].get("contacts", {})}
                 entries = ids["entries"].get("contacts", 0)

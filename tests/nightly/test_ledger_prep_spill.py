@@ -1,5 +1,5 @@
 """Ledger keys already seen in the step (recordsync.nightly.ledger_prep.StepPrep) are found the
-same way once they went to disk (the spill block lowered to 2 keys)."""
+same way once they went to disk (the seen keys' set lowered to 2 keys, its filter to 8 bits)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from recordsync.config import load_mapping
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.nightly.ledger_prep import StepPrep
-from recordsync.tuning import spill
+from recordsync.tuning import sizes
 
 
 def outcomes(tmp_path: Path) -> list[tuple[str | None, str, str | None]]:
@@ -39,7 +39,8 @@ def test_ledger_keys_seen_on_disk_are_duplicates_as_in_memory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     in_memory = outcomes(tmp_path)
-    monkeypatch.setattr(spill, "BLOCK", 2)
+    monkeypatch.setattr(sizes, "SEEN_HASH_ROWS", 2)
+    monkeypatch.setattr(sizes, "SEEN_BLOOM_BITS", 8)
     assert outcomes(tmp_path) == in_memory
     dups = [(k, e) for k, s, e in in_memory if s == RowStatus.DUPLICATE.value]
     assert len(dups) == 3

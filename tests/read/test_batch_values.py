@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from recordsync.core.model import SourceRow
 from recordsync.read import batch as batch_module
 from recordsync.read.batch import BatchValues, may_contain
 
@@ -109,3 +110,63 @@ def test_may_contain_looks_at_the_values_of_a_slice_only(
     with pytest.MonkeyPatch.context() as mp:  # without the C library's memchr: a copy
         mp.setattr(batch_module, "_memchr", None)
         assert may_contain(arr, "\x00") is holds
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    cells=st.lists(st.tuples(CELL, st.integers(-5, 5) | st.none()), min_size=1, max_size=60),
+    picks=st.lists(st.integers(0, 59), max_size=40),
+    eager_first=st.booleans(),
+)
+def test_cells_of_a_column_equal_the_row_dicts(
+    cells: list[tuple[str | None, int | None]], picks: list[int], eager_first: bool
+) -> None:
+    """cells_of(column, rows) is values_of(row).get(column) of each row, before and after the
+    batch was made into lists, and None for a column the batch does not have."""
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([c[0] for c in cells], pa.string()), pa.array([c[1] for c in cells])],
+        names=["a", "n"],
+    )
+    rows = np.arange(2, 2 + len(cells), dtype=np.int64) * 2  # gapped, ascending
+    bv = BatchValues(batch, rows)
+    asked = sorted({int(rows[p % len(rows)]) for p in picks}) or [int(rows[0])]
+    want = dict(zip(rows.tolist(), eager(batch), strict=True))
+    if eager_first:  # past the rows read one at a time: the batch as lists
+        for r in rows.tolist() * 2:
+            bv.values_of(r)
+    for column in ("a", "n", "missing"):
+        assert bv.cells_of(column, asked) == [want[r].get(column) for r in asked]
+    with pytest.raises(KeyError):
+        bv.cells_of("a", [int(rows[0]) + 1])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    picks=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 9), st.booleans()), max_size=25)
+)
+def test_source_row_cells_equal_each_rows_values(picks: list[tuple[int, int, bool]]) -> None:
+    """SourceRow.cells of rows of two batches, rows made with a dict, rows whose dict was
+    made already: each row's ``values.get(column)``."""
+    batches = []
+    for b in range(2):
+        batch = pa.RecordBatch.from_arrays(
+            [pa.array([f"{b}-{i}" if i % 3 else None for i in range(10)]), pa.array(range(10))],
+            names=["k", "n"],
+        )
+        batches.append(BatchValues(batch, np.arange(2, 12, dtype=np.int64)))
+    sources = []
+    for which, i, touched in picks:
+        if which == 2:
+            source = SourceRow("f.csv", i + 2, {"k": f"d{i}"} if i % 2 else {})
+        else:
+            source = SourceRow("f.csv", i + 2, None, batches[which])
+            if touched:
+                _ = source.values  # its dict made: read from it
+        sources.append(source)
+    want = {c: [s.values.get(c) for s in sources] for c in ("k", "n", "missing")}
+    fresh = [
+        SourceRow("f.csv", s.source_row, None, batches[w]) if w < 2 and not t else s
+        for s, (w, _, t) in zip(sources, picks, strict=True)
+    ]
+    for column, cells in want.items():
+        assert SourceRow.cells(fresh, column) == cells

@@ -7,14 +7,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from recordsync.config.models import MappingConfig
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.nightly.ledger_prep import StepPrep
 from recordsync.state import StateStore
-from recordsync.state.keys import cell_text, domain_key, ledger_key_of, reference_normalizer
+from recordsync.state.keys import (
+    cell_text,
+    domain_key,
+    ledger_key_of,
+    ledger_keys_of,
+    reference_normalizer,
+)
 
 
 @pytest.mark.parametrize(
@@ -143,3 +149,24 @@ def test_runs_commit_without_fsync_unless_durable(
         mode = hook.store.connection.execute("PRAGMA journal_mode").fetchone()[0]
         hook.finish("finished")
     assert (sync, mode) == (level, "wal")  # NORMAL in WAL: a commit survives kill -9
+
+
+CELLS = st.one_of(
+    st.none(),
+    st.text(st.sampled_from(" \tAaBb.@/:x1"), max_size=8),
+    st.integers(-3, 3),
+    st.floats(allow_infinity=False),
+    st.booleans(),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    cells=st.lists(CELLS, max_size=12),
+    normalize=st.sampled_from(["none", "lower", "email", "domain"]),
+)
+def test_ledger_keys_of_cells_are_each_rows_ledger_key(cells: list[Any], normalize: str) -> None:
+    """ledger_keys_of (a column's cells at once, the text ones without cell_text's call) gives
+    ledger_key_of of each row."""
+    keyed = mapping(ledger_key={"column": "K", "normalize": normalize})
+    assert ledger_keys_of(keyed, cells) == [ledger_key_of(keyed, {"K": c}) for c in cells]

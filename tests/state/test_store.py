@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from recordsync.core.errors import ConfigError
 from recordsync.state import StateStore
+from recordsync.state.ledger_rows import DELETED, STATUS_CODES
 from recordsync.state.schema import SCHEMA_VERSION
 
 
@@ -179,3 +180,27 @@ def test_lookup_finds_exactly_the_stored_keys(stored: set[str], asked: list[str]
         s.record_acknowledged("p", "m", "r", [(k, 1, "h", "created") for k in stored])
         wanted = [*asked, *list(stored)[:5]]
         assert set(s.lookup_many("p", "m", wanted)) == set(wanted) & stored
+
+
+def test_owned_keys_are_the_live_entries_with_a_record(store: StateStore) -> None:
+    """owned_keys gives what the entries of lookup_many say: a record id, not deleted."""
+    store.record_acknowledged(
+        "p",
+        "m",
+        "r",
+        [("a", 1, "h", "created"), ("b", None, "h", "failed"), ("c", 3, "h", "updated")],
+    )
+    store.record_acknowledged("p", "m", "r2", [("c", None, "h", "in_doubt")])
+    store.record_acknowledged("p", "m", "r", [("d", 4, "h", "created")])
+    scope = store.scope_id("p", "m", create=False)
+    with store.transaction() as conn:
+        conn.execute(
+            "UPDATE ledger SET last_status = ? WHERE scope_id = ? AND source_key = 'd'",
+            (STATUS_CODES[DELETED], scope),
+        )
+    asked = ["a", "b", "c", "d", "e"]
+    found = store.lookup_many("p", "m", asked)
+    want = {k for k, e in found.items() if e.record_id is not None and e.last_status != DELETED}
+    assert want == {"a", "c"}
+    assert store.owned_keys("p", "m", asked) == want
+    assert store.owned_keys("p", "other", asked) == set()

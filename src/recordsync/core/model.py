@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
 from itertools import chain
+from operator import attrgetter
 from typing import Any, Protocol, TypeVar
 
 JSON = Any
@@ -37,12 +38,19 @@ class RowStatus(StrEnum):
     MERGED = "merged"  # folds (or folded) into the record another row of the source claims
 
 
+_origin_of, _source_row = attrgetter("_origin"), attrgetter("source_row")
+
+
 class RowValues(Protocol):
     """Where a :class:`SourceRow` made without its values dict gets it: the batch the row was
     read in (:class:`recordsync.read.batch.BatchValues`)."""
 
     def values_of(self, source_row: int) -> dict[str, Any]:
         """The original values of row ``source_row`` (a new dict)."""
+        ...
+
+    def cells_of(self, column: str, source_rows: list[int]) -> list[Any]:
+        """``values_of(row).get(column)`` of each of ``source_rows``, no dict made."""
         ...
 
 
@@ -89,6 +97,34 @@ class SourceRow:
     @values.setter
     def values(self, values: dict[str, Any]) -> None:
         self._values, self._origin = values, None
+
+    @staticmethod
+    def cells(sources: list[SourceRow], column: str) -> list[Any]:
+        """``s.values.get(column)`` of each of ``sources``, without making the values dict of
+        a row that has none yet: the cells of the rows of one batch are taken from its
+        column at once (:meth:`RowValues.cells_of`)."""
+        n = len(sources)
+        origins = list(map(_origin_of, sources))
+        first: RowValues | None = origins[0] if n else None
+        # one batch's rows, none with its dict made yet (a row keeps its origin until then)
+        if first is not None and origins.count(first) == n:
+            return first.cells_of(column, list(map(_source_row, sources)))
+        out: list[Any] = [None] * n
+        pending: dict[int, tuple[RowValues, list[int], list[int]]] = {}
+        for i, s in enumerate(sources):
+            if s._values is not None:
+                out[i] = s._values.get(column)
+            elif s._origin is not None:
+                origin = s._origin
+                got = pending.get(id(origin))
+                if got is None:
+                    got = pending[id(origin)] = (origin, [], [])
+                got[1].append(i)
+                got[2].append(s.source_row)
+        for origin, at, rows in pending.values():
+            for i, v in zip(at, origin.cells_of(column, rows), strict=True):
+                out[i] = v
+        return out
 
     def __eq__(self, other: object) -> bool:
         if other.__class__ is not self.__class__:
@@ -255,11 +291,18 @@ class Blocks(Iterator[T]):
     items one by one, flattened in C (no generator frame per item); a stage that works on
     lists reads :attr:`lists` instead (one or the other, never both)."""
 
-    __slots__ = ("_items", "lists")
+    __slots__ = ("_items", "ledger_shared", "lists")
 
-    def __init__(self, lists: Iterator[list[T]]) -> None:
+    def __init__(
+        self, lists: Iterator[list[T]], ledger_shared: frozenset[int] | None = None
+    ) -> None:
         self.lists = lists
         self._items = chain.from_iterable(lists)
+        self.ledger_shared = ledger_shared
+        """The hashes (Python ``hash``) of the declared ledger keys that two rows or more of
+        the stream may share, as the duplicate scan before the first row found them: a row
+        whose ledger key's hash is not in it has a key no other row of the stream has. None:
+        not known (every key must be compared)."""
 
     def __iter__(self) -> Iterator[T]:
         return self._items

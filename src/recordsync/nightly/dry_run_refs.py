@@ -17,7 +17,7 @@ from recordsync.config.loader import mapping_line
 from recordsync.config.models import MappingConfig
 from recordsync.core.chunk_report import EntryResult
 from recordsync.core.errors import ConfigError
-from recordsync.core.model import PreparedRow, RowStatus, StepPlan
+from recordsync.core.model import Blocks, PreparedRow, RowStatus, StepPlan
 from recordsync.nightly.ledger_prep import StepPrep
 from recordsync.nightly.ref_lookup import Fetch
 from recordsync.nightly.refs import RunLedger
@@ -86,6 +86,7 @@ class DryRunRefsHook:
                 self.configs,
                 mirror=False,
                 lookup=self.lookup,
+                ledger_shared=rows.ledger_shared if isinstance(rows, Blocks) else None,
             )
             self._prep[plan.name] = prep
         it = iter(rows)

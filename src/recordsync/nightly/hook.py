@@ -80,6 +80,7 @@ from recordsync.state import (
     ChangeDetector,
     Journal,
     StateStore,
+    Unchanged,
     ledger_match,
 )
 from recordsync.state import journal_columns as columns
@@ -429,10 +430,7 @@ class StateHook:
 
     def _owned(self, plan: StepPlan, keys: list[str]) -> set[str]:
         """The keys that have a live record of their own in the step's ledger."""
-        found = self.store.lookup_many(self.pipeline, plan.name, keys)
-        return {
-            k for k, e in found.items() if e.record_id is not None and e.last_status != "deleted"
-        }
+        return self.store.owned_keys(self.pipeline, plan.name, keys)
 
     def _discard_snapshot(self) -> None:
         if self._snap is not None:
@@ -464,6 +462,7 @@ class StateHook:
                 self.configs,
                 mirror=self.mirror_deletes,
                 lookup=self.lookup,
+                ledger_shared=rows.ledger_shared if isinstance(rows, Blocks) else None,
             )
             self._prep[plan.name] = prep
         detector = ChangeDetector(
@@ -508,8 +507,8 @@ class StateHook:
                 if detector.match_by_ledger_id and u.row.payload is not None:
                     u.row.payload = ledger_match(u.row.payload, u.entry)  # as it would be sent
                 self._known[id(u.row)] = u.entry.record_id
-                if snap is not None:
-                    keep_row(snap, u.row, u.entry.record_id)
+            if snap is not None and c.unchanged:
+                _keep_unchanged(snap, c.unchanged)
             hashes = self._hash
             adoptable = self._adoptable.get(plan.name)
             to_send = c.to_send
@@ -667,6 +666,27 @@ def _keep_rows(snap: SnapshotWriter, rows: list[PreparedRow], results: list[Entr
     for r, res in zip(rows, results, strict=True):
         if res.status in _KEPT:
             keep_row(snap, r, res.record_id)
+
+
+def _keep_unchanged(snap: SnapshotWriter, unchanged: list[Unchanged]) -> None:
+    """Into the next snapshot: the rows found unchanged by the ledger (:func:`keep_row` of
+    each, in order), column-wise."""
+    rows = list(map(_row, unchanged))
+    rids: list[int | None] = [e.record_id for e in map(_entry, unchanged)]
+    if None in rids or None in map(_digest, rows) or None in map(_key, rows):
+        pairs = [
+            (r, rid)
+            for r, rid in zip(rows, rids, strict=True)
+            if r.digest is not None and r.key is not None and rid is not None
+        ]  # the others are not kept
+        rows, rids = [r for r, _ in pairs], [rid for _, rid in pairs]
+    snap.add_many(
+        list(map(_digest, rows)),
+        list(map(_key, rows)),
+        list(map(_match_by, rows)),
+        list(map(_match_value, rows)),
+        cast(list[int], rids),
+    )
 
 
 def keep_row(snap: SnapshotWriter, row: PreparedRow, record_id: int | None) -> None:

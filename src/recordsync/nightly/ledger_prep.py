@@ -26,13 +26,14 @@ from typing import Any
 
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import ConfigError, RowError
-from recordsync.core.model import PreparedRow, RowStatus
+from recordsync.core.model import PreparedRow, RowStatus, SourceRow
 from recordsync.nightly.ref_index import RefIndex
 from recordsync.nightly.ref_lookup import Fetch, ServiceLookup
 from recordsync.nightly.refs import Ledger, ReferenceResolver
 from recordsync.prepare.merges import needed
-from recordsync.state.keys import cell_text, ledger_key_of, reference_normalizer
-from recordsync.tuning.spill import KeySpool, SpillMap
+from recordsync.state.keys import cell_text, ledger_key_of, ledger_keys_of, reference_normalizer
+from recordsync.tuning.seen_hashes import SeenHashes
+from recordsync.tuning.spill import KeySpool
 
 
 class StepPrep:
@@ -48,11 +49,19 @@ class StepPrep:
         *,
         mirror: bool = True,
         lookup: Fetch | None = None,
+        ledger_shared: frozenset[int] | None = None,
     ) -> None:
         self.config = config
-        self._seen = SpillMap()
-        """Hash of each ledger key sent so far → (its first row, or -1 past the first 100,000
-        keys; None); on disk past a block (:mod:`recordsync.tuning.spill`)."""
+        self._seen = SeenHashes()
+        """Hash of each ledger key sent so far, on disk past a block
+        (:mod:`recordsync.tuning.seen_hashes`); only when ``ledger_shared`` is not known."""
+        self._shared = ledger_shared
+        """The ledger-key hashes two rows or more of the step's stream may share (the
+        duplicate scan's, :attr:`recordsync.core.model.Blocks.ledger_shared`), or None: a key
+        whose hash is not in it cannot come again, and is not remembered."""
+        self._first: dict[int, int] = {}
+        """Hash of a key sent → its first row, for the first 100,000 keys sent (with
+        ``ledger_shared``: of its keys only, -1 past the first 100,000 keys)."""
         self._kept = 0
         collect = mirror and config.mirror_deletes.enabled
         self.seen_keys: KeySpool | None = KeySpool() if collect else None
@@ -199,8 +208,12 @@ class StepPrep:
         cfg = self.config
         assert cfg.ledger_key is not None
         column = cfg.ledger_key.column
-        keys = [ledger_key_of(cfg, r.source.values) for r in group]
-        seen = self._seen.get_many(hash(k) for k in keys if k is not None)
+        keys = ledger_keys_of(cfg, SourceRow.cells([r.source for r in group], column))
+        if self._shared is not None:
+            self._shared_keys(group, keys)
+            return
+        seen, first = self._seen, self._first
+        known = seen.found(hash(k) for k in keys if k is not None)
         for r, key in zip(group, keys, strict=True):
             if key is None:  # blank: the row keeps its match key (``name:...``), if any
                 continue
@@ -208,15 +221,44 @@ class StepPrep:
             if r.status is not RowStatus.VALID:
                 continue
             h = hash(key)
-            if h in seen:
-                first = seen[h][0]
-                where = f"row {first}" if first >= 0 else "an earlier row"
-                r.status = RowStatus.DUPLICATE
-                r.error = (
-                    f"duplicate ledger key {key!r} (column '{column}'): {where} has the same"
-                    " key and wins (ledger keys must be unique in the source)"
-                )
+            if h in known:
+                _duplicate(r, key, column, first.get(h, -1))
                 continue
-            seen[h] = (r.source.source_row if self._kept < 100_000 else -1, None)
+            known.add(h)
+            if self._kept < 100_000:
+                first[h] = r.source.source_row
             self._kept += 1
-            self._seen.put_new(h, seen[h])
+            seen.add(h)
+
+    def _shared_keys(self, group: list[PreparedRow], keys: list[str | None]) -> None:
+        """:meth:`_ledger_keys` when the keys two rows may share are known: only those are
+        remembered (the same rows come out duplicate, with the same reasons)."""
+        shared, first = self._shared, self._first
+        assert shared is not None and self.config.ledger_key is not None
+        column = self.config.ledger_key.column
+        valid = RowStatus.VALID
+        for r, key in zip(group, keys, strict=True):
+            if key is None:  # blank: the row keeps its match key (``name:...``), if any
+                continue
+            r.key = key
+            if r.status is not valid:
+                continue
+            h = hash(key)
+            if h in shared:
+                at = first.get(h)
+                if at is not None:
+                    _duplicate(r, key, column, at)
+                    continue
+                first[h] = r.source.source_row if self._kept < 100_000 else -1
+            self._kept += 1
+
+
+def _duplicate(row: PreparedRow, key: str, column: str, first: int) -> None:
+    """``row`` is a duplicate of the row ``first`` (-1: an earlier row past the first 100,000
+    keys), whose ledger key ``key`` it has."""
+    where = f"row {first}" if first >= 0 else "an earlier row"
+    row.status = RowStatus.DUPLICATE
+    row.error = (
+        f"duplicate ledger key {key!r} (column '{column}'): {where} has the same key and wins"
+        " (ledger keys must be unique in the source)"
+    )

@@ -153,7 +153,8 @@ class Pushdown:
         narrowed = src.model_copy(update={**table.source_update(), "change_detection": "client"})
         derived = self.config.model_copy(update={"source": narrowed})
         rows = rows_of(derived)
-        return Blocks(self._lists(rows, snapshot, pos))
+        shared = rows.ledger_shared if isinstance(rows, Blocks) else None
+        return Blocks(self._lists(rows, snapshot, pos), shared)
 
     def _lists(
         self, rows: Iterable[PreparedRow], snapshot: Snapshot | None, pos: UnchangedRows

@@ -282,7 +282,10 @@ def prepare_step(
         else None
     )
     merges = scan_merges(mapping, base_dir=base_dir, schema=schema, users=users, dups=dups)
-    return Blocks(_stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes, merges))
+    return Blocks(
+        _stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes, merges),
+        dups.ledger_keys if dups is not None else None,
+    )
 
 
 def _stream(

@@ -91,8 +91,11 @@ def prepare_digested(
     finally:
         if owners is not None:
             owners.close()  # before the second pass reads the first pass's log
+    # the rows the first pass demoted (found in the snapshot) were not among its ledger keys
+    shared = scan.dups.ledger_keys if scan.dups is not None and not len(scan.demoted) else None
     return Blocks(
-        _stream(mapping, base_dir, mapper, scan, snapshot, slice_rows, merges, max_request_bytes)
+        _stream(mapping, base_dir, mapper, scan, snapshot, slice_rows, merges, max_request_bytes),
+        shared,
     )
 
 

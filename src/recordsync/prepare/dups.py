@@ -16,7 +16,7 @@ import pyarrow as pa
 from recordsync.config.models import MappingConfig
 from recordsync.map.engine import BatchMapper
 from recordsync.read import iter_source
-from recordsync.state.keys import NORMALIZERS, cell_text
+from recordsync.state.keys import ledger_keys_of
 from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import gc_paused
 
@@ -34,10 +34,14 @@ class Duplicates:
         groups: dict[int, list[int]],
         files: list[str] | None = None,
         ledger: frozenset[int] = frozenset(),
+        ledger_keys: frozenset[int] | None = None,
     ) -> None:
         self.groups = groups
         self.files = files or []
         self.ledger = ledger
+        self.ledger_keys = ledger_keys
+        """The ledger-key hashes two rows or more of the scan share (before groups were
+        joined); None: not known."""
         self._members: tuple[npt.NDArray[np.int64], list[list[int]]] | None = None
         self._by_ledger = {id(g) for h, g in groups.items() if h in ledger}
 
@@ -79,8 +83,9 @@ class Duplicates:
         files: list[str],
     ) -> Duplicates:
         """Match-key groups and ledger-key groups, overlapping ones joined."""
+        shared = frozenset(ledger_groups)
         if not ledger_groups:
-            return cls(groups, files)
+            return cls(groups, files, ledger_keys=shared)
         parent: dict[int, int] = {}
 
         def root(r: int) -> int:
@@ -102,7 +107,9 @@ class Duplicates:
                 out.setdefault(key, []).extend(g)
                 if is_ledger:
                     ledger.add(key)
-        return cls({h: sorted(set(g)) for h, g in out.items()}, files, frozenset(ledger))
+        return cls(
+            {h: sorted(set(g)) for h, g in out.items()}, files, frozenset(ledger), shared
+        )
 
     @classmethod
     def scan(cls, mapper: BatchMapper, mapping: MappingConfig, base_dir: Path) -> Duplicates:
@@ -151,12 +158,7 @@ def ledger_keys(mapping: MappingConfig, batch: pa.RecordBatch) -> list[str | Non
     """Each row's declared ledger key, normalised (None where the cell is blank)."""
     spec = mapping.ledger_key
     assert spec is not None
-    norm = NORMALIZERS[spec.normalize]
-    out: list[str | None] = []
-    for v in batch.column(spec.column).to_pylist():
-        text = cell_text(v)
-        out.append(norm(text) if text is not None else None)
-    return out
+    return ledger_keys_of(mapping, batch.column(spec.column).to_pylist())
 
 
 def shared_hashes(

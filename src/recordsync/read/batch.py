@@ -56,13 +56,35 @@ class BatchValues:
     have been, the whole batch is turned into Python lists at once (cheaper per row) and the
     rest are read from those. A row's dict is what ``dict(zip(names, cells))`` gives."""
 
-    __slots__ = ("_batch", "_left", "_lists", "_rows")
+    __slots__ = ("_batch", "_columns", "_left", "_lists", "_rows")
 
     def __init__(self, batch: pa.RecordBatch, rows: npt.NDArray[np.int64]) -> None:
         self._batch = batch
         self._rows = rows  # row numbers, ascending (as SourceBatch.rows)
         self._lists: list[list[Any]] | None = None
+        self._columns: dict[str, list[Any]] = {}
+        """Single columns as Python lists (:meth:`cells_of`)."""
         self._left = batch.num_rows // 16 + 16  # rows still read one at a time
+
+    def cells_of(self, column: str, source_rows: list[int]) -> list[Any]:
+        """``values_of(row).get(column)`` of each of ``source_rows`` (rows of this batch):
+        the column is made a Python list once, no row's dict is made."""
+        at = np.searchsorted(self._rows, source_rows)
+        inside = np.minimum(at, max(len(self._rows) - 1, 0))
+        if not len(self._rows) or not np.array_equal(self._rows[inside], source_rows):
+            missing = [r for r in source_rows if r not in set(self._rows.tolist())]
+            raise KeyError(f"row {missing[0]} is not in this batch")
+        names = self._batch.schema.names
+        if column not in names:
+            return [None] * len(source_rows)
+        cells = self._columns.get(column)
+        if cells is None:
+            last = len(names) - 1 - names[::-1].index(column)  # as dict(zip(...)) keeps
+            if self._lists is not None:
+                cells = self._lists[last]
+            else:
+                cells = self._columns[column] = self._batch.column(last).to_pylist()
+        return list(map(cells.__getitem__, at.tolist()))
 
     def values_of(self, source_row: int) -> dict[str, Any]:
         i = int(np.searchsorted(self._rows, source_row))

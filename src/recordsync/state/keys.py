@@ -74,6 +74,18 @@ def ledger_key_of(mapping: MappingConfig, values: dict[str, Any]) -> str | None:
     return NORMALIZERS[spec.normalize](text) if text is not None else None
 
 
+def ledger_keys_of(mapping: MappingConfig, cells: list[Any]) -> list[str | None]:
+    """:func:`ledger_key_of` of rows whose ledger-key column holds ``cells``."""
+    spec = mapping.ledger_key
+    assert spec is not None
+    norm = NORMALIZERS[spec.normalize]
+    out: list[str | None] = []
+    for c in cells:  # a text cell (nearly every one) without cell_text's call
+        t = c.strip() if type(c) is str else cell_text(c)
+        out.append(norm(t) if t else None)
+    return out
+
+
 def reference_normalizer(mapping: MappingConfig) -> Normalizer:
     """How a value referring to ``mapping``'s records becomes a key of its ledger: its
     ``ledger_key`` normaliser, else its first match rule (``email:``, ``name:``, ``id:``)."""

@@ -26,6 +26,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from itertools import chain
 from typing import Any, NamedTuple, cast
 
@@ -133,9 +134,11 @@ def epoch_now() -> int:
     return int(time.time())
 
 
+@lru_cache(maxsize=1024)
 def epoch_text(seconds: Any) -> str:
     """Epoch seconds as ISO 8601 UTC text, as :func:`utc_now` writes ("" for None: a row no
-    run wrote, or a run whose time is not known)."""
+    run wrote, or a run whose time is not known). Remembered: a ledger's rows hold the times
+    of the few runs that wrote them, so each is made into text once, not once a row."""
     if seconds is None:
         return ""
     when = datetime.fromtimestamp(int(seconds), UTC)

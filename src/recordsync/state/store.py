@@ -33,6 +33,7 @@ from recordsync.state.ledger_rows import ACKED_SENT as ACKED_SENT
 from recordsync.state.ledger_rows import DELETED as DELETED
 from recordsync.state.ledger_rows import (
     ENTRY_SQL,
+    LIVE_SQL,
     STATUS_NAMES,
     entry,
     epoch_now,
@@ -292,6 +293,24 @@ class StateStore:
                 params,
             )
             found.update({r[0]: (r[1], int(r[2]), r[3]) for r in rows.fetchall()})
+        return found
+
+    def owned_keys(self, pipeline: str, mapping: str, keys: Iterable[str]) -> set[str]:
+        """The keys among ``keys`` whose ledger entry holds a live record (a record id, not
+        marked deleted): only the keys are read, no :class:`Entry` is made."""
+        scope = self.scope_id(pipeline, mapping, create=False)
+        found: set[str] = set()
+        if scope is None:
+            return found
+        wanted = list(keys)
+        for at in range(0, len(wanted), sizes.LOOKUP_CHUNK):
+            where, params = self._keys_in(scope, wanted[at : at + sizes.LOOKUP_CHUNK])
+            rows = self._conn.execute(
+                f"SELECT source_key FROM ledger WHERE scope_id = ? AND source_key {where}"
+                f" AND record_id IS NOT NULL AND {LIVE_SQL}",
+                params,
+            )
+            found.update(r[0] for r in rows.fetchall())
         return found
 
     def has_entries(self, pipeline: str, mapping: str) -> bool:

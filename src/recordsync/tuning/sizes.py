@@ -55,6 +55,15 @@ MERGE_SPILL_ROWS = 100_000
 """Rows whose dedup keys (email, domain, LinkedIn URL) the merge scan holds in memory (about
 40 bytes a row with three rules); past it they go to a temporary file."""
 
+SEEN_HASH_ROWS = 262_144
+"""Ledger-key hashes a step's duplicate check holds in a set when the duplicate scan did not
+say which keys rows share (:mod:`recordsync.tuning.seen_hashes`); past it they go to disk,
+partitioned as the duplicate scan's pairs (:data:`DUPLICATE_PARTITION_BITS`)."""
+
+SEEN_BLOOM_BITS = 1 << 27
+"""The Bloom filter (16 MB) in front of those on disk: about 1% of new keys read the disk at
+10M keys sent."""
+
 SEEN_SPILL_ROWS = 250_000
 """Rows of what a nightly run's first pass learnt (digests, matches) held in memory for the
 second pass; past it they go to a file."""
