@@ -28,6 +28,7 @@ from recordsync.nightly.unchanged_rows import UnchangedRows
 from recordsync.state.digest_runs import SortedDigests
 from recordsync.state.digests import row_digests
 from recordsync.state.snapshots import Snapshot
+from recordsync.tuning.native_memory import give_back
 
 SCANS_BEFORE_INDEX = 4
 """Lists whose keys are sought by reading the snapshot before the index is made: making it
@@ -90,6 +91,7 @@ class Claims:
             if use.any():
                 where = np.flatnonzero(use)
                 d[where] = _key_digests(keys.take(pa.array(where)))
+            give_back()  # the batch's key texts and digests, freed
             yield pa.record_batch({"d0": d[:, 0], "d1": d[:, 1]})
 
     def _scan(self, match_keys: Sequence[str]) -> dict[str, str]:
@@ -100,6 +102,8 @@ class Claims:
         for start, keys, ledger in self.snapshot.match_key_batches():
             hit = pc.fill_null(pc.is_in(keys, value_set=value_set), False)
             mask: np.ndarray[Any, Any] = np.asarray(hit.to_numpy(zero_copy_only=False), bool)
+            del hit
+            give_back()  # the batch's match keys, freed (glibc keeps them otherwise)
             if not mask.any():
                 continue
             mask &= self.pos.mask(start, len(mask))
