@@ -47,6 +47,7 @@ from recordsync.read.duckdb_diff import DuckDiffTable
 from recordsync.read.pg_diff import DiffUnavailable, DigestTable
 from recordsync.read.sql_diff import scope_of
 from recordsync.state.snapshots import Snapshot
+from recordsync.tuning.native_memory import give_back
 
 log = logging.getLogger(__name__)
 
@@ -183,6 +184,7 @@ class Pushdown:
             return
         label = self.config.source.label
         for at in pos.blocks(BLOCK_ROWS):
+            give_back()  # the blocks before, reported and carried into the next snapshot
             got = snapshot.take(at, _NAMES)
             i = self.unchanged
             lines = np.arange(last + 1 + i, last + 1 + i + len(at), dtype=np.int64)
