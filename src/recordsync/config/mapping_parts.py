@@ -73,6 +73,20 @@ class SourceConfig(Strict):
     """Read only the rows past the cursor's last acknowledged watermark (:mod:`.incremental`)."""
 
     _case_names: tuple[str, ...] = PrivateAttr(default=())
+    _own_file: bool = PrivateAttr(default=False)
+    """A CSV file recordsync wrote itself (``recordsync retry``'s failures, every field quoted
+    as RFC 4180 says): a quoted cell spanning lines is taken as it parses, never as a stray
+    quote that swallowed rows (:mod:`recordsync.read.swallow`), whatever its lines look like."""
+
+    @property
+    def own_file(self) -> bool:
+        return self._own_file
+
+    def as_own_file(self) -> SourceConfig:
+        """This source, marked as a file recordsync wrote itself (:attr:`own_file`)."""
+        copy = self.model_copy()
+        copy._own_file = True
+        return copy
 
     @field_validator("delimiter", "quotechar", "escapechar")
     @classmethod

@@ -144,7 +144,8 @@ def first_swallow(
     ncols = batch.num_columns
     found: list[tuple[int, int, int]] = []  # (line, 0: bad line / 1: row, index)
     found += [(b.line, 0, k) for k, b in enumerate(bad) if "\n" in b.text.rstrip("\r\n")]
-    found += [(int(lines[i]), 1, int(i)) for i in np.flatnonzero(newlines > 0).tolist()]
+    if not src.own_file:  # recordsync's own file: its multi-line cells are cells
+        found += [(int(lines[i]), 1, int(i)) for i in np.flatnonzero(newlines > 0).tolist()]
     found.sort()
     for line, what, k in found:
         # only the file's last record can end inside a quoted field: a cut when the file ends

@@ -29,7 +29,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from recordsync.config import load_pipeline
+from recordsync.config import SourceConfig, load_pipeline
 from recordsync.core.errors import ConfigError
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow, StepPlan
 from recordsync.core.run_ids import first_attempt_started
@@ -123,6 +123,25 @@ def nothing_to_retry(report_dir: Path) -> str | None:
         f"{'' if invalid != 1 else 's'} fixing in the source (or set `{name}` to `failed` in "
         f"{path} to resend them)"
     )
+
+
+def failures_source(source: SourceConfig, csv_path: Path) -> SourceConfig:
+    """``source`` reading the failures of it that :func:`split_failures` wrote to
+    ``csv_path``: the CSV dialect recordsync writes, its multi-line cells taken as written
+    (:attr:`recordsync.config.SourceConfig.own_file`)."""
+    return source.model_copy(
+        update={
+            "path": str(csv_path),
+            "format": "csv",
+            "delimiter": ",",
+            "quotechar": '"',
+            "escapechar": None,
+            "header": True,
+            "columns": None,
+            "encoding": "utf-8",
+            "skip_rows": 0,
+        }
+    ).as_own_file()
 
 
 def split_failures(report_dir: Path, out_dir: Path) -> dict[str, tuple[Path, dict[int, Origin]]]:
@@ -254,19 +273,7 @@ def retry_report(
             if step.step_name not in parts:
                 continue
             csv_path, origins[step.step_name] = parts[step.step_name]
-            source = step.config.source.model_copy(
-                update={
-                    "path": str(csv_path),
-                    "format": "csv",
-                    "delimiter": ",",
-                    "quotechar": '"',
-                    "escapechar": None,
-                    "header": True,
-                    "columns": None,
-                    "encoding": "utf-8",
-                    "skip_rows": 0,
-                }
-            )
+            source = failures_source(step.config.source, csv_path)
             new_step = step.model_copy()
             new_step._config = step.config.model_copy(update={"source": source})
             new_step._base_dir = step.base_dir
