@@ -5,6 +5,9 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.retry import retry_report
 from recordsync.send.retry import RetryPolicy
@@ -48,3 +51,35 @@ def test_retry_sends_tricky_cells_to_the_service_unchanged(tmp_path: Path) -> No
         held = {r["name"]: r["notes"] for r in all_records(url, "deals")}
     assert again.summary["totals"]["created"] == len(notes)
     assert held == {f"Deal {i}": n for i, n in enumerate(notes)}
+
+
+def test_retry_keeps_a_cell_whose_lines_look_like_rows(tmp_path: Path) -> None:
+    """A Parquet export's note whose second line looks like a row of the failures file: the
+    failures file is recordsync's own, so retry reads the note as written (a stray quote is
+    only what a source may hold)."""
+    notes = ["call back\n,won,later", "x\n,0", "plain"]
+    names = [f"Deal {i}" for i in range(len(notes))]
+    pq.write_table(
+        pa.table({"Name": names, "Stage": ["won"] * len(notes), "Notes": notes}),
+        tmp_path / "deals.parquet",
+    )
+    (tmp_path / "deals.yaml").write_text(
+        "object_type: deals\nsource: {path: deals.parquet}\nname: Name\nmatch_by: [name]\n"
+        "fields: {stage: Stage, notes: {column: Notes, trim: false}}\n"
+    )
+    (tmp_path / "p.yaml").write_text("steps: [deals.yaml]\n")
+    request = RunRequest(
+        tmp_path / "p.yaml",
+        report_dir=tmp_path / "reports",
+        state=False,
+        retry=RetryPolicy(sleep=lambda s: None, max_attempts=1),
+    )
+    with served(tmp_path / "s.db", ["status:503:path=/batch"]) as url:
+        first = run_pipeline(request, target=target(url))
+    assert first.summary["totals"]["failed"] == len(notes)
+    with served(tmp_path / "s.db") as url:
+        again = retry_report(first.report_dir, request, target=target(url))
+        held = {r["name"]: r["notes"] for r in all_records(url, "deals")}
+    assert again.summary["totals"]["created"] == len(notes)
+    assert again.summary["accounting_ok"]
+    assert held == dict(zip(names, notes, strict=True))
