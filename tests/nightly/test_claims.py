@@ -100,7 +100,9 @@ def test_a_row_is_held_exactly_when_an_unchanged_row_has_its_match_key(
     ]
     before = guard.scans
     guard.hold(read)
-    assert guard.scans - before <= 1
+    # one read of the snapshot at most, or the index made and one read for the keys that
+    # two unchanged rows hold
+    assert guard.scans - before <= 2
     for r in read:
         owner = want.get(f"{r.match_by}:{r.match_value}")
         held = r.match_by is not None and r.match_value is not None and owner is not None
