@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -13,6 +14,28 @@ from recordsync.run.retry import retry_report
 from recordsync.send.retry import RetryPolicy
 
 from .support import all_records, served, target
+
+
+def _fail_then_retry(tmp_path: Path, source: str) -> tuple[Any, Any, dict[str, Any]]:
+    """A deals pipeline reading ``source`` whose every batch fails (503), then ``retry`` into
+    the healthy sandbox: the first run, the retry, and each record's notes by name."""
+    (tmp_path / "deals.yaml").write_text(
+        f"object_type: deals\nsource: {{path: {source}}}\nname: Name\nmatch_by: [name]\n"
+        "fields: {stage: Stage, notes: {column: Notes, trim: false}}\n"
+    )
+    (tmp_path / "p.yaml").write_text("steps: [deals.yaml]\n")
+    request = RunRequest(
+        tmp_path / "p.yaml",
+        report_dir=tmp_path / "reports",
+        state=False,
+        retry=RetryPolicy(sleep=lambda s: None, max_attempts=1),
+    )
+    with served(tmp_path / "s.db", ["status:503:path=/batch"]) as url:
+        first = run_pipeline(request, target=target(url))
+    with served(tmp_path / "s.db") as url:
+        again = retry_report(first.report_dir, request, target=target(url))
+        held = {r["name"]: r["notes"] for r in all_records(url, "deals")}
+    return first, again, held
 
 
 def test_retry_sends_tricky_cells_to_the_service_unchanged(tmp_path: Path) -> None:
@@ -32,23 +55,8 @@ def test_retry_sends_tricky_cells_to_the_service_unchanged(tmp_path: Path) -> No
         w = csv.writer(f)
         w.writerow(["Name", "Stage", "Notes"])
         w.writerows([f"Deal {i}", "won", n] for i, n in enumerate(notes))
-    (tmp_path / "deals.yaml").write_text(
-        "object_type: deals\nsource: {path: deals.csv}\nname: Name\nmatch_by: [name]\n"
-        "fields: {stage: Stage, notes: {column: Notes, trim: false}}\n"
-    )
-    (tmp_path / "p.yaml").write_text("steps: [deals.yaml]\n")
-    request = RunRequest(
-        tmp_path / "p.yaml",
-        report_dir=tmp_path / "reports",
-        state=False,
-        retry=RetryPolicy(sleep=lambda s: None, max_attempts=1),
-    )
-    with served(tmp_path / "s.db", ["status:503:path=/batch"]) as url:
-        first = run_pipeline(request, target=target(url))
+    first, again, held = _fail_then_retry(tmp_path, "deals.csv")
     assert first.summary["totals"]["failed"] == len(notes)
-    with served(tmp_path / "s.db") as url:
-        again = retry_report(first.report_dir, request, target=target(url))
-        held = {r["name"]: r["notes"] for r in all_records(url, "deals")}
     assert again.summary["totals"]["created"] == len(notes)
     assert held == {f"Deal {i}": n for i, n in enumerate(notes)}
 
@@ -63,23 +71,8 @@ def test_retry_keeps_a_cell_whose_lines_look_like_rows(tmp_path: Path) -> None:
         pa.table({"Name": names, "Stage": ["won"] * len(notes), "Notes": notes}),
         tmp_path / "deals.parquet",
     )
-    (tmp_path / "deals.yaml").write_text(
-        "object_type: deals\nsource: {path: deals.parquet}\nname: Name\nmatch_by: [name]\n"
-        "fields: {stage: Stage, notes: {column: Notes, trim: false}}\n"
-    )
-    (tmp_path / "p.yaml").write_text("steps: [deals.yaml]\n")
-    request = RunRequest(
-        tmp_path / "p.yaml",
-        report_dir=tmp_path / "reports",
-        state=False,
-        retry=RetryPolicy(sleep=lambda s: None, max_attempts=1),
-    )
-    with served(tmp_path / "s.db", ["status:503:path=/batch"]) as url:
-        first = run_pipeline(request, target=target(url))
+    first, again, held = _fail_then_retry(tmp_path, "deals.parquet")
     assert first.summary["totals"]["failed"] == len(notes)
-    with served(tmp_path / "s.db") as url:
-        again = retry_report(first.report_dir, request, target=target(url))
-        held = {r["name"]: r["notes"] for r in all_records(url, "deals")}
     assert again.summary["totals"]["created"] == len(notes)
     assert again.summary["accounting_ok"]
     assert held == dict(zip(names, notes, strict=True))
