@@ -1,14 +1,18 @@
 """kill -9 a real `recordsync run` mid-run, run it again: nothing sent twice, nothing missing.
 
 The sandbox is served on loopback by this test process; the run is a subprocess. The
-sandbox applies the run's 8th batch and never answers it (``timeout-after-apply``), so the
-run cannot end however slow the machine: it is killed with SIGKILL once its journal shows
-acknowledged chunks, with that chunk applied and unacknowledged. The same sandbox is then
-served again on its port without faults, and the run started again as a new subprocess.
+sandbox applies one batch and never answers it (``timeout-after-apply``), so the run is
+stuck there however slow the machine. It is killed with SIGKILL at a condition the stuck run
+reaches and then keeps, not at a moment raced against the client: mid-step, once the journal
+holds the chunks the runner journals behind the stuck one (``sizes.CHUNKS_AHEAD``); on the
+step's last chunk, once every chunk before it is acknowledged. The same sandbox is then
+served again on its port without faults, and the run started again as a new subprocess: it
+sends again the stuck chunk only (applied, so its rows come back ``updated``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import os
@@ -18,15 +22,19 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from recordsync.state import Journal, StateStore
+from recordsync.tuning import sizes
 
 from .support import KEY, all_records, served
 
 ROWS = 3000
-HANG_AFTER = 7
-"""The sandbox applies the batch after this many and never answers it."""
+CHUNKS = 31
+"""A canary chunk of 10 rows, then 30 of 100 (the last of 90)."""
 
 
 def write_pipeline(tmp: Path, rows: int) -> Path:
@@ -68,45 +76,72 @@ def command(pipeline: Path, url: str, tmp: Path) -> list[str]:
     ]
 
 
-def acked_chunks(db: Path) -> int:
+def chunk_states(db: Path) -> dict[int, str]:
+    """chunk number → state in the run's journal (empty while it is not readable)."""
     if not db.exists():
-        return 0
+        return {}
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
         try:
-            return int(
-                conn.execute("SELECT count(*) FROM chunks WHERE state = 'acked'").fetchone()[0]
-            )
+            rows = conn.execute("SELECT chunk_no, state FROM chunks").fetchall()
         finally:
             conn.close()
-    except sqlite3.OperationalError:  # not created yet, or busy
-        return 0
+    except sqlite3.OperationalError:  # not created yet, or being written
+        return {}
+    return {int(n): str(s) for n, s in rows}
 
 
-def test_kill_9_mid_run_then_resume_sends_nothing_twice(tmp_path: Path) -> None:
+def behind_journaled(states: dict[int, str]) -> bool:
+    """Mid-step: the chunks the runner journals behind the stuck one are journaled (the begin
+    of the last acknowledges the chunk before the stuck one)."""
+    return 8 + sizes.CHUNKS_AHEAD in states
+
+
+def all_before_acked(states: dict[int, str]) -> bool:
+    """On the last chunk, no chunk follows: the answer collected before the runner waits on
+    the stuck one is acknowledged before that wait."""
+    return sum(s == "acked" for s in states.values()) == CHUNKS - 1
+
+
+STUCK: dict[str, tuple[int, Callable[[dict[int, str]], bool]]] = {
+    # the stuck chunk, and the condition the stuck run reaches once it journaled all it will
+    "mid-step": (8, behind_journaled),
+    "last chunk": (CHUNKS, all_before_acked),
+}
+
+
+@pytest.mark.parametrize("where", list(STUCK))
+def test_kill_9_mid_run_then_resume_sends_nothing_twice(tmp_path: Path, where: str) -> None:
+    stuck, reached = STUCK[where]
     pipeline = write_pipeline(tmp_path, ROWS)
     env = {**os.environ, "RECORDSYNC_API_KEY": KEY}
     db = tmp_path / "state" / "state.db"
-    hang = [f"timeout-after-apply:path=/batch:after={HANG_AFTER}"]
+    hang = [f"timeout-after-apply:path=/batch:after={stuck - 1}"]
     with served(tmp_path / "sandbox.db", hang) as url:
         first = subprocess.Popen(
             command(pipeline, url, tmp_path),
             env=env,
             cwd=tmp_path,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 300  # a guard against a hang, not a bound to meet
-        while acked_chunks(db) < 5 and first.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert first.poll() is None, "the run ended before it could be killed"
-        first.send_signal(signal.SIGKILL)
-        first.wait(60)
+        try:
+            deadline = time.monotonic() + 300  # a guard against a hang, not a bound to meet
+            while not reached(chunk_states(db)):
+                assert first.poll() is None, f"the run ended ({first.returncode}) before its kill"
+                assert time.monotonic() < deadline, f"never reached: {chunk_states(db)}"
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    first.wait(0.05)  # a pause between looks; the run's exit ends it early
+            states = chunk_states(db)
+        finally:
+            first.send_signal(signal.SIGKILL)
+            first.wait(60)
         assert first.returncode == -signal.SIGKILL
-        assert first.stderr is not None
-        first.stderr.close()
-        acked_before = acked_chunks(db)
-        assert 5 <= acked_before <= HANG_AFTER  # killed midway
+    # every chunk answered before the stuck one is acknowledged; the stuck one was written;
+    # the one behind it may be cleared (never written: the sender was stuck); the rest queued
+    assert all(states[n] == "acked" for n in range(1, stuck))
+    assert states[stuck] == "begun"
+    assert all(states[n] == "queued" for n in states if n > stuck + 1)
 
     with served(tmp_path / "sandbox.db") as again:  # the same sandbox, on its port
         assert again == url
@@ -139,9 +174,10 @@ def test_kill_9_mid_run_then_resume_sends_nothing_twice(tmp_path: Path) -> None:
         run = Journal(store, "killme").run(summary["run_id"])
         assert run is not None and (run.state, run.attempts) == ("finished", 2)
     assert report_dir.with_name(f"{summary['run_id']}.partial-1").is_dir()
-    # acknowledged chunks were not sent again: only the chunk in flight at the kill was (one
-    # at most: a chunk is journaled in the transaction that acknowledges the previous one)
-    assert t["updated"] <= 100
+    # acknowledged chunks were not sent again: only the stuck chunk was, applied by the
+    # sandbox (its 100 rows come back updated); the chunks behind it were never written
+    stuck_rows = 90 if stuck == CHUNKS else 100
+    assert t["updated"] == stuck_rows and t["created"] == ROWS - stuck_rows
     # the sandbox holds exactly one record per source key: no duplicate, none missing
     emails = Counter(r["email"] for r in held)
     assert len(held) == ROWS and max(emails.values()) == 1

@@ -259,9 +259,14 @@ class StepRunner:
         """Collect the oldest queued chunk (raise a stop after reporting it), let the worker
         put the next one on the wire, then report the collected chunk. Its acknowledgement
         is committed with the next chunk's begin (or on its own, whichever comes first).
-        A chunk not yet cleared to be sent is cleared before it is waited for."""
+        A chunk not yet cleared to be sent is cleared before it is waited for, and an
+        acknowledgement still pending is committed before waiting on an answer not yet in: a
+        run stuck on a chunk the service does not answer has every answer before it recorded,
+        so a kill there leaves in doubt that chunk (and the one cleared behind it) only."""
         self._gate.ensure_cleared(self._gate.queue[0])
         chunk = self._gate.queue.popleft()
+        if chunk.future is not None and not chunk.future.done():
+            self._gate.flush_ack()
         settled = self._collect(tally, chunk)
         following = next((c for c in self._gate.queue if c.future is not None), None)
         if following is not None:
