@@ -91,6 +91,11 @@ def chunk_states(db: Path) -> dict[int, str]:
     return {int(n): str(s) for n, s in rows}
 
 
+def acked_chunks(db: Path) -> int:
+    """Chunks the run's journal holds acknowledged."""
+    return sum(s == "acked" for s in chunk_states(db).values())
+
+
 def behind_journaled(states: dict[int, str]) -> bool:
     """Mid-step: the chunks the runner journals behind the stuck one are journaled (the begin
     of the last acknowledges the chunk before the stuck one)."""
