@@ -14,6 +14,7 @@ import sqlite3
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -194,3 +195,36 @@ def test_a_sending_step_paces_before_each_block_a_dry_run_never(
         calls.clear()
         assert cli("run", "run.yaml", "--quiet", *flags) == 0
         assert (len(calls) >= 2) is paced_too, (flags, calls)
+
+
+class Acks(Hook):
+    """Records the chunks acknowledged."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.acked: list[int] = []
+
+    def ack(self, *args: object) -> None:
+        chunk_no = args[1]
+        assert isinstance(chunk_no, int)
+        self.acked.append(chunk_no)
+
+
+def test_an_acknowledgement_pending_is_committed_before_waiting_on_an_answer_not_in() -> None:
+    hook = Acks()
+    g = ChunkGate(hook, CircuitBreaker())  # type: ignore[arg-type]
+    g.plan = object()  # type: ignore[assignment]
+    answered, stuck = chunk(6, cleared=True, written=True), chunk(7, cleared=True, written=True)
+    stuck.future = Future()  # written, never answered (a service that does not answer)
+    g.to_ack = (answered, [])
+    g.ack_before_waiting(stuck)
+    assert hook.acked == [6] and g.to_ack is None  # a kill now leaves chunk 7 in doubt only
+    # an answer already in is collected at once: the acknowledgement rides with the next begin
+    done = chunk(8, cleared=True, written=True)
+    done.future = Future()
+    done.future.set_result((None, None))  # type: ignore[arg-type]
+    g.to_ack = (stuck, [])
+    g.ack_before_waiting(done)
+    assert hook.acked == [6] and g.to_ack == (stuck, [])
+    g.ack_before_waiting(chunk(9))  # nothing to wait on (not sent): nothing committed
+    assert hook.acked == [6]

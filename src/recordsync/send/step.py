@@ -265,8 +265,7 @@ class StepRunner:
         so a kill there leaves in doubt that chunk (and the one cleared behind it) only."""
         self._gate.ensure_cleared(self._gate.queue[0])
         chunk = self._gate.queue.popleft()
-        if chunk.future is not None and not chunk.future.done():
-            self._gate.flush_ack()
+        self._gate.ack_before_waiting(chunk)
         settled = self._collect(tally, chunk)
         following = next((c for c in self._gate.queue if c.future is not None), None)
         if following is not None:

@@ -224,6 +224,14 @@ class ChunkGate:
 
         return sent
 
+    def ack_before_waiting(self, chunk: QueuedChunk) -> None:
+        """Before the runner waits on ``chunk``'s answer: if it is not in yet, commit the
+        acknowledgement still pending (it would otherwise ride with the next begin), so that
+        a run stuck on a chunk the service does not answer has every answer before it
+        recorded, and a kill there leaves in doubt that chunk and the one cleared behind it."""
+        if chunk.future is not None and not chunk.future.done():
+            self.flush_ack()
+
     def flush_ack(self) -> None:
         pending, self.to_ack = self.to_ack, None
         if pending is not None and self.hook is not None and self.plan is not None:
