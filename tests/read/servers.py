@@ -69,16 +69,33 @@ def postgres_server() -> Iterator[str]:
         log = (root / "log").read_text() if (root / "log").exists() else ""
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"PostgreSQL did not start: {exc.stderr!r} {log}") from None
+    stop = [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]
+    watchdog = _watchdog(stop, root)
     try:
         yield f"postgresql://postgres@/postgres?host={sock}&port={port}"
     finally:
-        subprocess.run(
-            [*as_user, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w",
-             "stop"],
-            capture_output=True,
-            timeout=300,
-        )
+        subprocess.run(stop, capture_output=True, timeout=300)
         shutil.rmtree(root, ignore_errors=True)
+        watchdog.kill()
+        watchdog.wait()
+
+
+_WATCH = 'p=$1; d=$2; shift 2; while kill -0 "$p" 2>/dev/null; do sleep 1; done; "$@"; rm -rf "$d"'
+"""Waits for the process ``$1`` to end, then runs the rest of its arguments and removes the
+directory ``$2``."""
+
+
+def _watchdog(stop: list[str], root: Path) -> subprocess.Popen[bytes]:
+    """A process of its own session that stops the server (``stop``) and removes ``root``
+    once this process ends without doing so itself: a test run killed with SIGKILL, or its
+    whole process group killed by a time-out, leaves no server running."""
+    return subprocess.Popen(
+        ["sh", "-c", _WATCH, "recordsync-pg-watchdog", str(os.getpid()), str(root), *stop],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 @contextmanager
