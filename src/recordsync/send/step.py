@@ -260,9 +260,8 @@ class StepRunner:
         put the next one on the wire, then report the collected chunk. Its acknowledgement
         is committed with the next chunk's begin (or on its own, whichever comes first).
         A chunk not yet cleared to be sent is cleared before it is waited for, and an
-        acknowledgement still pending is committed before waiting on an answer not yet in: a
-        run stuck on a chunk the service does not answer has every answer before it recorded,
-        so a kill there leaves in doubt that chunk (and the one cleared behind it) only."""
+        acknowledgement still pending is committed before waiting on an answer not yet in
+        (:meth:`ChunkGate.ack_before_waiting`)."""
         self._gate.ensure_cleared(self._gate.queue[0])
         chunk = self._gate.queue.popleft()
         self._gate.ack_before_waiting(chunk)
