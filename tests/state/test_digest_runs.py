@@ -80,3 +80,31 @@ def test_lookups_read_the_pages_they_need_not_the_mapped_file(
     assert index.find(d0[:1050], d1[:1050]).tolist() == list(range(1050))
     missing = index.find(d0[:50] + np.uint64(1), d1[:50])
     assert missing.tolist() == [-1] * 50 and not searched
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 2 * digest_runs._PAGE + 5),
+    spread=st.sampled_from([4, 600, 2**64 - 1]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_the_file_is_in_digest_order_with_equal_digests_in_row_order(
+    n: int, spread: int, seed: int
+) -> None:
+    """Whichever way a partition is sorted (by the first half alone when no two are equal,
+    else by both), the file holds every (d0, d1, row) ordered by digest, then row; and the
+    rows whose digest is listed twice are found."""
+    rng = np.random.default_rng(seed)
+    d0 = rng.integers(0, spread, n, dtype=np.uint64, endpoint=True)
+    d1 = rng.integers(0, 3, n, dtype=np.uint64)
+    got = SortedDigests(_batches(d0, d1, 97))
+    rows = np.arange(n)
+    order = np.lexsort((rows, d1, d0))
+    assert got.d0.tolist() == d0[order].tolist()
+    assert got.d1.tolist() == d1[order].tolist()
+    assert got.rows.tolist() == rows[order].tolist()
+    counts: dict[tuple[int, int], int] = {}
+    for key in zip(d0.tolist(), d1.tolist(), strict=True):
+        counts[key] = counts.get(key, 0) + 1
+    twice = [r for r in range(n) if counts[(int(d0[r]), int(d1[r]))] > 1]
+    assert got.twice.tolist() == twice

@@ -100,15 +100,17 @@ def _cycles(n: int) -> list[_Node]:
 
 
 def _garbage_parked_after_the_baseline(check_every: int, growth: float) -> tuple[BatchGC, Any]:
-    """A BatchGC whose first release took its baseline, then cycles (more than ``growth`` of
-    what was parked) alive at the next freeze and dead since: a weak reference to one."""
+    """A BatchGC whose ``check_every``-th release took its baseline, then cycles (more than
+    ``growth`` of what was parked) alive at the next freeze and dead since: a weak reference
+    to one."""
     gc.enable()
     gc.collect()
     gcb = BatchGC(check_every=check_every)
-    with gcb.building():
-        pass
+    for _ in range(check_every):  # releases 1 .. check_every - 1: not counted
+        with gcb.building():
+            pass
     parked = gc.get_freeze_count()
-    with gcb.building():  # release 1: counted (the baseline)
+    with gcb.building():  # release check_every: counted (the baseline)
         alive = _cycles(2 * int(parked * growth) + 2000)
     ref = weakref.ref(alive[0])
     del alive  # garbage now, but frozen
@@ -140,12 +142,31 @@ def test_no_collection_while_the_parked_objects_do_not_grow() -> None:
 
 
 def test_parked_objects_are_counted_every_check_every_releases() -> None:
-    """Counting walks every parked object: the first release counts, then every
-    check_every-th; garbage parked in between is collected at the next count."""
+    """Counting walks every parked object: every check_every-th release counts, the first
+    of them taking the baseline; garbage parked in between is collected at the next count."""
     gcb, ref = _garbage_parked_after_the_baseline(4, 0.5)
-    for _ in range(3):  # releases 2, 3, 4: not counted
+    for _ in range(3):  # releases 5, 6, 7: not counted
         with gcb.building():
             pass
     assert ref() is not None and gcb.collections == 0
-    gcb.release()  # release 5: counted
+    gcb.release()  # release 8: counted
     assert ref() is None and gcb.collections == 1
+
+
+def test_a_small_run_never_counts_the_parked_objects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fewer releases than check_every (a small run): no walk of the parked objects."""
+    counted: list[int] = []
+    real = gc.get_freeze_count
+
+    def counting() -> int:
+        counted.append(1)
+        return real()
+
+    gcb = BatchGC(check_every=4)
+    monkeypatch.setattr(gc, "get_freeze_count", counting)
+    for _ in range(4):  # three releases (the first building has nothing to release)
+        with gcb.building():
+            pass
+    frozen_checks = len(counted)  # _freeze asks whether someone else froze: once a building
+    gcb.release()  # the fourth release: counted
+    assert frozen_checks == 4 and len(counted) == 5

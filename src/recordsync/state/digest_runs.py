@@ -29,6 +29,9 @@ import pyarrow as pa
 
 from recordsync.tuning import sizes
 
+_PART_TYPE = np.uint8 if sizes.DIGEST_PARTITION_BITS <= 8 else np.int64
+"""The type of a partition number."""
+
 _PAGE = 512
 """Digests (first halves) a page of the file: 4 kB, the unit a lookup reads."""
 
@@ -64,7 +67,7 @@ class SortedDigests:
                     continue
                 rec = np.fromfile(path, dtype=np.uint64).reshape(-1, 3)
                 path.unlink()
-                rec = rec[np.lexsort((rec[:, 1], rec[:, 0]))]
+                rec = _sorted(rec)
                 same = (rec[1:, 0] == rec[:-1, 0]) & (rec[1:, 1] == rec[:-1, 1])
                 if same.any():
                     twice += [rec[1:, 2][same], rec[:-1, 2][same]]
@@ -142,6 +145,17 @@ class SortedDigests:
         self._map.madvise(mmap.MADV_DONTNEED)
 
 
+def _sorted(rec: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """A partition's records sorted by (d0, d1), equal digests in the order given (the rows'
+    order). Sorted by the first half alone, about twice as fast as by both, whenever no two
+    first halves are equal, where both sorts give this one order; else (rare: digests listed
+    twice) by both halves, stably."""
+    by_first = rec[np.argsort(rec[:, 0])]
+    if len(rec) > 1 and (by_first[1:, 0] == by_first[:-1, 0]).any():
+        return rec[np.lexsort((rec[:, 1], rec[:, 0]))]
+    return by_first
+
+
 def _partition(
     batches: Iterable[pa.RecordBatch], parts: list[Path], release: Callable[[], None] | None
 ) -> None:
@@ -151,7 +165,8 @@ def _partition(
     for batch in batches:
         a0 = batch.column("d0").to_numpy(zero_copy_only=False)
         a1 = batch.column("d1").to_numpy(zero_copy_only=False)
-        part = (a0 >> np.uint64(64 - sizes.DIGEST_PARTITION_BITS)).astype(np.int64)
+        # partition numbers as bytes: their stable sort is a radix sort, 10x faster
+        part = (a0 >> np.uint64(64 - sizes.DIGEST_PARTITION_BITS)).astype(_PART_TYPE)
         order = np.argsort(part, kind="stable")
         bounds = np.searchsorted(part[order], edges)
         rec = np.empty((len(a0), 3), dtype=np.uint64)

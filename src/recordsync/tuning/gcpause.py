@@ -64,11 +64,13 @@ GROWTH = 1.25
 after the last one (or than the first freeze parked)."""
 
 CHECK_EVERY = 32
-"""Releases between two counts of the parked objects (the first release counts):
-``gc.get_freeze_count()`` walks every parked object, 0.3 ms in a run's process but 11 ms in
-one holding a million objects (bench/bench_cpu.py's), so counting at every release (a slice
-of 2,048 rows) cost that benchmark 0.6 s of CPU a 100k-row run; every 32nd is every 65,536
-rows."""
+"""Releases between two counts of the parked objects (the first count at the 32nd release):
+``gc.get_freeze_count()`` walks every parked object, about 5 ms in a run's process (its
+imports alone park some 60,000) and 11 ms in one holding a million objects
+(bench/bench_cpu.py's), so counting at every release (a slice of 2,048 rows) cost that
+benchmark 0.6 s of CPU a 100k-row run; every 32nd is every 65,536 rows. Counting at the
+first release as well cost a small run (a 1,000-row run releases once) 5 ms of its
+start-up, for a baseline it never used."""
 
 
 class BatchGC:
@@ -101,7 +103,7 @@ class BatchGC:
         if self._frozen:
             self._frozen = False
             self._releases += 1
-            if (self._releases - 1) % self.check_every:
+            if self._releases % self.check_every:
                 gc.unfreeze()
                 return
             parked = gc.get_freeze_count()
