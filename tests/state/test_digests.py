@@ -55,6 +55,12 @@ def test_a_cell_with_the_separator_gets_no_digest() -> None:
     assert got is not None and got[1].tolist() == [True]
 
 
+def test_a_null_beside_a_cell_with_the_separator_keeps_its_digest() -> None:
+    got = row_digests(pa.record_batch({"a": ["x\x1fy", None], "b": [None, "z"]}), COLS, FP)
+    assert got is not None
+    assert got[1].tolist() == [False, True]
+
+
 def test_the_salt_covers_fingerprint_column_types_and_names() -> None:
     base = digests(["1"], ["2"])
     other_fp = fingerprint('{"x": 1}', None, None, None)
