@@ -158,16 +158,28 @@ class Scan:
         a time (:class:`.owners.SnapshotOwners`); close it before the second pass."""
         return SnapshotOwners(self.seen, self._fidx, self.demoted)
 
-    def _matched_by(self, snapshot_rows: npt.NDArray[np.int64]) -> dict[int, int]:
-        """Snapshot row → the (last) source row that matched it, for ``snapshot_rows``."""
+    def _matched_by(
+        self, snapshot_rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+        """Which source row matched each of ``snapshot_rows``: the snapshot rows sorted, each
+        once, and a same-length array of the row id (file index and row) of the source row
+        that matched each, the last one in the log's order if several did, -1 where none
+        did."""
         wanted = np.unique(snapshot_rows)
-        out: dict[int, int] = {}
+        by = np.full(len(wanted), -1, dtype=np.int64)
+        if not len(wanted):
+            return wanted, by
         for s in self.seen:
             at = np.minimum(np.searchsorted(wanted, s.found), len(wanted) - 1)
             hit = np.flatnonzero((s.found >= 0) & (wanted[at] == s.found))
+            if not len(hit):
+                continue
             ids = (np.int64(self._fidx[s.file]) << ROW_BITS) | s.rows[hit]
-            out.update(zip(s.found[hit].tolist(), ids.tolist(), strict=True))
-        return out
+            # the batch's last row per snapshot row: the first of the reversed rows (an
+            # assignment through repeated indices keeps no defined one)
+            u, last = np.unique(at[hit][::-1], return_index=True)
+            by[u] = ids[::-1][last]
+        return wanted, by
 
     def _clashes(
         self,
@@ -181,32 +193,44 @@ class Scan:
         matched: that row is demoted, and joins the duplicate group of the key (``groups``).
         ``snap``: the snapshot's key hashes, a batch at a time in file order
         (:meth:`Snapshot.hash_batches`): only the first snapshot row of each hash an
-        unmatched row has is kept, never every snapshot row's hash."""
+        unmatched row has is kept (an array as long as those hashes), never every snapshot
+        row's hash."""
         h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
         if not len(h_all):
             return
         wanted = np.unique(h_all)
-        first: dict[int, int] = {}  # hash → the first snapshot row with it
+        first = np.full(len(wanted), -1, dtype=np.int64)  # the first snapshot row per hash
         for start, h, has in snap:
             at = np.minimum(np.searchsorted(wanted, h), len(wanted) - 1)
             hit = np.flatnonzero(wanted[at] == h)
             if not len(hit):
                 continue
             rows = np.flatnonzero(has)[hit] + start
-            for hv, row in zip(h[hit].tolist(), rows.tolist(), strict=True):
-                first.setdefault(hv, row)
-        if not first:
+            u, once = np.unique(at[hit], return_index=True)  # the batch's first row per hash
+            new = first[u] < 0
+            first[u[new]] = rows[once[new]]
+        got = first >= 0
+        if not got.any():
             return
-        owner = self._matched_by(np.fromiter(first.values(), np.int64, len(first)))
-        known = np.isin(h_all, np.fromiter(first, np.int64, len(first)))
-        for hv, rid in zip(h_all[known].tolist(), id_all[known].tolist(), strict=True):
-            other = owner.get(first[hv], -1)
-            if other < 0:
-                continue
-            demoted.append(other)
+        # the hashes a snapshot row has (sorted, each once) and the first snapshot row of each
+        known_h, first = wanted[got], first[got]
+        del wanted, got
+        rows, by = self._matched_by(first)
+        pos = np.minimum(np.searchsorted(known_h, h_all), len(known_h) - 1)
+        known = known_h[pos] == h_all
+        # the source row that matched the first snapshot row of each known row's hash
+        other = by[np.searchsorted(rows, first[pos[known]])]
+        mine = other >= 0
+        for hv, rid, oth in zip(
+            h_all[known][mine].tolist(),
+            id_all[known][mine].tolist(),
+            other[mine].tolist(),
+            strict=True,
+        ):
+            demoted.append(oth)
             group = groups.setdefault(hv, [rid])
-            if other not in group:
-                group.append(other)
+            if oth not in group:
+                group.append(oth)
                 group.sort()
 
 
