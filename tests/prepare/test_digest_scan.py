@@ -1,0 +1,205 @@
+"""The first pass of the digested path (recordsync.prepare.digest_scan): a changed row taking
+the key of a row found unchanged demotes that row (prepared in full, grouped with it for the
+duplicate rules), the key check a batch of the snapshot at a time, with arrays."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from recordsync.config import load_mapping
+from recordsync.core.model import PreparedRow, UnchangedBlock
+from recordsync.prepare.digest_scan import Scan
+from recordsync.prepare.digests import prepare_digested
+from recordsync.prepare.dups import ROW_BITS
+from recordsync.prepare.seen_log import Seen, SeenLog
+from recordsync.state import StateStore
+from recordsync.state.snapshots import SnapshotWriter, take
+from recordsync.tuning import sizes
+
+
+def _outcome(items: Any) -> list[tuple[int, str, str | None]]:
+    """Every source row of a nightly pass: (line, status, key), ``unchanged`` for the rows
+    of the blocks found unchanged."""
+    out: list[tuple[int, str, str | None]] = []
+    for got in items.lists:
+        for item in got:
+            if isinstance(item, UnchangedBlock):
+                out += [(line, "unchanged", None) for line in item.source_rows.tolist()]
+            else:
+                assert isinstance(item, PreparedRow)
+                out.append((item.source.source_row, item.status.value, item.key))
+    return sorted(out)
+
+
+def test_a_changed_row_taking_a_found_rows_key_demotes_it_across_snapshot_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Line 10 takes the e-mail of line 20, which is unchanged and found in the snapshot:
+    line 20 is demoted (prepared in full) and grouped with line 10 under the e-mail, so the
+    duplicate rules keep the first (line 10) and report line 20 a duplicate. The snapshot
+    also holds a later row with that e-mail that no source row matched (and rows in batches
+    of 4): the first snapshot row with the key decides, as it always did."""
+    monkeypatch.setattr(sizes, "SNAPSHOT_FLUSH_ROWS", 4)
+    rows = 30
+    emails = [f"e{i}@x.example" for i in range(rows)]
+
+    def write(emails: list[str]) -> None:
+        lines = [f"N{i},{e},T\n" for i, e in enumerate(emails)]
+        (tmp_path / "c.csv").write_text("Name,Email,Title\n" + "".join(lines))
+
+    write(emails)
+    (tmp_path / "c.yaml").write_text(
+        "object_type: contacts\nsource: {path: c.csv, batch_size: 7}\nname: Name\n"
+        "match_by: [email]\nduplicates: first\nfields:\n  email: Email\n  job_title: Title\n"
+    )
+    mapping = load_mapping(tmp_path / "c.yaml")
+    store = StateStore(tmp_path / "state.db")
+    try:
+        writer = SnapshotWriter(store, "p", "contacts", "r1")
+        for i, r in enumerate(
+            prepare_digested(
+                mapping, base_dir=tmp_path, schema=None, users=None, snapshot=None, fp=b"fp"
+            )
+        ):
+            assert isinstance(r, PreparedRow) and r.digest is not None and r.key is not None
+            writer.add(r.digest, r.key, r.match_by, r.match_value, 100 + i)
+        # a later snapshot row with line 20's e-mail and a digest no source row has
+        writer.add((1, 2), "other", "email", emails[18], 999)
+        writer.commit(b"fp")
+        changed = list(emails)
+        changed[8] = emails[18]  # line 10 takes line 20's e-mail
+        write(changed)
+        snapshot = take(store, "p", "contacts", b"fp")
+        assert snapshot is not None and len(snapshot) == rows + 1
+        assert len(list(snapshot.hash_batches("match"))) == 8  # batches of 4 rows
+        got = _outcome(
+            prepare_digested(
+                mapping, base_dir=tmp_path, schema=None, users=None, snapshot=snapshot, fp=b"fp"
+            )
+        )
+    finally:
+        store.close()
+    key = f"email:{emails[18]}"
+    want: list[tuple[int, str, str | None]] = [
+        (2 + i, "unchanged", None) for i in range(rows) if i not in (8, 18)
+    ]
+    want += [(10, "valid", key), (20, "duplicate", key)]
+    assert got == sorted(want)
+
+
+def _clashes_before(
+    seen: SeenLog,
+    fidx: dict[str, int],
+    groups: dict[int, list[int]],
+    hashes: list[npt.NDArray[np.int64]],
+    ids: list[npt.NDArray[np.int64]],
+    snap: list[tuple[int, npt.NDArray[np.int64], npt.NDArray[np.bool_]]],
+    demoted: list[int],
+) -> None:
+    """The key check as it was made with dictionaries (the reference)."""
+    h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
+    if not len(h_all):
+        return
+    wanted = np.unique(h_all)
+    first: dict[int, int] = {}
+    for start, h, has in snap:
+        at = np.minimum(np.searchsorted(wanted, h), len(wanted) - 1)
+        hit = np.flatnonzero(wanted[at] == h)
+        if not len(hit):
+            continue
+        rows = np.flatnonzero(has)[hit] + start
+        for hv, row in zip(h[hit].tolist(), rows.tolist(), strict=True):
+            first.setdefault(hv, row)
+    if not first:
+        return
+    wanted_rows = np.unique(np.fromiter(first.values(), np.int64, len(first)))
+    owner: dict[int, int] = {}
+    for s in seen:
+        at = np.minimum(np.searchsorted(wanted_rows, s.found), len(wanted_rows) - 1)
+        hit = np.flatnonzero((s.found >= 0) & (wanted_rows[at] == s.found))
+        rid = (np.int64(fidx[s.file]) << ROW_BITS) | s.rows[hit]
+        owner.update(zip(s.found[hit].tolist(), rid.tolist(), strict=True))
+    known = np.isin(h_all, np.fromiter(first, np.int64, len(first)))
+    for hv, rid in zip(h_all[known].tolist(), id_all[known].tolist(), strict=True):
+        other = owner.get(first[hv], -1)
+        if other < 0:
+            continue
+        demoted.append(other)
+        group = groups.setdefault(hv, [rid])
+        if other not in group:
+            group.append(other)
+            group.sort()
+
+
+_HASH = st.integers(-2, 2).map(lambda h: h * (2**61))  # few values, extreme ones too
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    snap_keys=st.lists(st.none() | _HASH, min_size=1, max_size=25),
+    cuts=st.lists(st.integers(1, 6), min_size=1, max_size=10),
+    source=st.lists(st.tuples(st.just(-1) | st.integers(0, 24), _HASH), min_size=1, max_size=40),
+    batch=st.integers(1, 7),
+    limit=st.sampled_from([3, 1000]),
+)
+def test_the_key_check_with_arrays_decides_as_it_did_with_dictionaries(
+    snap_keys: list[int | None],
+    cuts: list[int],
+    source: list[tuple[int, int]],
+    batch: int,
+    limit: int,
+) -> None:
+    """Random snapshots (keys repeated or missing, cut into batches) and source rows (each
+    found at a snapshot row, a row found twice too, or not found with a key hash; in two
+    files, the log in memory or on disk): the same rows demoted in the same order, and the
+    same groups in the same order, as the dictionaries' check."""
+    n = len(snap_keys)
+    snap: list[tuple[int, npt.NDArray[np.int64], npt.NDArray[np.bool_]]] = []
+    start = 0
+    for size in [*cuts, n]:
+        part = snap_keys[start : start + size]
+        if not part:
+            break
+        has = np.array([k is not None for k in part], dtype=np.bool_)
+        h = np.array([k for k in part if k is not None], dtype=np.int64)
+        snap.append((start, h, has))
+        start += len(part)
+    found = [f % n if f >= 0 else -1 for f, _ in source]
+    logs = SeenLog(limit=limit), SeenLog(limit=limit)
+    fidx = {"a.csv": 0, "b.csv": 1}
+    half = len(source) // 2
+    hashes: list[npt.NDArray[np.int64]] = []
+    ids: list[npt.NDArray[np.int64]] = []
+    for log in logs:
+        for f, (lo, hi) in zip(fidx, ((0, half), (half, len(source))), strict=True):
+            for b in range(lo, hi, batch):
+                at = np.arange(b, min(b + batch, hi))
+                rows = at - lo + 2
+                log.append(Seen(f, rows, None, None, np.array(found, np.int64)[at]))
+                if log is logs[0]:  # the rows not found, with their key hashes
+                    slow = at[np.array(found, np.int64)[at] < 0]
+                    hashes.append(np.array([source[i][1] for i in slow], dtype=np.int64))
+                    ids.append((np.int64(fidx[f]) << ROW_BITS) | (slow - lo + 2))
+    h_all, id_all = np.concatenate(hashes), np.concatenate(ids)
+    groups_before: dict[int, list[int]] = {}
+    for hv, rid in zip(h_all.tolist(), id_all.tolist(), strict=True):
+        groups_before.setdefault(hv, []).append(rid)
+    groups_before = {h: g for h, g in groups_before.items() if len(g) > 1}
+    groups_now = {h: list(g) for h, g in groups_before.items()}
+    demoted_before: list[int] = []
+    demoted_now: list[int] = []
+
+    _clashes_before(logs[0], fidx, groups_before, hashes, ids, snap, demoted_before)
+    scan = Scan.__new__(Scan)
+    scan.seen, scan._fidx = logs[1], fidx
+    scan._clashes(groups_now, hashes, ids, iter(snap), demoted_now)
+
+    assert demoted_now == demoted_before
+    assert list(groups_now.items()) == list(groups_before.items())
