@@ -30,11 +30,13 @@ def test_a_second_target_gets_a_first_run_and_full_refresh_never_touches_its_rec
     tmp_path: Path,
 ) -> None:
     pipeline = sample(tmp_path)
-    with served(tmp_path / "a.db") as url:
-        first = run_pipeline(request(tmp_path, pipeline), target=target(url))
-        in_a = {t: len(all_records(url, t)) for t in ("companies", "contacts", "deals")}
-    assert totals(first)["created"] == 984
-    with served(tmp_path / "b.db") as url:
+    # a.db is served until b.db's runs are done: b.db's server cannot be given a.db's port,
+    # under which the two (same URL, same users) would be one target
+    with served(tmp_path / "a.db") as url_a, served(tmp_path / "b.db") as url:
+        assert url != url_a
+        first = run_pipeline(request(tmp_path, pipeline), target=target(url_a))
+        in_a = {t: len(all_records(url_a, t)) for t in ("companies", "contacts", "deals")}
+        assert totals(first)["created"] == 984
         with loopback_client(url) as client:  # another organization's records, ids 1..30
             for i in range(30):
                 client.request("PUT", "/api/objects/companies", json={"name": f"Other Co {i}"})
@@ -56,8 +58,8 @@ def test_a_second_target_gets_a_first_run_and_full_refresh_never_touches_its_rec
 
 def test_state_show_lists_every_target(tmp_path: Path) -> None:
     pipeline = sample(tmp_path)
-    for db in ("a.db", "b.db"):
-        with served(tmp_path / db) as url:
+    with served(tmp_path / "a.db") as url_a, served(tmp_path / "b.db") as url_b:  # two ports
+        for url in (url_a, url_b):
             run_pipeline(request(tmp_path, pipeline), target=target(url))
     out = CliRunner().invoke(
         cli, ["state", "show", "nightly", "--state-db", str(tmp_path / "state.db")]
