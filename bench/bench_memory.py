@@ -15,7 +15,9 @@ sandbox's records or the no-op server's counts; a re-run and a dry run: nothing 
 state (every row unchanged; runs ``first`` first if it was not asked for, unmeasured);
 ``dry`` is a dry run with the state store off. The child leaves out of its process what the
 ``recordsync`` command's entry leaves out (``recordsync.cli.startup``: pandas, which pyarrow
-would import), so its peak is what a ``recordsync run`` process reaches.
+would import) and turns on its process-wide tweaks (``recordsync.tuning.enable``: Arrow's
+memory pool, the trim after each batch), so its peak is what a ``recordsync run`` process
+reaches.
 
 ``--baseline-src DIR``: every mode also runs with recordsync from DIR (e.g. the branch
 point's ``src``), with its own server and state, interleaved with this tree's runs (baseline
@@ -54,6 +56,9 @@ def child(root: Path, mode: str, url: str) -> None:
         pass
     else:
         leave_out_unused()
+    from recordsync import tuning
+
+    tuning.enable()  # the command's process-wide tweaks (Arrow's pool, the trim), as the CLI
     sys.path.insert(0, str(HERE))
     from project import KEY, warm_imports
 

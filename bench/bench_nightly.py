@@ -5,6 +5,7 @@ sandbox over loopback, for a CSV and a Parquet source.
     python bench/bench_nightly.py [--rows 1000000] [--formats csv,parquet]
                                   [--decide-rows 10000000 [--decide-only]]
                                   [--server process|thread] [--state-db URL]
+                                  [--tuning cli|none]
 
 Each run is ``recordsync.run.pipeline.run_pipeline`` with the state store on (read, map,
 validate, change detection, journal, HTTP, report), into one sandbox per format that lives
@@ -24,7 +25,10 @@ also measures it (per format) on an N-row source whose snapshot is built from it
 digests (a first run of 10M rows into the sandbox takes hours on a small machine): the same
 code path from the snapshot on; the 1M-row figure both ways tells whether they agree. With
 ``--state-db`` (e.g. a postgresql:// URL) read+decide is not timed (it reads the snapshot
-file).
+file). ``--tuning cli`` (the default) turns on the process-wide tweaks the command line turns
+on (``recordsync.tuning.enable()``: Arrow's memory pool, the trim after each batch, the paused
+garbage collector), so the runs and read+decide cost what they cost a ``recordsync run``;
+``none`` leaves them off, as a library user's process has them.
 """
 
 from __future__ import annotations
@@ -298,11 +302,16 @@ def main() -> None:
     parser.add_argument("--server", choices=("process", "thread"), default="process")
     parser.add_argument("--dir", type=Path, help="work directory (default: a temporary one)")
     parser.add_argument("--state-db", help="the state store (default: a file in the work dir)")
+    parser.add_argument("--tuning", choices=("cli", "none"), default="cli")
     args = parser.parse_args()
+    if args.tuning == "cli":
+        from recordsync import tuning
+
+        tuning.enable()
     global STATE_DB
     STATE_DB = args.state_db
     warm_imports()
-    print(f"load average at start: {os.getloadavg()[0]:.1f}")
+    print(f"load average at start: {os.getloadavg()[0]:.1f}; tuning: {args.tuning}")
     ok = True
     formats = args.formats.split(",")
     for fmt in [] if args.decide_only else formats:

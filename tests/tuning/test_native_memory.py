@@ -1,4 +1,5 @@
-"""native_memory: a run sets Arrow's pool and glibc's arena cap once, and gives freed memory
+"""native_memory: a run sets Arrow's pool (jemalloc where pyarrow has it, else the system's)
+and glibc's arena cap once, and gives freed memory
 back after each source batch. What the process's RSS does is measured by
 bench/bench_memory.py, never here (no memory bounds in tests): these check the calls, with a
 recording stand-in for the C library."""
@@ -44,7 +45,7 @@ def libc(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeLibc]:
     pa.set_memory_pool(before)
 
 
-def test_a_run_uses_the_system_pool_and_caps_the_arenas(
+def test_a_run_uses_jemalloc_and_caps_the_arenas(
     tmp_path: Path, libc: FakeLibc, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(native_memory.POOL_ENV, raising=False)
@@ -60,12 +61,25 @@ def test_a_run_uses_the_system_pool_and_caps_the_arenas(
     with served(tmp_path / "sandbox.db") as url:
         result = run_pipeline(request, target=target(url))
         assert result.summary["totals"]["rows_read"] > 0
-        assert pa.default_memory_pool().backend_name == "system"
+        assert pa.default_memory_pool().backend_name == "jemalloc"  # the wheels have it
         assert libc.calls.count(("mallopt", native_memory.M_ARENA_MAX, native_memory.ARENAS)) == 1
         assert ("malloc_trim", 0) in libc.calls  # after the source's batches
         libc.calls.clear()
         run_pipeline(request, target=target(url))  # once per process
     assert not [c for c in libc.calls if c[0] == "mallopt"]
+
+
+def test_without_jemalloc_the_system_pool(
+    libc: FakeLibc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def missing() -> pa.MemoryPool:
+        raise pa.ArrowNotImplementedError("this build of Arrow has no jemalloc")
+
+    monkeypatch.delenv(native_memory.POOL_ENV, raising=False)
+    monkeypatch.setattr(pa, "jemalloc_memory_pool", missing)
+    pa.set_memory_pool(pa.mimalloc_memory_pool())
+    native_memory.configure()
+    assert pa.default_memory_pool().backend_name == "system"
 
 
 def test_a_pool_the_user_chose_is_kept(libc: FakeLibc, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -94,7 +108,7 @@ def test_without_glibc_only_the_pool_changes(monkeypatch: pytest.MonkeyPatch) ->
         pa.set_memory_pool(pa.mimalloc_memory_pool())
         native_memory.configure()
         native_memory.give_back()
-        assert pa.default_memory_pool().backend_name == "system"
+        assert pa.default_memory_pool().backend_name == "jemalloc"
     finally:
         pa.set_memory_pool(before)
 

@@ -4,8 +4,8 @@
   they are used (:mod:`.gcpause`);
 - ``switch_interval``: a shorter interpreter switch interval while a step sends
   (:mod:`.switching`);
-- ``native_memory``: Arrow on the system allocator, glibc's arenas capped, freed pages given
-  back after each source batch (:mod:`.native_memory`).
+- ``native_memory``: Arrow on jemalloc (else the system allocator), glibc's arenas capped,
+  the pages glibc freed given back after each source batch (:mod:`.native_memory`).
 
 Each module says what it saves and how that was measured.
 
