@@ -69,6 +69,17 @@ def test_a_run_uses_jemalloc_and_caps_the_arenas(
     assert not [c for c in libc.calls if c[0] == "mallopt"]
 
 
+def test_jemalloc_gives_freed_pages_back_after_the_decay(
+    libc: FakeLibc, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    decays: list[int] = []
+    monkeypatch.delenv(native_memory.POOL_ENV, raising=False)
+    monkeypatch.setattr(pa, "jemalloc_set_decay_ms", decays.append)
+    native_memory.configure()
+    assert pa.default_memory_pool().backend_name == "jemalloc"
+    assert decays == [native_memory.DECAY_MS]
+
+
 def test_without_jemalloc_the_system_pool(
     libc: FakeLibc, monkeypatch: pytest.MonkeyPatch
 ) -> None:
