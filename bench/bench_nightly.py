@@ -60,9 +60,10 @@ from recordsync.report.rows_file import find_rows_file, open_rows_file
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.plans import build_plans
 from recordsync.run.target import Target
+from recordsync.state.batch_marks import METADATA_KEY, BatchMarks, batch_digest
 from recordsync.state.digests import SNAPSHOT_SCHEMA, row_digests
 from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA, encode
-from recordsync.state.snapshots import Snapshot, opened
+from recordsync.state.snapshots import opened, read_file
 
 TITLE = 4  # "Title" column of bench_run's CSV
 NEW_TITLE = "Nightly Engineer"
@@ -177,20 +178,18 @@ def decide(
     assert fp is not None and plan.digested is not None
     start, cpu = time.perf_counter(), time.process_time()
     if own is not None:
-        with pa.memory_map(str(own)) as source:  # memory-mapped, as a run reads its snapshot
-            snap = Snapshot(pa.ipc.open_file(source).read_all())
+        snap = read_file(own)  # memory-mapped, as a run reads its snapshot
     else:
         with sqlite3.connect(root / "state.db") as conn:
             file, saved = conn.execute("SELECT file, fingerprint FROM snapshots").fetchone()
         assert bytes(saved) == fp, "the snapshot's fingerprint is not the run's"
         registered = root / "snapshots" / file
         plain = opened(registered)  # decompressed beside it, as a run takes it
-        with pa.memory_map(str(plain)) as source:
-            snap = Snapshot(pa.ipc.open_file(source).read_all())
+        snap = read_file(plain)
         if plain != registered:
             plain.unlink()
     unchanged = other = 0
-    for item in plan.digested(snap, fp, None):
+    for item in plan.digested(snap, fp, None, None):
         if type(item) is UnchangedBlock:
             unchanged += len(item)
         else:
@@ -201,7 +200,8 @@ def decide(
 
 
 def own_snapshot(root: Path, pipeline: Path, url: str) -> Path:
-    """A snapshot file of the source built from its own digests (as a first run leaves one)."""
+    """A snapshot file of the source built from its own digests, its batches marked (as a first
+    run leaves one)."""
     with httpx.Client(base_url=url, headers={"x-api-key": KEY}) as c:
         schema = c.get("/api/meta/schema").json()["data"]
         users = c.get("/api/meta/users").json()["data"]
@@ -215,16 +215,20 @@ def own_snapshot(root: Path, pipeline: Path, url: str) -> Path:
     used = BatchMapper(step.config, base_dir=step.base_dir, schema=None, users=None).columns_used
     path = root / "own-snapshot.arrow"
     done = 0
+    marks = BatchMarks()
     with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, SNAPSHOT_FILE_SCHEMA) as out:
         for sb in iter_source(step.config.source, step.base_dir):
             got = row_digests(sb.batch, used, fp)
             assert got is not None and got[1].all()
+            marks.add(batch_digest(sb.batch, used, fp), *got)
             emails, n = sb.batch.column("Email"), sb.batch.num_rows
             cols = [pa.array(got[0][:, 0]), pa.array(got[0][:, 1])]
             cols += [pc.binary_join_element_wise("email:", emails, ""), pa.nulls(n, pa.string())]
             cols += [emails, pa.array(range(done + 1, done + n + 1), pa.int64())]
             out.write_batch(encode(pa.record_batch(cols, schema=SNAPSHOT_SCHEMA)))
             done += n
+        empty = pa.RecordBatch.from_pylist([], schema=SNAPSHOT_FILE_SCHEMA)
+        out.write_batch(empty, custom_metadata={METADATA_KEY: marks.encode()})
     return path
 
 

@@ -9,10 +9,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import recordsync.prepare.digest_scan as digest_scan
 from recordsync.config import load_mapping
 from recordsync.core.model import PreparedRow, UnchangedBlock
 from recordsync.prepare.digest_scan import Scan
@@ -20,7 +23,8 @@ from recordsync.prepare.digests import prepare_digested
 from recordsync.prepare.dups import ROW_BITS
 from recordsync.prepare.seen_log import Seen, SeenLog
 from recordsync.state import StateStore
-from recordsync.state.snapshots import SnapshotWriter, take
+from recordsync.state.batch_marks import BatchMarks
+from recordsync.state.snapshots import Snapshot, SnapshotWriter, take
 from recordsync.tuning import sizes
 
 
@@ -203,3 +207,120 @@ def test_the_key_check_with_arrays_decides_as_it_did_with_dictionaries(
 
     assert demoted_now == demoted_before
     assert list(groups_now.items()) == list(groups_before.items())
+
+
+def _flat(items: Any) -> list[tuple[object, ...]]:
+    """Every item of a pass as it comes: a block's rows with their snapshot rows and record
+    ids, a prepared row with its status, key, payload and digest."""
+    out: list[tuple[object, ...]] = []
+    for got in items.lists:
+        for item in got:
+            if isinstance(item, UnchangedBlock):
+                ids = item.record_ids.to_pylist()
+                for line, at, rid in zip(
+                    item.source_rows.tolist(), item.snapshot_rows.tolist(), ids, strict=True
+                ):
+                    out.append(("unchanged", line, at, rid))
+            else:
+                assert isinstance(item, PreparedRow)
+                r = item
+                out.append((r.source.source_row, r.status.value, r.key, r.payload, r.digest))
+    return out
+
+
+_EDITS: dict[str, Any] = {
+    "unchanged": lambda rows: rows,
+    "a cell": lambda rows: [(n, e, "Z" if i == 9 else t) for i, (n, e, t) in enumerate(rows)],
+    "a row inserted": lambda rows: [*rows[:10], ("New", "new@x.example", "A"), *rows[10:]],
+    "a row removed": lambda rows: rows[:10] + rows[11:],
+    "two rows swapped": lambda rows: [*rows[:9], rows[10], rows[9], *rows[11:]],
+    "rows moved across batches": lambda rows: [rows[30], *rows[1:30], rows[0], *rows[31:]],
+    "a row exported twice": lambda rows: [*rows[:6], rows[5], *rows[6:]],
+    "the last rows removed": lambda rows: rows[:-2],
+    "a row that failed last time": lambda rows: rows,  # not in the snapshot (below)
+}
+
+
+@pytest.mark.parametrize("edit", list(_EDITS))
+@pytest.mark.parametrize("memory_rows", [None, 5])
+def test_batches_found_by_their_marks_decide_as_their_rows_digested_one_by_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str, memory_rows: int | None
+) -> None:
+    """A nightly pass over an export read in the batches of the run before: every item (rows
+    found unchanged with their snapshot rows and record ids, rows prepared with their
+    digests) is what digesting each row gives, whatever changed; in an unchanged export no
+    row is digested, and the marks the pass leaves are the ones it found."""
+
+    if memory_rows is not None:  # the snapshot's digests on disk
+        monkeypatch.setattr(sizes, "SNAPSHOT_MEMORY_ROWS", memory_rows)
+    rows = [(f"N{i}", f"e{i}@x.example", "A" if i % 7 else "B") for i in range(40)]
+
+    def write(rows: list[tuple[str, str, str]]) -> None:
+        names, emails, titles = (list(c) for c in zip(*rows, strict=True))
+        table = pa.table({"Name": names, "Email": emails, "Title": titles})
+        pq.write_table(table, tmp_path / "c.parquet")
+
+    write(rows)
+    (tmp_path / "c.yaml").write_text(
+        "object_type: contacts\nsource: {path: c.parquet, batch_size: 4}\nname: Name\n"
+        "match_by: [email]\nfields:\n  email: Email\n  job_title: Title\n"
+    )
+    mapping = load_mapping(tmp_path / "c.yaml")
+    store = StateStore(tmp_path / "state.db")
+    try:
+        first = SnapshotWriter(store, "p", "contacts", "r1")
+        got = prepare_digested(
+            mapping,
+            base_dir=tmp_path,
+            schema=None,
+            users=None,
+            snapshot=None,
+            fp=b"fp",
+            marks=first.marks,
+        )
+        for i, r in enumerate(got):
+            assert isinstance(r, PreparedRow) and r.digest is not None and r.key is not None
+            if i != 9 or edit != "a row that failed last time":
+                first.add(r.digest, r.key, r.match_by, r.match_value, 100 + i)
+        assert len(first.marks) == 10  # a mark a batch of 4
+        first.commit(b"fp")
+        write(_EDITS[edit](rows))
+        digested: list[int] = []
+        real = digest_scan.row_digests
+
+        def counting(batch: Any, *args: Any) -> Any:
+            digested.append(batch.num_rows)
+            return real(batch, *args)
+
+        monkeypatch.setattr(digest_scan, "row_digests", counting)
+        passes = {}
+        snapshot = take(store, "p", "contacts", b"fp")
+        assert snapshot is not None and len(snapshot.marks) == 10
+        unmarked = Snapshot(snapshot.table)  # the same rows, no marks
+        for marked, snap in ((True, snapshot), (False, unmarked)):
+            digested.clear()
+            left = BatchMarks()
+            items = prepare_digested(
+                mapping,
+                base_dir=tmp_path,
+                schema=None,
+                users=None,
+                snapshot=snap,
+                fp=b"fp",
+                marks=left,
+            )
+            passes[marked] = (_flat(items), dict(left), list(digested))
+        (fast, fast_marks, fast_digested), (slow, slow_marks, slow_digested) = (
+            passes[True],
+            passes[False],
+        )
+        assert fast == slow
+        assert fast_marks == slow_marks
+        assert sum(slow_digested) == len(_EDITS[edit](rows))
+        if edit == "unchanged":
+            assert fast_digested == [] and len(fast_marks) == 10
+            assert {t[0] for t in fast} == {"unchanged"}
+        elif edit in ("a cell", "a row that failed last time"):
+            assert fast_digested == [4]  # the batch of that row alone
+    finally:
+        store.close()

@@ -34,7 +34,7 @@ def _v1_row_digests(
     n = batch.num_rows
     texts, ok = [], np.ones(n, dtype=bool)
     for name in columns:
-        text = digests._as_text(batch.column(name))
+        text = digests.as_text(batch.column(name))
         if text is None:
             return None
         ok &= ~pc.fill_null(pc.match_substring(text, "\x1f"), False).to_numpy(False)
@@ -46,7 +46,7 @@ def _v1_row_digests(
     out = np.empty((n, 2), dtype=np.uint64)
     for i, key in enumerate(("recordsync:dg:a1", "recordsync:dg:b2")):
         out[:, i] = hash_array(values, encoding="utf8", hash_key=key, categorize=False)
-    out ^= digests._salt(fp, batch.schema)
+    out ^= digests.salt(fp, batch.schema)
     return out, ok
 
 

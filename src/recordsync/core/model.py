@@ -327,11 +327,13 @@ class StepPlan:
     object_type: str
     rows: Callable[[], Iterable[PreparedRow]]
     estimate: Callable[[], int | None] | None = None
-    digested: Callable[[Any, bytes, Any], Iterable[Item]] | None = None
-    """``digested(snapshot, fingerprint, owned)``: the rows with source-row digests, rows found
-    in the snapshot as UnchangedBlocks (:mod:`recordsync.prepare.digests`); None: not offered.
-    ``owned(keys)`` (or None): the keys that have a record of their own in the ledger (their
-    rows claim their dedup keys first in the merge scan, :mod:`recordsync.prepare.merges`)."""
+    digested: Callable[[Any, bytes, Any, Any], Iterable[Item]] | None = None
+    """``digested(snapshot, fingerprint, owned, marks)``: the rows with source-row digests, rows
+    found in the snapshot as UnchangedBlocks (:mod:`recordsync.prepare.digests`); None: not
+    offered. ``owned(keys)`` (or None): the keys that have a record of their own in the ledger
+    (their rows claim their dedup keys first in the merge scan,
+    :mod:`recordsync.prepare.merges`). ``marks`` (or None): where the marks of the batches read
+    go (:mod:`recordsync.state.batch_marks`)."""
     fingerprint: Callable[[], bytes | None] | None = None
     """What the rows' batch inputs depend on besides their cells (None: no digests)."""
     rows_of: Callable[[Any], Iterable[PreparedRow]] | None = None

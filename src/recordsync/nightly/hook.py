@@ -324,7 +324,7 @@ class StateHook:
         self._snap = SnapshotWriter(self.store, self.pipeline, plan.name, self.run_id)
         self._snap_fp = fp
         self._snap.source = old
-        return plan.digested(old, fp, lambda keys: self._owned(plan, keys))
+        return plan.digested(old, fp, lambda keys: self._owned(plan, keys), self._snap.marks)
 
     def _window(
         self, plan: StepPlan, config: MappingConfig, checked: bool

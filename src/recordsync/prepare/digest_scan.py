@@ -28,6 +28,7 @@ from recordsync.prepare.owners import SnapshotOwners
 from recordsync.prepare.seen_log import Seen, SeenLog
 from recordsync.read import SourceBatch, iter_source
 from recordsync.read.swallow import hiding_rows
+from recordsync.state.batch_marks import BatchMarks, batch_digest
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshot_match import key_hashes
 from recordsync.state.snapshots import Snapshot
@@ -47,8 +48,12 @@ class Scan:
         snapshot: Snapshot | None,
         fp: bytes,
         cells: CellSample | None = None,
+        marks: BatchMarks | None = None,
     ) -> None:
+        """``marks``: where the read batches' marks go, for the next snapshot
+        (:mod:`recordsync.state.batch_marks`)."""
         self.seen = SeenLog()
+        self.marks = marks
         self.cells = cells
         """A sample of the rows found, with their cells (the read-back's), or None."""
         self.reread = False
@@ -76,11 +81,20 @@ class Scan:
             fidx = files.setdefault(sb.file, len(files))
             n = sb.batch.num_rows
             digested = supported(sb.batch.schema, columns) and not self.later
-            got = row_digests(sb.batch, columns, fp) if digested else None
-            digests, ok = got if got is not None else (None, None)
             found = np.full(n, -1, dtype=np.int64)
-            if snapshot is not None and digests is not None and ok is not None:
-                found = snapshot.match(digests, ok)
+            digests, ok = None, None
+            mark = batch_digest(sb.batch, columns, fp) if digested else None
+            known = snapshot.match_batch(mark, n) if snapshot is not None else None
+            if known is not None:  # the snapshot's next rows, their digests as they were
+                found, digests = known
+                ok = np.ones(n, dtype=np.bool_)
+            elif digested:
+                got = row_digests(sb.batch, columns, fp)
+                digests, ok = got if got is not None else (None, None)
+                if snapshot is not None and digests is not None and ok is not None:
+                    found = snapshot.match(digests, ok)
+            if marks is not None and digests is not None and ok is not None:
+                marks.add(mark, digests, ok)
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
             if cells is not None:

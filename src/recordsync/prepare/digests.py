@@ -43,6 +43,7 @@ from recordsync.prepare.merges import MergeScan, Owned, needed, scan_merges
 from recordsync.prepare.salvage import bad_row
 from recordsync.prepare.seen_log import Seen
 from recordsync.read import SourceBatch, iter_source
+from recordsync.state.batch_marks import BatchMarks, batch_digest
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshots import Snapshot
 from recordsync.tuning.gcpause import BatchGC
@@ -66,17 +67,19 @@ def prepare_digested(
     max_request_bytes: int | None = MAX_REQUEST_BYTES,
     owned: Owned | None = None,
     sample_cells: int = 0,
+    marks: BatchMarks | None = None,
 ) -> Iterator[Item]:
     """Yield, in source order, PreparedRows (with ``digest`` set where the row has one) and
     UnchangedBlocks of rows found in ``snapshot``. Config errors are raised before the
     first row, as in ``prepare_step`` (and ``slice_rows`` as there). ``owned``: which source
     keys have a record of their own in the ledger (for the merge scan). ``sample_cells``: keep
     the cells of that many rows found unchanged, picked at random, on their blocks
-    (``UnchangedBlock.cells``: the read-back maps them)."""
+    (``UnchangedBlock.cells``: the read-back maps them). ``marks``: where the marks of the
+    batches read go, for the next snapshot (:mod:`recordsync.state.batch_marks`)."""
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
     sample = CellSample(sample_cells) if sample_cells and snapshot is not None else None
-    scan = Scan(mapper, mapping, base_dir, snapshot, fp, sample)
+    scan = Scan(mapper, mapping, base_dir, snapshot, fp, sample, marks)
     owners = scan.owners() if needed(mapping) else None
     try:
         merges = scan_merges(
@@ -150,6 +153,8 @@ def _stream(
                     got = row_digests(sb.batch, scan.columns, scan.fp)
                 if got is not None:
                     seen.digests, seen.ok = got
+                    if scan.marks is not None and not seen.part:  # a whole read batch
+                        scan.marks.add(batch_digest(sb.batch, scan.columns, scan.fp), *got)
                 rows = _blocks_of(
                     sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes, merges
                 )

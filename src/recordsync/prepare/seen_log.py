@@ -37,6 +37,8 @@ class Seen:
     """Where the arrays are in the log's file (-1: in memory)."""
     stored: tuple[int, bool, bool] = (0, False, False)
     """In the file: the number of rows, whether digests and ``ok`` are there."""
+    part: bool = False
+    """What was learnt about a part of a read batch (:meth:`split`), not all of it."""
 
     def split(self, n: int) -> tuple[Seen, Seen]:
         """What was learnt about the batch's first ``n`` rows and about the others, as
@@ -56,6 +58,7 @@ class Seen:
                 None if ok is None else ok[:n],
                 self.found[:n],
                 [b for b in self.bad if b.line < limit],
+                part=True,
             ),
             Seen(
                 self.file,
@@ -64,6 +67,7 @@ class Seen:
                 None if ok is None else ok[n:],
                 self.found[n:],
                 [b for b in self.bad if b.line >= limit],
+                part=True,
             ),
         )
 

@@ -64,7 +64,7 @@ def build_plans(
             return estimate_rows(step.config.source, step.base_dir)
 
         def digested(
-            snapshot: Any, fp: bytes, owned: Any = None, step: Any = step
+            snapshot: Any, fp: bytes, owned: Any = None, marks: Any = None, step: Any = step
         ) -> Iterator[Any]:
             return prepare_digested(
                 step.config,
@@ -72,6 +72,7 @@ def build_plans(
                 snapshot=snapshot,
                 fp=fp,
                 owned=owned,
+                marks=marks,
                 sample_cells=(sample_cells or {}).get(step.step_name, 0),
                 **common,
             )

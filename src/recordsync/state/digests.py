@@ -70,7 +70,7 @@ def fingerprint(
     return h.digest()
 
 
-def _salt(fp: bytes, schema: pa.Schema) -> npt.NDArray[np.uint64]:
+def salt(fp: bytes, schema: pa.Schema) -> npt.NDArray[np.uint64]:
     """Two 64-bit words from the fingerprint and the batch's column names and types."""
     h = blake2b(fp, digest_size=16)
     for f in schema:
@@ -78,7 +78,7 @@ def _salt(fp: bytes, schema: pa.Schema) -> npt.NDArray[np.uint64]:
     return np.frombuffer(h.digest(), dtype=np.uint64)
 
 
-def _as_text(arr: pa.Array) -> pa.Array | None:
+def as_text(arr: pa.Array) -> pa.Array | None:
     """The column as UTF-8 text (nulls kept), or None for types without a faithful text."""
     t = arr.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
@@ -86,7 +86,7 @@ def _as_text(arr: pa.Array) -> pa.Array | None:
     if pa.types.is_null(t):
         return pa.nulls(len(arr), pa.string())
     if pa.types.is_dictionary(t):
-        return _as_text(arr.dictionary_decode())
+        return as_text(arr.dictionary_decode())
     if (
         pa.types.is_integer(t)
         or pa.types.is_floating(t)
@@ -133,7 +133,7 @@ def row_digests(
     texts: list[pa.Array] = []
     ok = np.ones(n, dtype=bool)
     for name in columns:
-        text = _as_text(batch.column(name))
+        text = as_text(batch.column(name))
         if text is None:
             return None
         texts.append(text)
@@ -153,7 +153,7 @@ def row_digests(
     # the UTF-8 bytes of each joined row (a cast to binary copies nothing), one XXH3-128 each
     binary = pa.large_binary() if pa.types.is_large_string(joined.type) else pa.binary()
     raw = b"".join(map(xxhash.xxh3_128_digest, joined.cast(binary).to_pylist()))
-    out = np.frombuffer(raw, dtype="<u8").reshape(n, 2) ^ _salt(fp, batch.schema)
+    out = np.frombuffer(raw, dtype="<u8").reshape(n, 2) ^ salt(fp, batch.schema)
     return out.astype(np.uint64, copy=False), ok
 
 

@@ -16,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from recordsync.state.batch_marks import run_digest
 from recordsync.state.digest_runs import SortedDigests
 from recordsync.tuning import sizes
 
@@ -38,12 +39,16 @@ class DigestIndex:
         table = pa.Table.from_batches(batches, schema=batches[0].schema) if batches else None
         n = table.num_rows if table is not None else 0
         self._disk: SortedDigests | None = None
+        self._large = False
+        """Past ``memory_rows``: the digests sorted on disk, once a row is looked for
+        (:meth:`_sorted_on_disk`); a run of rows found by :meth:`match_run` needs none."""
+        self._batches, self._release = batches, release
         self._table = table
         self._next = 0  # the file row where the next source row is expected
         self._twice: npt.NDArray[np.bool_] | None = None  # file order: digest listed twice
         limit = sizes.SNAPSHOT_MEMORY_ROWS if memory_rows is None else memory_rows
         if table is not None and n > limit:
-            self._disk = SortedDigests(batches, release)
+            self._large = True
             self._size = n
             return
         d0 = _column(table, "d0")
@@ -74,7 +79,12 @@ class DigestIndex:
 
     @property
     def on_disk(self) -> bool:
-        return self._disk is not None
+        return self._large
+
+    def _sorted_on_disk(self) -> SortedDigests:
+        if self._disk is None:
+            self._disk = SortedDigests(self._batches, self._release)
+        return self._disk
 
     def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Per row (in source order, batch after batch): the snapshot row with the same
@@ -82,8 +92,8 @@ class DigestIndex:
         n, size = len(digests), self._size
         if n == 0 or size == 0:
             return np.full(n, -1, dtype=np.int64)
-        if self._disk is not None:
-            return self._match_on_disk(digests, ok, self._disk)
+        if self._large:
+            return self._match_on_disk(digests, ok, self._sorted_on_disk())
         q0, q1 = digests[:, 0], digests[:, 1]
         guess = np.minimum(self._next + np.arange(n, dtype=np.int64), size - 1)
         hit = ok & (self._d0[guess] == q0) & (self._d1[guess] == q1)
@@ -103,6 +113,30 @@ class DigestIndex:
         if len(matched):
             self._next = int(found[matched[-1]]) + 1
         return found
+
+    def match_run(self, n: int, run: bytes) -> tuple[int, Digests] | None:
+        """A batch of ``n`` rows whose digests give the run digest ``run``
+        (:mod:`.batch_marks`): if the ``n`` snapshot rows where the next row is expected give
+        it too, those rows' first index and their digests, shape ``(n, 2)``; the next row is
+        then expected after them. None otherwise (nothing moves).
+
+        Unlike :meth:`match`, a digest the snapshot lists twice is no reason to refuse a row
+        here: its place is known (the rows of one batch in a row, where the rows before them
+        ended), not looked up by digest, so the twin cannot be taken for it. So nothing is
+        sorted for a run found this way: an unchanged export never sorts its snapshot."""
+        lo = self._next
+        if n <= 0 or lo + n > self._size:
+            return None
+        if not self._large:
+            d0, d1 = self._d0[lo : lo + n], self._d1[lo : lo + n]
+        else:
+            assert self._table is not None
+            window = self._table.slice(lo, n)
+            d0, d1 = _column(window, "d0"), _column(window, "d1")
+        if run_digest(d0, d1) != run:
+            return None
+        self._next = lo + n
+        return lo, np.column_stack((d0, d1))
 
     def _match_on_disk(
         self, digests: Digests, ok: npt.NDArray[np.bool_], disk: SortedDigests

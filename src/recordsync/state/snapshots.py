@@ -39,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from recordsync.core.model import UnchangedBlock
+from recordsync.state.batch_marks import METADATA_KEY, BatchMarks
 from recordsync.state.digests import Digests
 from recordsync.state.pg_snapshots import load_snapshot_blocks, store_snapshot_blocks
 from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA, decode, encode, stored_names
@@ -86,6 +87,15 @@ def file_reader(path: Path) -> pa.RecordBatchFileReader:
         return pa.ipc.open_file(pa.py_buffer(src.read()))
 
 
+def read_file(path: Path) -> Snapshot:
+    """A snapshot file (uncompressed), memory-mapped and read as a run reads the one it takes
+    (:func:`take`), for a look at it (tests, benchmarks); the file is left where it is."""
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    table, marks = _read_mapped(mapped)
+    return Snapshot(table, mapped, None, marks)
+
+
 def snapshot_path(store: StateStore, scope: int, run_id: str) -> Path:
     tag = blake2b(run_id.encode("utf-8"), digest_size=6).hexdigest()
     directory = store.snapshot_dir
@@ -99,9 +109,15 @@ class Snapshot:
     """A loaded snapshot: digests sorted for matching, the rest read on demand."""
 
     def __init__(
-        self, table: pa.Table, mapped: mmap.mmap | None = None, packed: int | None = None
+        self,
+        table: pa.Table,
+        mapped: mmap.mmap | None = None,
+        packed: int | None = None,
+        marks: BatchMarks | None = None,
     ) -> None:
         self.table = table  # memory-mapped batches, as written: never copied whole
+        self.marks = marks if marks is not None else BatchMarks()
+        """The batches the run that wrote it read (:mod:`.batch_marks`)."""
         self.packed = packed
         """A descriptor of the compressed file it was read from (removed from its directory;
         closed with this object): a step that carries every row of it in its order registers
@@ -133,6 +149,26 @@ class Snapshot:
         if self._digests.on_disk:
             self.release()  # the file's digests read where the rows were expected
         return found
+
+    def match_batch(
+        self, batch: bytes | None, n: int
+    ) -> tuple[npt.NDArray[np.int64], Digests] | None:
+        """For a read batch of ``n`` rows with batch digest ``batch`` that is one of
+        :attr:`marks`: per row, the snapshot row that :meth:`match` would find, and the rows'
+        digests, taken from the snapshot where its rows come next (:mod:`.batch_marks`);
+        None when the batch is not marked or those rows are not its (digest its rows)."""
+        run = self.marks.get(batch) if batch is not None else None
+        if run is None:
+            return None
+        if self._digests is None:
+            self._digests = DigestIndex(self._batches, release=self.release)
+        got = self._digests.match_run(n, run)
+        if self._digests.on_disk:
+            self.release()
+        if got is None:
+            return None
+        start, digests = got
+        return np.arange(start, start + n, dtype=np.int64), digests
 
     def match_key_hashes(self) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
         """Python hashes of the rows' match keys (``by:value``, as the mapping stage makes
@@ -276,7 +312,7 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
                 if plain != path:  # mapped: its pages stay readable until the map closes
                     with contextlib.suppress(OSError):
                         plain.unlink()
-            table = _read_mapped(mapped)
+            table, marks = _read_mapped(mapped)
             # the compressed file, kept open once removed: the next snapshot if it is all
             # carried (:meth:`SnapshotWriter.commit`)
             packed = os.open(path, os.O_RDONLY) if plain != path else None
@@ -286,23 +322,30 @@ def take(store: StateStore, pipeline: str, mapping: str, fp: bytes | None) -> Sn
             if packed is not None:
                 os.close(packed)
             return None
-        return Snapshot(table, mapped, packed)
+        return Snapshot(table, mapped, packed, marks)
     finally:
         if path is not None:
             with contextlib.suppress(OSError):
                 path.unlink()
 
 
-def _read_mapped(mapped: mmap.mmap) -> pa.Table:
+def _read_mapped(mapped: mmap.mmap) -> tuple[pa.Table, BatchMarks]:
     """The snapshot file's record batches, zero-copy over the map, a batch at a time with the
     pages each touched dropped after it: reading a batch touches about 2 MB of its 5 MB, and
-    ``read_all`` held them all at once (a 10M-row snapshot: about 300 MB of the peak)."""
+    ``read_all`` held them all at once (a 10M-row snapshot: about 300 MB of the peak). And
+    its batch marks: the custom metadata of an empty last batch (:meth:`SnapshotWriter.commit`;
+    none in a file an earlier recordsync wrote)."""
     reader = pa.ipc.open_file(pa.BufferReader(pa.py_buffer(mapped)))
     batches = []
+    marks = BatchMarks()
     for i in range(reader.num_record_batches):
-        batches.append(reader.get_batch(i))
+        batch, meta = reader.get_batch_with_custom_metadata(i)
+        if batch.num_rows:
+            batches.append(batch)
+        elif meta is not None and METADATA_KEY in meta:
+            marks = BatchMarks.decode(meta[METADATA_KEY])
         mapped.madvise(mmap.MADV_DONTNEED)
-    return pa.Table.from_batches(batches, schema=reader.schema)
+    return pa.Table.from_batches(batches, schema=reader.schema), marks
 
 
 class SnapshotWriter:
@@ -353,6 +396,8 @@ class SnapshotWriter:
         self._ahead_rows = 0
         self._ahead_written = 0
         """Of those, how many the row-by-row path would have written by now (its flushes)."""
+        self.marks = BatchMarks()
+        """The marks of the batches this run read (:mod:`.batch_marks`), kept in the file."""
 
     def add(
         self,
@@ -470,6 +515,8 @@ class SnapshotWriter:
         """Close the file and register it as the scope's snapshot."""
         source = self.source
         whole = self._ahead and source is not None and self._ahead_rows == len(source)
+        if whole and source is not None and self.marks.keys() - source.marks.keys():
+            whole = False  # batches the file does not mark yet: written anew, marked
         if whole and source is not None and source.packed is not None:
             # every row of the last snapshot carried, in its order, nothing else: the new
             # snapshot is that file, its bytes copied as they are
@@ -483,6 +530,11 @@ class SnapshotWriter:
         if not self._sink.closed:
             self._flush()
             self._flush_carried()
+            if self.marks:
+                self._writer.write_batch(  # no rows: a reader before marks reads none
+                    pa.RecordBatch.from_pylist([], schema=SNAPSHOT_FILE_SCHEMA),
+                    custom_metadata={METADATA_KEY: self.marks.encode()},
+                )
             self._writer.close()
             self._sink.close()
         directory = self.store.snapshot_dir
