@@ -60,10 +60,11 @@ from recordsync.report.rows_file import find_rows_file, open_rows_file
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.run.plans import build_plans
 from recordsync.run.target import Target
-from recordsync.state.batch_marks import METADATA_KEY, BatchMarks, batch_digest
+from recordsync.state.batch_marks import METADATA_KEY, BatchMarks, span_digests
 from recordsync.state.digests import SNAPSHOT_SCHEMA, row_digests
 from recordsync.state.snapshot_codec import SNAPSHOT_FILE_SCHEMA, encode
 from recordsync.state.snapshots import opened, read_file
+from recordsync.tuning import sizes
 
 TITLE = 4  # "Title" column of bench_run's CSV
 NEW_TITLE = "Nightly Engineer"
@@ -220,7 +221,9 @@ def own_snapshot(root: Path, pipeline: Path, url: str) -> Path:
         for sb in iter_source(step.config.source, step.base_dir):
             got = row_digests(sb.batch, used, fp)
             assert got is not None and got[1].all()
-            marks.add(batch_digest(sb.batch, used, fp), *got)
+            marks.add_spans(
+                span_digests(sb.batch, used, fp, sizes.MARK_ROWS), sizes.MARK_ROWS, *got
+            )
             emails, n = sb.batch.column("Email"), sb.batch.num_rows
             cols = [pa.array(got[0][:, 0]), pa.array(got[0][:, 1])]
             cols += [pc.binary_join_element_wise("email:", emails, ""), pa.nulls(n, pa.string())]

@@ -242,17 +242,25 @@ _EDITS: dict[str, Any] = {
 
 
 @pytest.mark.parametrize("edit", list(_EDITS))
-@pytest.mark.parametrize("memory_rows", [None, 5])
+@pytest.mark.parametrize(("memory_rows", "span"), [(None, None), (5, None), (None, 2), (5, 3)])
 def test_batches_found_by_their_marks_decide_as_their_rows_digested_one_by_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str, memory_rows: int | None
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    edit: str,
+    memory_rows: int | None,
+    span: int | None,
 ) -> None:
-    """A nightly pass over an export read in the batches of the run before: every item (rows
-    found unchanged with their snapshot rows and record ids, rows prepared with their
-    digests) is what digesting each row gives, whatever changed; in an unchanged export no
-    row is digested, and the marks the pass leaves are the ones it found."""
-
+    """A nightly pass over an export read in the batches of the run before (of 4 rows; marked
+    a span of ``span`` rows at a time, default: the whole batch): every item (rows found
+    unchanged with their snapshot rows and record ids, rows prepared with their digests) is
+    what digesting each row gives, whatever changed; in an unchanged export no row is
+    digested, a changed row or one missing from the snapshot has the rows of its span
+    digested, and the marks the pass leaves are the ones it found."""
     if memory_rows is not None:  # the snapshot's digests on disk
         monkeypatch.setattr(sizes, "SNAPSHOT_MEMORY_ROWS", memory_rows)
+    if span is not None:
+        monkeypatch.setattr(sizes, "MARK_ROWS", span)
+    spans = 10 * len(range(0, 4, span or 4))
     rows = [(f"N{i}", f"e{i}@x.example", "A" if i % 7 else "B") for i in range(40)]
 
     def write(rows: list[tuple[str, str, str]]) -> None:
@@ -282,7 +290,7 @@ def test_batches_found_by_their_marks_decide_as_their_rows_digested_one_by_one(
             assert isinstance(r, PreparedRow) and r.digest is not None and r.key is not None
             if i != 9 or edit != "a row that failed last time":
                 first.add(r.digest, r.key, r.match_by, r.match_value, 100 + i)
-        assert len(first.marks) == 10  # a mark a batch of 4
+        assert len(first.marks) == spans
         first.commit(b"fp")
         write(_EDITS[edit](rows))
         digested: list[int] = []
@@ -295,7 +303,7 @@ def test_batches_found_by_their_marks_decide_as_their_rows_digested_one_by_one(
         monkeypatch.setattr(digest_scan, "row_digests", counting)
         passes = {}
         snapshot = take(store, "p", "contacts", b"fp")
-        assert snapshot is not None and len(snapshot.marks) == 10
+        assert snapshot is not None and len(snapshot.marks) == spans
         unmarked = Snapshot(snapshot.table)  # the same rows, no marks
         for marked, snap in ((True, snapshot), (False, unmarked)):
             digested.clear()
@@ -318,9 +326,9 @@ def test_batches_found_by_their_marks_decide_as_their_rows_digested_one_by_one(
         assert fast_marks == slow_marks
         assert sum(slow_digested) == len(_EDITS[edit](rows))
         if edit == "unchanged":
-            assert fast_digested == [] and len(fast_marks) == 10
+            assert fast_digested == [] and len(fast_marks) == spans
             assert {t[0] for t in fast} == {"unchanged"}
-        elif edit in ("a cell", "a row that failed last time"):
-            assert fast_digested == [4]  # the batch of that row alone
+        elif edit in ("a cell", "a row that failed last time"):  # row 9: the second of 8..11
+            assert fast_digested == [{None: 4, 2: 2, 3: 3}[span]]  # the span of that row
     finally:
         store.close()

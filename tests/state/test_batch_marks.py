@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from recordsync.core.model import UnchangedBlock
 from recordsync.state import StateStore, snapshots
-from recordsync.state.batch_marks import BatchMarks, batch_digest, run_digest
+from recordsync.state.batch_marks import BatchMarks, run_digest, span_digests
 from recordsync.state.digests import fingerprint, row_digests
 from recordsync.state.snapshot_match import DigestIndex
 from recordsync.state.snapshots import SnapshotWriter, take
@@ -22,6 +22,12 @@ FP = fingerprint("{}", None, None, None)
 COLS = ["a", "b"]
 cell = st.one_of(st.none(), st.text(alphabet=st.characters(blacklist_categories=("Cs",))))
 rows_of = st.lists(st.tuples(cell, cell), min_size=1, max_size=12)
+
+
+def batch_digest(batch: pa.RecordBatch, columns: list[str], fp: bytes) -> bytes | None:
+    """The digest of the whole batch as one span."""
+    got = span_digests(batch, columns, fp, max(batch.num_rows, 1))
+    return None if got is None else got[0]
 
 
 def _batch(rows: list[tuple[str | None, str | None]]) -> pa.RecordBatch:
@@ -59,6 +65,19 @@ def test_a_batch_digest_names_the_cells_whatever_the_buffers(
     assert batch_digest(batch, COLS, fingerprint("{ }", None, None, None)) != mark
     assert batch_digest(batch, ["b", "a"], FP) != mark
     assert batch_digest(_batch(rows + rows[-1:]), COLS, FP) != mark  # one row more
+
+
+@given(rows_of, st.integers(1, 5))
+def test_each_span_s_digest_is_that_of_the_span_read_alone(
+    rows: list[tuple[str | None, str | None]], size: int
+) -> None:
+    batch = _batch(rows)
+    spans = span_digests(batch, COLS, FP, size)
+    assert spans is not None and len(spans) == -(-len(rows) // size)
+    for j, got in enumerate(spans):
+        alone = _batch(rows[j * size : (j + 1) * size])
+        assert got == batch_digest(alone, COLS, FP)
+    assert span_digests(batch.slice(0, 0), COLS, FP, size) == []
 
 
 def test_a_batch_with_a_column_without_text_has_no_digest() -> None:
@@ -153,10 +172,10 @@ def test_the_snapshot_file_keeps_the_marks_and_no_row_more(tmp_path: Path) -> No
         assert snap is not None and len(snap) == 5 == snap.table.num_rows
         assert dict(snap.marks) == dict(marks)
         assert all(b.num_rows for b in snap.table.to_batches())
-        found, digests = snap.match_batch(b"b" * 16, 5) or (None, None)
+        found, digests = snap.match_span(b"b" * 16, 5) or (None, None)
         assert found is not None and found.tolist() == [0, 1, 2, 3, 4]
         assert (digests == d).all()
-        assert snap.match_batch(b"c" * 16, 5) is None
+        assert snap.match_span(b"c" * 16, 5) is None
         _write(store, "r2", 5)  # no marks: a file as an earlier recordsync wrote it
         snap = take(store, "p", "contacts", FP)
         assert snap is not None and len(snap) == 5 and not snap.marks

@@ -28,8 +28,8 @@ from recordsync.prepare.owners import SnapshotOwners
 from recordsync.prepare.seen_log import Seen, SeenLog
 from recordsync.read import SourceBatch, iter_source
 from recordsync.read.swallow import hiding_rows
-from recordsync.state.batch_marks import BatchMarks, batch_digest
-from recordsync.state.digests import row_digests, supported
+from recordsync.state.batch_marks import BatchMarks, span_digests
+from recordsync.state.digests import Digests, row_digests, supported
 from recordsync.state.snapshot_match import key_hashes
 from recordsync.state.snapshots import Snapshot
 from recordsync.tuning import sizes
@@ -83,18 +83,8 @@ class Scan:
             digested = supported(sb.batch.schema, columns) and not self.later
             found = np.full(n, -1, dtype=np.int64)
             digests, ok = None, None
-            mark = batch_digest(sb.batch, columns, fp) if digested else None
-            known = snapshot.match_batch(mark, n) if snapshot is not None else None
-            if known is not None:  # the snapshot's next rows, their digests as they were
-                found, digests = known
-                ok = np.ones(n, dtype=np.bool_)
-            elif digested:
-                got = row_digests(sb.batch, columns, fp)
-                digests, ok = got if got is not None else (None, None)
-                if snapshot is not None and digests is not None and ok is not None:
-                    found = snapshot.match(digests, ok)
-            if marks is not None and digests is not None and ok is not None:
-                marks.add(mark, digests, ok)
+            if digested and snapshot is not None:
+                found, digests, ok = decide(sb.batch, columns, fp, snapshot, marks)
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
             if cells is not None:
@@ -290,6 +280,60 @@ def _found_twice(
         group = groups.setdefault(hash(f"{by}:{mv}"), [])
         group.extend(r for r in rids if r not in group)
         group.sort()
+
+
+def decide(
+    batch: pa.RecordBatch,
+    columns: list[str],
+    fp: bytes,
+    snapshot: Snapshot,
+    marks: BatchMarks | None,
+) -> tuple[npt.NDArray[np.int64], Digests | None, npt.NDArray[np.bool_] | None]:
+    """Per row of ``batch``: the snapshot row it matches (-1: none), its digest and whether it
+    has one; None for both where a column cannot be digested. Each span the snapshot marks
+    is matched as a whole where its rows come next
+    (:meth:`recordsync.state.snapshots.Snapshot.match_span`); the rows of the other spans
+    are digested and matched one by one, a run of such spans at a time. What it finds is what
+    digesting every row finds. The spans' marks go to ``marks``."""
+    n = batch.num_rows
+    size = sizes.MARK_ROWS
+    spans = span_digests(batch, columns, fp, size)
+    found = np.full(n, -1, dtype=np.int64)
+    if spans is None:
+        return found, None, None
+    digests = np.zeros((n, 2), dtype=np.uint64)
+    ok = np.zeros(n, dtype=np.bool_)
+    todo = 0  # the first row not decided yet: rows todo..a are digested one by one
+    skip = 0  # rows not found since the last one found (changed: their old rows lie between)
+
+    def one_by_one(end: int) -> int:
+        """Rows ``todo`` to ``end`` digested and matched; how many of them at the end, after
+        the last one found, were not found (all of them: ``skip`` more)."""
+        if end <= todo:
+            return skip
+        got = row_digests(batch.slice(todo, end - todo), columns, fp)
+        if got is None:  # not reached: the spans had a text form
+            raise ValueError("a batch whose spans were digested has rows that cannot be")
+        digests[todo:end], ok[todo:end] = got
+        found[todo:end] = hit = snapshot.match(*got)
+        last = np.flatnonzero(hit >= 0)
+        return end - todo + skip if not len(last) else end - todo - 1 - int(last[-1])
+
+    for j, span in enumerate(spans):
+        a, b = j * size, min((j + 1) * size, n)
+        if span not in snapshot.marks:
+            continue
+        skip = one_by_one(a)  # the rows before it first: its rows are expected after theirs
+        todo = a
+        known = snapshot.match_span(span, b - a, skip)
+        if known is not None:
+            found[a:b], digests[a:b] = known
+            ok[a:b] = True
+            todo, skip = b, 0
+    one_by_one(n)
+    if marks is not None:
+        marks.add_spans(spans, size, digests, ok)
+    return found, digests, ok
 
 
 def take(sb: SourceBatch, positions: npt.NDArray[np.int64]) -> SourceBatch:

@@ -43,9 +43,10 @@ from recordsync.prepare.merges import MergeScan, Owned, needed, scan_merges
 from recordsync.prepare.salvage import bad_row
 from recordsync.prepare.seen_log import Seen
 from recordsync.read import SourceBatch, iter_source
-from recordsync.state.batch_marks import BatchMarks, batch_digest
+from recordsync.state.batch_marks import BatchMarks, span_digests
 from recordsync.state.digests import row_digests, supported
 from recordsync.state.snapshots import Snapshot
+from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import BatchGC
 from recordsync.tuning.native_memory import give_back
 from recordsync.validate.entry_size import MAX_REQUEST_BYTES
@@ -154,7 +155,9 @@ def _stream(
                 if got is not None:
                     seen.digests, seen.ok = got
                     if scan.marks is not None and not seen.part:  # a whole read batch
-                        scan.marks.add(batch_digest(sb.batch, scan.columns, scan.fp), *got)
+                        size = sizes.MARK_ROWS
+                        spans = span_digests(sb.batch, scan.columns, scan.fp, size)
+                        scan.marks.add_spans(spans, size, *got)
                 rows = _blocks_of(
                     sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes, merges
                 )

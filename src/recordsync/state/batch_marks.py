@@ -1,27 +1,28 @@
-"""Batch marks: recognise a whole read batch as the snapshot's rows without digesting its rows.
+"""Batch marks: recognise the rows of a read batch as the snapshot's without digesting each.
 
 An unchanged nightly export is read in the same batches as the night before. Digesting each
 of its rows (:func:`recordsync.state.digests.row_digests`: a join of its cells and one XXH3
 call a row, from Python) was most of the time an unchanged re-run took to decide. A *mark*
-names a whole batch instead, in one pass over its columns' buffers:
+names a span of rows of a read batch instead (``sizes.MARK_ROWS`` rows from the batch's
+start, the last span shorter), in one pass over its columns' buffers:
 
-- the **batch digest**: XXH3-128 over the salt of :func:`recordsync.state.digests.row_digests`
-  (the fingerprint, the batch's column names and types), the row count, and per column the
-  mapping reads (its name, each cell's length in its text form, -1 for a null, and the
-  cells' bytes one after another). Equal batch digests: the same cells, so the same row
-  digests;
-- the **run digest**: XXH3-128 over the batch's row digests, the first halves then the
+- the **span digest**: XXH3-128 over the salt of :func:`recordsync.state.digests.row_digests`
+  (the fingerprint, the batch's column names and types), the span's row count, and per
+  column the mapping reads (its name, each cell's length in its text form, -1 for a null,
+  and the cells' bytes one after another). Equal span digests: the same cells, so the same
+  row digests;
+- the **run digest**: XXH3-128 over the span's row digests, the first halves then the
   second (:func:`run_digest`).
 
-A run records a mark for each batch whose rows all have a digest, and the snapshot it writes
+A run records a mark for each span whose rows all have a digest, and the snapshot it writes
 keeps them (:class:`BatchMarks`, in the custom metadata of an empty last record batch of the
-file). The next run, reading a batch whose batch digest is a mark, takes the snapshot rows
-where its next row is expected (the rows after the last one matched, as
+file). The next run, reading a span whose digest is a mark, takes the snapshot rows where
+its next row is expected (the rows after the last one matched, as
 :meth:`recordsync.state.snapshot_match.DigestIndex.match` guesses) and checks that their
-digests give the mark's run digest. If they do, those rows are the batch's, with those very
-digests: the batch's match is what digesting each row would have found, made from the
-snapshot's digests. If not (rows that failed last time and are not in the snapshot, rows
-in another order, a batch cut elsewhere), the batch's rows are digested one by one, as
+digests give the mark's run digest. If they do, those rows are the span's, with those very
+digests: the span's match is what digesting each row would have found, made from the
+snapshot's digests. If not (a row that failed last time and is not in the snapshot, rows
+in another order, a batch cut elsewhere), the span's rows are digested one by one, as
 without marks. A mark is never trusted on its own: only with the snapshot rows it names.
 """
 
@@ -38,42 +39,56 @@ from recordsync.state.digests import Digests, as_text, salt
 
 METADATA_KEY = b"recordsync.batch_marks.v1"
 """The custom-metadata key of the snapshot file's last, empty record batch."""
-_WIDTH = 16  # bytes of a batch digest, and of a run digest
+_WIDTH = 16  # bytes of a span digest, and of a run digest
 
 
-def batch_digest(batch: pa.RecordBatch, columns: Sequence[str], fp: bytes) -> bytes | None:
-    """16 bytes naming the cells of ``batch`` in ``columns`` (their text, as
-    :func:`recordsync.state.digests.row_digests` digests them) under fingerprint ``fp``; None
-    when a column has no text form (the batch takes the full path anyway)."""
-    h = xxhash.xxh3_128(salt(fp, batch.schema).tobytes())
-    h.update(int(batch.num_rows).to_bytes(8, "little"))
+def span_digests(
+    batch: pa.RecordBatch, columns: Sequence[str], fp: bytes, span: int
+) -> list[bytes] | None:
+    """16 bytes naming the cells in ``columns`` (their text, as
+    :func:`recordsync.state.digests.row_digests` digests them) of each span of ``span`` rows
+    of ``batch`` from its start, under fingerprint ``fp``: the same as the digest of that span
+    read as a batch of its own. None when a column has no text form (the batch takes the full
+    path anyway)."""
+    n, span = batch.num_rows, max(span, 1)
+    starts = list(range(0, n, span))
+    parts: list[tuple[bytes, memoryview, list[int], memoryview]] = []
     for name in columns:
         text = as_text(batch.column(name))
         if text is None:
             return None
-        h.update(name.encode("utf-8", "surrogatepass") + b"\x00")
-        lengths, data = _cells(text)
-        h.update(lengths)
-        h.update(data)
-    return h.digest()
+        parts.append((name.encode("utf-8", "surrogatepass") + b"\x00", *_cells(text, span)))
+    seed = salt(fp, batch.schema).tobytes()
+    out: list[bytes] = []
+    for j, a in enumerate(starts):
+        b = min(a + span, n)
+        h = xxhash.xxh3_128(seed)
+        h.update((b - a).to_bytes(8, "little"))
+        for label, lengths, bounds, data in parts:
+            h.update(label)
+            h.update(lengths[a:b])
+            h.update(data[bounds[j] : bounds[j + 1]])
+        out.append(h.digest())
+    return out
 
 
-def _cells(text: pa.Array) -> tuple[bytes, memoryview | bytes]:
-    """The lengths of a string array's values (little-endian int64, -1 for a null) and the
-    bytes of its values one after another (a view of its data buffer)."""
+def _cells(text: pa.Array, span: int) -> tuple[memoryview, list[int], memoryview]:
+    """A string array's value lengths (a view of little-endian int64s, -1 for a null), where
+    in its data each span of ``span`` values starts (and where the last ends), and a view of
+    its data buffer."""
     n = len(text)
     offsets, data = text.buffers()[1], text.buffers()[2]
+    empty = memoryview(b"")
     if not n or offsets is None:
-        return np.full(n, -1, dtype="<i8").tobytes(), b""
+        return np.full(n, -1, dtype="<i8").data, [0] * (len(range(0, n, span)) + 1), empty
     width = np.int64 if pa.types.is_large_string(text.type) else np.int32
     off = np.frombuffer(offsets, width, count=n + 1, offset=text.offset * width(0).itemsize)
     lengths = np.diff(off).astype("<i8")
     if text.null_count:
         valid = text.is_valid().to_numpy(zero_copy_only=False)
         lengths[~valid] = -1
-    first, last = int(off[0]), int(off[-1])
-    values = memoryview(data)[first:last] if data is not None and last > first else b""
-    return lengths.tobytes(), values
+    bounds = off[[*range(0, n, span), n]].tolist()
+    return lengths.data, bounds, memoryview(data) if data is not None else empty
 
 
 def run_digest(d0: npt.NDArray[np.uint64], d1: npt.NDArray[np.uint64]) -> bytes:
@@ -84,19 +99,28 @@ def run_digest(d0: npt.NDArray[np.uint64], d1: npt.NDArray[np.uint64]) -> bytes:
 
 
 class BatchMarks(Mapping[bytes, bytes]):
-    """Marks by batch digest: the run digest of the batch's rows."""
+    """Marks by span digest: the run digest of the span's rows."""
 
     def __init__(self, marks: dict[bytes, bytes] | None = None) -> None:
         self._marks: dict[bytes, bytes] = dict(marks or {})
 
-    def add(self, batch: bytes | None, digests: Digests, ok: npt.NDArray[np.bool_]) -> None:
-        """Mark a batch (its batch digest, None: not markable) whose rows have ``digests``, if
+    def add(self, span: bytes | None, digests: Digests, ok: npt.NDArray[np.bool_]) -> None:
+        """Mark a span (its span digest, None: not markable) whose rows have ``digests``, if
         each has one (``ok``)."""
-        if batch is not None and len(digests) and bool(ok.all()):
-            self._marks[batch] = run_digest(digests[:, 0], digests[:, 1])
+        if span is not None and len(digests) and bool(ok.all()):
+            self._marks[span] = run_digest(digests[:, 0], digests[:, 1])
 
-    def __getitem__(self, batch: bytes) -> bytes:
-        return self._marks[batch]
+    def add_spans(
+        self, spans: Sequence[bytes] | None, size: int, digests: Digests, ok: npt.NDArray[np.bool_]
+    ) -> None:
+        """Mark each span of ``size`` rows of a batch (``spans``: their digests,
+        :func:`span_digests`) whose rows have ``digests`` (``ok``: each has one)."""
+        for j, span in enumerate(spans or ()):
+            a = j * size
+            self.add(span, digests[a : a + size], ok[a : a + size])
+
+    def __getitem__(self, span: bytes) -> bytes:
+        return self._marks[span]
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self._marks)

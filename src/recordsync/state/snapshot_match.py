@@ -114,29 +114,32 @@ class DigestIndex:
             self._next = int(found[matched[-1]]) + 1
         return found
 
-    def match_run(self, n: int, run: bytes) -> tuple[int, Digests] | None:
-        """A batch of ``n`` rows whose digests give the run digest ``run``
+    def match_run(self, n: int, run: bytes, skip: int = 0) -> tuple[int, Digests] | None:
+        """A span of ``n`` rows whose digests give the run digest ``run``
         (:mod:`.batch_marks`): if the ``n`` snapshot rows where the next row is expected give
         it too, those rows' first index and their digests, shape ``(n, 2)``; the next row is
-        then expected after them. None otherwise (nothing moves).
+        then expected after them. None otherwise (nothing moves). ``skip``: the rows just
+        before the span that were not found (changed since): their old rows may lie between
+        the last row found and the span's, so the span is also looked for that many rows
+        further on.
 
         Unlike :meth:`match`, a digest the snapshot lists twice is no reason to refuse a row
         here: its place is known (the rows of one batch in a row, where the rows before them
         ended), not looked up by digest, so the twin cannot be taken for it. So nothing is
         sorted for a run found this way: an unchanged export never sorts its snapshot."""
-        lo = self._next
-        if n <= 0 or lo + n > self._size:
-            return None
-        if not self._large:
-            d0, d1 = self._d0[lo : lo + n], self._d1[lo : lo + n]
-        else:
-            assert self._table is not None
-            window = self._table.slice(lo, n)
-            d0, d1 = _column(window, "d0"), _column(window, "d1")
-        if run_digest(d0, d1) != run:
-            return None
-        self._next = lo + n
-        return lo, np.column_stack((d0, d1))
+        for lo in (self._next, self._next + skip) if skip > 0 else (self._next,):
+            if n <= 0 or lo + n > self._size:
+                return None
+            if not self._large:
+                d0, d1 = self._d0[lo : lo + n], self._d1[lo : lo + n]
+            else:
+                assert self._table is not None
+                window = self._table.slice(lo, n)
+                d0, d1 = _column(window, "d0"), _column(window, "d1")
+            if run_digest(d0, d1) == run:
+                self._next = lo + n
+                return lo, np.column_stack((d0, d1))
+        return None
 
     def _match_on_disk(
         self, digests: Digests, ok: npt.NDArray[np.bool_], disk: SortedDigests

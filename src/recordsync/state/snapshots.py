@@ -117,7 +117,7 @@ class Snapshot:
     ) -> None:
         self.table = table  # memory-mapped batches, as written: never copied whole
         self.marks = marks if marks is not None else BatchMarks()
-        """The batches the run that wrote it read (:mod:`.batch_marks`)."""
+        """The spans of the batches the run that wrote it read (:mod:`.batch_marks`)."""
         self.packed = packed
         """A descriptor of the compressed file it was read from (removed from its directory;
         closed with this object): a step that carries every row of it in its order registers
@@ -150,19 +150,20 @@ class Snapshot:
             self.release()  # the file's digests read where the rows were expected
         return found
 
-    def match_batch(
-        self, batch: bytes | None, n: int
+    def match_span(
+        self, span: bytes | None, n: int, skip: int = 0
     ) -> tuple[npt.NDArray[np.int64], Digests] | None:
-        """For a read batch of ``n`` rows with batch digest ``batch`` that is one of
+        """For a span of ``n`` rows of a read batch whose span digest ``span`` is one of
         :attr:`marks`: per row, the snapshot row that :meth:`match` would find, and the rows'
-        digests, taken from the snapshot where its rows come next (:mod:`.batch_marks`);
-        None when the batch is not marked or those rows are not its (digest its rows)."""
-        run = self.marks.get(batch) if batch is not None else None
+        digests, taken from the snapshot where its rows come next (:mod:`.batch_marks`;
+        ``skip``: as :meth:`.snapshot_match.DigestIndex.match_run` has it); None when the
+        span is not marked or those rows are not its (digest its rows)."""
+        run = self.marks.get(span) if span is not None else None
         if run is None:
             return None
         if self._digests is None:
             self._digests = DigestIndex(self._batches, release=self.release)
-        got = self._digests.match_run(n, run)
+        got = self._digests.match_run(n, run, skip)
         if self._digests.on_disk:
             self.release()
         if got is None:
@@ -397,7 +398,8 @@ class SnapshotWriter:
         self._ahead_written = 0
         """Of those, how many the row-by-row path would have written by now (its flushes)."""
         self.marks = BatchMarks()
-        """The marks of the batches this run read (:mod:`.batch_marks`), kept in the file."""
+        """The marks of the spans of the batches this run read (:mod:`.batch_marks`), kept in
+        the file."""
 
     def add(
         self,
@@ -516,7 +518,7 @@ class SnapshotWriter:
         source = self.source
         whole = self._ahead and source is not None and self._ahead_rows == len(source)
         if whole and source is not None and self.marks.keys() - source.marks.keys():
-            whole = False  # batches the file does not mark yet: written anew, marked
+            whole = False  # spans the file does not mark yet: written anew, marked
         if whole and source is not None and source.packed is not None:
             # every row of the last snapshot carried, in its order, nothing else: the new
             # snapshot is that file, its bytes copied as they are
