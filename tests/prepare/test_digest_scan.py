@@ -9,8 +9,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -26,6 +24,8 @@ from recordsync.state import StateStore
 from recordsync.state.batch_marks import BatchMarks
 from recordsync.state.snapshots import Snapshot, SnapshotWriter, take
 from recordsync.tuning import sizes
+
+from .support import contacts, first_snapshot
 
 
 def _outcome(items: Any) -> list[tuple[int, str, str | None]]:
@@ -262,36 +262,13 @@ def test_batches_found_by_their_marks_decide_as_their_rows_digested_one_by_one(
         monkeypatch.setattr(sizes, "MARK_ROWS", span)
     spans = 10 * len(range(0, 4, span or 4))
     rows = [(f"N{i}", f"e{i}@x.example", "A" if i % 7 else "B") for i in range(40)]
-
-    def write(rows: list[tuple[str, str, str]]) -> None:
-        names, emails, titles = (list(c) for c in zip(*rows, strict=True))
-        table = pa.table({"Name": names, "Email": emails, "Title": titles})
-        pq.write_table(table, tmp_path / "c.parquet")
-
+    mapping, write = contacts(tmp_path)
     write(rows)
-    (tmp_path / "c.yaml").write_text(
-        "object_type: contacts\nsource: {path: c.parquet, batch_size: 4}\nname: Name\n"
-        "match_by: [email]\nfields:\n  email: Email\n  job_title: Title\n"
-    )
-    mapping = load_mapping(tmp_path / "c.yaml")
     store = StateStore(tmp_path / "state.db")
     try:
-        first = SnapshotWriter(store, "p", "contacts", "r1")
-        got = prepare_digested(
-            mapping,
-            base_dir=tmp_path,
-            schema=None,
-            users=None,
-            snapshot=None,
-            fp=b"fp",
-            marks=first.marks,
-        )
-        for i, r in enumerate(got):
-            assert isinstance(r, PreparedRow) and r.digest is not None and r.key is not None
-            if i != 9 or edit != "a row that failed last time":
-                first.add(r.digest, r.key, r.match_by, r.match_value, 100 + i)
+        failed = (9,) if edit == "a row that failed last time" else ()
+        first = first_snapshot(store, mapping, tmp_path, failed)
         assert len(first.marks) == spans
-        first.commit(b"fp")
         write(_EDITS[edit](rows))
         digested: list[int] = []
         real = digest_scan.row_digests

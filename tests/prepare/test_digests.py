@@ -6,8 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -20,6 +18,8 @@ from recordsync.prepare.seen_log import Seen
 from recordsync.state import StateStore
 from recordsync.state.snapshots import SnapshotWriter, take
 from recordsync.tuning import Tuning, native_memory, sizes
+
+from .support import contacts, first_snapshot
 
 _U64 = st.integers(0, 2**64 - 1)
 
@@ -105,30 +105,16 @@ def test_each_batch_of_the_second_pass_gives_the_freed_heap_back(
     over kept rows (a 1%-changed nightly run) grew in memory with the source: the rows
     carried into the next snapshot and the blocks found unchanged, freed, stayed resident."""
     rows = 40
-    names, emails = [f"N{i}" for i in range(rows)], [f"e{i}@x.example" for i in range(rows)]
     titles = ["A" if i % 7 else "B" for i in range(rows)]
+    mapping, write_rows = contacts(tmp_path)
 
     def write(titles: list[str]) -> None:
-        table = pa.table({"Name": names, "Email": emails, "Title": titles})
-        pq.write_table(table, tmp_path / "c.parquet")
+        write_rows([(f"N{i}", f"e{i}@x.example", t) for i, t in enumerate(titles)])
 
     write(titles)
-    (tmp_path / "c.yaml").write_text(
-        "object_type: contacts\nsource: {path: c.parquet, batch_size: 4}\nname: Name\n"
-        "match_by: [email]\nfields:\n  email: Email\n  job_title: Title\n"
-    )
-    mapping = load_mapping(tmp_path / "c.yaml")
     store = StateStore(tmp_path / "state.db")
     try:
-        first = SnapshotWriter(store, "p", "contacts", "r1")
-        for i, r in enumerate(
-            prepare_digested(
-                mapping, base_dir=tmp_path, schema=None, users=None, snapshot=None, fp=b"fp"
-            )
-        ):
-            assert isinstance(r, PreparedRow) and r.digest is not None and r.key is not None
-            first.add(r.digest, r.key, r.match_by, r.match_value, 100 + i)
-        first.commit(b"fp")
+        first_snapshot(store, mapping, tmp_path)
         write(["C" if i in (1, 9, 30) else t for i, t in enumerate(titles)])  # 3 changed
         snapshot = take(store, "p", "contacts", b"fp")
         assert snapshot is not None and len(snapshot) == rows
