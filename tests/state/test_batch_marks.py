@@ -140,14 +140,18 @@ def test_a_run_is_found_where_the_next_row_is_expected_or_not_at_all(
 
 
 def test_a_run_over_a_digest_listed_twice_is_found_by_its_place() -> None:
-    """Two rows exported alike, both with records of their own: looked up by digest neither
-    is found (either could be the other); found as a run, each is the row at its place."""
-    d = _digests(4)
+    """Two rows exported alike, both with records of their own: looked up by digest far from
+    its place neither is found (either could be the other); found as a run, each is the row
+    at its place."""
+    d = _digests(10)
     d[2] = d[1]
     index = _index(d)
+    assert index.match(d[1:2], np.ones(1, dtype=bool)).tolist() == [1]  # at its place
+    index = _index(d)
+    index.match(d[7:10], np.ones(3, dtype=bool))  # the next row expected after row 9
     assert index.match(d[1:2], np.ones(1, dtype=bool)).tolist() == [-1]
     index = _index(d)
-    got = index.match_run(4, run_digest(d[:, 0], d[:, 1]))
+    got = index.match_run(4, run_digest(d[:4, 0], d[:4, 1]))
     assert got is not None and got[0] == 0
 
 

@@ -22,6 +22,10 @@ from recordsync.tuning import sizes
 
 Digests = npt.NDArray[np.uint64]
 
+_NEAR = 3
+"""Rows either side of its place a row is looked for at (:meth:`DigestIndex.match`)."""
+_SHIFTS = (0, -1, 1, -2, 2, -3, 3)
+
 
 class DigestIndex:
     """The digests of a snapshot (halves ``d0``, ``d1`` in file order, from its record
@@ -88,30 +92,71 @@ class DigestIndex:
 
     def match(self, digests: Digests, ok: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
         """Per row (in source order, batch after batch): the snapshot row with the same
-        digest, or -1 (also where ``ok`` is False: the row has no digest)."""
+        digest, or -1 (also where ``ok`` is False: the row has no digest).
+
+        A row is looked for at its place first: the snapshot row after the last one found,
+        counting the rows since, then up to :data:`_NEAR` rows either side of it (rows
+        inserted, removed or missing from the snapshot before it shift it by as many). A row
+        found there is that row, even if another snapshot row has its digest too (identical
+        rows that each have a record); only a row looked up by its digest elsewhere (in the
+        sorted digests, sorted then if not before) is refused one the snapshot lists twice."""
         n, size = len(digests), self._size
         if n == 0 or size == 0:
             return np.full(n, -1, dtype=np.int64)
-        if self._large:
-            return self._match_on_disk(digests, ok, self._sorted_on_disk())
         q0, q1 = digests[:, 0], digests[:, 1]
-        guess = np.minimum(self._next + np.arange(n, dtype=np.int64), size - 1)
-        hit = ok & (self._d0[guess] == q0) & (self._d1[guess] == q1)
-        found = np.where(hit, guess, -1)
-        rest = np.flatnonzero(ok & ~hit)
-        if len(rest):
-            pos = np.searchsorted(self._d0, q0[rest], sorter=self._sorter)
-            row = self._sorter[np.minimum(pos, size - 1)]
-            same = (self._d0[row] == q0[rest]) & (self._d1[row] == q1[rest])
-            found[rest] = np.where(same, row, -1)
-            if self._shared:  # the second half may be further along a run of equal firsts
-                for j in np.flatnonzero(~same & (self._d0[row] == q0[rest])).tolist():
-                    found[rest[j]] = self._among_equal(int(pos[j]), q0[rest[j]], q1[rest[j]])
-        if self._twice is not None:
-            found[(found >= 0) & self._twice[np.maximum(found, 0)]] = -1
+        place = self._next + np.arange(n, dtype=np.int64)
+        lo = max(int(place[0]) - _NEAR, 0)
+        hi = min(int(place[-1]) + _NEAR, size - 1)
+        found = np.full(n, -1, dtype=np.int64)
+        todo = np.flatnonzero(ok)
+        if lo <= hi:
+            w0, w1 = self._window(lo, hi)
+            for shift in _SHIFTS:
+                if not len(todo):
+                    break
+                at = place[todo] + shift
+                inside = (at >= lo) & (at <= hi)
+                i = np.clip(at, lo, hi) - lo
+                hit = inside & (w0[i] == q0[todo]) & (w1[i] == q1[todo])
+                found[todo[hit]] = at[hit]
+                todo = todo[~hit]
+        if len(todo):
+            found[todo] = self._looked_up(q0[todo], q1[todo])
         matched = np.flatnonzero(found >= 0)
         if len(matched):
             self._next = int(found[matched[-1]]) + 1
+        return found
+
+    def _window(self, lo: int, hi: int) -> tuple[npt.NDArray[np.uint64], npt.NDArray[np.uint64]]:
+        """The digests of snapshot rows ``lo`` to ``hi`` (inclusive), halves apart."""
+        if not self._large:
+            return self._d0[lo : hi + 1], self._d1[lo : hi + 1]
+        assert self._table is not None
+        window = self._table.slice(lo, hi + 1 - lo)
+        return _column(window, "d0"), _column(window, "d1")
+
+    def _looked_up(
+        self, q0: npt.NDArray[np.uint64], q1: npt.NDArray[np.uint64]
+    ) -> npt.NDArray[np.int64]:
+        """Per digest: the snapshot row that has it, found in the sorted digests, or -1 (also
+        for a digest the snapshot lists twice)."""
+        if self._large:
+            disk = self._sorted_on_disk()
+            found = disk.find(q0, q1)
+            disk.release()
+            if len(disk.twice):
+                found[np.isin(found, disk.twice)] = -1
+            return found
+        size = self._size
+        pos = np.searchsorted(self._d0, q0, sorter=self._sorter)
+        row = self._sorter[np.minimum(pos, size - 1)]
+        same = (self._d0[row] == q0) & (self._d1[row] == q1)
+        found = np.where(same, row, -1)
+        if self._shared:  # the second half may be further along a run of equal firsts
+            for j in np.flatnonzero(~same & (self._d0[row] == q0)).tolist():
+                found[j] = self._among_equal(int(pos[j]), q0[j], q1[j])
+        if self._twice is not None:
+            found[(found >= 0) & self._twice[np.maximum(found, 0)]] = -1
         return found
 
     def match_run(self, n: int, run: bytes, skip: int = 0) -> tuple[int, Digests] | None:
@@ -123,10 +168,9 @@ class DigestIndex:
         the last row found and the span's, so the span is also looked for that many rows
         further on.
 
-        Unlike :meth:`match`, a digest the snapshot lists twice is no reason to refuse a row
-        here: its place is known (the rows of one batch in a row, where the rows before them
-        ended), not looked up by digest, so the twin cannot be taken for it. So nothing is
-        sorted for a run found this way: an unchanged export never sorts its snapshot."""
+        As in :meth:`match`, rows found at their place are those rows, whether or not
+        another snapshot row has the same digest: nothing is sorted for a run found this way,
+        and an unchanged export never sorts its snapshot."""
         for lo in (self._next, self._next + skip) if skip > 0 else (self._next,):
             if n <= 0 or lo + n > self._size:
                 return None
@@ -140,32 +184,6 @@ class DigestIndex:
                 self._next = lo + n
                 return lo, np.column_stack((d0, d1))
         return None
-
-    def _match_on_disk(
-        self, digests: Digests, ok: npt.NDArray[np.bool_], disk: SortedDigests
-    ) -> npt.NDArray[np.int64]:
-        """:meth:`match` with the digests on disk: the expected rows' digests read from the
-        snapshot file (one slice), the others looked up in the sorted file."""
-        assert self._table is not None
-        n, size = len(digests), self._size
-        q0, q1 = digests[:, 0], digests[:, 1]
-        guess = np.minimum(self._next + np.arange(n, dtype=np.int64), size - 1)
-        lo = int(guess[0])
-        window = self._table.slice(lo, int(guess[-1]) + 1 - lo)
-        at = guess - lo
-        g0, g1 = _column(window, "d0")[at], _column(window, "d1")[at]
-        hit = ok & (g0 == q0) & (g1 == q1)
-        found = np.where(hit, guess, -1)
-        rest = np.flatnonzero(ok & ~hit)
-        if len(rest):
-            found[rest] = disk.find(q0[rest], q1[rest])
-            disk.release()
-        if len(disk.twice):
-            found[np.isin(found, disk.twice)] = -1
-        matched = np.flatnonzero(found >= 0)
-        if len(matched):
-            self._next = int(found[matched[-1]]) + 1
-        return found
 
     def _among_equal(self, lo: int, h0: np.uint64, h1: np.uint64) -> int:
         hi = int(np.searchsorted(self._d0, h0, side="right", sorter=self._sorter))
