@@ -16,6 +16,7 @@ from recordsync.core.model import PreparedRow, RowStatus, SourceRow, UnchangedBl
 from recordsync.prepare.digests import _with_digests, prepare_digested
 from recordsync.prepare.seen_log import Seen
 from recordsync.state import StateStore
+from recordsync.state.batch_marks import BatchMarks
 from recordsync.state.snapshots import SnapshotWriter, take
 from recordsync.tuning import Tuning, native_memory, sizes
 
@@ -186,7 +187,10 @@ def test_a_sending_run_prepares_the_first_rows_of_the_second_pass_on_their_own(
             monkeypatch.setattr(sizes, "UNMATCHED_KEEP_ROWS", 1)  # the second pass reads again
         monkeypatch.setattr(sizes, "FIRST_SLICE_ROWS", first)
 
+        marks: dict[int | None, BatchMarks] = {}
+
         def items(slice_rows: int | None) -> list[list[object]]:
+            marks[slice_rows] = BatchMarks()
             got = prepare_digested(
                 mapping,
                 base_dir=tmp_path,
@@ -195,6 +199,7 @@ def test_a_sending_run_prepares_the_first_rows_of_the_second_pass_on_their_own(
                 snapshot=snapshot,
                 fp=b"fp",
                 slice_rows=slice_rows,
+                marks=marks[slice_rows],
             )
             return list(got.lists)
 
@@ -211,6 +216,8 @@ def test_a_sending_run_prepares_the_first_rows_of_the_second_pass_on_their_own(
 
         sliced, whole = items(sizes.SLICE_ROWS), items(None)
         assert flat(sliced) == flat(whole)
+        # the batch prepared in parts is marked as the whole batch the next run reads
+        assert dict(marks[sizes.SLICE_ROWS]) == dict(marks[None]) and len(marks[None])
         head = [t[1] if t[0] == "unchanged" else t[0] for t in flat(sliced[:1])]
         # the first ``first`` rows (lines 2, 3, ...), and the malformed line 7 when it comes
         # before the rest's first row (line 8 once five rows are in the first list)

@@ -25,6 +25,7 @@ from typing import Any, cast
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import SourceError
@@ -44,7 +45,7 @@ from recordsync.prepare.salvage import bad_row
 from recordsync.prepare.seen_log import Seen
 from recordsync.read import SourceBatch, iter_source
 from recordsync.state.batch_marks import BatchMarks, span_digests
-from recordsync.state.digests import row_digests, supported
+from recordsync.state.digests import Digests, row_digests, supported
 from recordsync.state.snapshots import Snapshot
 from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import BatchGC
@@ -138,8 +139,14 @@ def _stream(
     policy = mapping.duplicates
     dups = scan.dups
     pairs = _second_pass(mapping, base_dir, scan)
+    parts: list[tuple[pa.RecordBatch, Digests, npt.NDArray[np.bool_]]] | None = []
+    """The parts of the first read batch prepared one by one, with their digests: marked as
+    one batch once the last is digested (None: one had no digests)."""
     try:
         for seen, sb in _head_first(pairs) if slice_rows else pairs:
+            if parts and not seen.part:
+                _mark_parts(scan, parts)
+                parts = None
             fidx = files[seen.file]
             check_batch_columns(sb, mapper, mapping)
             found = seen.found
@@ -155,9 +162,11 @@ def _stream(
                 if got is not None:
                     seen.digests, seen.ok = got
                     if scan.marks is not None and not seen.part:  # a whole read batch
-                        size = sizes.MARK_ROWS
-                        spans = span_digests(sb.batch, scan.columns, scan.fp, size)
-                        scan.marks.add_spans(spans, size, *got)
+                        _mark(scan, sb.batch, *got)
+                    elif parts is not None and scan.marks is not None:
+                        parts.append((sb.batch, *got))
+                elif seen.part:
+                    parts = None
                 rows = _blocks_of(
                     sb, mapper, dups, fidx, policy, gcb, slice_rows, max_request_bytes, merges
                 )
@@ -182,8 +191,28 @@ def _stream(
                     if type(item) is UnchangedBlock:
                         item.cells = scan.cells.cells_in(item.source_file, item.source_rows)
             yield items
+        if parts:
+            _mark_parts(scan, parts)
     finally:
         gcb.release()
+
+
+def _mark(scan: Scan, batch: pa.RecordBatch, digests: Digests, ok: npt.NDArray[np.bool_]) -> None:
+    """The marks of a whole read batch's spans, for the next snapshot."""
+    assert scan.marks is not None
+    size = sizes.MARK_ROWS
+    scan.marks.add_spans(span_digests(batch, scan.columns, scan.fp, size), size, digests, ok)
+
+
+def _mark_parts(
+    scan: Scan, parts: list[tuple[pa.RecordBatch, Digests, npt.NDArray[np.bool_]]]
+) -> None:
+    """The marks of a read batch prepared in parts (:func:`_head_first`), as one batch: the
+    next run reads it whole."""
+    whole = pa.Table.from_batches([p[0] for p in parts]).combine_chunks().to_batches()
+    if len(whole) == 1:
+        digests = np.concatenate([p[1] for p in parts])
+        _mark(scan, whole[0], digests, np.concatenate([p[2] for p in parts]))
 
 
 def _second_pass(
