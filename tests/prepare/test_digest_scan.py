@@ -42,15 +42,18 @@ def _outcome(items: Any) -> list[tuple[int, str, str | None]]:
     return sorted(out)
 
 
+@pytest.mark.parametrize("kept", [100_000, 0])
 def test_a_changed_row_taking_a_found_rows_key_demotes_it_across_snapshot_batches(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kept: int
 ) -> None:
     """Line 10 takes the e-mail of line 20, which is unchanged and found in the snapshot:
     line 20 is demoted (prepared in full) and grouped with line 10 under the e-mail, so the
     duplicate rules keep the first (line 10) and report line 20 a duplicate. The snapshot
     also holds a later row with that e-mail that no source row matched (and rows in batches
-    of 4): the first snapshot row with the key decides, as it always did."""
+    of 4): the first snapshot row with the key decides, as it always did. The snapshot's keys
+    checked against the keys of the rows not found (``kept``) or each hashed (0)."""
     monkeypatch.setattr(sizes, "SNAPSHOT_FLUSH_ROWS", 4)
+    monkeypatch.setattr(sizes, "CLASH_KEYS_KEPT", kept)
     rows = 30
     emails = [f"e{i}@x.example" for i in range(rows)]
 

@@ -469,3 +469,37 @@ def test_taking_a_snapshot_reads_its_batches_one_at_a_time_dropping_their_pages(
         assert snap.column("record_id", found) == [100 + i for i in range(len(rows))]
     finally:
         store.close()
+
+
+@given(
+    st.lists(st.sampled_from(["a", "b", "c", None]), min_size=1, max_size=12),
+    st.lists(st.sampled_from(["email:a", "email:b", "email:z", "a", "b", "z"]), max_size=4),
+    st.integers(1, 5),
+)
+def test_keys_hashed_among_some_are_all_keys_hashed_then_kept_if_among_them(
+    values: list[str | None], among: list[str], batch: int
+) -> None:
+    """``hash_batches(which, among)`` gives, per batch, the hashes ``hash_batches(which)``
+    gives, of only the keys among ``among``: the same rows, the same hashes."""
+    n = len(values)
+    table = pa.table(
+        {
+            "d0": pa.array(range(n), pa.uint64()),
+            "d1": pa.array(range(n), pa.uint64()),
+            "key": pa.array(values, pa.string()),
+            "match_by": pa.array(["email"] * n, pa.string()),
+            "match_value": pa.array(values, pa.string()),
+            "record_id": pa.array(range(n), pa.int64()),
+        }
+    )
+    snap = Snapshot(pa.Table.from_batches(table.to_batches(max_chunksize=batch)))
+    for which in ("key", "match"):
+        whole = list(snap.hash_batches(which))
+        some = list(snap.hash_batches(which, among))
+        assert [s for s, _, _ in some] == [s for s, _, _ in whole]
+        for (start, h, has), (_, h2, has2) in zip(whole, some, strict=True):
+            keys = [f"email:{v}" if which == "match" else v for v in values[start:]]
+            keep = [bool(has[i]) and keys[i] in among for i in range(len(has))]
+            assert has2.tolist() == keep
+            hashes = dict(zip(np.flatnonzero(has).tolist(), h.tolist(), strict=True))  # row's
+            assert h2.tolist() == [hashes[i] for i, k in enumerate(keep) if k]

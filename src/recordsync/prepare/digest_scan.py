@@ -70,6 +70,10 @@ class Scan:
         slow_ids: list[npt.NDArray[np.int64]] = []
         final_h: list[npt.NDArray[np.int64]] = []
         final_ids: list[npt.NDArray[np.int64]] = []
+        # the key strings of those, while they are few: the snapshot's keys are then checked
+        # against them in C++ (Snapshot.hash_batches), not each hashed in Python
+        slow_keys: list[str] | None = []
+        final_keys: list[str] | None = []
         match_runs, ledger_runs = HashRuns(), HashRuns()
         last = -1  # the highest snapshot row matched so far
         in_order = True  # every snapshot row matched after the one before: none twice
@@ -116,11 +120,13 @@ class Scan:
             with gc_paused():
                 sub_ids = ids[slow]
                 if mapping.ledger_key is not None:  # rows sharing a declared ledger key
-                    h, has = key_hashes(ledger_keys(mapping, sub.batch))
+                    keys = ledger_keys(mapping, sub.batch)
+                    h, has = key_hashes(keys)
                     ledger_runs.add(h, sub_ids[has])
                     if snapshot is not None:
                         final_h.append(h)
                         final_ids.append(sub_ids[has])
+                        final_keys = _kept(final_keys, keys)
                 if not mapping.match_by:
                     continue
                 if snapshot is None:
@@ -130,18 +136,22 @@ class Scan:
                     h, has = mapper.key_hashes(sub.batch)
                     match_runs.add(h[has], sub_ids[has])
                     continue
-                h, has = key_hashes(mapper.keys_only(sub.batch))
+                keys = mapper.keys_only(sub.batch)
+                h, has = key_hashes(keys)
                 match_runs.add(h, sub_ids[has])
                 slow_h.append(h)
                 slow_ids.append(sub_ids[has])
+                slow_keys = _kept(slow_keys, keys)
         self.files = list(files)
         self._fidx = files
         groups, ledger_groups = match_runs.shared(), ledger_runs.shared()
         demoted: list[int] = list(hidden)
         if snapshot is not None and slow_h:
-            self._clashes(groups, slow_h, slow_ids, snapshot.hash_batches("match"), demoted)
+            snap = snapshot.hash_batches("match", slow_keys)
+            self._clashes(groups, slow_h, slow_ids, snap, demoted)
         if snapshot is not None and final_h:
-            self._clashes(ledger_groups, final_h, final_ids, snapshot.hash_batches("key"), demoted)
+            snap = snapshot.hash_batches("key", final_keys)
+            self._clashes(ledger_groups, final_h, final_ids, snap, demoted)
         if snapshot is not None and not in_order:
             _found_twice(self.seen, files, snapshot, groups, demoted)
         self.dups = (
@@ -334,6 +344,15 @@ def decide(
     if marks is not None:
         marks.add_spans(spans, size, digests, ok)
     return found, digests, ok
+
+
+def _kept(kept: list[str] | None, keys: list[str | None]) -> list[str] | None:
+    """``kept`` and the keys that are there, while they number at most
+    ``sizes.CLASH_KEYS_KEPT``; None past it (and once None)."""
+    if kept is None:
+        return None
+    kept.extend(k for k in keys if k is not None)
+    return kept if len(kept) <= sizes.CLASH_KEYS_KEPT else None
 
 
 def take(sb: SourceBatch, positions: npt.NDArray[np.int64]) -> SourceBatch:

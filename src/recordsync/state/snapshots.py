@@ -186,15 +186,25 @@ class Snapshot:
         return self._key_h
 
     def hash_batches(
-        self, which: str
+        self, which: str, among: list[str] | None = None
     ) -> Iterator[tuple[int, npt.NDArray[np.int64], npt.NDArray[np.bool_]]]:
         """Per record batch of the file, in file order: its first snapshot row, the Python
         hashes of the ``which`` keys that are there (``"match"``: ``by:value``; ``"key"``:
-        the ledger key) and which rows have one. One batch's key strings at a time, the
-        mapped pages dropped after each."""
+        the ledger key) and which rows have one; with ``among``, only of the keys that are
+        among those (the others are left out as if absent: a C++ set look-up a row, not a
+        Python string and hash). One batch's key strings at a time, the mapped pages dropped
+        after each."""
+        wanted = None if among is None else pa.array(among, pa.string())
         for start, batch in zip(self._starts.tolist(), self._batches, strict=False):
             keys = batch.column("key") if which == "key" else self._match_keys(batch)
-            h, has = key_hashes(keys.to_pylist())
+            if wanted is None:
+                h, has = key_hashes(keys.to_pylist())
+            else:
+                inside = pc.is_in(keys, value_set=wanted.cast(keys.type))
+                at = np.flatnonzero(pc.fill_null(inside, False).to_numpy(zero_copy_only=False))
+                h, some = key_hashes(keys.take(pa.array(at, pa.int64())).to_pylist())
+                has = np.zeros(len(keys), dtype=np.bool_)
+                has[at[some]] = True
             del keys
             self.release()
             yield start, h, has
