@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from recordsync.state import StateStore
 from recordsync.state.digests import fingerprint, row_digests, supported
 from recordsync.state.snapshot_match import DigestIndex, take_rows
 from recordsync.state.snapshots import Snapshot, SnapshotWriter, take
+from recordsync.tuning import sizes as tuning_sizes
 
 FP = fingerprint("{}", None, None, None)
 COLS = ["a", "b"]
@@ -259,20 +261,27 @@ def test_an_index_of_distinct_first_halves_matches_in_order_and_out_of_it(
     st.lists(st.tuples(digest_pair, st.booleans()), max_size=40),
     st.lists(st.integers(1, 10), min_size=1, max_size=5),
     st.integers(1, 7),
+    st.sampled_from([0, 1, 32]),
 )
 def test_an_index_sorted_on_disk_matches_as_one_in_memory(
     snap_pairs: list[tuple[int, int]],
     queries: list[tuple[tuple[int, int], bool]],
     sizes: list[int],
     batch_rows: int,
+    scans: int,
 ) -> None:
     """Past its memory limit (here 0 rows) the index sorts the digests into a file, through
-    partitions by their top bits (first halves drawn over the whole range, and shared):
-    every row matches as above, across the snapshot file's record batches."""
+    partitions by their top bits (first halves drawn over the whole range, and shared),
+    after ``scans`` look-ups made by reading the file's digests: every row matches as above,
+    across the snapshot file's record batches."""
     snap_pairs = snap_pairs + [(h0, h1 + 1) for h0, h1 in snap_pairs[:3]]  # shared firsts
     table = _snapshot(snap_pairs).table
     batches = table.to_batches(max_chunksize=batch_rows)
-    index = DigestIndex(batches, memory_rows=0)
+    before, tuning_sizes.DIGEST_SCANS = tuning_sizes.DIGEST_SCANS, scans
+    try:
+        index = DigestIndex(batches, memory_rows=0)
+    finally:
+        tuning_sizes.DIGEST_SCANS = before
     assert index.on_disk or not snap_pairs
     near = [((h0, h1), has) for ((h0, h1), has) in queries] + [
         ((snap_pairs[i % len(snap_pairs)][0], h1), has)
@@ -403,10 +412,15 @@ def test_digests_are_those_of_the_format(
     ]
 
 
-def test_sorting_on_disk_drops_each_batch_s_pages_as_it_goes() -> None:
+@pytest.mark.parametrize("scans", [0, 1])
+def test_sorting_on_disk_drops_each_batch_s_pages_as_it_goes(
+    monkeypatch: pytest.MonkeyPatch, scans: int
+) -> None:
     """The snapshot's digests are read from its memory-mapped file a record batch at a
-    time while they are sorted to disk: the pages read are dropped after each batch (a
-    10M-row snapshot's would be 160 MB), not only once the snapshot is loaded."""
+    time while they are sorted to disk, or read for a look-up of a few (``scans`` such
+    look-ups before the sort): the pages read are dropped after each batch (a 10M-row
+    snapshot's would be 160 MB), not only once the snapshot is loaded."""
+    monkeypatch.setattr(tuning_sizes, "DIGEST_SCANS", scans)
     pairs = [(i * 7919 % 1000, i) for i in range(40)]
     batches = _snapshot(pairs).table.to_batches(max_chunksize=6)
     released: list[int] = []
@@ -417,6 +431,9 @@ def test_sorting_on_disk_drops_each_batch_s_pages_as_it_goes() -> None:
     assert not released  # every row found at its place: nothing sorted
     assert index.match(d[:1], np.ones(1, dtype=bool)).tolist() == [0]  # looked up
     assert len(released) == len(batches) == 7
+    assert (index._disk is None) == (scans > 0)  # read, not sorted, while scans are left
+    assert index.match(d[5:6], np.ones(1, dtype=bool)).tolist() == [5]
+    assert index._disk is not None  # the next look-up sorts
 
 
 def test_taking_a_snapshot_reads_its_batches_one_at_a_time_dropping_their_pages(

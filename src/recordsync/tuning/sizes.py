@@ -124,6 +124,13 @@ Holding them takes more than those 24 bytes: the whole snapshot file's digest co
 read at once: at 1M rows, an unchanged re-run of a DuckDB source peaked about 60 MB higher
 than with the digests sorted on disk, for a CPU time within the noise of same-run pairs."""
 
+DIGEST_SCANS = 32
+"""Look-ups of a few digests (64 at most each) in a snapshot of more than
+:data:`SNAPSHOT_MEMORY_ROWS` rows made by reading its digests once each, before they are
+sorted on disk: rows of a nightly export that are in no snapshot (invalid or failed last
+time, new) are looked up this way. A read of 1M rows' digests takes a few milliseconds;
+sorting them on disk, about 0.25 s (``state/snapshot_match.py``)."""
+
 DIGEST_PARTITION_BITS = 6
 """64 partitions for a snapshot's digests sorted on disk."""
 
