@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Container
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -14,7 +15,7 @@ from recordsync.config.models import MappingConfig
 from recordsync.core.model import PreparedRow
 from recordsync.prepare.digests import prepare_digested
 from recordsync.state import StateStore
-from recordsync.state.snapshots import SnapshotWriter
+from recordsync.state.snapshots import Snapshot, SnapshotWriter
 
 Row = tuple[str, str, str]
 
@@ -35,6 +36,22 @@ def contacts(tmp_path: Path) -> tuple[MappingConfig, Callable[[list[Row]], None]
     return load_mapping(tmp_path / "c.yaml"), write
 
 
+def nightly_pass(
+    mapping: MappingConfig, base_dir: Path, snapshot: Snapshot | None, **options: Any
+) -> Any:
+    """:func:`prepare_digested` of ``mapping`` against ``snapshot`` (no schema, no users,
+    fingerprint ``b"fp"``), with ``options`` (``marks``, ``slice_rows``...)."""
+    return prepare_digested(
+        mapping,
+        base_dir=base_dir,
+        schema=None,
+        users=None,
+        snapshot=snapshot,
+        fp=b"fp",
+        **options,
+    )
+
+
 def first_snapshot(
     store: StateStore, mapping: MappingConfig, base_dir: Path, failed: Container[int] = ()
 ) -> SnapshotWriter:
@@ -42,16 +59,7 @@ def first_snapshot(
     the rows at ``failed`` not kept, as if they failed), registered; its writer, marks and
     all."""
     writer = SnapshotWriter(store, "p", "contacts", "r1")
-    rows = prepare_digested(
-        mapping,
-        base_dir=base_dir,
-        schema=None,
-        users=None,
-        snapshot=None,
-        fp=b"fp",
-        marks=writer.marks,
-    )
-    for i, r in enumerate(rows):
+    for i, r in enumerate(nightly_pass(mapping, base_dir, None, marks=writer.marks)):
         assert isinstance(r, PreparedRow) and r.digest is not None and r.key is not None
         if i not in failed:
             writer.add(r.digest, r.key, r.match_by, r.match_value, 100 + i)

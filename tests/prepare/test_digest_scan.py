@@ -25,7 +25,7 @@ from recordsync.state.batch_marks import BatchMarks
 from recordsync.state.snapshots import Snapshot, SnapshotWriter, take
 from recordsync.tuning import sizes
 
-from .support import contacts, first_snapshot
+from .support import contacts, first_snapshot, nightly_pass
 
 
 def _outcome(items: Any) -> list[tuple[int, str, str | None]]:
@@ -288,15 +288,7 @@ def test_batches_found_by_their_marks_decide_as_their_rows_digested_one_by_one(
         for marked, snap in ((True, snapshot), (False, unmarked)):
             digested.clear()
             left = BatchMarks()
-            items = prepare_digested(
-                mapping,
-                base_dir=tmp_path,
-                schema=None,
-                users=None,
-                snapshot=snap,
-                fp=b"fp",
-                marks=left,
-            )
+            items = nightly_pass(mapping, tmp_path, snap, marks=left)
             passes[marked] = (_flat(items), dict(left), list(digested))
         (fast, fast_marks, fast_digested), (slow, slow_marks, slow_digested) = (
             passes[True],

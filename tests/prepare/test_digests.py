@@ -20,7 +20,7 @@ from recordsync.state.batch_marks import BatchMarks
 from recordsync.state.snapshots import SnapshotWriter, take
 from recordsync.tuning import Tuning, native_memory, sizes
 
-from .support import contacts, first_snapshot
+from .support import contacts, first_snapshot, nightly_pass
 
 _U64 = st.integers(0, 2**64 - 1)
 
@@ -191,15 +191,8 @@ def test_a_sending_run_prepares_the_first_rows_of_the_second_pass_on_their_own(
 
         def items(slice_rows: int | None) -> list[list[object]]:
             marks[slice_rows] = BatchMarks()
-            got = prepare_digested(
-                mapping,
-                base_dir=tmp_path,
-                schema=None,
-                users=None,
-                snapshot=snapshot,
-                fp=b"fp",
-                slice_rows=slice_rows,
-                marks=marks[slice_rows],
+            got = nightly_pass(
+                mapping, tmp_path, snapshot, slice_rows=slice_rows, marks=marks[slice_rows]
             )
             return list(got.lists)
 
