@@ -12,6 +12,8 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from recordsync.core.model import UnchangedBlock
+from recordsync.read import SourceBatch
+from recordsync.read.null_values import nulling
 from recordsync.state import StateStore, snapshots
 from recordsync.state.batch_marks import BatchMarks, run_digest, span_digests
 from recordsync.state.digests import fingerprint, row_digests
@@ -65,6 +67,46 @@ def test_a_batch_digest_names_the_cells_whatever_the_buffers(
     assert batch_digest(batch, COLS, fingerprint("{ }", None, None, None)) != mark
     assert batch_digest(batch, ["b", "a"], FP) != mark
     assert batch_digest(_batch(rows + rows[-1:]), COLS, FP) != mark  # one row more
+
+
+def _over(data: bytes, offsets: list[int], valid: list[bool]) -> pa.Array:
+    """A string array built from its buffers: its null slots may span bytes of ``data``."""
+    bitmap = np.packbits(np.array(valid, dtype=bool), bitorder="little").tobytes()
+    return pa.Array.from_buffers(
+        pa.string(),
+        len(valid),
+        [
+            pa.py_buffer(bitmap),
+            pa.py_buffer(np.array(offsets, "<i4").tobytes()),
+            pa.py_buffer(data),
+        ],
+        null_count=valid.count(False),
+    )
+
+
+def test_bytes_under_a_null_never_make_other_cells_look_alike() -> None:
+    """A null slot may lie over bytes of the data buffer: ``source.null_values`` makes its
+    nulls with ``pc.if_else``, which leaves the replaced cell's text under the null. With
+    ``NULL`` declared, the cells ``NULL, " a", " NULL"`` and ``"NULL ", "a ", NULL`` become
+    ``null, " a", null`` and ``null, "a ", null`` over the same bytes (``"NULL a NULL"``) with
+    the same value lengths; their digests must differ (else a changed span could pass for a
+    mark). Cells over empty null slots hash alike however the array was built."""
+    b = pa.array(["p", "q", "r"], pa.string())
+
+    def nulled(cells: list[str]) -> pa.RecordBatch:
+        raw = pa.record_batch({"a": pa.array(cells, pa.string()), "b": b})
+        (sb,) = nulling(iter([SourceBatch("f", raw, np.arange(3), [])]), ["NULL"])
+        return sb.batch
+
+    one, two = nulled(["NULL", " a", " NULL"]), nulled(["NULL ", "a ", "NULL"])
+    assert one.column("a").to_pylist() == [None, " a", None]
+    assert two.column("a").to_pylist() == [None, "a ", None]
+    assert batch_digest(one, COLS, FP) != batch_digest(two, COLS, FP)
+    plain = pa.record_batch({"a": pa.array([None, " a", None], pa.string()), "b": b})
+    empty_slots = pa.record_batch({"a": _over(b" a", [0, 0, 2, 2], [False, True, False]), "b": b})
+    assert batch_digest(empty_slots, COLS, FP) == batch_digest(plain, COLS, FP)
+    got, want = row_digests(one, COLS, FP), row_digests(plain, COLS, FP)
+    assert got is not None and want is not None and (got[0] == want[0]).all()
 
 
 @given(rows_of, st.integers(1, 5))

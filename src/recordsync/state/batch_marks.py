@@ -8,9 +8,9 @@ start, the last span shorter), in one pass over its columns' buffers:
 
 - the **span digest**: XXH3-128 over the salt of :func:`recordsync.state.digests.row_digests`
   (the fingerprint, the batch's column names and types), the span's row count, and per
-  column the mapping reads (its name, each cell's length in its text form, -1 for a null,
-  and the cells' bytes one after another). Equal span digests: the same cells, so the same
-  row digests;
+  column the mapping reads (its name, each cell's length in its text form, -1 for a null
+  less the bytes its slot spans, if any, and the cells' bytes one after another). Equal
+  span digests: the same cells, so the same row digests;
 - the **run digest**: XXH3-128 over the span's row digests, the first halves then the
   second (:func:`run_digest`).
 
@@ -75,7 +75,15 @@ def span_digests(
 def _cells(text: pa.Array, span: int) -> tuple[memoryview, list[int], memoryview]:
     """A string array's value lengths (a view of little-endian int64s, -1 for a null), where
     in its data each span of ``span`` values starts (and where the last ends), and a view of
-    its data buffer."""
+    its data buffer.
+
+    Arrow lets a null slot span bytes of the data buffer (readers and kernels usually leave
+    it empty, but nothing promises it). Those bytes are hashed with the rest, so a null's
+    length says how many: ``-1 - bytes`` (-1 for an empty slot). Lengths and data then name
+    the cells one way only. With -1 for every null, bytes moved between null slots and the
+    cells beside them would hash alike: ``[null over "x", "ab", null]`` and ``[null, "xa",
+    null over "b"]`` are both lengths ``-1, 2, -1`` over ``"xab"``, and a changed span could
+    pass for a mark."""
     n = len(text)
     offsets, data = text.buffers()[1], text.buffers()[2]
     empty = memoryview(b"")
@@ -86,7 +94,7 @@ def _cells(text: pa.Array, span: int) -> tuple[memoryview, list[int], memoryview
     lengths = np.diff(off).astype("<i8")
     if text.null_count:
         valid = text.is_valid().to_numpy(zero_copy_only=False)
-        lengths[~valid] = -1
+        lengths[~valid] = -1 - lengths[~valid]
     bounds = off[[*range(0, n, span), n]].tolist()
     return lengths.data, bounds, memoryview(data) if data is not None else empty
 
