@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from recordsync.core.model import UnchangedBlock
@@ -30,18 +30,26 @@ def digests(a: list[str | None], b: list[str | None], fp: bytes = FP) -> np.ndar
 
 cell = st.one_of(
     st.none(),
-    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x1f\x00")),
+    st.just("\x00"),
+    st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x1f")),
 )
 
 
 @given(st.lists(st.tuples(cell, cell), min_size=1, max_size=20))
+@example([(None, "x"), ("\x00", "x")])  # a null and the cell "\x00" join alike
 def test_equal_cells_give_equal_digests_and_any_change_another(rows: list[tuple]) -> None:
+    """Rows that both have a digest have the same one exactly when their cells are the same;
+    a row with a digest never shares it with a row without one."""
     a, b = [r[0] for r in rows], [r[1] for r in rows]
-    d = digests(a, b)
+    got = row_digests(pa.record_batch({"a": a, "b": b}), COLS, FP)
+    assert got is not None
+    d, ok = got
     assert (digests(a, b) == d).all()  # stable
     for i, (x, y) in enumerate(rows):
+        assert ok[i] == ("\x00" not in (x, y))
         for j, (x2, y2) in enumerate(rows):
-            assert (d[i] == d[j]).all() == ((x, y) == (x2, y2))
+            if ok[i] and ok[j]:
+                assert (d[i] == d[j]).all() == ((x, y) == (x2, y2))
 
 
 def test_blank_null_and_moved_separators_are_told_apart() -> None:
@@ -365,7 +373,7 @@ def _digests_by_the_letter(
 ) -> tuple[list[list[int]], list[bool]]:
     """The digest format (v2) row by row, as docs/state.md states it: each cell as text (a
     null is U+0000), joined with U+001F, UTF-8, XXH3-128 read as two little-endian 64-bit
-    words, XORed with the salt; no digest when a cell holds U+001F."""
+    words, XORed with the salt; no digest when a cell holds U+001F or is U+0000 alone."""
     import xxhash
 
     from recordsync.state.digests import salt
@@ -376,7 +384,7 @@ def _digests_by_the_letter(
         cells = ["\x00" if c is None else str(c) for c in row]
         raw = xxhash.xxh3_128_digest("\x1f".join(cells).encode("utf-8"))
         out.append((np.frombuffer(raw, "<u8") ^ salt).tolist())
-        ok.append(not any("\x1f" in c for c in cells))
+        ok.append(not any("\x1f" in c for c in cells) and "\x00" not in map(str, row))
     return out, ok
 
 

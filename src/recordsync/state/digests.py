@@ -12,8 +12,9 @@ is reported from the snapshot (key, match value, record id) without being mapped
 
 Digest: the cells are cast to text, joined with U+001F (a null cell is U+0000), encoded as
 UTF-8 and hashed with XXH3-128 (``xxhash``; its 16 bytes read as two little-endian 64-bit
-words), then XORed with the salt. A cell containing U+001F would make the join ambiguous:
-such rows get no digest (they take the full path). The digest is never trusted across
+words), then XORed with the salt. A cell containing U+001F would make the join ambiguous,
+and so would a cell that is U+0000 alone (it joins as a null cell does): such rows get no
+digest (they take the full path). The digest is never trusted across
 fingerprints, and the fingerprint starts with :data:`FORMAT_TAG`: v1 digests were two keyed
 SipHashes (``pandas.util.hash_array``); v2 (XXH3, no pandas import in a run) names another
 tag, so a snapshot written before the upgrade is never taken and the first run after it
@@ -127,8 +128,9 @@ def supported(schema: pa.Schema, columns: Sequence[str]) -> bool:
 def row_digests(
     batch: pa.RecordBatch, columns: Sequence[str], fp: bytes
 ) -> tuple[Digests, npt.NDArray[np.bool_]] | None:
-    """Each row's digest and whether it has one (False: a cell holds U+001F). None when a
-    column cannot be digested (nested or binary types): the batch takes the full path."""
+    """Each row's digest and whether it has one (False: a cell holds U+001F, or is U+0000
+    alone, which joins as a null does). None when a column cannot be digested (nested or
+    binary types): the batch takes the full path."""
     n = batch.num_rows
     texts: list[pa.Array] = []
     ok = np.ones(n, dtype=bool)
@@ -150,6 +152,10 @@ def row_digests(
         for text in texts:
             has_sep = pc.fill_null(pc.match_substring(text, _SEP), False)  # a null cell: no
             ok &= ~has_sep.to_numpy(zero_copy_only=False)
+    if _count_byte(joined, 0x00) != sum(t.null_count for t in texts):  # not only the nulls'
+        for text in texts:
+            as_null = pc.fill_null(pc.equal(text, _NULL), False)  # the cell "\x00" reads as null
+            ok &= ~as_null.to_numpy(zero_copy_only=False)
     # the UTF-8 bytes of each joined row (a cast to binary copies nothing), one XXH3-128 each
     binary = pa.large_binary() if pa.types.is_large_string(joined.type) else pa.binary()
     raw = b"".join(map(xxhash.xxh3_128_digest, joined.cast(binary).to_pylist()))
