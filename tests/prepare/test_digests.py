@@ -17,7 +17,7 @@ from recordsync.prepare.digests import _with_digests, prepare_digested
 from recordsync.prepare.seen_log import Seen
 from recordsync.state import StateStore
 from recordsync.state.batch_marks import BatchMarks
-from recordsync.state.snapshots import SnapshotWriter, take
+from recordsync.state.snapshots import Snapshot, SnapshotWriter, take
 from recordsync.tuning import Tuning, native_memory, sizes
 
 from .support import contacts, first_snapshot, nightly_pass
@@ -216,5 +216,77 @@ def test_a_sending_run_prepares_the_first_rows_of_the_second_pass_on_their_own(
         # before the rest's first row (line 8 once five rows are in the first list)
         rows_first = [2 + i + (i >= 5) for i in range(first)]
         assert sorted(head) == sorted(rows_first + [7] * (first >= 5))
+    finally:
+        store.close()
+
+
+def _second_read_swaps_two_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The source's second read (the second pass reading again) gives the same row numbers
+    with the cells of its first two rows swapped, as a database may give rows that share a
+    key (ORDER BY leaves them in any order), or as a file rewritten in place would."""
+    import pyarrow as pa
+
+    from recordsync.prepare import digests as digests_module
+    from recordsync.read import SourceBatch
+
+    real = digests_module.iter_source
+
+    def swapped(*args: object, **kwargs: object) -> object:
+        for i, sb in enumerate(real(*args, **kwargs)):  # type: ignore[arg-type]
+            if i == 0 and sb.batch.num_rows >= 2:
+                order = pa.array([1, 0, *range(2, sb.batch.num_rows)])
+                sb = SourceBatch(sb.file, sb.batch.take(order), sb.rows, sb.bad)
+            yield sb
+
+    monkeypatch.setattr(digests_module, "iter_source", swapped)
+
+
+@pytest.mark.parametrize("query", [False, True])
+@pytest.mark.parametrize("first_run", [True, False])
+def test_a_second_pass_reading_other_cells_in_the_same_rows_stops_the_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, query: bool, first_run: bool
+) -> None:
+    """A second pass that reads the source again must read what the first pass read: what
+    the first pass decided of each row (found unchanged in the snapshot, its digest, its
+    duplicates) is by its place. Two rows swapped between the passes (a query's rows that
+    share a key, a file rewritten in place) stop the step with an error naming the cause,
+    where before the first pass's decisions were taken for the other row's."""
+    from recordsync.core.errors import SourceError
+
+    mapping, write = contacts(tmp_path)
+    titles = [f"T{i}" for i in range(8)]
+    write([(f"N{i}", f"e{i}@x.example", t) for i, t in enumerate(titles)])
+    if query:
+        (tmp_path / "c.yaml").write_text(
+            "object_type: contacts\nsource:\n  query: SELECT * FROM 'c.parquet'\n"
+            "  key: Email\n  name: c\n  batch_size: 4\nname: Name\nmatch_by: [email]\n"
+            "fields:\n  email: Email\n  job_title: Title\n"
+        )
+        mapping = load_mapping(tmp_path / "c.yaml")
+    store = StateStore(tmp_path / "state.db")
+
+    def last_snapshot() -> Snapshot | None:
+        """None (a first run), or a snapshot of the rows before every title changed."""
+        if first_run:
+            return None
+        write([(f"N{i}", f"e{i}@x.example", t) for i, t in enumerate(titles)])
+        first_snapshot(store, mapping, tmp_path)
+        write([(f"N{i}", f"e{i}@x.example", t + "!") for i, t in enumerate(titles)])
+        snapshot = take(store, "p", "contacts", b"fp")  # taken once: made again each time
+        assert snapshot is not None
+        return snapshot
+
+    try:
+        monkeypatch.setattr(sizes, "UNMATCHED_KEEP_ROWS", 1)  # the second pass reads again
+        got = [i for g in nightly_pass(mapping, tmp_path, last_snapshot()).lists for i in g]
+        assert len(got) == len(titles)  # as it is: every row prepared
+        snapshot = last_snapshot()
+        _second_read_swaps_two_rows(monkeypatch)
+        with pytest.raises(SourceError) as stop:
+            list(nightly_pass(mapping, tmp_path, snapshot).lists)
+        if query:
+            assert stop.value.key == "source.key" and "share a key" in stop.value.message
+        else:
+            assert stop.value.key == "source.path" and "cells differ" in stop.value.message
     finally:
         store.close()

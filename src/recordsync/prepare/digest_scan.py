@@ -84,11 +84,12 @@ class Scan:
         for sb in iter_source(mapping.source, base_dir):
             fidx = files.setdefault(sb.file, len(files))
             n = sb.batch.num_rows
-            digested = supported(sb.batch.schema, columns) and not self.later
+            readable = supported(sb.batch.schema, columns)
+            spans = span_digests(sb.batch, columns, fp, sizes.MARK_ROWS) if readable else None
             found = np.full(n, -1, dtype=np.int64)
             digests, ok = None, None
-            if digested and snapshot is not None:
-                found, digests, ok = decide(sb.batch, columns, fp, snapshot, marks)
+            if readable and not self.later and snapshot is not None:
+                found, digests, ok = decide(sb.batch, columns, fp, snapshot, marks, spans)
             ids = (np.int64(fidx) << ROW_BITS) | sb.rows
             fast = found >= 0
             if cells is not None:
@@ -105,6 +106,7 @@ class Scan:
             slow = np.flatnonzero(~fast)
             sub = sb if len(slow) == n else take(sb, slow)
             seen = Seen(sb.file, sb.rows, digests, ok, found, sb.bad)
+            seen.cells = b"".join(spans) if spans is not None else None
             if not self.reread:
                 if len(slow) <= budget:
                     seen.kept = sub
@@ -298,16 +300,19 @@ def decide(
     fp: bytes,
     snapshot: Snapshot,
     marks: BatchMarks | None,
+    spans: list[bytes] | None = None,
 ) -> tuple[npt.NDArray[np.int64], Digests | None, npt.NDArray[np.bool_] | None]:
     """Per row of ``batch``: the snapshot row it matches (-1: none), its digest and whether it
     has one; None for both where a column cannot be digested. Each span the snapshot marks
     is matched as a whole where its rows come next
     (:meth:`recordsync.state.snapshots.Snapshot.match_span`); the rows of the other spans
     are digested and matched one by one, a run of such spans at a time. What it finds is what
-    digesting every row finds. The spans' marks go to ``marks``."""
+    digesting every row finds. The spans' marks go to ``marks``. ``spans``: the batch's span
+    digests, if made already."""
     n = batch.num_rows
     size = sizes.MARK_ROWS
-    spans = span_digests(batch, columns, fp, size)
+    if spans is None:
+        spans = span_digests(batch, columns, fp, size)
     found = np.full(n, -1, dtype=np.int64)
     if spans is None:
         return found, None, None

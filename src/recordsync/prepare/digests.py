@@ -242,6 +242,8 @@ def _second_pass(
                 key="source.path",
                 hint="run again once the export is complete",
             )
+        if got.cells is not None and got.cells != _cells(scan, sb):
+            raise _read_otherwise(mapping, sb.file)
         yield got, sb
     if next(first, None) is not None:
         raise SourceError(
@@ -250,6 +252,35 @@ def _second_pass(
             key="source.path",
             hint="run again once the export is complete",
         )
+
+
+def _cells(scan: Scan, sb: SourceBatch) -> bytes | None:
+    """``sb``'s span digests, as :attr:`Seen.cells` has them from the first pass."""
+    spans = span_digests(sb.batch, scan.columns, scan.fp, sizes.MARK_ROWS)
+    return b"".join(spans) if spans is not None else None
+
+
+def _read_otherwise(mapping: MappingConfig, file: str) -> SourceError:
+    """The second pass read other cells than the first where it read the same rows: what the
+    first pass decided of each row (found unchanged, its digest, its duplicates) would be
+    taken for another row's."""
+    if mapping.source.query is not None:
+        return SourceError(
+            f"{mapping.source.label}: the second pass over the query read other values than the"
+            " first in the same rows: rows that share a key came back in another order (ORDER"
+            " BY leaves such rows in any order), or the rows changed meanwhile",
+            file=mapping.label,
+            key="source.key",
+            hint="give the query a key no two rows share (add the columns that tell such rows"
+            " apart to source.key), or run again once the rows stop changing",
+        )
+    return SourceError(
+        f"{file} changed while it was being read (its cells differ between the two passes"
+        " over it)",
+        file=mapping.label,
+        key="source.path",
+        hint="run again once the export is complete",
+    )
 
 
 def _head_first(
