@@ -105,8 +105,7 @@ class Scan:
                 last = max(last, int(at.max()))
             slow = np.flatnonzero(~fast)
             sub = sb if len(slow) == n else take(sb, slow)
-            seen = Seen(sb.file, sb.rows, digests, ok, found, sb.bad)
-            seen.cells = b"".join(spans) if spans is not None else None
+            seen = Seen(sb.file, sb.rows, digests, ok, found, sb.bad, cells=spans)
             if not self.reread:
                 if len(slow) <= budget:
                     seen.kept = sub

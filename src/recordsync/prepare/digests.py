@@ -162,7 +162,7 @@ def _stream(
                 if got is not None:
                     seen.digests, seen.ok = got
                     if scan.marks is not None and not seen.part:  # a whole read batch
-                        _mark(scan, sb.batch, *got)
+                        _mark(scan, seen.cells, *got)
                     elif parts is not None and scan.marks is not None:
                         parts.append((sb.batch, *got))
                 elif seen.part:
@@ -197,11 +197,13 @@ def _stream(
         gcb.release()
 
 
-def _mark(scan: Scan, batch: pa.RecordBatch, digests: Digests, ok: npt.NDArray[np.bool_]) -> None:
-    """The marks of a whole read batch's spans, for the next snapshot."""
+def _mark(
+    scan: Scan, spans: list[bytes] | None, digests: Digests, ok: npt.NDArray[np.bool_]
+) -> None:
+    """The marks of a whole read batch's spans (``spans``: their span digests), for the next
+    snapshot."""
     assert scan.marks is not None
-    size = sizes.MARK_ROWS
-    scan.marks.add_spans(span_digests(batch, scan.columns, scan.fp, size), size, digests, ok)
+    scan.marks.add_spans(spans, sizes.MARK_ROWS, digests, ok)
 
 
 def _mark_parts(
@@ -212,7 +214,8 @@ def _mark_parts(
     whole = pa.Table.from_batches([p[0] for p in parts]).combine_chunks().to_batches()
     if len(whole) == 1:
         digests = np.concatenate([p[1] for p in parts])
-        _mark(scan, whole[0], digests, np.concatenate([p[2] for p in parts]))
+        spans = span_digests(whole[0], scan.columns, scan.fp, sizes.MARK_ROWS)
+        _mark(scan, spans, digests, np.concatenate([p[2] for p in parts]))
 
 
 def _second_pass(
@@ -254,10 +257,9 @@ def _second_pass(
         )
 
 
-def _cells(scan: Scan, sb: SourceBatch) -> bytes | None:
+def _cells(scan: Scan, sb: SourceBatch) -> list[bytes] | None:
     """``sb``'s span digests, as :attr:`Seen.cells` has them from the first pass."""
-    spans = span_digests(sb.batch, scan.columns, scan.fp, sizes.MARK_ROWS)
-    return b"".join(spans) if spans is not None else None
+    return span_digests(sb.batch, scan.columns, scan.fp, sizes.MARK_ROWS)
 
 
 def _read_otherwise(mapping: MappingConfig, file: str) -> SourceError:

@@ -39,10 +39,10 @@ class Seen:
     """In the file: the number of rows, whether digests and ``ok`` are there."""
     part: bool = False
     """What was learnt about a part of a read batch (:meth:`split`), not all of it."""
-    cells: bytes | None = None
+    cells: list[bytes] | None = None
     """The batch's span digests as the first pass read it (:func:`.batch_marks.span_digests`
-    of ``sizes.MARK_ROWS`` rows each, one after another; None: not digestible). A second
-    pass that reads the source again checks it reads the same cells."""
+    of ``sizes.MARK_ROWS`` rows each; None: not digestible): the marks a first run leaves
+    for the batch, and what a second pass that reads the source again checks it reads."""
 
     def split(self, n: int) -> tuple[Seen, Seen]:
         """What was learnt about the batch's first ``n`` rows and about the others, as

@@ -204,10 +204,10 @@ class DigestIndex:
         seen = np.zeros(len(q0), dtype=np.int64)
         start = 0
         for batch in self._batches:
-            d0 = _column_of(batch, "d0")
+            d0 = _column(batch, "d0")
             rows = np.flatnonzero(np.isin(d0, q0))
             if len(rows):
-                d1 = _column_of(batch, "d1")
+                d1 = _column(batch, "d1")
                 for r in rows.tolist():
                     same = np.flatnonzero((q0 == d0[r]) & (q1 == d1[r]))
                     found[same] = start + r
@@ -225,11 +225,8 @@ class DigestIndex:
         return int(rows[k]) if k < len(rows) and self._d1[rows[k]] == h1 else -1
 
 
-def _column_of(batch: pa.RecordBatch, name: str) -> npt.NDArray[np.uint64]:
-    return np.asarray(batch.column(name).to_numpy(), dtype=np.uint64)
-
-
-def _column(table: pa.Table | None, name: str) -> npt.NDArray[np.uint64]:
+def _column(table: pa.Table | pa.RecordBatch | None, name: str) -> npt.NDArray[np.uint64]:
+    """A digest column of a snapshot table or record batch (none: empty)."""
     if table is None:
         return np.zeros(0, dtype=np.uint64)
     return np.asarray(table.column(name).to_numpy(), dtype=np.uint64)
