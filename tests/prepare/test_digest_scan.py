@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -312,9 +314,6 @@ def test_a_cell_moved_over_null_values_bytes_is_not_taken_for_its_mark(tmp_path:
     next lie over the same bytes with the same lengths; the second title changed, so the
     batch's mark (made the night before) must not take the rows for the snapshot's: the
     pass decides as digesting each row does, and prepares the changed row."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     def write(titles: list[str]) -> None:
         names = [f"N{i}" for i in range(4)]
         emails = [f"e{i}@x.example" for i in range(4)]

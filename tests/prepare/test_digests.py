@@ -6,15 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from recordsync import tuning
 from recordsync.config import load_mapping
+from recordsync.core.errors import SourceError
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
+from recordsync.prepare import digests as digests_module
 from recordsync.prepare.digests import _with_digests, prepare_digested
 from recordsync.prepare.seen_log import Seen
+from recordsync.read import SourceBatch
 from recordsync.state import StateStore
 from recordsync.state.batch_marks import BatchMarks
 from recordsync.state.snapshots import Snapshot, SnapshotWriter, take
@@ -224,11 +228,6 @@ def _second_read_swaps_two_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """The source's second read (the second pass reading again) gives the same row numbers
     with the cells of its first two rows swapped, as a database may give rows that share a
     key (ORDER BY leaves them in any order), or as a file rewritten in place would."""
-    import pyarrow as pa
-
-    from recordsync.prepare import digests as digests_module
-    from recordsync.read import SourceBatch
-
     real = digests_module.iter_source
 
     def swapped(*args: object, **kwargs: object) -> object:
@@ -251,8 +250,6 @@ def test_a_second_pass_reading_other_cells_in_the_same_rows_stops_the_step(
     duplicates) is by its place. Two rows swapped between the passes (a query's rows that
     share a key, a file rewritten in place) stop the step with an error naming the cause,
     where before the first pass's decisions were taken for the other row's."""
-    from recordsync.core.errors import SourceError
-
     mapping, write = contacts(tmp_path)
     titles = [f"T{i}" for i in range(8)]
     write([(f"N{i}", f"e{i}@x.example", t) for i, t in enumerate(titles)])
