@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from recordsync.config import load_mapping, load_pipeline
-from recordsync.core.errors import ConfigError
+from recordsync.core.errors import ConfigError, SourceError
 from recordsync.core.model import PreparedRow, RowStatus
 from recordsync.prepare import prepare_step
 from recordsync.sandbox import create_app
@@ -429,3 +429,46 @@ def test_the_first_batch_is_cut_into_parts_twice_as_large_each_up_to_a_slice(
     assert all(rows - sum(parts[: i + 1]) > p for i, p in enumerate(parts))
     if rows > 2 * first and first < sizes.SLICE_ROWS:
         assert parts, "a batch of more than twice the first part is cut"
+
+
+def test_a_file_rewritten_after_the_scans_stops_the_step_before_its_first_row(
+    tmp_path: Path,
+) -> None:
+    # The duplicate scan found rows 1 and 3 to share a key (row 3 wins). Rewritten with
+    # another row in front, those places hold other rows: the step must not take the scan's
+    # findings for them, and stops before it makes any row.
+    cfg = write_contacts(tmp_path, CSV)
+    blocks = prepare_step(load_mapping(cfg), base_dir=tmp_path, schema=None, users=None)
+    (tmp_path / "c.csv").write_text("Name,Email,Title\nCy,cy@x.example,\n" + CSV.split("\n", 1)[1])
+    with pytest.raises(SourceError) as caught:
+        next(iter(blocks))
+    message = str(caught.value)
+    assert "c.csv changed between the first pass and the read of its rows" in message
+    assert "c.csv: its size went from 76 to 93 bytes" in message and "[source.path]" in message
+    assert caught.value.hint is not None and "export is complete" in caught.value.hint
+
+
+def test_a_file_rewritten_while_its_rows_are_read_stops_the_step_after_them(
+    tmp_path: Path,
+) -> None:
+    cfg = write_contacts(tmp_path, CSV)
+    blocks = prepare_step(load_mapping(cfg), base_dir=tmp_path, schema=None, users=None).lists
+    first = next(blocks)
+    assert [r.status.value for r in first] == ["duplicate", "duplicate", "valid", "valid"]
+    (tmp_path / "c.csv").write_text(CSV + "Dee,dee@x.example,\n")
+    changed = r"c\.csv changed while its rows were read: .*c\.csv: its size went from 76"
+    with pytest.raises(SourceError, match=changed):
+        list(blocks)
+
+
+def test_a_source_read_in_one_pass_is_not_stamped(tmp_path: Path) -> None:
+    # No match key, no ledger key, not contacts or companies: no scan, one pass, nothing to
+    # hold the rows against (the file read is the file prepared).
+    (tmp_path / "d.csv").write_text("Title,Stage\nA,won\n")
+    cfg = tmp_path / "d.yaml"
+    cfg.write_text(
+        "object_type: deals\nsource:\n  path: d.csv\nname: Title\nfields:\n  stage: Stage\n"
+    )
+    blocks = prepare_step(load_mapping(cfg), base_dir=tmp_path, schema=None, users=None)
+    (tmp_path / "d.csv").write_text("Title,Stage\nA,won\nB,lost\n")
+    assert [r.source.values["Title"] for r in blocks] == ["A", "B"]

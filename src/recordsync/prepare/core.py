@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from recordsync.config.models import MappingConfig
+from recordsync.core.errors import SourceError
 from recordsync.core.model import Blocks, PreparedRow, RowStatus, Salvage, SourceRow
 from recordsync.map.columns import MappedBatch
 from recordsync.map.engine import BatchMapper
@@ -37,6 +38,7 @@ from recordsync.prepare.salvage import bad_row
 from recordsync.prepare.source_check import check_batch_columns, check_source
 from recordsync.read import BadLine, SourceBatch, iter_source
 from recordsync.read.batch import BatchValues
+from recordsync.read.integrity import Stamp, changes, stamp_source
 from recordsync.read.sql import null_keys
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.keys import NORMALIZERS, cell_text
@@ -276,16 +278,37 @@ def prepare_step(
     """
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
+    stamps = stamp_source(mapping.source, base_dir)  # before the first pass
     dups = (
         Duplicates.scan(mapper, mapping, base_dir)
         if mapping.match_by or mapping.ledger_key is not None
         else None
     )
     merges = scan_merges(mapping, base_dir=base_dir, schema=schema, users=users, dups=dups)
+    scanned = stamps if dups is not None or merges is not None else None
     return Blocks(
-        _stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes, merges),
+        _stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes, merges, scanned),
         dups.ledger_keys if dups is not None else None,
     )
+
+
+def _same_files(
+    mapping: MappingConfig, base_dir: Path, before: dict[str, Stamp], when: str
+) -> None:
+    """Raise a SourceError if a file of the source changed (size or modification time) since
+    ``before`` was taken, at the start of the first pass: the scans' findings name rows by
+    their place in the file, and would be taken for other rows."""
+    found = changes(before, stamp_source(mapping.source, base_dir))
+    if found:
+        raise SourceError(
+            f"{mapping.source.label} changed {when}: {'; '.join(found)}. The duplicate and"
+            " merge scans of the first pass name rows by their place in it, and would be"
+            " taken for other rows",
+            file=mapping.label,
+            key="source.path",
+            hint="run again once the export is complete (a file still being written, or"
+            " replaced while recordsync read it)",
+        )
 
 
 def _stream(
@@ -296,7 +319,13 @@ def _stream(
     slice_rows: int | None,
     max_request_bytes: int | None,
     merges: MergeScan | None = None,
+    scanned: dict[str, Stamp] | None = None,
 ) -> Iterator[list[PreparedRow]]:
+    """The rows pass. ``scanned``: the source's files as they were when the scans began
+    (None: no scan ran); a file changed since stops the step before its first row, and one
+    changed while its rows were read stops it once they all were (with a SourceError)."""
+    if scanned is not None:
+        _same_files(mapping, base_dir, scanned, "between the first pass and the read of its rows")
     files: dict[str, int] = {}
     gcb = BatchGC()
     batches = iter_source(mapping.source, base_dir)
@@ -310,3 +339,5 @@ def _stream(
             )
     finally:
         gcb.release()
+    if scanned is not None:
+        _same_files(mapping, base_dir, scanned, "while its rows were read")
