@@ -9,7 +9,10 @@ about one batch.
 The query is wrapped as ``SELECT <columns> FROM (<query>) ORDER BY <key>``: every pass over
 the source (the duplicate scan, then the rows) sees the rows in the same order, so a row's
 number (``source_row``, 1-based in key order) names the same row in each pass and in the
-report, and the key columns identify it across runs.
+report, and the key columns identify it across runs. Rows that share a key are the exception:
+``ORDER BY`` leaves them in any order, and a pass may read them in another order than the one
+before (the nightly path's second pass checks its cells against the first's,
+:mod:`recordsync.prepare.digests`).
 
 On DuckDB that sort is most of the read's memory, and a query's rows often come in key order
 already. Each pass therefore first reads the key column(s) alone, without ``ORDER BY`` (a
