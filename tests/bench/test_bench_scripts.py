@@ -40,6 +40,12 @@ def test_bench_run_compares_every_server_checks_its_baseline_and_prints_each_tar
     assert "target peak RSS" in out
 
 
+def test_split_floor_runs_the_floor_beside_the_real_run_and_checks_what_arrived() -> None:
+    out = bench("split_floor.py", "--rows", "150", "--pairs", "1", "--servers", "noop")
+    assert "round 1 noop" in out and "arrived exactly once: all 3" in out
+    assert "baseline / recordsync wall" in out and "| no-op server (150 rows), wall |" in out
+
+
 def test_bench_startup_prints_the_difference_and_the_target() -> None:
     out = bench("bench_startup.py", "--rows", "120", "--pairs", "1")
     assert "round 1: recordsync" in out
