@@ -434,9 +434,9 @@ def test_the_first_batch_is_cut_into_parts_twice_as_large_each_up_to_a_slice(
 def test_a_file_rewritten_after_the_scans_stops_the_step_before_its_first_row(
     tmp_path: Path,
 ) -> None:
-    # The duplicate scan found rows 1 and 3 to share a key (row 3 wins). Rewritten with
-    # another row in front, those places hold other rows: the step must not take the scan's
-    # findings for them, and stops before it makes any row.
+    # The duplicate scan found rows 1 and 3 to share an e-mail, 2 and 4 a name (3 and 4
+    # win). Rewritten with another row in front, those places hold other rows: the step must
+    # not take the scan's findings for them, and stops before it makes any row.
     cfg = write_contacts(tmp_path, CSV)
     blocks = prepare_step(load_mapping(cfg), base_dir=tmp_path, schema=None, users=None)
     (tmp_path / "c.csv").write_text("Name,Email,Title\nCy,cy@x.example,\n" + CSV.split("\n", 1)[1])
