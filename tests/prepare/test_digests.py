@@ -17,7 +17,7 @@ from recordsync.core.errors import SourceError
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
 from recordsync.prepare import digests as digests_module
 from recordsync.prepare.digests import _with_digests, prepare_digested
-from recordsync.prepare.seen_log import Seen
+from recordsync.prepare.seen_log import KeptRows, Seen
 from recordsync.read import SourceBatch
 from recordsync.state import StateStore
 from recordsync.state.batch_marks import BatchMarks
@@ -275,6 +275,9 @@ def test_a_second_pass_reading_other_cells_in_the_same_rows_stops_the_step(
 
     try:
         monkeypatch.setattr(sizes, "UNMATCHED_KEEP_ROWS", 1)  # the second pass reads again
+        # a query's rows past that are kept on disk instead, unless they cannot be (a full
+        # disk): refused here, so that the query is run again
+        monkeypatch.setattr(KeptRows, "add", lambda self, batch: False)
         got = [i for g in nightly_pass(mapping, tmp_path, last_snapshot()).lists for i in g]
         assert len(got) == len(titles)  # as it is: every row prepared
         snapshot = last_snapshot()
@@ -285,5 +288,63 @@ def test_a_second_pass_reading_other_cells_in_the_same_rows_stops_the_step(
             assert stop.value.key == "source.key" and "share a key" in stop.value.message
         else:
             assert stop.value.key == "source.path" and "cells differ" in stop.value.message
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("first_run", [True, False])
+def test_a_query_runs_once_its_rows_past_the_budget_kept_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_run: bool
+) -> None:
+    """Past ``UNMATCHED_KEEP_ROWS``, a query's first pass keeps the rows it did not find in a
+    temporary file instead of running the query again: the second pass prepares exactly the
+    rows the first read (as with every row kept in memory), whatever the database holds by
+    then (here: every title changed, and a row added, after the first pass)."""
+    _, write = contacts(tmp_path)
+    rows = [(f"N{i}", f"e{i}@x.example", f"T{i}") for i in range(11)]
+    write(rows)
+    (tmp_path / "c.yaml").write_text(
+        "object_type: contacts\nsource:\n  query: SELECT * FROM 'c.parquet'\n"
+        "  key: Email\n  name: c\n  batch_size: 4\nname: Name\nmatch_by: [email]\n"
+        "fields:\n  email: Email\n  job_title: Title\n"
+    )
+    mapping = load_mapping(tmp_path / "c.yaml")
+    store = StateStore(tmp_path / "state.db")
+    reads: list[int] = []
+    real = digests_module.iter_source
+
+    def counted(*args: object, **kwargs: object) -> object:
+        reads.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    def flat(lists: object) -> list[tuple[object, ...]]:
+        out: list[tuple[object, ...]] = []
+        for item in (i for got in lists for i in got):  # type: ignore[attr-defined]
+            if isinstance(item, UnchangedBlock):
+                out += [("unchanged", line) for line in item.source_rows.tolist()]
+            else:
+                out.append((item.source.source_row, item.status, item.payload, item.digest))
+        return out
+
+    def last_snapshot() -> Snapshot | None:
+        """None (a first run), or a snapshot of rows 0-2 as they are (the others not found)."""
+        if first_run:
+            return None
+        write(rows[:3])
+        first_snapshot(store, mapping, tmp_path)
+        write(rows)
+        return take(store, "p", "contacts", b"fp")  # taken once: made again each time
+
+    try:
+        kept = flat(nightly_pass(mapping, tmp_path, last_snapshot()).lists)  # all in memory
+        snapshot = last_snapshot()
+        monkeypatch.setattr(sizes, "UNMATCHED_KEEP_ROWS", 2)
+        monkeypatch.setattr(digests_module, "iter_source", counted)
+        blocks = nightly_pass(mapping, tmp_path, snapshot)  # the first pass is over
+        write([(n, e, t + "!") for n, e, t in rows] + [("Z", "z@x.example", "new")])
+        assert flat(blocks.lists) == kept and len(kept) == 11
+        assert reads == []  # the second pass read no source: the first pass's rows, kept
+        payloads = [t[2] for t in kept if t[0] != "unchanged"]
+        assert all(p["fields"]["job_title"].startswith("T") for p in payloads)  # type: ignore[index]
     finally:
         store.close()

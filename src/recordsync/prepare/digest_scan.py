@@ -25,7 +25,7 @@ from recordsync.prepare.cell_sample import CellSample
 from recordsync.prepare.core import ROW_BITS, Duplicates, ledger_keys, shared_hashes
 from recordsync.prepare.dups import HashRuns
 from recordsync.prepare.owners import SnapshotOwners
-from recordsync.prepare.seen_log import Seen, SeenLog
+from recordsync.prepare.seen_log import KeptRows, Seen, SeenLog
 from recordsync.read import SourceBatch, iter_source
 from recordsync.read.swallow import hiding_rows
 from recordsync.state.batch_marks import BatchMarks, span_digests
@@ -57,6 +57,10 @@ class Scan:
         self.cells = cells
         """A sample of the rows found, with their cells (the read-back's), or None."""
         self.reread = False
+        """The second pass reads the source again (the rows not found were too many to keep,
+        or rows found were demoted)."""
+        self.on_disk: KeptRows | None = None
+        """A query's rows kept past the budget, on disk (None: none)."""
         self.fp = fp
         self.columns = mapper.columns_used
         self.later = snapshot is None
@@ -111,10 +115,10 @@ class Scan:
                     seen.kept = sub
                     kept.append(seen)
                     budget -= len(slow)
+                elif mapping.source.kind == "sql" and self._keep_on_disk(sub.batch):
+                    seen.on_disk = True  # a query runs once: what it gave is what is sent
                 else:  # too many to keep: read the source again in the second pass
-                    self.reread = True
-                    for s in kept:
-                        s.kept = None
+                    self._read_again(kept)
             self.seen.append(seen)
             if not len(slow) or (not mapping.match_by and mapping.ledger_key is None):
                 continue
@@ -163,9 +167,26 @@ class Scan:
         # not np.unique: its first call imports numpy.ma (~8 ms of a small run's start-up)
         self.demoted = np.array(sorted(set(demoted)), dtype=np.int64)
         if len(self.demoted) and not self.reread:  # demoted rows were not kept: read again
-            self.reread = True
-            for s in kept:
-                s.kept = None
+            self._read_again(kept)
+        if self.on_disk is not None:
+            self.on_disk.finish()
+
+    def _keep_on_disk(self, batch: pa.RecordBatch) -> bool:
+        """Keep a query's batch of rows not found in the :class:`KeptRows` file."""
+        if self.on_disk is None:
+            self.on_disk = KeptRows()
+        return self.on_disk.add(batch)
+
+    def _read_again(self, kept: list[Seen]) -> None:
+        """The second pass reads the source again: nothing stays kept."""
+        self.reread = True
+        for s in kept:
+            s.kept = None
+        if self.on_disk is not None:
+            self.on_disk.close()
+            self.on_disk = None
+            for s in self.seen.items:
+                s.on_disk = False
 
     def owners(self) -> SnapshotOwners:
         """The rows found in the snapshot and not demoted: they have a record of their own

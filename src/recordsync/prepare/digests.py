@@ -228,11 +228,19 @@ def _second_pass(
     over kept rows reads nothing, and what its batches freed (the rows carried into the
     next snapshot, the blocks found unchanged) stayed resident, growing with the source."""
     if not scan.reread:
-        for seen in scan.seen:
-            kept, seen.kept = seen.kept, None  # not held once its rows are prepared
-            assert kept is not None
-            yield seen, kept
-            give_back()
+        on_disk = scan.on_disk
+        try:
+            for seen in scan.seen:
+                kept, seen.kept = seen.kept, None  # not held once its rows are prepared
+                if seen.on_disk:  # read back: the Seen holds them no more, as above
+                    assert on_disk is not None
+                    kept, seen.on_disk = on_disk.next(seen), False
+                assert kept is not None
+                yield seen, kept
+                give_back()
+        finally:
+            if on_disk is not None:
+                on_disk.close()
         return
     first = iter(scan.seen)
     for sb in iter_source(mapping.source, base_dir):

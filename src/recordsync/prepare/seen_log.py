@@ -2,11 +2,15 @@
 each batch (:class:`Seen`: its rows, digests and snapshot matches, about 33 bytes a row),
 kept for the second pass in a :class:`SeenLog`: in memory up to ``sizes.SEEN_SPILL_ROWS`` rows,
 then appended to a temporary file and read back one batch at a time, so that a source of
-any size costs the same memory.
+any size costs the same memory. The rows of a query that the first pass keeps past
+``sizes.UNMATCHED_KEEP_ROWS`` go to a temporary file of their own (:class:`KeptRows`), so that
+the query is run once.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -14,9 +18,12 @@ from typing import IO
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
 
 from recordsync.read import BadLine, SourceBatch
 from recordsync.tuning import sizes
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -43,12 +50,15 @@ class Seen:
     """The batch's span digests as the first pass read it (:func:`.batch_marks.span_digests`
     of ``sizes.MARK_ROWS`` rows each; None: not digestible): the marks a first run leaves
     for the batch, and what a second pass that reads the source again checks it reads."""
+    on_disk: bool = False
+    """The batch's rows not found in the snapshot are in the :class:`KeptRows` file (``kept``
+    is None until the second pass reads them back)."""
 
     def split(self, n: int) -> tuple[Seen, Seen]:
         """What was learnt about the batch's first ``n`` rows and about the others, as
         :meth:`SourceBatch.split` splits the batch: views of the arrays (read back, if they
         were in the log's file), nothing kept (the second pass's view of a batch)."""
-        if self.kept is not None:
+        if self.kept is not None or self.on_disk:
             raise ValueError("a batch whose rows are kept is not split")
         if not 0 < n < len(self.rows):
             raise ValueError(f"cannot split a batch of {len(self.rows)} rows at {n}")
@@ -140,6 +150,80 @@ class SeenLog:
                 _unload(s)
 
     def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class KeptRows:
+    """The rows a query's first pass keeps for its second past ``sizes.UNMATCHED_KEEP_ROWS``:
+    the batches appended, in source order, to one Arrow IPC stream in a temporary file
+    (LZ4-compressed), and read back in that order, one batch at a time. A query's second
+    pass then prepares the rows the first pass read, whatever the database holds by then
+    (rows written, updated or deleted meanwhile; rows sharing a key in another order), and
+    the query runs once. A file source is read again instead (a file does not change under
+    a run, and it is checked to be the same: :mod:`recordsync.prepare.digests`)."""
+
+    def __init__(self) -> None:
+        self._file: IO[bytes] | None = tempfile.TemporaryFile(prefix="recordsync-kept-")  # noqa: SIM115
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
+        self._reader: pa.ipc.RecordBatchStreamReader | None = None
+        self._schema: pa.Schema | None = None
+        self.rows = 0
+        """Rows written."""
+        self.bytes = 0
+        """The file's size once written (:meth:`finish`)."""
+
+    def add(self, batch: pa.RecordBatch) -> bool:
+        """Append ``batch``; False (nothing written) when it cannot be: a schema other than
+        the first batch's, or the file cannot be written (a full disk: logged). The caller
+        then reads the source again instead, and :meth:`close` s this."""
+        assert self._file is not None and self._reader is None
+        try:
+            if self._writer is None:
+                options = pa.ipc.IpcWriteOptions(compression="lz4")
+                self._writer = pa.ipc.new_stream(self._file, batch.schema, options=options)
+                self._schema = batch.schema
+            elif self._schema is None or not batch.schema.equals(self._schema):
+                return False
+            self._writer.write_batch(batch)
+        except OSError as exc:
+            log.warning("the query's rows could not be kept on disk (%s): it runs again", exc)
+            return False
+        self.rows += batch.num_rows
+        return True
+
+    def finish(self) -> None:
+        """The last batch is written: what follows reads."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._file is not None:
+            self._file.flush()
+            self.bytes = self._file.tell()
+
+    def next(self, seen: Seen) -> SourceBatch:
+        """The rows kept of the batch ``seen`` (the next batch written): its rows not found in
+        the snapshot, as the first pass took them (:func:`.digest_scan.take`)."""
+        if self._reader is None:
+            assert self._file is not None and self._writer is None
+            self._file.seek(0)
+            self._reader = pa.ipc.open_stream(self._file)
+        batch = self._reader.read_next_batch()
+        rows = seen.rows[seen.found < 0]
+        if len(rows) != batch.num_rows:  # written by this run, read in its order
+            raise RuntimeError(f"kept rows of {seen.file}: {batch.num_rows} read, {len(rows)} kept")
+        return SourceBatch(seen.file, batch, rows, [])
+
+    def close(self) -> None:
+        self._reader = None
+        if self._writer is not None:
+            with contextlib.suppress(OSError):  # closing after a failed write
+                self._writer.close()
+            self._writer = None
         if self._file is not None:
             self._file.close()
             self._file = None
