@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from recordsync import tuning
 from recordsync.config import load_mapping
+from recordsync.config.models import MappingConfig
 from recordsync.core.errors import SourceError
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
 from recordsync.prepare import digests as digests_module
@@ -224,6 +225,17 @@ def test_a_sending_run_prepares_the_first_rows_of_the_second_pass_on_their_own(
         store.close()
 
 
+def _query_of_contacts(tmp_path: Path) -> MappingConfig:
+    """The contacts mapping reading ``c.parquet`` through a DuckDB query (key ``Email``) in
+    batches of 4 rows."""
+    (tmp_path / "c.yaml").write_text(
+        "object_type: contacts\nsource:\n  query: SELECT * FROM 'c.parquet'\n"
+        "  key: Email\n  name: c\n  batch_size: 4\nname: Name\nmatch_by: [email]\n"
+        "fields:\n  email: Email\n  job_title: Title\n"
+    )
+    return load_mapping(tmp_path / "c.yaml")
+
+
 def _second_read_swaps_two_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     """The source's second read (the second pass reading again) gives the same row numbers
     with the cells of its first two rows swapped, as a database may give rows that share a
@@ -254,12 +266,7 @@ def test_a_second_pass_reading_other_cells_in_the_same_rows_stops_the_step(
     titles = [f"T{i}" for i in range(8)]
     write([(f"N{i}", f"e{i}@x.example", t) for i, t in enumerate(titles)])
     if query:
-        (tmp_path / "c.yaml").write_text(
-            "object_type: contacts\nsource:\n  query: SELECT * FROM 'c.parquet'\n"
-            "  key: Email\n  name: c\n  batch_size: 4\nname: Name\nmatch_by: [email]\n"
-            "fields:\n  email: Email\n  job_title: Title\n"
-        )
-        mapping = load_mapping(tmp_path / "c.yaml")
+        mapping = _query_of_contacts(tmp_path)
     store = StateStore(tmp_path / "state.db")
 
     def last_snapshot() -> Snapshot | None:
@@ -303,12 +310,7 @@ def test_a_query_runs_once_its_rows_past_the_budget_kept_on_disk(
     _, write = contacts(tmp_path)
     rows = [(f"N{i}", f"e{i}@x.example", f"T{i}") for i in range(11)]
     write(rows)
-    (tmp_path / "c.yaml").write_text(
-        "object_type: contacts\nsource:\n  query: SELECT * FROM 'c.parquet'\n"
-        "  key: Email\n  name: c\n  batch_size: 4\nname: Name\nmatch_by: [email]\n"
-        "fields:\n  email: Email\n  job_title: Title\n"
-    )
-    mapping = load_mapping(tmp_path / "c.yaml")
+    mapping = _query_of_contacts(tmp_path)
     store = StateStore(tmp_path / "state.db")
     reads: list[int] = []
     real = digests_module.iter_source
