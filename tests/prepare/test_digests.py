@@ -299,9 +299,10 @@ def test_a_second_pass_reading_other_cells_in_the_same_rows_stops_the_step(
         store.close()
 
 
+@pytest.mark.parametrize("seen_on_disk", [False, True])
 @pytest.mark.parametrize("first_run", [True, False])
 def test_a_query_runs_once_its_rows_past_the_budget_kept_on_disk(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_run: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_run: bool, seen_on_disk: bool
 ) -> None:
     """Past ``UNMATCHED_KEEP_ROWS``, a query's first pass keeps the rows it did not find in a
     temporary file instead of running the query again: the second pass prepares exactly the
@@ -341,6 +342,8 @@ def test_a_query_runs_once_its_rows_past_the_budget_kept_on_disk(
         kept = flat(nightly_pass(mapping, tmp_path, last_snapshot()).lists)  # all in memory
         snapshot = last_snapshot()
         monkeypatch.setattr(sizes, "UNMATCHED_KEEP_ROWS", 2)
+        if seen_on_disk:  # what the first pass learnt goes to its own file too
+            monkeypatch.setattr(sizes, "SEEN_SPILL_ROWS", 3)
         monkeypatch.setattr(digests_module, "iter_source", counted)
         blocks = nightly_pass(mapping, tmp_path, snapshot)  # the first pass is over
         write([(n, e, t + "!") for n, e, t in rows] + [("Z", "z@x.example", "new")])
