@@ -16,6 +16,7 @@ from recordsync.config import load_mapping
 from recordsync.config.models import MappingConfig
 from recordsync.core.errors import SourceError
 from recordsync.core.model import PreparedRow, RowStatus, SourceRow, UnchangedBlock
+from recordsync.prepare import digest_scan
 from recordsync.prepare import digests as digests_module
 from recordsync.prepare.digests import _with_digests, prepare_digested
 from recordsync.prepare.seen_log import KeptRows, Seen
@@ -351,5 +352,77 @@ def test_a_query_runs_once_its_rows_past_the_budget_kept_on_disk(
         assert reads == []  # the second pass read no source: the first pass's rows, kept
         payloads = [t[2] for t in kept if t[0] != "unchanged"]
         assert all(p["fields"]["job_title"].startswith("T") for p in payloads)  # type: ignore[index]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("demoted_changes", [False, True])
+def test_a_querys_demoted_rows_are_fetched_by_their_digests_not_their_places(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, demoted_changes: bool
+) -> None:
+    """A row found unchanged whose e-mail another row now has (here the winner of a duplicate
+    pair whose loser never reached the snapshot) is demoted: prepared in full after all. A
+    query's demoted rows are taken from the query run once more by their digests: a row
+    written in the database meanwhile, which moves every row after it, changes nothing, and
+    the second pass reads nothing. Only a demoted row that changed itself makes the second
+    pass read the query again whole, and that read stops the step as the database moved."""
+    _, write = contacts(tmp_path)
+    rows = [(f"N{i:02d}", f"e{i}@x.example", f"T{i}") for i in range(11)]
+    rows.append(("N99", "e5@x.example", "dup"))  # last in key order: it wins, N05 loses
+    (tmp_path / "c.yaml").write_text(
+        "object_type: contacts\nsource:\n  query: SELECT * FROM 'c.parquet'\n"
+        "  key: Name\n  name: c\n  batch_size: 4\nname: Name\nmatch_by: [email]\n"
+        "fields:\n  email: Email\n  job_title: Title\n"
+    )
+    mapping = load_mapping(tmp_path / "c.yaml")
+    store = StateStore(tmp_path / "state.db")
+
+    def last_snapshot() -> Snapshot | None:
+        write(rows)
+        first_snapshot(store, mapping, tmp_path, failed={5})  # the loser, never sent
+        return take(store, "p", "contacts", b"fp")  # taken once: made again each time
+
+    def flat(lists: object) -> list[tuple[object, ...]]:
+        out: list[tuple[object, ...]] = []
+        for item in (i for got in lists for i in got):  # type: ignore[attr-defined]
+            if isinstance(item, UnchangedBlock):
+                out += [("unchanged", line) for line in item.source_rows.tolist()]
+            else:
+                out.append((item.source.source_row, item.status, item.payload, item.error))
+        return out
+
+    try:
+        expected = flat(nightly_pass(mapping, tmp_path, last_snapshot()).lists)
+        prepared = [t[:2] for t in expected if t[0] != "unchanged"]  # the rest unchanged
+        assert prepared == [(6, RowStatus.DUPLICATE), (12, RowStatus.VALID)]
+        snapshot = last_snapshot()
+        scanned = digest_scan.iter_source
+        reads: list[str] = []
+
+        def moved(*args: object, **kwargs: object) -> object:
+            reads.append("scan")
+            if len(reads) == 2:  # the query run again: a row written in front of all
+                changed = [*rows, ("A", "a@x.example", "new")]
+                if demoted_changes:
+                    changed[11] = ("N99", "e5@x.example", "dup, changed")
+                write(changed)
+            return scanned(*args, **kwargs)  # type: ignore[arg-type]
+
+        def second(*args: object, **kwargs: object) -> object:
+            reads.append("second")
+            return real(*args, **kwargs)  # type: ignore[arg-type]
+
+        real = digests_module.iter_source
+        monkeypatch.setattr(digest_scan, "iter_source", moved)
+        monkeypatch.setattr(digests_module, "iter_source", second)
+        if demoted_changes:
+            with pytest.raises(SourceError, match="other values than the first"):
+                flat(nightly_pass(mapping, tmp_path, snapshot).lists)
+            assert reads == ["scan", "scan", "second"]
+            return
+        blocks = nightly_pass(mapping, tmp_path, snapshot)
+        write([(n, e, t + "!") for n, e, t in rows])  # and every title, before the second pass
+        assert flat(blocks.lists) == expected
+        assert reads == ["scan", "scan"]  # the first pass, the demoted rows; no second read
     finally:
         store.close()

@@ -166,10 +166,78 @@ class Scan:
         )
         # not np.unique: its first call imports numpy.ma (~8 ms of a small run's start-up)
         self.demoted = np.array(sorted(set(demoted)), dtype=np.int64)
-        if len(self.demoted) and not self.reread:  # demoted rows were not kept: read again
-            self._read_again(kept)
+        self.demoted_rows: dict[int, pa.RecordBatch] = {}
+        """A query's demoted rows by row id, fetched again (:meth:`_fetch_demoted`)."""
+        if len(self.demoted) and not self.reread:  # demoted rows were not kept
+            fetched = mapping.source.kind == "sql" and self._fetch_demoted(mapping, base_dir, kept)
+            if not fetched:  # read the source again
+                self._read_again(kept)
         if self.on_disk is not None:
             self.on_disk.finish()
+
+    def _fetch_demoted(self, mapping: MappingConfig, base_dir: Path, kept: list[Seen]) -> bool:
+        """A query's demoted rows (found in the snapshot, so not kept, and to be prepared in
+        full after all), taken from the query run once more by their digests, not by their
+        places: rows written or deleted in the database meanwhile move the others, and the
+        rows the first pass kept stay what the second pass prepares. False when they cannot
+        all be had as the first pass read them (one changed or went meanwhile, more than
+        ``sizes.UNMATCHED_KEEP_ROWS`` of them, another schema): the second pass then reads
+        the query again whole, and checks that it reads the same."""
+        if len(self.demoted) > sizes.UNMATCHED_KEEP_ROWS:
+            return False
+        wanted: dict[tuple[int, int], list[int]] = {}
+        for s in self.seen:
+            ids = (np.int64(self._fidx[s.file]) << ROW_BITS) | s.rows
+            hit = np.flatnonzero(np.isin(ids, self.demoted))
+            if not len(hit):
+                continue
+            if s.digests is None or s.ok is None or not bool(s.ok[hit].all()):
+                return False
+            for i, d0, d1 in zip(hit.tolist(), *s.digests[hit].T.tolist(), strict=True):
+                wanted.setdefault((d0, d1), []).append(int(ids[i]))
+        schema = next((s.kept.batch.schema for s in kept if s.kept is not None), None)
+        if self.on_disk is not None:
+            schema = schema or self.on_disk.schema
+        left = len(self.demoted)
+        if schema is None or sum(map(len, wanted.values())) != left:
+            return False
+        for sb in iter_source(mapping.source, base_dir):
+            got = row_digests(sb.batch, self.columns, self.fp)
+            if not sb.batch.schema.equals(schema) or got is None:
+                return False
+            digests, ok = got
+            at: list[int] = []
+            rids: list[int] = []
+            for j in np.flatnonzero(ok).tolist():
+                key = (int(digests[j, 0]), int(digests[j, 1]))
+                if key in wanted:
+                    rids.append(wanted[key].pop(0))
+                    at.append(j)
+                    if not wanted[key]:
+                        del wanted[key]
+            if at:  # copied: a slice would hold the whole batch
+                taken = sb.batch.take(pa.array(at))
+                for k, rid in enumerate(rids):
+                    self.demoted_rows[rid] = taken.slice(k, 1)
+                left -= len(at)
+            if not left:
+                return True
+        self.demoted_rows.clear()
+        return False
+
+    def with_demoted(self, seen: Seen, kept: SourceBatch) -> SourceBatch:
+        """``kept`` (the rows of ``seen``'s batch not found) and the batch's demoted rows
+        fetched again, in row order: the rows the second pass prepares."""
+        ids = (np.int64(self._fidx[seen.file]) << ROW_BITS) | seen.rows
+        mine = np.flatnonzero(np.isin(ids, self.demoted))
+        if not len(mine):
+            return kept
+        extra = [self.demoted_rows.pop(int(ids[i])) for i in mine.tolist()]
+        rows = np.concatenate([kept.rows, seen.rows[mine]])
+        order = np.argsort(rows, kind="stable")
+        table = pa.Table.from_batches([kept.batch, *extra]).take(pa.array(order))
+        (batch,) = table.combine_chunks().to_batches()  # at least the one demoted row
+        return SourceBatch(seen.file, batch, rows[order], [])
 
     def _keep_on_disk(self, batch: pa.RecordBatch) -> bool:
         """Keep a query's batch of rows not found in the :class:`KeptRows` file."""

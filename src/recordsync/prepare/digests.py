@@ -236,6 +236,8 @@ def _second_pass(
                     assert on_disk is not None
                     kept, seen.on_disk = on_disk.next(seen), False
                 assert kept is not None
+                if scan.demoted_rows:  # a query's demoted rows, fetched again
+                    kept = scan.with_demoted(seen, kept)
                 yield seen, kept
                 give_back()
         finally:

@@ -177,6 +177,11 @@ class KeptRows:
         self.bytes = 0
         """The file's size once written (:meth:`finish`)."""
 
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The batches' schema (None: none written)."""
+        return self._schema
+
     def add(self, batch: pa.RecordBatch) -> bool:
         """Append ``batch``; False (nothing written) when it cannot be: a schema other than
         the first batch's, or the file cannot be written (a full disk: logged). The caller
