@@ -226,6 +226,19 @@ def test_a_sending_run_prepares_the_first_rows_of_the_second_pass_on_their_own(
         store.close()
 
 
+def _flat(lists: object) -> list[tuple[object, ...]]:
+    """Prepared rows as (row, status, payload, digest, error); unchanged blocks as one
+    ("unchanged", row) a row."""
+    out: list[tuple[object, ...]] = []
+    for item in (i for got in lists for i in got):  # type: ignore[attr-defined]
+        if isinstance(item, UnchangedBlock):
+            out += [("unchanged", line) for line in item.source_rows.tolist()]
+        else:
+            r = item.source.source_row
+            out.append((r, item.status, item.payload, item.digest, item.error))
+    return out
+
+
 def _query_of_contacts(tmp_path: Path) -> MappingConfig:
     """The contacts mapping reading ``c.parquet`` through a DuckDB query (key ``Email``) in
     batches of 4 rows."""
@@ -321,15 +334,6 @@ def test_a_query_runs_once_its_rows_past_the_budget_kept_on_disk(
         reads.append(1)
         return real(*args, **kwargs)  # type: ignore[arg-type]
 
-    def flat(lists: object) -> list[tuple[object, ...]]:
-        out: list[tuple[object, ...]] = []
-        for item in (i for got in lists for i in got):  # type: ignore[attr-defined]
-            if isinstance(item, UnchangedBlock):
-                out += [("unchanged", line) for line in item.source_rows.tolist()]
-            else:
-                out.append((item.source.source_row, item.status, item.payload, item.digest))
-        return out
-
     def last_snapshot() -> Snapshot | None:
         """None (a first run), or a snapshot of rows 0-2 as they are (the others not found)."""
         if first_run:
@@ -340,7 +344,7 @@ def test_a_query_runs_once_its_rows_past_the_budget_kept_on_disk(
         return take(store, "p", "contacts", b"fp")  # taken once: made again each time
 
     try:
-        kept = flat(nightly_pass(mapping, tmp_path, last_snapshot()).lists)  # all in memory
+        kept = _flat(nightly_pass(mapping, tmp_path, last_snapshot()).lists)  # all in memory
         snapshot = last_snapshot()
         monkeypatch.setattr(sizes, "UNMATCHED_KEEP_ROWS", 2)
         if seen_on_disk:  # what the first pass learnt goes to its own file too
@@ -348,7 +352,7 @@ def test_a_query_runs_once_its_rows_past_the_budget_kept_on_disk(
         monkeypatch.setattr(digests_module, "iter_source", counted)
         blocks = nightly_pass(mapping, tmp_path, snapshot)  # the first pass is over
         write([(n, e, t + "!") for n, e, t in rows] + [("Z", "z@x.example", "new")])
-        assert flat(blocks.lists) == kept and len(kept) == 11
+        assert _flat(blocks.lists) == kept and len(kept) == 11
         assert reads == []  # the second pass read no source: the first pass's rows, kept
         payloads = [t[2] for t in kept if t[0] != "unchanged"]
         assert all(p["fields"]["job_title"].startswith("T") for p in payloads)  # type: ignore[index]
@@ -382,17 +386,8 @@ def test_a_querys_demoted_rows_are_fetched_by_their_digests_not_their_places(
         first_snapshot(store, mapping, tmp_path, failed={5})  # the loser, never sent
         return take(store, "p", "contacts", b"fp")  # taken once: made again each time
 
-    def flat(lists: object) -> list[tuple[object, ...]]:
-        out: list[tuple[object, ...]] = []
-        for item in (i for got in lists for i in got):  # type: ignore[attr-defined]
-            if isinstance(item, UnchangedBlock):
-                out += [("unchanged", line) for line in item.source_rows.tolist()]
-            else:
-                out.append((item.source.source_row, item.status, item.payload, item.error))
-        return out
-
     try:
-        expected = flat(nightly_pass(mapping, tmp_path, last_snapshot()).lists)
+        expected = _flat(nightly_pass(mapping, tmp_path, last_snapshot()).lists)
         prepared = [t[:2] for t in expected if t[0] != "unchanged"]  # the rest unchanged
         assert prepared == [(6, RowStatus.DUPLICATE), (12, RowStatus.VALID)]
         snapshot = last_snapshot()
@@ -417,12 +412,12 @@ def test_a_querys_demoted_rows_are_fetched_by_their_digests_not_their_places(
         monkeypatch.setattr(digests_module, "iter_source", second)
         if demoted_changes:
             with pytest.raises(SourceError, match="other values than the first"):
-                flat(nightly_pass(mapping, tmp_path, snapshot).lists)
+                _flat(nightly_pass(mapping, tmp_path, snapshot).lists)
             assert reads == ["scan", "scan", "second"]
             return
         blocks = nightly_pass(mapping, tmp_path, snapshot)
         write([(n, e, t + "!") for n, e, t in rows])  # and every title, before the second pass
-        assert flat(blocks.lists) == expected
+        assert _flat(blocks.lists) == expected
         assert reads == ["scan", "scan"]  # the first pass, the demoted rows; no second read
     finally:
         store.close()
