@@ -167,3 +167,61 @@ def test_a_csv_on_s3_syncs_like_a_local_file(
 
     # a file's rows are numbered by line: row 1 is the header, so line = id + 1
     _three_runs(pipeline, tmp_path / "work", change, uri, first_line=2)
+
+
+def test_a_postgres_table_written_during_a_nightly_run_is_read_as_the_run_began(
+    tmp_path: Path, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A live table: a nightly run's second pass prepares the rows its first pass read (kept
+    on disk past the budget), and the row it must prepare in full although found unchanged
+    (the winner of a duplicate e-mail) is fetched by its cells, while rows are written
+    in front of it: the run neither stops nor sends what it did not read; the next run
+    sends the rows written meanwhile."""
+    from recordsync.prepare import digest_scan, digests
+    from recordsync.tuning import sizes
+
+    rows = [*ROWS, (31, "Dup", "ann5@example.org", "5")]  # e-mail of id 5: id 31 wins
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute("CREATE TABLE e2e_live (id int, first text, email text, score text)")
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO e2e_live VALUES (%s, %s, %s, %s)", rows[::-1])
+    monkeypatch.setenv("E2E_PG_DSN", pg_url)
+    monkeypatch.setattr(sizes, "UNMATCHED_KEEP_ROWS", 3)  # the rest go to the file on disk
+    source = (
+        "  engine: postgres\n  dsn_env: E2E_PG_DSN\n  key: id\n  batch_size: 7\n"
+        "  query: SELECT id, first, email, score FROM e2e_live"
+    )
+    pipeline, work = _project(tmp_path, source), tmp_path / "work"
+    scanned, second = digest_scan.iter_source, digests.iter_source
+    reads: list[str] = []
+
+    def read(kind: str) -> None:
+        reads.append(kind)
+        if len(reads) == 2:  # whatever reads the table next: rows written in front meanwhile
+            with psycopg.connect(pg_url, autocommit=True) as c:
+                c.execute("INSERT INTO e2e_live VALUES (0, 'Zoe', 'zoe@example.org', '1')")
+                c.execute("UPDATE e2e_live SET score = '99' WHERE id = 12")
+
+    def scan(*args: Any, **kwargs: Any) -> Any:
+        read("scan")
+        return scanned(*args, **kwargs)
+
+    def read_again(*args: Any, **kwargs: Any) -> Any:
+        read("again")
+        return second(*args, **kwargs)
+
+    with served(work / "sandbox.db") as url:
+        first = _run(pipeline, work, url)
+        step = first.summary["steps"][0]
+        assert (step["rows_read"], step["created"]) == (31, 29)
+        assert (step["rows_invalid"], step["rows_duplicate"]) == (1, 1)
+        monkeypatch.setattr(digest_scan, "iter_source", scan)
+        monkeypatch.setattr(digests, "iter_source", read_again)
+        during = _run(pipeline, work, url)
+        step = during.summary["steps"][0]
+        assert during.exit_code == 1 and during.error is None  # the invalid and duplicate rows
+        assert (step["rows_read"], step["rows_sent"]) == (31, 0)
+        assert reads == ["scan", "scan"]  # the first pass, the demoted row; never again
+        after = _run(pipeline, work, url)
+        step = after.summary["steps"][0]
+        assert (step["rows_read"], step["created"], step["updated"]) == (32, 1, 1)
