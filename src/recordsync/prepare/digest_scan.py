@@ -57,8 +57,9 @@ class Scan:
         self.cells = cells
         """A sample of the rows found, with their cells (the read-back's), or None."""
         self.reread = False
-        """The second pass reads the source again (the rows not found were too many to keep,
-        or rows found were demoted)."""
+        """The second pass reads the source again: a file's rows not found were too many to
+        keep, or rows found were demoted; a query's kept rows could not be written, or its
+        demoted rows not fetched (:meth:`_fetch_demoted`)."""
         self.on_disk: KeptRows | None = None
         """A query's rows kept past the budget, on disk (None: none)."""
         self.fp = fp
