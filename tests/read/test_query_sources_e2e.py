@@ -15,8 +15,10 @@ import pytest
 
 from e2e.support import served, target  # tests/ is on sys.path (no __init__.py)
 from recordsync.core.errors import RecordsyncError
+from recordsync.prepare import digest_scan, digests
 from recordsync.run.pipeline import RunRequest, run_pipeline
 from recordsync.send.retry import RetryPolicy
+from recordsync.tuning import sizes
 
 ROWS = [(i, f"Ann{i}", f"ann{i}@example.org", str(i * 3)) for i in range(1, 31)]
 ROWS[6] = (7, "Bad", "not-an-email", "21")  # invalid: reported with its key (id 7)
@@ -177,9 +179,6 @@ def test_a_postgres_table_written_during_a_nightly_run_is_read_as_the_run_began(
     (the winner of a duplicate e-mail) is fetched by its cells, while rows are written
     in front of it: the run neither stops nor sends what it did not read; the next run
     sends the rows written meanwhile."""
-    from recordsync.prepare import digest_scan, digests
-    from recordsync.tuning import sizes
-
     rows = [*ROWS, (31, "Dup", "ann5@example.org", "5")]  # e-mail of id 5: id 31 wins
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute("CREATE TABLE e2e_live (id int, first text, email text, score text)")
