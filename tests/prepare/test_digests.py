@@ -421,3 +421,31 @@ def test_a_querys_demoted_rows_are_fetched_by_their_digests_not_their_places(
         assert reads == ["scan", "scan"]  # the first pass, the demoted rows; no second read
     finally:
         store.close()
+
+
+def test_a_query_whose_rows_cannot_be_kept_on_disk_is_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No temporary file to be had (a full disk, no TMPDIR): the warning says so, and the
+    second pass reads the query again, as before the file existed."""
+    _, write = contacts(tmp_path)
+    write([(f"N{i}", f"e{i}@x.example", f"T{i}") for i in range(9)])
+    mapping = _query_of_contacts(tmp_path)
+    expected = _flat(nightly_pass(mapping, tmp_path, None).lists)
+
+    def no_file(self: KeptRows) -> None:
+        raise OSError(28, "No space left on device")
+
+    reads: list[int] = []
+    real = digests_module.iter_source
+
+    def counted(*args: object, **kwargs: object) -> object:
+        reads.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sizes, "UNMATCHED_KEEP_ROWS", 2)
+    monkeypatch.setattr(KeptRows, "__init__", no_file)
+    monkeypatch.setattr(digests_module, "iter_source", counted)
+    assert _flat(nightly_pass(mapping, tmp_path, None).lists) == expected
+    assert reads == [1]  # read again
+    assert "could not be kept on disk ([Errno 28] No space left on device)" in caplog.text

@@ -12,6 +12,7 @@ only when the rows did not come in the snapshot's order.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -34,6 +35,8 @@ from recordsync.state.snapshot_match import key_hashes
 from recordsync.state.snapshots import Snapshot
 from recordsync.tuning import sizes
 from recordsync.tuning.gcpause import gc_paused
+
+log = logging.getLogger(__name__)
 
 
 class Scan:
@@ -243,7 +246,11 @@ class Scan:
     def _keep_on_disk(self, batch: pa.RecordBatch) -> bool:
         """Keep a query's batch of rows not found in the :class:`KeptRows` file."""
         if self.on_disk is None:
-            self.on_disk = KeptRows()
+            try:
+                self.on_disk = KeptRows()
+            except OSError as exc:  # no temporary file to be had
+                log.warning("the query's rows could not be kept on disk (%s): it runs again", exc)
+                return False
         return self.on_disk.add(batch)
 
     def _read_again(self, kept: list[Seen]) -> None:

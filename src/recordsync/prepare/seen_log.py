@@ -174,8 +174,6 @@ class KeptRows:
         self._schema: pa.Schema | None = None
         self.rows = 0
         """Rows written."""
-        self.bytes = 0
-        """The file's size once written (:meth:`finish`)."""
 
     @property
     def schema(self) -> pa.Schema | None:
@@ -208,7 +206,7 @@ class KeptRows:
             self._writer = None
         if self._file is not None:
             self._file.flush()
-            self.bytes = self._file.tell()
+            log.debug("%d rows of the query kept on disk: %d bytes", self.rows, self._file.tell())
 
     def next(self, seen: Seen) -> SourceBatch:
         """The rows kept of the batch ``seen`` (the next batch written): its rows not found in
@@ -234,7 +232,8 @@ class KeptRows:
             self._file = None
 
     def __del__(self) -> None:
-        self.close()
+        if hasattr(self, "_file"):  # not when the file could not be made
+            self.close()
 
 
 def _unload(s: Seen) -> None:
