@@ -33,7 +33,7 @@ from recordsync.prepare.dups import (
     where,
     winner,
 )
-from recordsync.prepare.merges import MergeScan, scan_merges
+from recordsync.prepare.merges import MergeScan, needed, scan_merges
 from recordsync.prepare.salvage import bad_row
 from recordsync.prepare.source_check import check_batch_columns, check_source
 from recordsync.read import BadLine, SourceBatch, iter_source
@@ -278,14 +278,12 @@ def prepare_step(
     """
     check_source(mapping, base_dir)
     mapper = BatchMapper(mapping, base_dir=base_dir, schema=schema, users=users)
-    stamps = stamp_source(mapping.source, base_dir)  # before the first pass
-    dups = (
-        Duplicates.scan(mapper, mapping, base_dir)
-        if mapping.match_by or mapping.ledger_key is not None
-        else None
+    keyed = bool(mapping.match_by) or mapping.ledger_key is not None
+    scanned = (  # the files as the first pass finds them, when a scan reads them first
+        stamp_source(mapping.source, base_dir) if keyed or needed(mapping) is not None else None
     )
+    dups = Duplicates.scan(mapper, mapping, base_dir) if keyed else None
     merges = scan_merges(mapping, base_dir=base_dir, schema=schema, users=users, dups=dups)
-    scanned = stamps if dups is not None or merges is not None else None
     return Blocks(
         _stream(mapping, base_dir, mapper, dups, slice_rows, max_request_bytes, merges, scanned),
         dups.ledger_keys if dups is not None else None,
