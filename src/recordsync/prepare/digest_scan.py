@@ -93,7 +93,7 @@ class Scan:
             fidx = files.setdefault(sb.file, len(files))
             n = sb.batch.num_rows
             readable = supported(sb.batch.schema, columns)
-            spans = span_digests(sb.batch, columns, fp, sizes.MARK_ROWS) if readable else None
+            spans = self.spans(sb.batch) if readable else None
             found = np.full(n, -1, dtype=np.int64)
             digests, ok = None, None
             if readable and not self.later and snapshot is not None:
@@ -242,6 +242,12 @@ class Scan:
         table = pa.Table.from_batches([kept.batch, *extra]).take(pa.array(order))
         (batch,) = table.combine_chunks().to_batches()  # at least the one demoted row
         return SourceBatch(seen.file, batch, rows[order], [])
+
+    def spans(self, batch: pa.RecordBatch) -> list[bytes] | None:
+        """``batch``'s span digests (:func:`recordsync.state.batch_marks.span_digests` of
+        ``sizes.MARK_ROWS`` rows each): what the first pass keeps of each batch
+        (:attr:`Seen.cells`), marks, and checks a second read against."""
+        return span_digests(batch, self.columns, self.fp, sizes.MARK_ROWS)
 
     def _keep_on_disk(self, batch: pa.RecordBatch) -> bool:
         """Keep a query's batch of rows not found in the :class:`KeptRows` file."""

@@ -44,7 +44,7 @@ from recordsync.prepare.merges import MergeScan, Owned, needed, scan_merges
 from recordsync.prepare.salvage import bad_row
 from recordsync.prepare.seen_log import Seen
 from recordsync.read import SourceBatch, iter_source
-from recordsync.state.batch_marks import BatchMarks, span_digests
+from recordsync.state.batch_marks import BatchMarks
 from recordsync.state.digests import Digests, row_digests, supported
 from recordsync.state.snapshots import Snapshot
 from recordsync.tuning import sizes
@@ -214,8 +214,7 @@ def _mark_parts(
     whole = pa.Table.from_batches([p[0] for p in parts]).combine_chunks().to_batches()
     if len(whole) == 1:
         digests = np.concatenate([p[1] for p in parts])
-        spans = span_digests(whole[0], scan.columns, scan.fp, sizes.MARK_ROWS)
-        _mark(scan, spans, digests, np.concatenate([p[2] for p in parts]))
+        _mark(scan, scan.spans(whole[0]), digests, np.concatenate([p[2] for p in parts]))
 
 
 def _second_pass(
@@ -255,7 +254,7 @@ def _second_pass(
                 key="source.path",
                 hint="run again once the export is complete",
             )
-        if got.cells is not None and got.cells != _cells(scan, sb):
+        if got.cells is not None and got.cells != scan.spans(sb.batch):
             raise _read_otherwise(mapping, sb.file)
         yield got, sb
     if next(first, None) is not None:
@@ -265,11 +264,6 @@ def _second_pass(
             key="source.path",
             hint="run again once the export is complete",
         )
-
-
-def _cells(scan: Scan, sb: SourceBatch) -> list[bytes] | None:
-    """``sb``'s span digests, as :attr:`Seen.cells` has them from the first pass."""
-    return span_digests(sb.batch, scan.columns, scan.fp, sizes.MARK_ROWS)
 
 
 def _read_otherwise(mapping: MappingConfig, file: str) -> SourceError:
